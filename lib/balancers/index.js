@@ -1,0 +1,35 @@
+'use strict'
+
+// The balancing modes: one name -> factory map that also feeds --help and the README.
+// A balancer is { pick(candidates, ctx) -> Backend | null }: candidates are the backends
+// usable right now (upstream.js decides that, once, for every mode), ctx carries what
+// the mode may key on (clientAddress, ...). No I/O, no per-connection state.
+
+const MODES = [
+  { name: 'random', aliases: [], create: require('./random'), help: 'power of two random choices, the less loaded wins (default)' },
+  { name: 'round-robin', aliases: ['rr'], create: require('./round-robin'), help: 'smooth weighted round robin' },
+  { name: 'least-connections', aliases: ['lc'], create: require('./least-connections'), help: 'fewest live connections relative to weight' },
+  { name: 'ip-hash', aliases: [], create: require('./ip-hash'), help: 'consistent hashing of the client address' }
+]
+
+const DEFAULT_MODE = 'random'
+
+const byName = new Map()
+for (const mode of MODES) {
+  byName.set(mode.name, mode)
+  for (const alias of mode.aliases) byName.set(alias, mode)
+}
+
+// The canonical name of a mode or alias, or null when there is no such mode.
+function modeName (word) {
+  const mode = byName.get(word)
+  return mode ? mode.name : null
+}
+
+function createMode (name, options) {
+  const mode = byName.get(name)
+  if (!mode) throw new TypeError(`unknown balancing mode ${name}`)
+  return mode.create(options)
+}
+
+module.exports = { MODES, DEFAULT_MODE, modeName, createMode }

@@ -1,0 +1,41 @@
+'use strict'
+
+const http = require('http')
+
+// `lila demo`: three small HTTP backends on free local ports, lila in front of them,
+// and a line saying what to run to watch the balancing. Everything stops on Ctrl-C.
+async function runDemo (config, io, serve) {
+  const backends = await Promise.all([1, 2, 3].map(startDemoBackend))
+  const listener = config.listeners[0]
+  listener.backends = backends.map(b => ({ host: '127.0.0.1', port: b.port, weight: 1, maxConn: null, backup: false }))
+  if (listener.host === null) listener.host = '127.0.0.1'
+  try {
+    return await serve(config, io, ([address], log) => {
+      log.info(`demo backends: ${listener.backends.map(b => `127.0.0.1:${b.port}`).join(', ')}`)
+      log.info(`try: for i in 1 2 3 4 5 6; do curl -s http://${address}/; done    (Ctrl-C stops the demo)`)
+    })
+  } finally {
+    await Promise.all(backends.map(b => b.close()))
+  }
+}
+
+function startDemoBackend (n) {
+  let served = 0
+  const server = http.createServer((req, res) => {
+    served++
+    res.setHeader('Connection', 'close') // a new connection per request shows tcp balancing
+    res.end(`Hello from backend ${n} (127.0.0.1:${server.address().port}), request ${served} here\n`)
+  })
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen({ host: '127.0.0.1', port: 0 }, () => resolve({
+      port: server.address().port,
+      close: () => new Promise(done => {
+        server.closeAllConnections()
+        server.close(() => done())
+      })
+    }))
+  })
+}
+
+module.exports = { runDemo }

@@ -1,0 +1,46 @@
+'use strict'
+
+// The two kinds of error a user can see. Each carries a one-line message that names
+// the bad value and what was expected; cli.js prints it and picks the exit code.
+
+// Bad input on the command line or in the config file: exit 2.
+class UsageError extends Error {
+  constructor (message) {
+    super(message)
+    this.name = 'UsageError'
+    this.code = 'LILA_USAGE'
+  }
+}
+
+// Something the environment refused at run time (port taken, permission denied): exit 1.
+class RuntimeError extends Error {
+  constructor (message, cause) {
+    super(message)
+    this.name = 'RuntimeError'
+    this.code = 'LILA_RUNTIME'
+    if (cause) this.cause = cause
+  }
+}
+
+// Plain-words reasons for the socket errors users meet most.
+const REASONS = {
+  EADDRINUSE: 'address already in use',
+  EACCES: 'permission denied',
+  EADDRNOTAVAIL: 'address not available on this machine',
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ETIMEDOUT: 'timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'name not found',
+  EAI_AGAIN: 'name lookup failed',
+  EMFILE: 'too many open files',
+  EPIPE: 'broken pipe'
+}
+
+function reasonOf (err) {
+  if (!err) return 'unknown error'
+  return REASONS[err.code] || err.code || err.message
+}
+
+module.exports = { UsageError, RuntimeError, reasonOf }

@@ -1,0 +1,228 @@
+'use strict'
+
+const net = require('net')
+const { reasonOf } = require('./errors')
+const { listen, clientAddress } = require('./listen')
+
+// Accepted connections above --max-conn wait (paused, unread) for a free slot; past
+// this many waiting, a new one is closed at once rather than held without bound.
+const MAX_WAITING = 1024
+
+// L4 balancing: accept a client, pick a backend, connect (trying others when that
+// fails), then pipe bytes both ways until both sides are done.
+class TcpListener {
+  constructor ({ config, upstream, log }) {
+    this.config = config
+    this.upstream = upstream
+    this.log = log
+    this.sessions = new Set()
+    this.waiting = []
+    this.accepted = 0
+    this.unserved = 0 // clients closed because no backend could take them
+    this.closing = false
+    this.drained = null
+    // pauseOnConnect: the client's first bytes stay in the kernel until a backend is
+    // connected, so nothing is read that a failed connect could lose.
+    this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true })
+    this.server.on('connection', client => this.accept(client))
+  }
+
+  listen () {
+    return listen(this.server, this.config, this.log)
+  }
+
+  accept (client) {
+    this.accepted++
+    if (this.closing) return client.destroy()
+    const { maxConn } = this.config
+    if (maxConn !== null && this.sessions.size >= maxConn) return this.hold(client)
+    this.serve(client)
+  }
+
+  serve (client) {
+    const session = new TcpSession(this, client)
+    this.sessions.add(session)
+    session.connectNext()
+  }
+
+  hold (client) {
+    if (this.waiting.length >= MAX_WAITING) {
+      this.log.debug(`${clientAddress(client)} closed: ${this.waiting.length} connections already wait for a slot`)
+      return client.destroy()
+    }
+    this.waiting.push(client)
+    client.on('error', () => {})
+    client.once('close', () => {
+      const i = this.waiting.indexOf(client)
+      if (i !== -1) this.waiting.splice(i, 1)
+    })
+  }
+
+  sessionDone (session) {
+    this.sessions.delete(session)
+    while (this.waiting.length > 0 && !this.closing) {
+      const client = this.waiting.shift()
+      if (client.destroyed) continue
+      this.serve(client)
+      break
+    }
+    if (this.drained !== null && this.sessions.size === 0) this.drained()
+  }
+
+  // Stop accepting at once; let open connections finish for up to `timeout` ms, then
+  // cut what is left. Resolves when every connection is gone.
+  close (timeout) {
+    this.closing = true
+    this.server.close()
+    for (const client of this.waiting.splice(0)) client.destroy()
+    if (this.sessions.size === 0) return Promise.resolve()
+    return new Promise(resolve => {
+      const timer = setTimeout(() => this.destroy(), timeout)
+      this.drained = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  }
+
+  destroy () {
+    for (const session of this.sessions) session.destroy()
+  }
+
+  snapshot () {
+    return {
+      protocol: 'tcp',
+      mode: this.upstream.mode,
+      address: this.server.address(),
+      active: this.sessions.size,
+      waiting: this.waiting.length,
+      accepted: this.accepted,
+      unserved: this.unserved
+    }
+  }
+}
+
+// One client connection and its (current) backend connection.
+class TcpSession {
+  constructor (listener, client) {
+    this.listener = listener
+    this.client = client
+    this.clientAddress = clientAddress(client) // read by ip-hash
+    this.upstream = null // the backend socket, once an attempt starts
+    this.lease = null
+    this.tried = null
+    this.attempts = 0
+    this.piping = false
+    this.clientClosed = false
+    this.finished = false
+    client.on('error', err => this.onClientError(err))
+    client.on('close', () => this.onClientClose())
+  }
+
+  connectNext () {
+    const { upstream, config, log } = this.listener
+    const backend = this.attempts <= config.retries ? upstream.choose(this, this.tried) : null
+    if (backend === null) {
+      this.listener.unserved++
+      log.warn(`no backend could take a connection from ${this.clientAddress} (${this.attempts} tried)`)
+      this.client.destroy()
+      return
+    }
+    this.attempts++
+    this.lease = backend.acquire()
+    const socket = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true, noDelay: true })
+    this.upstream = socket
+    // Until connected, the socket timeout is the connect timeout.
+    socket.setTimeout(config.connectTimeout)
+    socket.on('timeout', () => this.onUpstreamTimeout(socket))
+    socket.on('error', err => this.onUpstreamError(socket, err))
+    socket.on('close', () => this.onUpstreamClose(socket))
+    socket.once('connect', () => this.onConnect(socket))
+  }
+
+  onConnect (socket) {
+    const { client } = this
+    const idle = this.listener.config.idleTimeout
+    this.piping = true
+    this.lease.succeeded()
+    socket.setTimeout(idle)
+    if (idle > 0) {
+      client.setTimeout(idle)
+      client.on('timeout', () => this.destroy())
+    }
+    // pipe() honours back-pressure both ways and, with allowHalfOpen, passes a FIN
+    // from one side on to the other while the reverse direction keeps flowing.
+    client.pipe(socket)
+    socket.pipe(client)
+  }
+
+  // A connect that fails is retried on another backend; the client never notices.
+  connectFailed (socket, reason) {
+    const { log } = this.listener
+    const backend = this.lease.backend
+    log.debug(`connect to ${backend.address} failed: ${reason}`)
+    this.lease.failed(reason)
+    this.lease.release()
+    this.upstream = null
+    socket.destroy()
+    if (this.clientClosed) return this.finish()
+    ;(this.tried ||= new Set()).add(backend)
+    this.connectNext()
+  }
+
+  onUpstreamTimeout (socket) {
+    if (socket !== this.upstream) return
+    if (!this.piping) return this.connectFailed(socket, 'connect timed out')
+    this.destroy() // idle
+  }
+
+  onUpstreamError (socket, err) {
+    if (socket !== this.upstream) return
+    if (!this.piping) return this.connectFailed(socket, reasonOf(err))
+    this.listener.log.debug(`${this.lease.backend.address} connection error: ${reasonOf(err)}`)
+    // Pass a reset on as a reset, so the client sees what the backend did.
+    if (err.code === 'ECONNRESET') this.client.resetAndDestroy()
+    else this.client.destroy()
+  }
+
+  onUpstreamClose (socket) {
+    if (socket !== this.upstream) return
+    // Closed without a FIN (destroyed, reset): nothing more can flow, end the client.
+    // After a FIN, pipe() ends the client once what is buffered has been written.
+    if (!socket.readableEnded && !this.client.destroyed) this.client.destroy()
+    this.maybeFinish()
+  }
+
+  onClientError (err) {
+    this.listener.log.debug(`client ${this.clientAddress} error: ${reasonOf(err)}`)
+    if (this.upstream === null) return
+    if (err.code === 'ECONNRESET' && this.piping) this.upstream.resetAndDestroy()
+    else this.upstream.destroy()
+  }
+
+  onClientClose () {
+    this.clientClosed = true
+    const { upstream } = this
+    if (upstream !== null && !upstream.destroyed && (!this.piping || !this.client.readableEnded)) upstream.destroy()
+    this.maybeFinish()
+  }
+
+  maybeFinish () {
+    if (this.clientClosed && (this.upstream === null || this.upstream.destroyed)) this.finish()
+  }
+
+  // Exactly once per client connection, whatever ended it.
+  finish () {
+    if (this.finished) return
+    this.finished = true
+    if (this.lease !== null) this.lease.release(this.client.bytesRead, this.client.bytesWritten)
+    this.listener.sessionDone(this)
+  }
+
+  destroy () {
+    this.client.destroy()
+    if (this.upstream !== null) this.upstream.destroy()
+  }
+}
+
+module.exports = { TcpListener }

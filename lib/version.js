@@ -1,0 +1,1 @@
+module.exports = '0.1.0'
