@@ -67,8 +67,9 @@ function untilStopped (lb, config, signals, log) {
         return
       }
       stopping = true
+      const closed = lb.close(config.shutdownTimeout)
       log.info(`${name}: stopped accepting; letting open connections finish (up to ${config.shutdownTimeout / 1000}s)`)
-      lb.close(config.shutdownTimeout).then(() => {
+      closed.then(() => {
         signals.off('SIGTERM', onSignal)
         signals.off('SIGINT', onSignal)
         log.info('stopped')

@@ -7,6 +7,9 @@ const { listen, clientAddress } = require('./listen')
 // Accepted connections above --max-conn wait (paused, unread) for a free slot; past
 // this many waiting, a new one is closed at once rather than held without bound.
 const MAX_WAITING = 1024
+// While a backend is being connected, what the client sends is held here (and replayed
+// to the next backend if the connect fails). Past this much, the client is paused.
+const EARLY_LIMIT = 64 * 1024
 
 // L4 balancing: accept a client, pick a backend, connect (trying others when that
 // fails), then pipe bytes both ways until both sides are done.
@@ -21,8 +24,7 @@ class TcpListener {
     this.unserved = 0 // clients closed because no backend could take them
     this.closing = false
     this.drained = null
-    // pauseOnConnect: the client's first bytes stay in the kernel until a backend is
-    // connected, so nothing is read that a failed connect could lose.
+    // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true })
     this.server.on('connection', client => this.accept(client))
   }
@@ -114,9 +116,22 @@ class TcpSession {
     this.attempts = 0
     this.piping = false
     this.clientClosed = false
+    this.clientEnded = false
     this.finished = false
+    // Read the client while connecting, so that it leaving is noticed at once; what it
+    // sends waits in `early` until a backend is connected.
+    this.early = []
+    this.earlyBytes = 0
+    this.onEarlyData = chunk => {
+      this.early.push(chunk)
+      this.earlyBytes += chunk.length
+      if (this.earlyBytes >= EARLY_LIMIT) client.pause()
+    }
+    client.on('data', this.onEarlyData)
+    client.on('end', () => { this.clientEnded = true })
     client.on('error', err => this.onClientError(err))
     client.on('close', () => this.onClientClose())
+    client.resume()
   }
 
   connectNext () {
@@ -150,9 +165,14 @@ class TcpSession {
       client.setTimeout(idle)
       client.on('timeout', () => this.destroy())
     }
+    client.off('data', this.onEarlyData)
+    for (const chunk of this.early) socket.write(chunk)
+    this.early = null
     // pipe() honours back-pressure both ways and, with allowHalfOpen, passes a FIN
-    // from one side on to the other while the reverse direction keeps flowing.
-    client.pipe(socket)
+    // from one side on to the other while the reverse direction keeps flowing. A FIN
+    // that came while connecting is passed on here.
+    if (this.clientEnded) socket.end()
+    else client.pipe(socket)
     socket.pipe(client)
   }
 
@@ -215,8 +235,13 @@ class TcpSession {
   finish () {
     if (this.finished) return
     this.finished = true
-    if (this.lease !== null) this.lease.release(this.client.bytesRead, this.client.bytesWritten)
-    this.listener.sessionDone(this)
+    const { client, lease, listener } = this
+    if (lease !== null) lease.release(client.bytesRead, client.bytesWritten)
+    listener.sessionDone(this)
+    if (listener.log.enabled('debug')) {
+      const backend = this.piping ? lease.backend.address : 'no backend'
+      listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)
+    }
   }
 
   destroy () {

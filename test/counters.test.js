@@ -1,0 +1,135 @@
+'use strict'
+
+// Live counts return to zero on every path that ends a connection. These run the
+// balancer in-process (the programmatic API) so its counters can be read directly.
+
+const t = require('tap')
+const net = require('net')
+const { createBalancer } = require('../lib/index')
+const { parseCommandLine } = require('../lib/config')
+const {
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within
+} = require('./fixtures/helpers')
+
+async function startLila (t, args) {
+  const { config } = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0'])
+  const lb = createBalancer(config)
+  const [address] = await lb.listen()
+  t.teardown(() => lb.close(0))
+  return { lb, port: Number(address.split(':').pop()), stats: () => lb.stats().listeners[0] }
+}
+
+// Everything idle: no live connection on any backend, none active or waiting.
+function idle (stats) {
+  return stats.active === 0 && stats.waiting === 0 && stats.backends.every(b => b.live === 0)
+}
+
+async function settles (t, lila) {
+  await until(() => idle(lila.stats()), 'live counts to return to zero')
+  t.ok(idle(lila.stats()), 'every live count is back to zero')
+}
+
+t.test('sequential connections: counts, totals and bytes', async t => {
+  const backends = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name)))
+  const lila = await startLila(t, ['rr', ...backends.map(b => b.address)])
+  for (let i = 0; i < 30; i++) await exchange(lila.port, 'hi')
+  await settles(t, lila)
+  const stats = lila.stats()
+  t.same(stats.backends.map(b => b.total), [10, 10, 10])
+  t.same(stats.backends.map(b => b.bytesOut), [20, 20, 20], '"a\\n" ten times each')
+  t.same(stats.backends.map(b => b.bytesIn), [20, 20, 20], '"hi" ten times each')
+  t.equal(stats.accepted, 30)
+})
+
+t.test('failover through a refused and a silent backend', async t => {
+  const good = await tcpBackend(t, 'good')
+  const silent = await blackhole(t)
+  const lila = await startLila(t, ['rr', `127.0.0.1:${await deadPort()}`, `127.0.0.1:${silent}`, good.address, '--connect-timeout', '100ms'])
+  const results = await Promise.all(Array.from({ length: 6 }, () => exchange(lila.port)))
+  t.same(results.map(r => r.data), Array(6).fill('good\n'))
+  await settles(t, lila)
+  const [refused, timedOut] = lila.stats().backends
+  t.ok(refused.failures >= 1 && timedOut.failures >= 1, 'both failures counted')
+})
+
+t.test('no backend at all', async t => {
+  const lila = await startLila(t, ['rr', `127.0.0.1:${await deadPort()}`, `127.0.0.1:${await deadPort()}`])
+  await Promise.all(Array.from({ length: 5 }, () => exchange(lila.port, 'x')))
+  await settles(t, lila)
+  t.equal(lila.stats().unserved, 5)
+})
+
+t.test('the client resets while lila is still connecting: the attempt stops at once', async t => {
+  const silent = await blackhole(t)
+  const lila = await startLila(t, ['rr', `127.0.0.1:${silent}`, '--connect-timeout', '60s'])
+  const socket = net.connect(lila.port, '127.0.0.1')
+  await new Promise(resolve => socket.on('connect', resolve))
+  await until(() => lila.stats().backends[0].live === 1, 'the connect attempt to start')
+  socket.resetAndDestroy()
+  await settles(t, lila)
+})
+
+t.test('a FIN while connecting may be a half-close: sent on once connected', async t => {
+  const backend = await tcpBackend(t, 'b', socket => {
+    let got = ''
+    socket.on('data', chunk => { got += chunk })
+    socket.on('end', () => socket.end(`got ${got}`))
+  })
+  const lila = await startLila(t, ['rr', backend.address])
+  const { data } = await exchange(lila.port, 'request') // written and ended at once
+  t.equal(data, 'got request')
+  await settles(t, lila)
+})
+
+t.test('resets on either side', async t => {
+  const backend = await tcpBackend(t, 'b', (socket, b) => {
+    socket.write('b\n')
+    socket.on('data', chunk => { if (String(chunk) === 'reset') socket.resetAndDestroy() })
+  })
+  const lila = await startLila(t, ['rr', backend.address])
+  const one = await openGreeted(lila.port)
+  one.socket.on('error', () => {})
+  one.socket.write('reset')
+  const two = await openGreeted(lila.port)
+  two.socket.resetAndDestroy()
+  await settles(t, lila)
+})
+
+t.test('idle timeout', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await startLila(t, ['rr', backend.address, '--idle-timeout', '100ms'])
+  await Promise.all([openGreeted(lila.port), openGreeted(lila.port)])
+  await settles(t, lila)
+})
+
+t.test('--max-conn: waiting clients, served and abandoned', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await startLila(t, ['rr', backend.address, '--max-conn', '2'])
+  const served = await Promise.all([openGreeted(lila.port), openGreeted(lila.port)])
+  const waiting = [net.connect(lila.port, '127.0.0.1'), net.connect(lila.port, '127.0.0.1')]
+  await until(() => lila.stats().waiting === 2, 'two clients to wait')
+  t.equal(lila.stats().active, 2)
+  // A waiting client is not read (it waits in the kernel, as behind a full accept
+  // queue), so one that gives up is found out when its turn comes; it must not block
+  // the one behind it.
+  waiting[0].destroy()
+  const greeted = new Promise(resolve => waiting[1].once('data', resolve))
+  served[0].socket.end()
+  t.equal(String(await within(5000, 'the waiting client to be served', greeted)), 'b\n')
+  waiting[1].end()
+  served[1].socket.end()
+  await settles(t, lila)
+})
+
+t.test('graceful close waits for open connections', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await startLila(t, ['rr', backend.address])
+  const { socket } = await openGreeted(lila.port)
+  let closed = false
+  const closing = lila.lb.close(10000).then(() => { closed = true })
+  await new Promise(resolve => { socket.once('data', resolve); socket.write('still') })
+  t.notOk(closed, 'still draining while a connection is open')
+  socket.end()
+  await within(5000, 'close() to resolve', closing)
+  t.ok(idle(lila.stats()))
+})

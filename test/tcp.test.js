@@ -1,0 +1,240 @@
+'use strict'
+
+// TCP mode end to end: the real `lila` executable in front of real backends.
+
+const t = require('tap')
+const net = require('net')
+const crypto = require('crypto')
+const {
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, spawnLila, within
+} = require('./fixtures/helpers')
+
+const base = ['--host', '127.0.0.1', '--port', '0']
+
+t.test('round-robin: 300 sequential connections over 3 backends give 100/100/100', async t => {
+  const backends = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name)))
+  const lila = await spawnLila(t, ['round-robin', ...backends.map(b => b.address), ...base])
+  t.match(lila.lines[0], /^lila: listening on 127\.0\.0\.1:\d+ \(tcp, round-robin, 3 backends\)$/)
+  const served = { a: 0, b: 0, c: 0 }
+  const errors = []
+  for (let i = 0; i < 300; i++) {
+    const { data, error } = await exchange(lila.port)
+    if (error) errors.push(error.code)
+    served[data.trim()]++
+  }
+  t.same(errors, [], 'no client errors')
+  t.same(served, { a: 100, b: 100, c: 100 })
+  t.same(backends.map(b => b.connections), [100, 100, 100])
+})
+
+t.test('the mode may be left out: random, and the ":port" shorthand', async t => {
+  const backends = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
+  const lila = await spawnLila(t, [`:${backends[0].port}`, `:${backends[1].port}`, ...base])
+  t.match(lila.lines[0], /\(tcp, random, 2 backends\)$/)
+  const seen = new Set()
+  for (let i = 0; i < 40; i++) seen.add((await exchange(lila.port)).data.trim())
+  t.same([...seen].sort(), ['a', 'b'], 'both backends serve')
+})
+
+t.test('least-connections: a new connection goes where a connection just closed', async t => {
+  const backends = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name, greetThenEcho)))
+  const lila = await spawnLila(t, ['lc', ...backends.map(b => b.address), ...base, '--log-level', 'debug'])
+  const open = []
+  for (let i = 0; i < 3; i++) open.push(await openGreeted(lila.port))
+  t.same(open.map(o => o.name).sort(), ['a', 'b', 'c'], 'one connection each')
+  for (const victim of [1, 0, 2]) {
+    const closedName = open[victim].name
+    open[victim].socket.end()
+    await lila.waitForLine(/: closed, /, { count: [1, 0, 2].indexOf(victim) + 1 })
+    open[victim] = await openGreeted(lila.port)
+    t.equal(open[victim].name, closedName, `the replacement went to ${closedName}`)
+  }
+  for (const o of open) o.socket.destroy()
+})
+
+t.test('failover: a refused backend and one that never answers the connect lose no client', async t => {
+  const good = await tcpBackend(t, 'good')
+  const refused = await deadPort()
+  const silent = await blackhole(t)
+  const lila = await spawnLila(t, [
+    'rr', `127.0.0.1:${refused}`, `127.0.0.1:${silent}`, good.address,
+    ...base, '--connect-timeout', '150ms', '--log-level', 'debug'
+  ])
+  for (let i = 0; i < 12; i++) {
+    const { data, error } = await exchange(lila.port)
+    t.equal(error, null)
+    t.equal(data, 'good\n', `connection ${i + 1} reached the good backend`)
+  }
+  t.equal(good.connections, 12)
+  t.ok(lila.lines.some(l => /connect to 127\.0\.0\.1:\d+ failed: connect timed out/.test(l)), 'the timeout fired')
+  t.ok(lila.lines.some(l => /connect to 127\.0\.0\.1:\d+ failed: connection refused/.test(l)), 'the refusal was seen')
+  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${refused} down: 3 connects failed in a row \\(connection refused\\)`))
+})
+
+t.test('the client\'s first bytes wait until a backend is connected, and are not lost on failover', async t => {
+  const echo = await tcpBackend(t, 'echo', socket => socket.pipe(socket))
+  const refused = await deadPort()
+  const lila = await spawnLila(t, ['rr', `127.0.0.1:${refused}`, echo.address, ...base])
+  for (let i = 0; i < 4; i++) {
+    const { data } = await exchange(lila.port, `hello ${i}`)
+    t.equal(data, `hello ${i}`)
+  }
+})
+
+t.test('all backends dead: the client is closed promptly and lila stays up', async t => {
+  const ports = [await deadPort(), await deadPort()]
+  const lila = await spawnLila(t, ['rr', ...ports.map(p => `127.0.0.1:${p}`), ...base])
+  for (let i = 0; i < 5; i++) {
+    const started = Date.now()
+    const { data } = await within(3000, 'the client to be closed', exchange(lila.port, 'anyone?'))
+    t.equal(data, '', 'nothing came back')
+    t.ok(Date.now() - started < 3000, 'closed promptly')
+  }
+  t.equal(lila.child.exitCode, null, 'lila is still running')
+  t.ok(lila.lines.some(l => /no backend could take a connection from 127\.0\.0\.1/.test(l)))
+  const code = await lila.stop()
+  t.equal(code.code, 0)
+})
+
+t.test('32 MiB each way with half-close arrives intact', async t => {
+  const SIZE = 32 * 1024 * 1024
+  const reply = crypto.randomBytes(SIZE)
+  // Reads until the client half-closes, then answers with the sha256 of what it got and
+  // 32 MiB of its own: the reverse direction must still flow after the client's FIN.
+  const backend = await tcpBackend(t, 'sink', socket => {
+    const hash = crypto.createHash('sha256')
+    socket.on('data', chunk => hash.update(chunk))
+    socket.on('end', () => {
+      socket.write(hash.digest('hex') + '\n')
+      socket.end(reply)
+    })
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const sent = crypto.randomBytes(SIZE)
+  const received = await within(60000, 'the 32 MiB exchange', new Promise((resolve, reject) => {
+    const chunks = []
+    const socket = net.connect({ port: lila.port, host: '127.0.0.1', allowHalfOpen: true })
+    socket.on('data', chunk => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.on('end', () => resolve(Buffer.concat(chunks)))
+    socket.end(sent)
+  }))
+  const newline = received.indexOf('\n')
+  t.equal(received.subarray(0, newline).toString(), crypto.createHash('sha256').update(sent).digest('hex'), 'the backend got every byte')
+  const back = received.subarray(newline + 1)
+  t.equal(back.length, SIZE)
+  t.ok(back.equals(reply), 'the client got every byte back')
+})
+
+t.test('an error on one side ends the other', async t => {
+  t.test('client resets: the backend connection closes', async t => {
+    const backend = await tcpBackend(t, 'b', greetThenEcho)
+    const lila = await spawnLila(t, ['rr', backend.address, ...base])
+    const { socket } = await openGreeted(lila.port)
+    const closed = backend.nextClose()
+    socket.resetAndDestroy()
+    await within(5000, 'the backend side to close', closed)
+    t.equal(backend.open, 0)
+  })
+
+  t.test('backend resets: the client sees it', async t => {
+    const backend = await tcpBackend(t, 'b', socket => {
+      socket.write('b\n')
+      socket.once('data', () => socket.resetAndDestroy())
+    })
+    const lila = await spawnLila(t, ['rr', backend.address, ...base])
+    const { socket } = await openGreeted(lila.port)
+    const ended = new Promise(resolve => {
+      socket.on('error', err => resolve(err.code))
+      socket.on('close', () => resolve('closed'))
+    })
+    socket.write('boom')
+    t.equal(await within(5000, 'the client to be reset', ended), 'ECONNRESET')
+  })
+})
+
+t.test('--idle-timeout closes a connection with no traffic', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--idle-timeout', '200ms'])
+  const { socket } = await openGreeted(lila.port)
+  const started = Date.now()
+  await within(5000, 'the idle connection to close', new Promise(resolve => socket.on('close', resolve)))
+  t.ok(Date.now() - started >= 150, 'not before the timeout')
+  await within(5000, 'the backend side to close', backend.open === 0 ? Promise.resolve() : backend.nextClose())
+})
+
+t.test('--max-conn holds extra clients until a slot frees, then serves them', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--max-conn', '1'])
+  const first = await openGreeted(lila.port)
+  const second = openGreeted(lila.port)
+  // A round trip on the first connection: lila has surely seen the second by then.
+  await new Promise(resolve => { first.socket.once('data', resolve); first.socket.write('ping') })
+  t.equal(backend.connections, 1, 'the second client waits; the backend has seen one connection')
+  first.socket.end()
+  const served = await within(5000, 'the waiting client to be served', second)
+  t.equal(served.name, 'b')
+  t.equal(backend.connections, 2)
+  served.socket.destroy()
+})
+
+t.test('IPv6 backends and listeners', async t => {
+  const probe = net.createServer()
+  const hasV6 = await new Promise(resolve => {
+    probe.once('error', () => resolve(false))
+    probe.listen({ host: '::1', port: 0 }, () => probe.close(() => resolve(true)))
+  })
+  if (!hasV6) return t.skip('no ::1 on this machine')
+  const server = net.createServer(socket => socket.end('six\n'))
+  await new Promise(resolve => server.listen({ host: '::1', port: 0 }, resolve))
+  t.teardown(() => server.close())
+  const lila = await spawnLila(t, ['rr', `[::1]:${server.address().port}`, '--host', '::1', '--port', '0'])
+  t.match(lila.lines[0], /listening on \[::1\]:\d+ /)
+  const { data } = await exchange(lila.port, null, { host: '::1' })
+  t.equal(data, 'six\n')
+})
+
+t.test('graceful shutdown: in-flight work finishes, new connections are refused, exit 0', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const { socket } = await openGreeted(lila.port)
+  lila.child.kill('SIGTERM')
+  await lila.waitForLine(/SIGTERM: stopped accepting/)
+  const refused = await new Promise(resolve => {
+    const c = net.connect(lila.port, '127.0.0.1')
+    c.on('connect', () => { c.destroy(); resolve('connected') })
+    c.on('error', err => resolve(err.code))
+  })
+  t.equal(refused, 'ECONNREFUSED', 'no new connections')
+  const echoed = await new Promise(resolve => { socket.once('data', d => resolve(String(d))); socket.write('still here') })
+  t.equal(echoed, 'still here', 'the open connection still works')
+  t.equal(lila.child.exitCode, null, 'lila waits for it')
+  socket.end()
+  const { code } = await within(10000, 'lila to exit', lila.exited)
+  t.equal(code, 0)
+  t.match(lila.lines.at(-1), /stopped$/)
+})
+
+t.test('graceful shutdown: --shutdown-timeout cuts what is left, exit 0', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--shutdown-timeout', '300ms'])
+  const { socket } = await openGreeted(lila.port)
+  const closed = new Promise(resolve => socket.on('close', resolve))
+  const { code } = await lila.stop('SIGINT')
+  t.equal(code, 0)
+  await within(5000, 'the client to be closed', closed)
+})
+
+t.test('a second signal exits at once', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const { socket } = await openGreeted(lila.port)
+  const closed = new Promise(resolve => socket.on('close', resolve))
+  lila.child.kill('SIGTERM')
+  await lila.waitForLine(/SIGTERM: stopped accepting/)
+  lila.child.kill('SIGTERM')
+  const { code } = await within(5000, 'lila to exit', lila.exited)
+  t.equal(code, 0)
+  await within(5000, 'the client to be closed', closed)
+  t.ok(lila.lines.some(l => /SIGTERM again: closing every connection now/.test(l)))
+})

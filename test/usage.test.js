@@ -1,0 +1,89 @@
+'use strict'
+
+// Every usage error, pinned: test/golden/usage.txt lists the cases. Each runs twice:
+// in-process through main() (fast, exact) and through the real executable, which must
+// print the same single line and exit 2, never a stack trace.
+
+const t = require('tap')
+const fs = require('fs')
+const path = require('path')
+const { main } = require('../lib/cli')
+const { helpText } = require('../lib/help')
+const { runLila } = require('./fixtures/helpers')
+
+function split (command) {
+  const words = []
+  const re = /'([^']*)'|(\S+)/g
+  let match
+  while ((match = re.exec(command)) !== null) words.push(match[1] !== undefined ? match[1] : match[2])
+  return words
+}
+
+function loadCases (file) {
+  const text = fs.readFileSync(path.join(__dirname, 'golden', file), 'utf8')
+  return text.split(/\n\s*\n/).map(block => block.split('\n').filter(line => line && !line.startsWith('#')))
+    .filter(lines => lines.length > 0)
+    .map(([command, code, ...stderr]) => {
+      if (!command.startsWith('$ lila')) throw new Error(`bad golden case: ${command}`)
+      return { command, args: split(command.slice(6)), code: Number(code), stderr: stderr.join('\n') + '\n' }
+    })
+}
+
+function capture () {
+  let text = ''
+  return { write: chunk => { text += chunk; return true }, get text () { return text } }
+}
+
+const cases = loadCases('usage.txt')
+
+t.test('in-process: exact message and exit code', async t => {
+  for (const c of cases) {
+    const stdout = capture()
+    const stderr = capture()
+    const code = await main(c.args, { stdout, stderr })
+    t.equal(code, c.code, `${c.command}: exit code`)
+    t.equal(stderr.text, c.stderr, `${c.command}: stderr`)
+    t.equal(stdout.text, '', `${c.command}: nothing on stdout`)
+  }
+})
+
+t.test('the real executable says the same', async t => {
+  const results = await Promise.all(cases.map(c => runLila(c.args)))
+  cases.forEach((c, i) => {
+    t.equal(results[i].code, c.code, `${c.command}: exit code`)
+    t.equal(results[i].stderr, c.stderr, `${c.command}: stderr`)
+  })
+})
+
+t.test('--help and --version', async t => {
+  const help = await runLila(['--help'])
+  t.equal(help.code, 0)
+  t.equal(help.stdout, helpText())
+  const golden = path.join(__dirname, 'golden', 'help.txt')
+  if (process.env.UPDATE_GOLDEN) fs.writeFileSync(golden, help.stdout)
+  t.equal(help.stdout, fs.readFileSync(golden, 'utf8'), '--help matches test/golden/help.txt (UPDATE_GOLDEN=1 to accept a change)')
+  t.same(await runLila(['-h']), help, '-h is --help')
+
+  const version = await runLila(['--version'])
+  t.equal(version.code, 0)
+  t.equal(version.stdout, `lila ${require('../package.json').version}\n`)
+  t.same(await runLila(['-v']), version, '-v is --version')
+  t.same(await runLila(['rr', ':80', '--version']), version, '--version wins over everything else')
+})
+
+t.test('a port already taken exits 1 with one line', async t => {
+  const net = require('net')
+  const server = net.createServer()
+  await new Promise(resolve => server.listen({ host: '127.0.0.1', port: 0 }, resolve))
+  t.teardown(() => server.close())
+  const { port } = server.address()
+  const result = await runLila([':9', '--host', '127.0.0.1', '--port', String(port)])
+  t.equal(result.code, 1)
+  t.equal(result.stderr, `lila: cannot listen on 127.0.0.1:${port}: address already in use\n`)
+})
+
+t.test('an address not on this machine exits 1 with one line', async t => {
+  const result = await runLila([':9', '--host', '192.0.2.1', '--port', '0'])
+  t.equal(result.code, 1)
+  t.equal(result.stderr, 'lila: cannot listen on 192.0.2.1:0: address not available on this machine\n')
+})
