@@ -51,6 +51,11 @@ const PARSERS = {
     }
     return host
   },
+  protocol: (text, flag) => {
+    if (text !== 'tcp' && text !== 'http') throw new UsageError(`invalid protocol ${quote(text)} for ${flag}: expected tcp or http`)
+    return text
+  },
+  flag: value => value === true,
   logLevel: (text, flag) => {
     if (!LOG_LEVELS.includes(text)) {
       throw new UsageError(`invalid log level ${quote(text)} for ${flag}: expected one of ${LOG_LEVELS.join(', ')}`)
@@ -138,10 +143,19 @@ function parseCommandLine (argv) {
     if (o.pending || o.type === 'boolean' || values[o.name] === undefined) continue
     settings[o.key] = PARSERS[o.type](values[o.name], o.flag)
   }
+  for (const o of OPTIONS) {
+    if (o.only && values[o.name] !== undefined && settings.protocol !== o.only) {
+      throw new UsageError(`option ${o.flag} needs --protocol ${o.only}`)
+    }
+  }
 
   const words = positionals.slice()
   const command = words[0] === 'demo' ? 'demo' : 'run'
-  if (command === 'demo') words.shift()
+  if (command === 'demo') {
+    words.shift()
+    // The demo shows per-request balancing unless told otherwise.
+    if (values.protocol === undefined) settings.protocol = 'http'
+  }
 
   // The demo shows balancing best in turns, so its default mode is round-robin.
   let mode = command === 'demo' ? 'round-robin' : DEFAULT_MODE
@@ -151,6 +165,9 @@ function parseCommandLine (argv) {
     const names = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ')
     throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${names}, or a backend host:port`)
   }
+
+  const needs = MODES.find(m => m.name === mode).protocol
+  if (needs && settings.protocol !== needs) throw new UsageError(`mode ${mode} needs --protocol ${needs}`)
 
   if (command === 'demo') {
     if (words.length) throw new UsageError(`unexpected argument ${quote(words[0])}: lila demo starts its own backends`)
@@ -173,13 +190,16 @@ function buildConfig (settings, mode, backends) {
     listeners: [{
       port: settings.port,
       host: settings.host,
-      protocol: 'tcp',
+      protocol: settings.protocol,
       mode,
       backends,
       connectTimeout: settings.connectTimeout,
       idleTimeout: settings.idleTimeout,
       retries: settings.retries,
-      maxConn: settings.maxConn
+      maxConn: settings.maxConn,
+      timeout: settings.timeout,
+      headerTimeout: settings.headerTimeout,
+      forwarded: settings.forwarded
     }]
   }
 }

@@ -23,7 +23,6 @@ function startDemoBackend (n) {
   let served = 0
   const server = http.createServer((req, res) => {
     served++
-    res.setHeader('Connection', 'close') // a new connection per request shows tcp balancing
     res.end(`Hello from backend ${n} (127.0.0.1:${server.address().port}), request ${served} here\n`)
   })
   return new Promise((resolve, reject) => {

@@ -1,7 +1,10 @@
 'use strict'
 
+const crypto = require('crypto')
 const { Upstream } = require('./upstream')
-const { TcpListener } = require('./tcp')
+const { Listener } = require('./listener')
+const { TcpSession } = require('./tcp')
+const { createHttpListener } = require('./http/listener')
 const { silentLogger } = require('./log')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
@@ -9,14 +12,15 @@ const { silentLogger } = require('./log')
 //   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
 //   lb.stats()                            // a fresh plain snapshot
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
-function createBalancer (config, { log = silentLogger } = {}) {
+function createBalancer (config, { log = silentLogger, via = `lila-${crypto.randomBytes(4).toString('hex')}` } = {}) {
   const listeners = config.listeners.map(listenerConfig => {
     const upstream = new Upstream({ mode: listenerConfig.mode, backends: listenerConfig.backends })
     for (const backend of upstream.backends) {
       backend.on('down', reason => log.warn(`backend ${backend.address} down: ${reason}`))
       backend.on('up', reason => log.info(`backend ${backend.address} up: ${reason}`))
     }
-    return new TcpListener({ config: listenerConfig, upstream, log })
+    if (listenerConfig.protocol === 'http') return createHttpListener({ config: listenerConfig, upstream, log, via })
+    return new Listener({ config: listenerConfig, upstream, log, protocol: 'tcp', Session: TcpSession })
   })
 
   async function listen () {

@@ -2,109 +2,15 @@
 
 const net = require('net')
 const { reasonOf } = require('./errors')
-const { listen, clientAddress } = require('./listen')
+const { clientAddress } = require('./listen')
 
-// Accepted connections above --max-conn wait (paused, unread) for a free slot; past
-// this many waiting, a new one is closed at once rather than held without bound.
-const MAX_WAITING = 1024
 // While a backend is being connected, what the client sends is held here (and replayed
 // to the next backend if the connect fails). Past this much, the client is paused.
 const EARLY_LIMIT = 64 * 1024
 
-// L4 balancing: accept a client, pick a backend, connect (trying others when that
-// fails), then pipe bytes both ways until both sides are done.
-class TcpListener {
-  constructor ({ config, upstream, log }) {
-    this.config = config
-    this.upstream = upstream
-    this.log = log
-    this.sessions = new Set()
-    this.waiting = []
-    this.accepted = 0
-    this.unserved = 0 // clients closed because no backend could take them
-    this.closing = false
-    this.drained = null
-    // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
-    this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true })
-    this.server.on('connection', client => this.accept(client))
-  }
-
-  listen () {
-    return listen(this.server, this.config, this.log)
-  }
-
-  accept (client) {
-    this.accepted++
-    if (this.closing) return client.destroy()
-    const { maxConn } = this.config
-    if (maxConn !== null && this.sessions.size >= maxConn) return this.hold(client)
-    this.serve(client)
-  }
-
-  serve (client) {
-    const session = new TcpSession(this, client)
-    this.sessions.add(session)
-    session.connectNext()
-  }
-
-  hold (client) {
-    if (this.waiting.length >= MAX_WAITING) {
-      this.log.debug(`${clientAddress(client)} closed: ${this.waiting.length} connections already wait for a slot`)
-      return client.destroy()
-    }
-    this.waiting.push(client)
-    client.on('error', () => {})
-    client.once('close', () => {
-      const i = this.waiting.indexOf(client)
-      if (i !== -1) this.waiting.splice(i, 1)
-    })
-  }
-
-  sessionDone (session) {
-    this.sessions.delete(session)
-    while (this.waiting.length > 0 && !this.closing) {
-      const client = this.waiting.shift()
-      if (client.destroyed) continue
-      this.serve(client)
-      break
-    }
-    if (this.drained !== null && this.sessions.size === 0) this.drained()
-  }
-
-  // Stop accepting at once; let open connections finish for up to `timeout` ms, then
-  // cut what is left. Resolves when every connection is gone.
-  close (timeout) {
-    this.closing = true
-    this.server.close()
-    for (const client of this.waiting.splice(0)) client.destroy()
-    if (this.sessions.size === 0) return Promise.resolve()
-    return new Promise(resolve => {
-      const timer = setTimeout(() => this.destroy(), timeout)
-      this.drained = () => {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-  }
-
-  destroy () {
-    for (const session of this.sessions) session.destroy()
-  }
-
-  snapshot () {
-    return {
-      protocol: 'tcp',
-      mode: this.upstream.mode,
-      address: this.server.address(),
-      active: this.sessions.size,
-      waiting: this.waiting.length,
-      accepted: this.accepted,
-      unserved: this.unserved
-    }
-  }
-}
-
-// One client connection and its (current) backend connection.
+// L4 balancing, one client connection and its (current) backend connection: pick a
+// backend, connect (trying others when that fails), then pipe bytes both ways until
+// both sides are done. Served by a Listener (listener.js).
 class TcpSession {
   constructor (listener, client) {
     this.listener = listener
@@ -131,7 +37,11 @@ class TcpSession {
     client.on('end', () => { this.clientEnded = true })
     client.on('error', err => this.onClientError(err))
     client.on('close', () => this.onClientClose())
-    client.resume()
+  }
+
+  start () {
+    this.client.resume()
+    this.connectNext()
   }
 
   connectNext () {
@@ -248,6 +158,9 @@ class TcpSession {
     this.client.destroy()
     if (this.upstream !== null) this.upstream.destroy()
   }
+
+  // A TCP connection has no "between requests": a graceful close waits for it.
+  closeIfIdle () {}
 }
 
-module.exports = { TcpListener }
+module.exports = { TcpSession }

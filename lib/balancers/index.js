@@ -9,7 +9,8 @@ const MODES = [
   { name: 'random', aliases: [], create: require('./random'), help: 'power of two random choices, the less loaded wins (default)' },
   { name: 'round-robin', aliases: ['rr'], create: require('./round-robin'), help: 'smooth weighted round robin' },
   { name: 'least-connections', aliases: ['lc'], create: require('./least-connections'), help: 'fewest live connections relative to weight' },
-  { name: 'ip-hash', aliases: [], create: require('./ip-hash'), help: 'consistent hashing of the client address' }
+  { name: 'ip-hash', aliases: [], create: require('./ip-hash'), help: 'consistent hashing of the client address' },
+  { name: 'uri-hash', aliases: [], create: require('./uri-hash'), protocol: 'http', help: 'http: consistent hashing of the request path' }
 ]
 
 const DEFAULT_MODE = 'random'

@@ -1,0 +1,454 @@
+'use strict'
+
+const { reasonOf } = require('../errors')
+const { findHeadEnd, parseResponseHead, parseKeepAlive, MAX_HEAD } = require('./parse')
+const { ChunkedReader } = require('./chunked')
+const { requestHead, responseHead, interimHead, viaLoops } = require('./rewrite')
+const { idleFromHint } = require('./pool')
+const { reply } = require('./replies')
+
+// RFC 9110 9.2.2: a request with one of these methods may be sent again.
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
+// Request body bytes kept for a replay on another connection. Past this, the request
+// can no longer be replayed and what was sent is let go.
+const REPLAY_LIMIT = 64 * 1024
+
+// One request and its response: pick a backend, take a pooled connection, send the
+// rewritten head and stream the body, stream the response back. A failure before the
+// backend answered is retried where that is safe (see canReplay) on a fresh connection
+// or another backend; otherwise answered 502/503/504. After the response started, a
+// failure cuts the client's connection: a truncated response must not look complete.
+class Exchange {
+  constructor (session, head, headBytes) {
+    this.session = session
+    this.listener = session.listener
+    this.head = head
+    this.clientAddress = session.clientAddress // ctx for ip-hash
+    this.path = head.path // ctx for uri-hash
+
+    // The request body, as framed by the client.
+    this.chunked = head.chunked ? new ChunkedReader(400) : null
+    this.bodyLeft = head.bodyLength // bytes still to come, for a Content-Length body
+    this.requestDone = !head.chunked && head.bodyLength === 0
+    this.wantsClientData = !this.requestDone
+    this.body = [] // body chunks received: sent, or waiting for a connection; null once past REPLAY_LIMIT
+    this.bodyBytes = 0
+    this.bodyStarted = false // some body byte was written to a backend
+    this.bytesIn = headBytes
+
+    // Where it goes.
+    this.lease = null
+    this.conn = null
+    this.tried = null
+    this.attempts = 0
+    this.freshRetried = false
+    this.upstreamHead = null
+
+    // The response.
+    this.resBuf = null // a response head still arriving
+    this.res = null // the final response head, once parsed
+    this.resReader = null // ChunkedReader for a chunked response
+    this.resLeft = 0 // bytes still to come, for a Content-Length response
+    this.resUntilClose = false
+    this.decode = false // strip chunked framing: an HTTP/1.0 client
+    this.gotResponseBytes = false
+    this.responseStarted = false // some byte of the final response reached the client
+    this.clientKeepAlive = false
+    this.reusable = true // the backend connection can serve another request afterwards
+    this.bytesOut = 0
+    this.tunnel = false
+    this.done = false
+  }
+
+  start () {
+    const { head, listener } = this
+    if (viaLoops(head, listener.via)) return this.answer(508, `request already passed through this lila (Via: ${listener.via})`)
+    this.pickAndConnect()
+  }
+
+  pickAndConnect () {
+    const { listener } = this
+    const backend = this.attempts <= listener.config.retries ? listener.upstream.choose(this, this.tried) : null
+    if (backend === null) {
+      if (this.attempts === 0) {
+        listener.unserved++
+        return this.answer(503, 'no backend available', { retryAfter: 5 })
+      }
+      return this.answer(this.lastFailure === 'timed out' ? 504 : 502, `backend ${this.lastBackend} ${this.lastFailure}`)
+    }
+    this.attempts++
+    this.lease = backend.acquire()
+    this.upstreamHead = null
+    listener.poolFor(backend).acquire(this)
+  }
+
+  // A connection to the backend is ready (pooled and idle, or newly connected).
+  onUpstreamConnect (conn) {
+    if (conn.socket.connecting) return // 'connect' comes later
+    this.conn = conn
+    conn.socket.setTimeout(this.listener.config.timeout)
+    if (this.upstreamHead === null) {
+      this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, this.listener.rewrite)
+    }
+    const socket = conn.socket
+    socket.cork()
+    socket.write(this.upstreamHead, 'latin1')
+    if (this.body !== null) {
+      for (const chunk of this.body) socket.write(chunk)
+      this.bodyStarted = this.bodyBytes > 0
+    }
+    socket.uncork()
+    if (this.body !== null && this.bodyBytes > REPLAY_LIMIT) this.body = null
+    if (this.session.client.isPaused() && this.wantsClientData) this.session.client.resume()
+  }
+
+  // Bytes from the client while this exchange reads them: request body, or (tunnel)
+  // anything.
+  onClientData (buf, start) {
+    if (this.tunnel) return this.toUpstream(start === 0 ? buf : buf.subarray(start))
+    let end = buf.length
+    let rest = null
+    if (this.chunked !== null) {
+      let bodyEnd
+      try {
+        bodyEnd = this.chunked.read(buf, start, end)
+      } catch (err) {
+        return this.clientBodyFailed(err.message)
+      }
+      if (bodyEnd !== -1) {
+        if (bodyEnd < end) rest = buf.subarray(bodyEnd)
+        end = bodyEnd
+        this.requestDone = true
+      }
+    } else {
+      if (end - start > this.bodyLeft) {
+        rest = buf.subarray(start + this.bodyLeft)
+        end = start + this.bodyLeft
+      }
+      this.bodyLeft -= end - start
+      if (this.bodyLeft === 0) this.requestDone = true
+    }
+    const piece = start === 0 && end === buf.length ? buf : buf.subarray(start, end)
+    this.bytesIn += piece.length
+    if (this.requestDone) this.wantsClientData = false
+    if (piece.length > 0) this.sendBody(piece)
+    if (this.requestDone) this.session.bodyDone(rest)
+  }
+
+  sendBody (piece) {
+    if (this.body !== null) {
+      this.body.push(piece)
+      this.bodyBytes += piece.length
+    }
+    const conn = this.conn
+    if (conn === null) {
+      // Still connecting: hold it, and stop reading once holding enough.
+      if (this.bodyBytes > REPLAY_LIMIT) this.session.client.pause()
+      return
+    }
+    this.bodyStarted = true
+    if (this.body !== null && this.bodyBytes > REPLAY_LIMIT) this.body = null
+    this.toUpstream(piece)
+  }
+
+  toUpstream (piece) {
+    if (!this.conn.socket.write(piece)) this.session.client.pause()
+  }
+
+  onUpstreamDrain () {
+    if (this.wantsClientData) this.session.client.resume()
+  }
+
+  onClientDrain () {
+    if (this.conn !== null) this.conn.socket.resume()
+  }
+
+  // The client's request body broke its chunked framing.
+  clientBodyFailed (detail) {
+    this.wantsClientData = false
+    this.abandonUpstream()
+    if (this.responseStarted) return this.session.destroy()
+    this.releaseLease()
+    this.session.refuse(400, detail)
+    this.finish(false)
+  }
+
+  // The client half-closed: in a tunnel, pass it on.
+  onClientEnd () {
+    if (this.tunnel && this.conn !== null) this.conn.socket.end()
+  }
+
+  awaitingBackend () {
+    return !this.tunnel && this.requestDone && !this.responseStarted
+  }
+
+  onUpstreamData (conn, chunk) {
+    if (this.tunnel) return this.toClient(chunk)
+    this.gotResponseBytes = true
+    if (this.res === null) return this.readResponseHead(chunk)
+    this.forwardResponseBody(chunk, 0)
+  }
+
+  readResponseHead (chunk) {
+    let buf = this.resBuf === null ? chunk : Buffer.concat([this.resBuf, chunk])
+    this.resBuf = null
+    let start = 0
+    for (;;) {
+      const end = findHeadEnd(buf, start)
+      if (end === -1) {
+        if (buf.length - start > MAX_HEAD) return this.upstreamFailed('sent a response head over 16 KiB', 502)
+        this.resBuf = start === 0 ? buf : buf.subarray(start)
+        return
+      }
+      let res
+      try {
+        res = parseResponseHead(buf, start, end, this.head.method)
+      } catch (err) {
+        if (err.status === undefined) throw err
+        return this.upstreamFailed(`sent an invalid response (${err.message})`, 502)
+      }
+      if (res.status === 101) {
+        if (!this.head.isUpgrade) return this.upstreamFailed('switched protocols unasked', 502)
+        return this.startTunnel(res, buf, end)
+      }
+      if (res.status < 200) {
+        // 100 Continue, 103 Early Hints: pass on (never to HTTP/1.0) and read on.
+        if (this.head.version === 1) this.session.client.write(interimHead(res), 'latin1')
+        start = end
+        continue
+      }
+      this.startResponse(res, buf, end)
+      return
+    }
+  }
+
+  // The final response head is in; `buf` from `end` on is the start of its body.
+  startResponse (res, buf, end) {
+    const { head, session } = this
+    this.res = res
+    this.lease.succeeded()
+    if (res.chunked) {
+      this.resReader = new ChunkedReader(502)
+      this.decode = head.version === 0
+    } else if (res.bodyLength === -1) {
+      this.resUntilClose = true
+      this.reusable = false
+    } else {
+      this.resLeft = res.bodyLength
+    }
+    const hint = parseKeepAlive(res.keepAliveHint)
+    if (hint.timeout !== -1) this.conn.idleMs = idleFromHint(hint.timeout)
+    if (hint.max !== -1) this.conn.requestsLeft = hint.max
+    this.conn.requestsLeft--
+    if (!res.keepAlive) this.reusable = false
+
+    this.clientKeepAlive = head.keepAlive && !session.closing && !session.clientEnded &&
+      !this.resUntilClose && !this.decode && this.requestDone
+    const text = responseHead(res, {
+      chunked: res.chunked && !this.decode,
+      close: !this.clientKeepAlive,
+      keepAlive10: head.version === 0
+    })
+    this.responseStarted = true
+    this.bytesOut += text.length
+    session.client.write(text, 'latin1')
+    if (this.resReader === null && this.resLeft === 0 && !this.resUntilClose) {
+      if (end < buf.length) this.reusable = false // bytes after a complete response
+      return this.responseDone()
+    }
+    if (end < buf.length) this.forwardResponseBody(buf, end)
+  }
+
+  forwardResponseBody (buf, start) {
+    let end = buf.length
+    if (this.resReader !== null) {
+      let bodyEnd
+      try {
+        bodyEnd = this.decode
+          ? this.resReader.read(buf, start, end, (b, s, e) => this.toClient(b.subarray(s, e)))
+          : this.resReader.read(buf, start, end)
+      } catch (err) {
+        return this.upstreamFailed(err.message, 502)
+      }
+      if (bodyEnd !== -1) {
+        if (bodyEnd < end) this.reusable = false // bytes after the response: not a clean connection
+        end = bodyEnd
+      }
+      if (!this.decode) this.toClient(start === 0 && end === buf.length ? buf : buf.subarray(start, end))
+      if (bodyEnd !== -1) this.responseDone()
+      return
+    }
+    if (this.resUntilClose) return this.toClient(start === 0 ? buf : buf.subarray(start))
+    if (end - start > this.resLeft) {
+      this.reusable = false
+      end = start + this.resLeft
+    }
+    this.resLeft -= end - start
+    this.toClient(start === 0 && end === buf.length ? buf : buf.subarray(start, end))
+    if (this.resLeft === 0) this.responseDone()
+  }
+
+  toClient (piece) {
+    this.bytesOut += piece.length
+    if (!this.session.client.write(piece) && this.conn !== null) this.conn.socket.pause()
+  }
+
+  responseDone () {
+    const conn = this.conn
+    this.conn = null
+    const pool = this.listener.poolFor(this.lease.backend)
+    if (this.reusable && this.requestDone) pool.release(conn)
+    else {
+      conn.owner = null
+      conn.destroy()
+    }
+    this.releaseLease()
+    this.finish(this.clientKeepAlive)
+  }
+
+  // 101 Switching Protocols: from here on, bytes flow raw both ways until either side
+  // closes; the backend connection is no longer HTTP and never goes back to the pool.
+  startTunnel (res, buf, end) {
+    const { session } = this
+    this.lease.succeeded()
+    this.tunnel = true
+    this.responseStarted = true
+    this.wantsClientData = true
+    const idle = this.listener.config.idleTimeout
+    this.conn.socket.setTimeout(idle)
+    const text = responseHead(res, { upgrade: true })
+    this.bytesOut += text.length
+    session.client.write(text, 'latin1')
+    if (end < buf.length) this.toClient(buf.subarray(end))
+    // What the client sent after its request head waited in the session.
+    if (session.buf !== null) {
+      const early = session.buf
+      session.buf = null
+      this.toUpstream(early)
+    }
+  }
+
+  onUpstreamEnd (conn) {
+    if (this.tunnel) return this.session.client.end()
+    if (this.resUntilClose && this.res !== null) {
+      this.reusable = false
+      this.responseDone()
+    }
+  }
+
+  onUpstreamClose (conn) {
+    if (this.conn !== conn) return
+    if (this.tunnel) {
+      this.conn = null
+      if (!this.session.client.destroyed) this.session.client.end()
+      this.releaseLease()
+      return
+    }
+    this.upstreamFailed(this.gotResponseBytes ? 'closed the connection mid-response' : 'closed the connection without answering', 502)
+  }
+
+  onUpstreamError (conn, err) {
+    if (this.conn !== null && this.conn !== conn) return
+    if (this.tunnel) return this.session.destroy()
+    this.upstreamFailed(reasonOf(err), 502, conn)
+  }
+
+  onUpstreamTimeout (conn) {
+    if (this.tunnel) return this.session.destroy()
+    if (conn.socket.connecting) return this.upstreamFailed('connect timed out', 502, conn)
+    this.upstreamFailed('timed out', 504)
+  }
+
+  // The backend connection failed. Before any response byte, retry where safe; after
+  // the response started, cut the client so it cannot mistake the rest for complete.
+  upstreamFailed (reason, status, conn = this.conn) {
+    if (this.done) return
+    const backend = this.lease.backend
+    if (conn !== null) {
+      conn.owner = null
+      conn.destroy()
+    }
+    this.conn = null
+    const { log } = this.listener
+    if (this.responseStarted) {
+      log.warn(`${this.head.method} ${this.path} from ${this.clientAddress}: backend ${backend.address} ${reason}; response cut`)
+      this.lease.failed(reason)
+      this.releaseLease()
+      this.session.destroy()
+      this.finish(false)
+      return
+    }
+    // A pooled connection the backend had closed (the keep-alive race) is not the
+    // backend failing: try once more on a fresh connection to the same backend.
+    const stale = conn !== null && conn.reused && !this.gotResponseBytes && status === 502
+    if (stale && !this.freshRetried && this.canReplay()) {
+      this.freshRetried = true
+      log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
+      return this.listener.poolFor(backend).acquire(this, { fresh: true })
+    }
+    this.lease.failed(reason)
+    this.releaseLease()
+    ;(this.tried ||= new Set()).add(backend)
+    this.lastBackend = backend.address
+    this.lastFailure = reason
+    // A slow backend (504) is not tried again elsewhere: that would double the load
+    // on a struggling service; refused and broken connects are.
+    if (status === 502 && !this.gotResponseBytes && this.canReplay()) {
+      log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+      this.freshRetried = false
+      return this.pickAndConnect()
+    }
+    this.answer(status, `backend ${backend.address} ${reason}`)
+  }
+
+  // Safe to send again: nothing of the response came back, all body bytes sent are
+  // still held, and the method is idempotent or no body byte went out yet.
+  canReplay () {
+    return !this.gotResponseBytes && this.body !== null &&
+      (IDEMPOTENT.has(this.head.method) || !this.bodyStarted)
+  }
+
+  // lila answers the request itself (error statuses).
+  answer (status, detail, { retryAfter = 0 } = {}) {
+    const { session, head } = this
+    if (status >= 500) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
+    const keepAlive = head.keepAlive && this.requestDone && !session.closing && !session.clientEnded
+    const text = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    this.bytesOut += text.length
+    this.responseStarted = true
+    session.client.write(text, 'latin1')
+    this.finish(keepAlive)
+  }
+
+  abandonUpstream () {
+    const conn = this.conn
+    this.conn = null
+    if (conn !== null) {
+      conn.owner = null
+      conn.destroy()
+    } else if (this.lease !== null) {
+      this.listener.poolFor(this.lease.backend).cancel(this)
+    }
+  }
+
+  // The client went away: drop the backend connection (its response would have
+  // nowhere to go) and release the count.
+  onClientClose () {
+    if (this.done) return
+    this.abandonUpstream()
+    this.releaseLease()
+    this.done = true
+  }
+
+  releaseLease () {
+    if (this.lease !== null) this.lease.release(this.bytesIn, this.bytesOut)
+  }
+
+  finish (keepAlive) {
+    if (this.done) return
+    this.done = true
+    this.session.exchangeDone(keepAlive)
+  }
+}
+
+module.exports = { Exchange, IDEMPOTENT, REPLAY_LIMIT }

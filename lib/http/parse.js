@@ -1,0 +1,216 @@
+'use strict'
+
+// Strict HTTP/1.1 message heads (RFC 9112), parsed from raw bytes. lila forwards bodies
+// as bytes, so it only needs the head: what the message is and how its body is framed.
+// Anything ambiguous is refused rather than guessed at, because a proxy that reads
+// framing differently from the server behind it is how requests get smuggled:
+// bare LF or CR, obs-fold, whitespace before a colon, control bytes in values, both
+// Content-Length and Transfer-Encoding, differing Content-Lengths, any transfer coding
+// but a lone "chunked".
+//
+// A parse returns a head object, or throws an HttpError carrying the status to answer.
+
+const MAX_HEAD = 16 * 1024 // bytes, request line and headers (Node's default too)
+const MAX_TARGET = 8 * 1024 // bytes of request-target: beyond, 414
+const MAX_HEADERS = 100
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+// Field values: visible ASCII, obs-text, space and tab; no other control bytes.
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
+const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(\d)\.(\d)$/
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t -~\x80-\xff]*))?$/
+
+class HttpError extends Error {
+  constructor (status, message) {
+    super(message)
+    this.status = status
+  }
+}
+
+// Where the head that starts at `start` ends (the index just past CRLFCRLF), or -1 if
+// it has not all arrived. `from` lets a caller resume the search in a growing buffer.
+function findHeadEnd (buf, start, from = start) {
+  const i = buf.indexOf('\r\n\r\n', Math.max(start, from - 3), 'latin1')
+  return i === -1 ? -1 : i + 4
+}
+
+// Header lines -> { fields: [[name, value], ...], framing facts }. Shared by requests
+// and responses; `lines` starts after the first line.
+function parseFields (lines, first) {
+  const fields = []
+  let contentLength = -1
+  let transferEncoding = null
+  let connection = ''
+  let upgrade = null
+  let host = null
+  let hosts = 0
+  let expect = null
+  let keepAliveHint = null
+  if (lines.length - first > MAX_HEADERS) throw new HttpError(431, 'too many header fields')
+  for (let i = first; i < lines.length; i++) {
+    const line = lines[i]
+    const colon = line.indexOf(':')
+    if (colon <= 0) {
+      const folded = line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9
+      throw new HttpError(400, folded ? 'obsolete line folding in a header' : 'header line without a name and colon')
+    }
+    const name = line.slice(0, colon)
+    if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
+    const value = line.slice(colon + 1).trim()
+    if (BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
+    fields.push([name, value])
+    switch (name.length) {
+      case 4:
+        if (name.toLowerCase() === 'host') { host = value; hosts++ }
+        break
+      case 6:
+        if (name.toLowerCase() === 'expect') expect = value.toLowerCase()
+        break
+      case 7:
+        if (name.toLowerCase() === 'upgrade') upgrade = value
+        break
+      case 10:
+        if (name.toLowerCase() === 'connection') connection = connection ? `${connection},${value}` : value
+        else if (name.toLowerCase() === 'keep-alive') keepAliveHint = value
+        break
+      case 14:
+        if (name.toLowerCase() === 'content-length') {
+          if (!/^\d{1,15}$/.test(value)) throw new HttpError(400, `invalid Content-Length ${JSON.stringify(value)}`)
+          const length = Number(value)
+          if (contentLength !== -1 && contentLength !== length) throw new HttpError(400, 'differing Content-Length headers')
+          contentLength = length
+        }
+        break
+      case 17:
+        if (name.toLowerCase() === 'transfer-encoding') transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
+        break
+    }
+  }
+  return { fields, contentLength, transferEncoding, connection: connectionTokens(connection), upgrade, host, hosts, expect, keepAliveHint }
+}
+
+function connectionTokens (value) {
+  if (value === '') return null
+  return value.toLowerCase().split(',').map(token => token.trim()).filter(Boolean)
+}
+
+function splitLines (buf, start, end) {
+  // latin1Slice: Buffer#toString('latin1', ...) without its argument checks.
+  const text = buf.latin1Slice(start, end - 4)
+  const lines = text.split('\r\n')
+  // A CR or LF left inside a line was not part of a CRLF pair: refuse it.
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    if (line.indexOf('\n') !== -1 || line.indexOf('\r') !== -1) throw new HttpError(400, 'bare CR or LF in the message head')
+  }
+  return lines
+}
+
+// A request head in buf[start, end) (end from findHeadEnd).
+function parseRequestHead (buf, start, end) {
+  const lines = splitLines(buf, start, end)
+  const requestLine = lines[0]
+  if (requestLine.length > MAX_TARGET + 32) throw new HttpError(414, 'request target too long')
+  const match = REQUEST_LINE.exec(requestLine)
+  if (match === null) throw new HttpError(400, 'malformed request line')
+  const [, method, target, major, minor] = match
+  if (major !== '1' || (minor !== '0' && minor !== '1')) throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
+  if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
+  const head = parseFields(lines, 1)
+  head.method = method
+  head.target = target
+  head.version = minor === '1' ? 1 : 0
+  head.path = requestPath(method, target)
+
+  if (head.version === 1 && head.hosts !== 1) throw new HttpError(400, head.hosts === 0 ? 'missing Host header' : 'more than one Host header')
+  if (head.hosts > 1) throw new HttpError(400, 'more than one Host header')
+  if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
+
+  // Body framing (RFC 9112 section 6): chunked, a length, or none.
+  head.chunked = false
+  if (head.transferEncoding !== null) {
+    if (head.version === 0) throw new HttpError(400, 'Transfer-Encoding in an HTTP/1.0 request')
+    if (head.contentLength !== -1) throw new HttpError(400, 'both Content-Length and Transfer-Encoding')
+    if (head.transferEncoding.toLowerCase() !== 'chunked') throw new HttpError(400, `unsupported Transfer-Encoding ${JSON.stringify(head.transferEncoding)}`)
+    head.chunked = true
+  }
+  head.bodyLength = head.chunked ? -1 : Math.max(head.contentLength, 0)
+  head.keepAlive = head.version === 1
+    ? !hasToken(head.connection, 'close')
+    : hasToken(head.connection, 'keep-alive')
+  head.isUpgrade = head.upgrade !== null && hasToken(head.connection, 'upgrade')
+  return head
+}
+
+// The path (no query) of a request target in origin, absolute or asterisk form.
+function requestPath (method, target) {
+  let path = target
+  if (target.charCodeAt(0) !== 47) { // not "/"
+    if (target === '*') {
+      if (method !== 'OPTIONS') throw new HttpError(400, 'asterisk-form target outside OPTIONS')
+      return '*'
+    }
+    const absolute = /^https?:\/\/[^/?#]+(.*)$/i.exec(target)
+    if (absolute === null) throw new HttpError(400, 'request target in an unknown form')
+    path = absolute[1] || '/'
+  }
+  const query = path.indexOf('?')
+  return query === -1 ? path : path.slice(0, query)
+}
+
+// A response head in buf[start, end). `method` is the request's, because a response to
+// HEAD has no body whatever its headers say.
+function parseResponseHead (buf, start, end, method) {
+  const lines = splitLines(buf, start, end)
+  const match = STATUS_LINE.exec(lines[0])
+  if (match === null) throw new HttpError(502, 'malformed status line from the backend')
+  const head = parseFields(lines, 1)
+  head.version = match[1] === '1' ? 1 : 0
+  head.status = Number(match[2])
+  head.reason = match[3] || ''
+  // Framing: none, chunked, a length, or until the backend closes.
+  head.chunked = false
+  head.bodyLength = -1 // -1 with chunked false: read until close
+  const status = head.status
+  if (status < 200 || status === 204 || status === 304 || method === 'HEAD') {
+    head.bodyLength = 0
+  } else if (head.transferEncoding !== null) {
+    // Only a lone "chunked" is framing lila can follow; anything else would leave lila
+    // and the client disagreeing about where the response ends.
+    if (head.transferEncoding.toLowerCase() !== 'chunked') throw new HttpError(502, `unsupported Transfer-Encoding ${JSON.stringify(head.transferEncoding)} from the backend`)
+    if (head.contentLength !== -1) throw new HttpError(502, 'both Content-Length and Transfer-Encoding from the backend')
+    head.chunked = true
+  } else if (head.contentLength !== -1) {
+    head.bodyLength = head.contentLength
+  }
+  head.keepAlive = head.version === 1
+    ? !hasToken(head.connection, 'close')
+    : hasToken(head.connection, 'keep-alive')
+  return head
+}
+
+function hasToken (tokens, token) {
+  return tokens !== null && tokens.includes(token)
+}
+
+// "timeout=5, max=100" -> { timeout: 5000, max: 100 } (ms; -1 when absent).
+function parseKeepAlive (value) {
+  const out = { timeout: -1, max: -1 }
+  if (value === null) return out
+  const timeout = /(?:^|[,\s])timeout=(\d+)/i.exec(value)
+  const max = /(?:^|[,\s])max=(\d+)/i.exec(value)
+  if (timeout) out.timeout = Number(timeout[1]) * 1000
+  if (max) out.max = Number(max[1])
+  return out
+}
+
+module.exports = {
+  HttpError,
+  findHeadEnd,
+  parseRequestHead,
+  parseResponseHead,
+  parseKeepAlive,
+  hasToken,
+  MAX_HEAD,
+  MAX_TARGET
+}

@@ -1,0 +1,105 @@
+'use strict'
+
+// The heads lila sends on: pure functions from a parsed head (parse.js) and a few
+// facts to the text of the new head. Hop-by-hop fields (RFC 9110 section 7.6.1) stop
+// here in both directions; lila adds its own framing, X-Forwarded-* and Via.
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+// Fields lila sets itself on requests (the client's values are folded into lila's).
+const SET_BY_LILA = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded'])
+// Never dropped because Connection lists them: they frame or route the message, and
+// dropping them would make the backend read the body differently from lila.
+const PROTECTED = new Set(['host', 'content-length'])
+
+function dropped (lower, listed) {
+  return HOP_BY_HOP.has(lower) || (listed !== null && listed.includes(lower) && !PROTECTED.has(lower))
+}
+
+// RFC 7239 node: IPv6 in brackets and quotes, IPv4 bare.
+function forwardedNode (address) {
+  return address.includes(':') ? `"[${address}]"` : address
+}
+
+function forwardedValue (value) {
+  return /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`
+}
+
+// The request as the backend gets it: always HTTP/1.1 with keep-alive. `hostIfMissing`
+// stands in for the Host an HTTP/1.0 client may leave out.
+//   settings: { proto: 'http' | 'https', via: lila's Via token, forwarded: add RFC 7239 Forwarded }
+function requestHead (head, clientAddress, hostIfMissing, settings) {
+  let out = `${head.method} ${head.target} HTTP/1.1\r\n`
+  let xff = null
+  let forwarded = null
+  const listed = head.connection
+  const fields = head.fields
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]
+    const lower = field[0].toLowerCase()
+    if (SET_BY_LILA.has(lower)) {
+      if (lower === 'x-forwarded-for') xff = xff === null ? field[1] : `${xff}, ${field[1]}`
+      else if (lower === 'forwarded') forwarded = forwarded === null ? field[1] : `${forwarded}, ${field[1]}`
+      continue
+    }
+    if (dropped(lower, listed)) continue
+    out += `${field[0]}: ${field[1]}\r\n`
+  }
+  if (head.host === null) out += `Host: ${hostIfMissing}\r\n`
+  if (head.chunked) out += 'Transfer-Encoding: chunked\r\n'
+  if (head.isUpgrade) out += `Connection: upgrade\r\nUpgrade: ${head.upgrade}\r\n`
+  out += `X-Forwarded-For: ${xff === null ? clientAddress : `${xff}, ${clientAddress}`}\r\n`
+  out += `X-Forwarded-Proto: ${settings.proto}\r\n`
+  if (head.host !== null) out += `X-Forwarded-Host: ${head.host}\r\n`
+  if (settings.forwarded) {
+    let node = `for=${forwardedNode(clientAddress)};proto=${settings.proto}`
+    if (head.host !== null) node += `;host=${forwardedValue(head.host)}`
+    out += `Forwarded: ${forwarded === null ? node : `${forwarded}, ${node}`}\r\n`
+  } else if (forwarded !== null) {
+    out += `Forwarded: ${forwarded}\r\n`
+  }
+  out += `Via: 1.1 ${settings.via}\r\n\r\n`
+  return out
+}
+
+// The response as the client gets it.
+//   how: { chunked: re-add Transfer-Encoding: chunked, close: this is the last response
+//          on the connection, keepAlive10: tell an HTTP/1.0 client the connection stays,
+//          upgrade: a 101 switching protocols }
+function responseHead (res, how) {
+  let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
+  const listed = res.connection
+  const fields = res.fields
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]
+    if (dropped(field[0].toLowerCase(), listed)) continue
+    out += `${field[0]}: ${field[1]}\r\n`
+  }
+  if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
+  if (how.chunked) out += 'Transfer-Encoding: chunked\r\n'
+  if (how.close) out += 'Connection: close\r\n'
+  else if (how.keepAlive10) out += 'Connection: keep-alive\r\n'
+  return `${out}\r\n`
+}
+
+// A 1xx (100 Continue, 103 Early Hints) passed on as it came, less hop-by-hop fields.
+function interimHead (res) {
+  let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
+  for (const [name, value] of res.fields) {
+    if (!dropped(name.toLowerCase(), res.connection)) out += `${name}: ${value}\r\n`
+  }
+  return `${out}\r\n`
+}
+
+// Does the Via field carry lila's own token? Then the request went round in a loop.
+function viaLoops (head, via) {
+  for (const [name, value] of head.fields) {
+    if (name.length === 3 && name.toLowerCase() === 'via' && value.includes(via)) {
+      for (const hop of value.split(',')) {
+        if (hop.trim().split(/\s+/)[1] === via) return true
+      }
+    }
+  }
+  return false
+}
+
+module.exports = { requestHead, responseHead, interimHead, viaLoops, HOP_BY_HOP }

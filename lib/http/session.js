@@ -1,0 +1,162 @@
+'use strict'
+
+const { clientAddress } = require('../listen')
+const { reasonOf } = require('../errors')
+const { findHeadEnd, parseRequestHead, MAX_HEAD } = require('./parse')
+const { reply } = require('./replies')
+const { Exchange } = require('./exchange')
+
+// After lila's last response on a connection it shuts its side and reads (and drops)
+// what the client still sends for this long, so the client reads the response before
+// the connection is reset.
+const LINGER_MS = 2000
+
+// One client connection in HTTP mode: reads request heads (strictly), hands each
+// request to an Exchange that balances it on its own, and keeps the connection alive
+// between requests. Pipelined requests wait, unread past one head's worth, until the
+// response before them is done, so responses go out in order.
+class HttpSession {
+  constructor (listener, client) {
+    this.listener = listener
+    this.client = client
+    this.clientAddress = clientAddress(client)
+    this.buf = null // received, not yet consumed: a partial head or pipelined requests
+    this.exchange = null // the request being served
+    this.headTimer = null
+    this.closing = false // no further request will be served on this connection
+    this.clientEnded = false
+    this.lingerTimer = null
+    client.on('data', chunk => this.onData(chunk))
+    client.on('end', () => this.onEnd())
+    client.on('error', err => this.listener.log.debug(`client ${this.clientAddress}: ${reasonOf(err)}`))
+    client.on('close', () => this.onClose())
+    client.on('drain', () => { if (this.exchange !== null) this.exchange.onClientDrain() })
+    client.on('timeout', () => this.onTimeout())
+  }
+
+  start () {
+    const { idleTimeout } = this.listener.config
+    if (idleTimeout > 0) this.client.setTimeout(idleTimeout)
+    this.client.resume()
+  }
+
+  onData (chunk) {
+    if (this.lingerTimer !== null) return // closing: drop what still comes
+    const exchange = this.exchange
+    if (exchange !== null && exchange.wantsClientData) return exchange.onClientData(chunk, 0)
+    this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk])
+    if (exchange === null) this.nextRequest()
+    else if (this.buf.length > MAX_HEAD) this.client.pause() // pipelined: wait for the response
+  }
+
+  // Start serving the request at the front of `buf`, if its head is all there.
+  nextRequest () {
+    let buf = this.buf
+    if (buf === null || this.closing) return
+    // RFC 9112 2.2: ignore empty lines before a request line.
+    let start = 0
+    while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2
+    if (start === buf.length) { this.buf = null; return }
+    const end = findHeadEnd(buf, start)
+    if (end === -1) {
+      if (buf.length - start > MAX_HEAD) return this.refuse(431, 'request head too large')
+      if (start > 0) this.buf = buf.subarray(start)
+      if (this.headTimer === null) this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
+      return
+    }
+    if (this.headTimer !== null) {
+      clearTimeout(this.headTimer)
+      this.headTimer = null
+    }
+    if (end - start > MAX_HEAD + 4) return this.refuse(431, 'request head too large')
+    let head
+    try {
+      head = parseRequestHead(buf, start, end)
+    } catch (err) {
+      if (err.status === undefined) throw err
+      return this.refuse(err.status, err.message)
+    }
+    this.buf = null
+    const exchange = new Exchange(this, head, end - start)
+    this.exchange = exchange
+    exchange.start()
+    if (end < buf.length && this.exchange === exchange) {
+      buf = buf.subarray(end)
+      if (exchange.wantsClientData) exchange.onClientData(buf, 0)
+      else this.buf = buf
+    }
+  }
+
+  // The exchange has read its whole request body; `rest` is what followed it.
+  bodyDone (rest) {
+    if (rest !== null) this.buf = this.buf === null ? rest : Buffer.concat([rest, this.buf])
+  }
+
+  // The exchange is over: its response is complete (or it failed and was answered).
+  exchangeDone (keepAlive) {
+    this.exchange = null
+    if (!keepAlive || this.closing || this.clientEnded) return this.shut()
+    if (this.client.isPaused()) this.client.resume()
+    if (this.buf !== null) this.nextRequest()
+  }
+
+  // Answer a request lila cannot serve and close the connection.
+  refuse (status, detail) {
+    this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
+    this.buf = null
+    this.client.write(reply(status, detail, { close: true }))
+    this.shut()
+  }
+
+  onHeadTimeout () {
+    this.headTimer = null
+    if (this.exchange === null) this.refuse(408, 'request head not received in time')
+  }
+
+  // No traffic for --idle-timeout. While a backend works on the request, the client
+  // has nothing to say: the exchange's own timeouts apply then.
+  onTimeout () {
+    if (this.exchange !== null && this.exchange.awaitingBackend()) return
+    this.destroy()
+  }
+
+  onEnd () {
+    this.clientEnded = true
+    if (this.exchange === null) this.shut()
+    else this.exchange.onClientEnd()
+  }
+
+  // No more requests: end lila's side, and give the client a moment to read it.
+  shut () {
+    this.closing = true
+    if (this.headTimer !== null) {
+      clearTimeout(this.headTimer)
+      this.headTimer = null
+    }
+    if (this.client.destroyed || this.lingerTimer !== null) return
+    this.client.end()
+    this.client.resume()
+    this.lingerTimer = setTimeout(() => this.client.destroy(), LINGER_MS)
+  }
+
+  onClose () {
+    if (this.headTimer !== null) clearTimeout(this.headTimer)
+    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer)
+    if (this.exchange !== null) this.exchange.onClientClose()
+    this.exchange = null
+    this.listener.sessionDone(this)
+  }
+
+  destroy () {
+    this.client.destroy()
+  }
+
+  // Graceful close: a connection between requests ends now; one with a request in
+  // flight ends after its response (which says Connection: close).
+  closeIfIdle () {
+    this.closing = true
+    if (this.exchange === null) this.shut()
+  }
+}
+
+module.exports = { HttpSession }

@@ -1,0 +1,119 @@
+'use strict'
+
+const net = require('net')
+const { listen } = require('./listen')
+
+// Accepted connections above --max-conn wait (paused, unread) for a free slot; past
+// this many waiting, a new one is closed at once rather than held without bound.
+const MAX_WAITING = 1024
+
+// What every listener does, whatever its protocol: bind, accept, hold clients above
+// --max-conn, track sessions, and drain them on close. The protocol comes in as a
+// Session class: `new Session(listener, client)`, then `start()`, serves one client
+// connection, calls
+// `listener.sessionDone(session)` exactly once when it is over, and has `destroy()`
+// and `closeIfIdle()` (for a graceful close: end it now if it is between requests).
+class Listener {
+  constructor ({ config, upstream, log, protocol, Session, serverOptions = {} }) {
+    this.config = config
+    this.upstream = upstream
+    this.log = log
+    this.protocol = protocol
+    this.Session = Session
+    this.sessions = new Set()
+    this.waiting = []
+    this.accepted = 0
+    this.unserved = 0 // clients no backend could take
+    this.closing = false
+    this.drained = null
+    this.onDrained = () => {} // protocol clean-up once every session is gone
+    // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
+    this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
+    this.server.on('connection', client => this.accept(client))
+  }
+
+  listen () {
+    return listen(this.server, this.config, this.log)
+  }
+
+  accept (client) {
+    this.accepted++
+    if (this.closing) return client.destroy()
+    const { maxConn } = this.config
+    if (maxConn !== null && this.sessions.size >= maxConn) return this.hold(client)
+    this.serve(client)
+  }
+
+  serve (client) {
+    const session = new this.Session(this, client)
+    this.sessions.add(session)
+    session.start()
+  }
+
+  hold (client) {
+    if (this.waiting.length >= MAX_WAITING) {
+      this.log.debug(`client closed: ${this.waiting.length} connections already wait for a slot`)
+      return client.destroy()
+    }
+    this.waiting.push(client)
+    client.on('error', () => {})
+    client.once('close', () => {
+      const i = this.waiting.indexOf(client)
+      if (i !== -1) this.waiting.splice(i, 1)
+    })
+  }
+
+  sessionDone (session) {
+    this.sessions.delete(session)
+    while (this.waiting.length > 0 && !this.closing) {
+      const client = this.waiting.shift()
+      if (client.destroyed) continue
+      this.serve(client)
+      break
+    }
+    if (this.drained !== null && this.sessions.size === 0) {
+      const drained = this.drained
+      this.drained = null
+      drained()
+    }
+  }
+
+  // Stop accepting at once; let open sessions finish for up to `timeout` ms, then cut
+  // what is left. Resolves when every session is gone.
+  close (timeout) {
+    this.closing = true
+    this.server.close()
+    for (const client of this.waiting.splice(0)) client.destroy()
+    for (const session of this.sessions) session.closeIfIdle()
+    if (this.sessions.size === 0) {
+      this.onDrained()
+      return Promise.resolve()
+    }
+    return new Promise(resolve => {
+      const timer = setTimeout(() => this.destroy(), timeout)
+      this.drained = () => {
+        clearTimeout(timer)
+        this.onDrained()
+        resolve()
+      }
+    })
+  }
+
+  destroy () {
+    for (const session of this.sessions) session.destroy()
+  }
+
+  snapshot () {
+    return {
+      protocol: this.protocol,
+      mode: this.upstream.mode,
+      address: this.server.address(),
+      active: this.sessions.size,
+      waiting: this.waiting.length,
+      accepted: this.accepted,
+      unserved: this.unserved
+    }
+  }
+}
+
+module.exports = { Listener }
