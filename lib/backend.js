@@ -96,7 +96,7 @@ class Backend extends EventEmitter {
       this.downReason = reason
     } else if (this.consecutiveFailures >= FAILURES_TO_EJECT) {
       this.ejectedUntil = this.now() + this.coolOff
-      this.downReason = `${this.consecutiveFailures} connects failed in a row (${reason})`
+      this.downReason = `${this.consecutiveFailures} failures in a row (${reason})`
       this.emit('down', `${this.downReason}; next try in ${this.coolOff / 1000}s`)
     }
   }

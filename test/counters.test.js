@@ -8,7 +8,7 @@ const net = require('net')
 const { createBalancer } = require('../lib/index')
 const { parseCommandLine } = require('../lib/config')
 const {
-  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, httpBackend, request
 } = require('./fixtures/helpers')
 
 async function startLila (t, args) {
@@ -25,7 +25,10 @@ function idle (stats) {
 }
 
 async function settles (t, lila) {
-  await until(() => idle(lila.stats()), 'live counts to return to zero')
+  await until(() => idle(lila.stats()), 'live counts to return to zero').catch(err => {
+    t.comment(JSON.stringify(lila.stats(), null, 1))
+    throw err
+  })
   t.ok(idle(lila.stats()), 'every live count is back to zero')
 }
 
@@ -132,4 +135,47 @@ t.test('graceful close waits for open connections', async t => {
   socket.end()
   await within(5000, 'close() to resolve', closing)
   t.ok(idle(lila.stats()))
+})
+
+t.test('http: every way a request can end brings the in-flight counts back to zero', async t => {
+  const backend = await httpBackend(t, 'h', (req, res) => {
+    if (req.url === '/slow') return // never answers: --timeout
+    if (req.url === '/die') { res.setHeader('Content-Length', '10'); res.write('x'); return setImmediate(() => res.socket.destroy()) }
+    if (req.url === '/wait') return setTimeout(() => res.end('late'), 200)
+    res.end('ok')
+  })
+  backend.server.on('upgrade', (req, socket) => {
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n')
+    socket.pipe(socket)
+  })
+  const hangup = await tcpBackend(t, 'hangup', socket => socket.once('data', () => socket.destroy()))
+  const lila = await startLila(t, ['rr', backend.address, hangup.address, '--protocol', 'http', '--timeout', '300ms'])
+  const agent = new (require('http').Agent)({ keepAlive: true, maxSockets: 3 })
+  t.teardown(() => agent.destroy())
+
+  const results = await Promise.all([
+    request(lila.port, { agent }),
+    request(lila.port, { agent }),
+    request(lila.port, { path: '/slow' }),
+    request(lila.port, { path: '/die' }),
+    request(lila.port, { method: 'POST', body: 'x', headers: { 'Content-Length': 1 } }),
+    request(lila.port, { method: 'POST', body: 'y', headers: { 'Content-Length': 1 } }),
+    exchange(lila.port, 'GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n'),
+    exchange(lila.port, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n')
+  ])
+  t.same(results.slice(0, 2).map(r => r.status), [200, 200])
+  t.equal(results[2].status, 504)
+  // A client that leaves while its request is with the backend.
+  const leaving = net.connect(lila.port, '127.0.0.1')
+  leaving.write('GET /wait HTTP/1.1\r\nHost: x\r\n\r\n')
+  await until(() => lila.stats().backends.some(b => b.live > 0), 'the request to be in flight')
+  leaving.destroy()
+  // A tunnel, opened and closed.
+  const tunnel = net.connect(lila.port, '127.0.0.1')
+  tunnel.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n')
+  await new Promise(resolve => tunnel.once('data', resolve))
+  t.equal(lila.stats().active >= 1, true)
+  tunnel.end()
+  agent.destroy() // its idle keep-alive connections would rightly stay open
+  await settles(t, lila)
 })

@@ -48,7 +48,11 @@ t.test('in-process: exact message and exit code', async t => {
 })
 
 t.test('the real executable says the same', async t => {
-  const results = await Promise.all(cases.map(c => runLila(c.args)))
+  // A few at a time: a shared CI machine has two cores.
+  const results = []
+  for (let i = 0; i < cases.length; i += 6) {
+    results.push(...await Promise.all(cases.slice(i, i + 6).map(c => runLila(c.args))))
+  }
   cases.forEach((c, i) => {
     t.equal(results[i].code, c.code, `${c.command}: exit code`)
     t.equal(results[i].stderr, c.stderr, `${c.command}: stderr`)

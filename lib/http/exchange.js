@@ -242,7 +242,7 @@ class Exchange {
     this.conn.requestsLeft--
     if (!res.keepAlive) this.reusable = false
 
-    this.clientKeepAlive = head.keepAlive && !session.closing && !session.clientEnded &&
+    this.clientKeepAlive = head.keepAlive && !session.closing &&
       !this.resUntilClose && !this.decode && this.requestDone
     const text = responseHead(res, {
       chunked: res.chunked && !this.decode,
@@ -412,7 +412,7 @@ class Exchange {
   answer (status, detail, { retryAfter = 0 } = {}) {
     const { session, head } = this
     if (status >= 500) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
-    const keepAlive = head.keepAlive && this.requestDone && !session.closing && !session.clientEnded
+    const keepAlive = head.keepAlive && this.requestDone && !session.closing
     const text = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
     this.bytesOut += text.length
     this.responseStarted = true

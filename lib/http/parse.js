@@ -106,6 +106,14 @@ function splitLines (buf, start, end) {
   return lines
 }
 
+// Does buf[start, end) hold a LF without its CR? A head that will never end in CRLFCRLF.
+function hasBareLf (buf, start, end = buf.length) {
+  for (let i = buf.indexOf(10, start); i !== -1 && i < end; i = buf.indexOf(10, i + 1)) {
+    if (i === start || buf[i - 1] !== 13) return true
+  }
+  return false
+}
+
 // A request head in buf[start, end) (end from findHeadEnd).
 function parseRequestHead (buf, start, end) {
   const lines = splitLines(buf, start, end)
@@ -116,6 +124,7 @@ function parseRequestHead (buf, start, end) {
   const [, method, target, major, minor] = match
   if (major !== '1' || (minor !== '0' && minor !== '1')) throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
   if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
+  if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
   const head = parseFields(lines, 1)
   head.method = method
   head.target = target
@@ -124,7 +133,6 @@ function parseRequestHead (buf, start, end) {
 
   if (head.version === 1 && head.hosts !== 1) throw new HttpError(400, head.hosts === 0 ? 'missing Host header' : 'more than one Host header')
   if (head.hosts > 1) throw new HttpError(400, 'more than one Host header')
-  if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
 
   // Body framing (RFC 9112 section 6): chunked, a length, or none.
   head.chunked = false
@@ -207,6 +215,7 @@ function parseKeepAlive (value) {
 module.exports = {
   HttpError,
   findHeadEnd,
+  hasBareLf,
   parseRequestHead,
   parseResponseHead,
   parseKeepAlive,

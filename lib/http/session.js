@@ -2,7 +2,7 @@
 
 const { clientAddress } = require('../listen')
 const { reasonOf } = require('../errors')
-const { findHeadEnd, parseRequestHead, MAX_HEAD } = require('./parse')
+const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
 const { Exchange } = require('./exchange')
 
@@ -21,6 +21,7 @@ class HttpSession {
     this.client = client
     this.clientAddress = clientAddress(client)
     this.buf = null // received, not yet consumed: a partial head or pipelined requests
+    this.scanned = 0 // bytes of buf already searched for the end of a head
     this.exchange = null // the request being served
     this.headTimer = null
     this.closing = false // no further request will be served on this connection
@@ -49,42 +50,55 @@ class HttpSession {
     else if (this.buf.length > MAX_HEAD) this.client.pause() // pipelined: wait for the response
   }
 
-  // Start serving the request at the front of `buf`, if its head is all there.
+  // Serve the requests at the front of `buf` while their heads are all there (one at a
+  // time: the next waits for the response before it).
   nextRequest () {
-    let buf = this.buf
-    if (buf === null || this.closing) return
-    // RFC 9112 2.2: ignore empty lines before a request line.
-    let start = 0
-    while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2
-    if (start === buf.length) { this.buf = null; return }
-    const end = findHeadEnd(buf, start)
-    if (end === -1) {
-      if (buf.length - start > MAX_HEAD) return this.refuse(431, 'request head too large')
-      if (start > 0) this.buf = buf.subarray(start)
-      if (this.headTimer === null) this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
-      return
+    while (this.buf !== null && this.exchange === null && !this.closing) {
+      let buf = this.buf
+      // RFC 9112 2.2: ignore empty lines before a request line.
+      let start = 0
+      while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2
+      if (start === buf.length) {
+        this.buf = null
+        break
+      }
+      // A head arriving in pieces is searched from where the last search stopped, so
+      // a client sending a byte at a time costs linear work, not quadratic.
+      const from = Math.max(start, this.scanned)
+      const end = findHeadEnd(buf, start, from)
+      if (end === -1) {
+        if (buf.length - start > MAX_HEAD) return this.refuse(431, 'request head too large')
+        if (hasBareLf(buf, Math.max(start, from - 1))) return this.refuse(400, 'bare LF in the request head')
+        if (this.clientEnded) return this.refuse(400, 'connection closed in the middle of a request head')
+        if (start > 0) this.buf = buf.subarray(start)
+        this.scanned = this.buf.length
+        if (this.headTimer === null) this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
+        return
+      }
+      if (this.headTimer !== null) {
+        clearTimeout(this.headTimer)
+        this.headTimer = null
+      }
+      if (end - start > MAX_HEAD + 4) return this.refuse(431, 'request head too large')
+      let head
+      try {
+        head = parseRequestHead(buf, start, end)
+      } catch (err) {
+        if (err.status === undefined) throw err
+        return this.refuse(err.status, err.message)
+      }
+      this.buf = null
+      this.scanned = 0
+      const exchange = new Exchange(this, head, end - start)
+      this.exchange = exchange
+      exchange.start()
+      if (end < buf.length) {
+        buf = buf.subarray(end)
+        if (this.exchange === exchange && exchange.wantsClientData) exchange.onClientData(buf, 0)
+        else this.buf = this.buf === null ? buf : Buffer.concat([buf, this.buf])
+      }
     }
-    if (this.headTimer !== null) {
-      clearTimeout(this.headTimer)
-      this.headTimer = null
-    }
-    if (end - start > MAX_HEAD + 4) return this.refuse(431, 'request head too large')
-    let head
-    try {
-      head = parseRequestHead(buf, start, end)
-    } catch (err) {
-      if (err.status === undefined) throw err
-      return this.refuse(err.status, err.message)
-    }
-    this.buf = null
-    const exchange = new Exchange(this, head, end - start)
-    this.exchange = exchange
-    exchange.start()
-    if (end < buf.length && this.exchange === exchange) {
-      buf = buf.subarray(end)
-      if (exchange.wantsClientData) exchange.onClientData(buf, 0)
-      else this.buf = buf
-    }
+    if (this.buf === null && this.exchange === null && this.clientEnded) this.shut()
   }
 
   // The exchange has read its whole request body; `rest` is what followed it.
@@ -95,9 +109,9 @@ class HttpSession {
   // The exchange is over: its response is complete (or it failed and was answered).
   exchangeDone (keepAlive) {
     this.exchange = null
-    if (!keepAlive || this.closing || this.clientEnded) return this.shut()
+    if (!keepAlive || this.closing) return this.shut()
     if (this.client.isPaused()) this.client.resume()
-    if (this.buf !== null) this.nextRequest()
+    this.nextRequest()
   }
 
   // Answer a request lila cannot serve and close the connection.
