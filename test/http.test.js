@@ -339,3 +339,24 @@ t.test('graceful shutdown: idle keep-alive clients are closed at once, in-flight
   t.equal(res.headers.connection, 'close', 'the in-flight response says Connection: close')
   t.equal((await within(10000, 'lila to exit', lila.exited)).code, 0)
 })
+
+t.test('a slow request head gets 408; an idle keep-alive connection is closed', async t => {
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--header-timeout', '300ms', '--idle-timeout', '400ms'])
+  // slow-loris: a head that never finishes
+  const slow = await within(5000, 'the 408', new Promise(resolve => {
+    const socket = net.connect(lila.port, '127.0.0.1')
+    let data = ''
+    socket.on('data', chunk => { data += chunk })
+    socket.on('end', () => { socket.end(); resolve(data) })
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ')
+  }))
+  t.match(slow, /^HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*Connection: close/)
+  // keep-alive: one request, then silence
+  const agent = new http.Agent({ keepAlive: true })
+  t.teardown(() => agent.destroy())
+  const res = await request(lila.port, { agent })
+  t.equal(res.status, 200)
+  await within(5000, 'the idle connection to be closed', new Promise(resolve => res.socket.once('close', resolve)))
+  t.equal(backend.requests, 1)
+})

@@ -1,0 +1,196 @@
+'use strict'
+
+// The HTTP framing layer as pure functions: heads, chunked bodies, rewritten heads.
+
+const t = require('tap')
+const { findHeadEnd, parseRequestHead, parseResponseHead, parseKeepAlive, hasBareLf } = require('../lib/http/parse')
+const { ChunkedReader } = require('../lib/http/chunked')
+const { requestHead, responseHead, viaLoops } = require('../lib/http/rewrite')
+const { idleFromHint } = require('../lib/http/pool')
+
+function req (text) {
+  const buf = Buffer.from(text, 'latin1')
+  return parseRequestHead(buf, 0, findHeadEnd(buf, 0))
+}
+
+function res (text, method = 'GET') {
+  const buf = Buffer.from(text, 'latin1')
+  return parseResponseHead(buf, 0, findHeadEnd(buf, 0), method)
+}
+
+function refused (t, text, status, message) {
+  t.throws(() => req(text), { status, message }, `${JSON.stringify(text.slice(0, 60))} -> ${status}`)
+}
+
+t.test('request heads: what is accepted', async t => {
+  const head = req('POST /a/b?c=1 HTTP/1.1\r\nHost: example.test\r\nContent-Length: 5\r\nConnection: keep-alive, X-Hop\r\nX-Empty:\r\nX-Spaces:   padded value \t\r\n\r\n')
+  t.equal(head.method, 'POST')
+  t.equal(head.target, '/a/b?c=1')
+  t.equal(head.path, '/a/b')
+  t.equal(head.version, 1)
+  t.equal(head.host, 'example.test')
+  t.equal(head.bodyLength, 5)
+  t.equal(head.chunked, false)
+  t.equal(head.keepAlive, true)
+  t.same(head.connection, ['keep-alive', 'x-hop'])
+  t.same(head.fields.at(-2), ['X-Empty', ''])
+  t.same(head.fields.at(-1), ['X-Spaces', 'padded value'], 'surrounding whitespace trimmed')
+
+  t.equal(req('GET / HTTP/1.0\r\n\r\n').keepAlive, false, 'HTTP/1.0 closes by default')
+  t.equal(req('GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n').keepAlive, true)
+  t.equal(req('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').keepAlive, false)
+  t.equal(req('GET http://example.test/x/y?z HTTP/1.1\r\nHost: example.test\r\n\r\n').path, '/x/y', 'absolute form')
+  t.equal(req('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n').path, '*', 'asterisk form')
+  t.equal(req('POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n').chunked, true, 'coding names are case-insensitive')
+  t.equal(req('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n').bodyLength, 3, 'identical repeats are one length')
+  t.equal(req('GET / HTTP/1.1\r\nHost: x\r\n\r\n').bodyLength, 0, 'no framing header: no body')
+  const upgrade = req('GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n')
+  t.equal(upgrade.isUpgrade, true)
+  t.equal(upgrade.upgrade, 'websocket')
+})
+
+t.test('request heads: what is refused, and with which status', async t => {
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n', 400, /both Content-Length and Transfer-Encoding/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 400, /differing Content-Length/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1, 1\r\n\r\n', 400, /invalid Content-Length/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\n', 400, /invalid Content-Length/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999\r\n\r\n', 400, /invalid Content-Length/)
+  for (const coding of ['xchunked', 'chunked, identity', 'gzip, chunked', 'chunked ;', 'identity', 'chunked\t,']) {
+    refused(t, `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\n`, 400, /unsupported Transfer-Encoding/)
+  }
+  refused(t, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n', 400, /unsupported Transfer-Encoding/)
+  refused(t, 'POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n', 400, /HTTP\/1\.0/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n', 400, /folding/)
+  refused(t, 'GET / HTTP/1.1\r\nHost : x\r\n\r\n', 400, /invalid header name/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n', 400, /without a name and colon/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nX: a\0b\r\n\r\n', 400, /control character/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n', 400, /bare CR or LF/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\nX: y\r\n\r\n', 400, /bare CR or LF/)
+  refused(t, 'GET / HTTP/1.1\r\n\r\n', 400, /missing Host/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', 400, /more than one Host/)
+  refused(t, 'GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n', 400, /more than one Host/)
+  refused(t, 'G(T / HTTP/1.1\r\nHost: x\r\n\r\n', 400, /malformed request line/)
+  refused(t, 'GET  / HTTP/1.1\r\nHost: x\r\n\r\n', 400, /malformed request line/)
+  refused(t, 'GET / HTTP/1.1 \r\nHost: x\r\n\r\n', 400, /malformed request line/)
+  refused(t, 'GET /a b HTTP/1.1\r\nHost: x\r\n\r\n', 400, /malformed request line/)
+  refused(t, 'GET /\xff HTTP/1.1\r\nHost: x\r\n\r\n', 400, /malformed request line/)
+  refused(t, 'GET / HTTP/2.0\r\nHost: x\r\n\r\n', 505, /not supported/)
+  refused(t, 'GET / HTTP/1.2\r\nHost: x\r\n\r\n', 505, /not supported/)
+  refused(t, 'GET * HTTP/1.1\r\nHost: x\r\n\r\n', 400, /asterisk-form/)
+  refused(t, 'GET example.test/x HTTP/1.1\r\nHost: x\r\n\r\n', 400, /unknown form/)
+  refused(t, 'CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n', 405, /CONNECT/)
+  refused(t, `GET /${'a'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 414, /too long/)
+  const many = Array.from({ length: 101 }, (_, i) => `X-${i}: ${i}\r\n`).join('')
+  refused(t, `GET / HTTP/1.1\r\nHost: x\r\n${many}\r\n`, 431, /too many header fields/)
+})
+
+t.test('head boundaries', async t => {
+  const buf = Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\nNEXT')
+  t.equal(findHeadEnd(buf, 0), buf.length - 4)
+  t.equal(findHeadEnd(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r'), 0), -1)
+  t.equal(findHeadEnd(buf, 0, 20), buf.length - 4, 'resuming a search finds a CRLFCRLF that straddles the resume point')
+  t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\nHost')), true)
+  t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\r\nHost')), false)
+  t.equal(hasBareLf(Buffer.from('\nGET')), true)
+})
+
+t.test('response heads and their framing', async t => {
+  const ok = res('HTTP/1.1 200 OK\r\nContent-Length: 5\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nKeep-Alive: timeout=5, max=100\r\n\r\n')
+  t.equal(ok.status, 200)
+  t.equal(ok.reason, 'OK')
+  t.equal(ok.bodyLength, 5)
+  t.same(ok.fields.filter(f => f[0] === 'Set-Cookie').map(f => f[1]), ['a=1', 'b=2'])
+  t.same(parseKeepAlive(ok.keepAliveHint), { timeout: 5000, max: 100 })
+  t.equal(res('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n').chunked, true)
+  t.equal(res('HTTP/1.1 200 OK\r\n\r\n').bodyLength, -1, 'no framing: until the backend closes')
+  t.equal(res('HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n').reason, '', 'reason phrase may be missing')
+  t.equal(res('HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n').bodyLength, 0)
+  t.equal(res('HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n').bodyLength, 0)
+  t.equal(res('HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n', 'HEAD').bodyLength, 0, 'a response to HEAD has no body')
+  t.equal(res('HTTP/1.1 100 Continue\r\n\r\n').bodyLength, 0)
+  t.equal(res('HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n').keepAlive, false)
+  t.equal(res('HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\n').keepAlive, false)
+  t.throws(() => res('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n'), { status: 502 })
+  t.throws(() => res('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n'), { status: 502 })
+  t.throws(() => res('HTTP/1.1 2000 OK\r\n\r\n'), { status: 502 })
+  t.throws(() => res('ICY 200 OK\r\n\r\n'), { status: 502 })
+  t.same(parseKeepAlive(null), { timeout: -1, max: -1 })
+  t.same(parseKeepAlive('max=3'), { timeout: -1, max: 3 })
+})
+
+t.test('idle time from a keep-alive hint', async t => {
+  t.equal(idleFromHint(-1), 4000, 'no hint: below common backend defaults')
+  t.equal(idleFromHint(5000), 4000)
+  t.equal(idleFromHint(1000), 500)
+  t.equal(idleFromHint(0), 0, 'timeout=0: never reuse')
+  t.equal(idleFromHint(600000), 60000, 'capped')
+})
+
+function readChunked (text, pieces = 1, onData = null) {
+  const buf = Buffer.from(text, 'latin1')
+  const reader = new ChunkedReader()
+  const step = Math.ceil(buf.length / pieces)
+  for (let at = 0; at < buf.length; at += step) {
+    const end = reader.read(buf, at, Math.min(at + step, buf.length), onData)
+    if (end !== -1) return end
+  }
+  return -1
+}
+
+t.test('chunked bodies', async t => {
+  const body = '5\r\nhello\r\n6;name=value\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n'
+  for (const pieces of [1, 3, body.length]) {
+    let data = ''
+    const end = readChunked(body + 'NEXT', pieces === body.length ? body.length + 4 : pieces, (b, s, e) => { data += b.toString('latin1', s, e) })
+    t.equal(end, body.length, `the end is found (${pieces} pieces)`)
+    t.equal(data, 'hello world', `the data (${pieces} pieces)`)
+  }
+  t.equal(readChunked('A\r\n0123456789\r\n0\r\n\r\n'), 20, 'hex sizes, either case')
+  t.equal(readChunked('a\r\n0123456789\r\n'), -1, 'not finished')
+  const bad = [
+    ['', 'no size', 'x\r\n'],
+    ['space after size', '5 \r\nhello\r\n0\r\n\r\n'],
+    ['tab after size', '5\t\r\nhello\r\n0\r\n\r\n'],
+    ['space before size', ' 5\r\nhello\r\n0\r\n\r\n'],
+    ['bare LF after size', '5\nhello\r\n0\r\n\r\n'],
+    ['data longer than size', '3\r\nhello\r\n0\r\n\r\n'],
+    ['size too large', 'fffffffffffff\r\n'],
+    ['negative size', '-5\r\nhello\r\n'],
+    ['0x prefix', '0x5\r\nhello\r\n'],
+    ['control byte in extension', '5;a\x01\r\nhello\r\n'],
+    ['folded trailer', '0\r\nX: 1\r\n folded\r\n\r\n'],
+    ['bare LF in trailer', '0\r\nX: 1\nY: 2\r\n\r\n']
+  ].map(c => c.length === 3 ? [c[1], c[2]] : c)
+  for (const [name, text] of bad) {
+    t.throws(() => readChunked(text), { status: 400, message: /malformed chunked body/ }, name)
+  }
+  t.throws(() => readChunked('fffffffffffff\r\n'), { message: /too large/ })
+  const big = new ChunkedReader(502)
+  t.throws(() => big.read(Buffer.from('zz\r\n'), 0, 4), { status: 502 }, 'responses fail with 502')
+})
+
+t.test('the request head lila sends', async t => {
+  const head = req('POST /x HTTP/1.1\r\nHost: example.test\r\nConnection: X-Hop, close, Content-Length, Host\r\nX-Hop: 1\r\nKeep-Alive: 1\r\nTE: trailers\r\nTrailer: X\r\nProxy-Connection: x\r\nContent-Length: 2\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nVia: 1.0 other\r\n\r\n')
+  const text = requestHead(head, '10.0.0.9', 'backend:80', { proto: 'http', via: 'lila-abc', forwarded: false })
+  t.equal(text, 'POST /x HTTP/1.1\r\nHost: example.test\r\nContent-Length: 2\r\nVia: 1.0 other\r\n' +
+    'X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: example.test\r\nVia: 1.1 lila-abc\r\n\r\n',
+  'hop-by-hop gone; Connection cannot remove Host or Content-Length; forwarding headers lila\'s own')
+  const chunked = req('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n')
+  t.match(requestHead(chunked, '::1', 'b:1', { proto: 'http', via: 'v', forwarded: true }), /\r\nTransfer-Encoding: chunked\r\n[\s\S]*\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n/)
+  const old = req('GET / HTTP/1.0\r\n\r\n')
+  t.match(requestHead(old, '1.2.3.4', 'b:1', { proto: 'http', via: 'v', forwarded: false }), /^GET \/ HTTP\/1\.1\r\nHost: b:1\r\n/, 'HTTP/1.0 without Host: the backend address')
+})
+
+t.test('the response head the client gets', async t => {
+  const r = res('HTTP/1.1 200 OK\r\nConnection: X-Secret\r\nX-Secret: s\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a\r\nSet-Cookie: b\r\n\r\n')
+  t.equal(responseHead(r, { chunked: true, close: false }), 'HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nSet-Cookie: b\r\nTransfer-Encoding: chunked\r\n\r\n')
+  t.equal(responseHead(r, { chunked: false, close: true }), 'HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nSet-Cookie: b\r\nConnection: close\r\n\r\n')
+  t.equal(responseHead(res('HTTP/1.1 204 No Content\r\n\r\n'), { keepAlive10: true }), 'HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n')
+})
+
+t.test('loop detection looks for lila\'s own Via token only', async t => {
+  t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.1 lila-abc\r\n\r\n'), 'lila-abc'), true)
+  t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.0 a, 1.1 lila-abc (x)\r\n\r\n'), 'lila-abc'), true)
+  t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.1 lila-abcd\r\n\r\n'), 'lila-abc'), false, 'another lila')
+  t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 'lila-abc'), false)
+})
