@@ -251,12 +251,16 @@ class Exchange {
     })
     this.responseStarted = true
     this.bytesOut += text.length
-    session.client.write(text, 'latin1')
     if (this.resReader === null && this.resLeft === 0 && !this.resUntilClose) {
+      session.client.write(text, 'latin1')
       if (end < buf.length) this.reusable = false // bytes after a complete response
       return this.responseDone()
     }
+    // Head and the body bytes that came with it leave in one write (one syscall).
+    session.client.cork()
+    session.client.write(text, 'latin1')
     if (end < buf.length) this.forwardResponseBody(buf, end)
+    session.client.uncork()
   }
 
   forwardResponseBody (buf, start) {
