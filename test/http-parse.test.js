@@ -42,24 +42,30 @@ t.test('request heads: what is accepted', async t => {
   t.equal(req('GET http://example.test/x/y?z HTTP/1.1\r\nHost: example.test\r\n\r\n').path, '/x/y', 'absolute form')
   t.equal(req('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n').path, '*', 'asterisk form')
   t.equal(req('POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n').chunked, true, 'coding names are case-insensitive')
-  t.equal(req('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n').bodyLength, 3, 'identical repeats are one length')
   t.equal(req('GET / HTTP/1.1\r\nHost: x\r\n\r\n').bodyLength, 0, 'no framing header: no body')
   const upgrade = req('GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n')
   t.equal(upgrade.isUpgrade, true)
   t.equal(upgrade.upgrade, 'websocket')
+  t.equal(req('GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n\r\n').isUpgrade, false, 'no h2c upgrades')
 })
 
 t.test('request heads: what is refused, and with which status', async t => {
   refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n', 400, /both Content-Length and Transfer-Encoding/)
-  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 400, /differing Content-Length/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 400, /more than one Content-Length/)
+  refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n', 400, /more than one Content-Length/)
   refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1, 1\r\n\r\n', 400, /invalid Content-Length/)
   refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\n', 400, /invalid Content-Length/)
   refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999\r\n\r\n', 400, /invalid Content-Length/)
   for (const coding of ['xchunked', 'chunked, identity', 'gzip, chunked', 'chunked ;', 'identity', 'chunked\t,']) {
-    refused(t, `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\n`, 400, /unsupported Transfer-Encoding/)
+    refused(t, `POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\n`, 400, /unsupported Transfer-Encoding|tab in Transfer-Encoding/)
   }
   refused(t, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n', 400, /unsupported Transfer-Encoding/)
   refused(t, 'POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n', 400, /HTTP\/1\.0/)
+  refused(t, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\t\r\n\r\n', 400, /tab in Transfer-Encoding/)
+  refused(t, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\t\r\n\r\nx', 400, /tab in Content-Length/)
+  refused(t, 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\x0b\r\n\r\n', 400, /control character/)
+  refused(t, 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\x0c\r\n\r\nx', 400, /control character/)
+  t.equal(req('GET / HTTP/1.1\r\nHost: x\r\nX: \xa0v\xa0\r\n\r\n').fields[1][1], '\xa0v\xa0', 'only spaces and tabs are trimmed')
   refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n', 400, /folding/)
   refused(t, 'GET / HTTP/1.1\r\nHost : x\r\n\r\n', 400, /invalid header name/)
   refused(t, 'GET / HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n', 400, /without a name and colon/)
@@ -146,6 +152,8 @@ t.test('chunked bodies', async t => {
     t.equal(data, 'hello world', `the data (${pieces} pieces)`)
   }
   t.equal(readChunked('A\r\n0123456789\r\n0\r\n\r\n'), 20, 'hex sizes, either case')
+  const quoted = '1;a=b;c="d \\"e\\" f";g\r\nx\r\n0\r\n\r\n'
+  t.equal(readChunked(quoted), quoted.length, 'token, quoted and bare extensions')
   t.equal(readChunked('a\r\n0123456789\r\n'), -1, 'not finished')
   const bad = [
     ['', 'no size', 'x\r\n'],
@@ -158,6 +166,14 @@ t.test('chunked bodies', async t => {
     ['negative size', '-5\r\nhello\r\n'],
     ['0x prefix', '0x5\r\nhello\r\n'],
     ['control byte in extension', '5;a\x01\r\nhello\r\n'],
+    ['whitespace in extension', '5;a=\t\r\nhello\r\n'],
+    ['non-ASCII in extension', '5;\xff\r\nhello\r\n'],
+    ['colon in extension name', '5;e:t=1\r\nhello\r\n'],
+    ['empty extension', '5;\r\nhello\r\n'],
+    ['empty extension value', '5;a=\r\nhello\r\n'],
+    ['space in trailer name', '0\r\nX-Tr iler: 1\r\n\r\n'],
+    ['trailer without colon', '0\r\nXTrailer\r\n\r\n'],
+    ['space before extension', '5 ;a\r\nhello\r\n'],
     ['folded trailer', '0\r\nX: 1\r\n folded\r\n\r\n'],
     ['bare LF in trailer', '0\r\nX: 1\nY: 2\r\n\r\n']
   ].map(c => c.length === 3 ? [c[1], c[2]] : c)
@@ -172,18 +188,21 @@ t.test('chunked bodies', async t => {
 t.test('the request head lila sends', async t => {
   const head = req('POST /x HTTP/1.1\r\nHost: example.test\r\nConnection: X-Hop, close, Content-Length, Host\r\nX-Hop: 1\r\nKeep-Alive: 1\r\nTE: trailers\r\nTrailer: X\r\nProxy-Connection: x\r\nContent-Length: 2\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nVia: 1.0 other\r\n\r\n')
   const text = requestHead(head, '10.0.0.9', 'backend:80', { proto: 'http', via: 'lila-abc', forwarded: false })
-  t.equal(text, 'POST /x HTTP/1.1\r\nHost: example.test\r\nContent-Length: 2\r\nVia: 1.0 other\r\n' +
+  t.equal(text, 'POST /x HTTP/1.1\r\nHost: example.test\r\nVia: 1.0 other\r\nContent-Length: 2\r\n' +
     'X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: example.test\r\nVia: 1.1 lila-abc\r\n\r\n',
   'hop-by-hop gone; Connection cannot remove Host or Content-Length; forwarding headers lila\'s own')
   const chunked = req('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n')
   t.match(requestHead(chunked, '::1', 'b:1', { proto: 'http', via: 'v', forwarded: true }), /\r\nTransfer-Encoding: chunked\r\n[\s\S]*\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n/)
   const old = req('GET / HTTP/1.0\r\n\r\n')
   t.match(requestHead(old, '1.2.3.4', 'b:1', { proto: 'http', via: 'v', forwarded: false }), /^GET \/ HTTP\/1\.1\r\nHost: b:1\r\n/, 'HTTP/1.0 without Host: the backend address')
+
 })
 
 t.test('the response head the client gets', async t => {
   const r = res('HTTP/1.1 200 OK\r\nConnection: X-Secret\r\nX-Secret: s\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a\r\nSet-Cookie: b\r\n\r\n')
   t.equal(responseHead(r, { chunked: true, close: false }), 'HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nSet-Cookie: b\r\nTransfer-Encoding: chunked\r\n\r\n')
+  t.throws(() => res('HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\n'), /more than one Content-Length/, 'a repeated Content-Length from a backend is refused too')
+  t.equal(responseHead(res('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n', 'HEAD'), {}), 'HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n', 'HEAD keeps the length it would have had')
   t.equal(responseHead(r, { chunked: false, close: true }), 'HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nSet-Cookie: b\r\nConnection: close\r\n\r\n')
   t.equal(responseHead(res('HTTP/1.1 204 No Content\r\n\r\n'), { keepAlive10: true }), 'HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n')
 })

@@ -167,7 +167,7 @@ t.test('HEAD, 204 and 304 carry no body; the connection stays usable', async t =
     'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
   const statuses = [...data.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map(m => m[1])
   t.same(statuses, ['200', '204', '304', '200'], 'four pipelined requests, four responses in order')
-  t.match(data, /^HTTP\/1\.1 200 OK\r\n[\s\S]*?content-length: 11\r\n[\s\S]*?\r\n\r\nHTTP\/1\.1 204/i, 'HEAD: length told, no body')
+  t.match(data, /^HTTP\/1\.1 200 OK\r\n(?:[^\r\n]+\r\n)*content-length: 11\r\n(?:[^\r\n]+\r\n)*\r\nHTTP\/1\.1 204/i, 'HEAD: length told, no body')
   t.ok(data.endsWith('\r\n\r\nhello world'), 'only the GET has a body')
   t.equal(backend.requests, 4)
 })

@@ -9,15 +9,22 @@ const { HttpError } = require('./parse')
 // that cannot take chunked (HTTP/1.0).
 
 const SIZE = 0
-const EXTENSION = 1
-const SIZE_LF = 2
-const DATA = 3
-const DATA_CR = 4
-const DATA_LF = 5
-const TRAILER_START = 6
-const TRAILER = 7
-const TRAILER_LF = 8
-const FINAL_LF = 9
+const SIZE_LF = 1
+const DATA = 2
+const DATA_CR = 3
+const DATA_LF = 4
+const EXT_NAME_START = 5 // chunk-ext = *( ";" name [ "=" ( token / quoted-string ) ] )
+const EXT_NAME = 6
+const EXT_VALUE_START = 7
+const EXT_VALUE = 8
+const EXT_QUOTED = 9
+const EXT_ESCAPE = 10
+const EXT_QUOTED_END = 11
+const TRAILER_START = 12 // trailer-section = *( field-name ":" field-value CRLF )
+const TRAILER_NAME = 13
+const TRAILER_VALUE = 14
+const TRAILER_LF = 15
+const FINAL_LF = 16
 
 const MAX_SIZE_DIGITS = 12 // 2^48 bytes: larger is an attack, not a body
 const MAX_EXTENSION = 4096
@@ -26,7 +33,11 @@ const MAX_TRAILERS = 16 * 1024
 const HEX = new Int8Array(256).fill(-1)
 for (let i = 0; i < 10; i++) HEX[48 + i] = i
 for (let i = 0; i < 6; i++) { HEX[65 + i] = 10 + i; HEX[97 + i] = 10 + i }
+const TCHAR = new Uint8Array(256)
+for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TCHAR[c.charCodeAt(0)] = 1
 
+// No whitespace is taken around extensions: RFC 9112 allows some, parsers disagree on
+// it, and disagreement about where a chunk ends is how bodies get smuggled.
 class ChunkedReader {
   constructor (status = 400) {
     this.status = status // what to answer when the body is malformed
@@ -47,17 +58,18 @@ class ChunkedReader {
   read (buf, start, end, onData = null) {
     let i = start
     while (i < end) {
-      switch (this.state) {
-        case DATA: {
-          const n = Math.min(this.remaining, end - i)
-          if (onData !== null) onData(buf, i, i + n)
-          this.remaining -= n
-          i += n
-          if (this.remaining === 0) this.state = DATA_CR
-          continue
-        }
+      const state = this.state
+      if (state === DATA) {
+        const n = Math.min(this.remaining, end - i)
+        if (onData !== null) onData(buf, i, i + n)
+        this.remaining -= n
+        i += n
+        if (this.remaining === 0) this.state = DATA_CR
+        continue
+      }
+      const c = buf[i++]
+      switch (state) {
         case SIZE: {
-          const c = buf[i]
           const v = HEX[c]
           if (v !== -1) {
             if (++this.digits > MAX_SIZE_DIGITS) this.fail('chunk size too large')
@@ -67,22 +79,15 @@ class ChunkedReader {
           } else if (c === 13) {
             this.state = SIZE_LF
           } else if (c === 59) { // ";"
-            this.state = EXTENSION
+            this.state = EXT_NAME_START
             this.extra = 0
           } else {
             this.fail('unexpected byte after chunk size')
           }
           break
         }
-        case EXTENSION: {
-          const c = buf[i]
-          if (c === 13) this.state = SIZE_LF
-          else if ((c < 32 && c !== 9) || c === 127) this.fail('control byte in chunk extension')
-          else if (++this.extra > MAX_EXTENSION) this.fail('chunk extension too long')
-          break
-        }
         case SIZE_LF:
-          if (buf[i] !== 10) this.fail('CR without LF after chunk size')
+          if (c !== 10) this.fail('CR without LF after chunk size')
           if (this.size === 0) {
             this.state = TRAILER_START
             this.extra = 0
@@ -94,45 +99,85 @@ class ChunkedReader {
           this.digits = 0
           break
         case DATA_CR:
-          if (buf[i] !== 13) this.fail('chunk data longer than its size')
+          if (c !== 13) this.fail('chunk data longer than its size')
           this.state = DATA_LF
           break
         case DATA_LF:
-          if (buf[i] !== 10) this.fail('CR without LF after chunk data')
+          if (c !== 10) this.fail('CR without LF after chunk data')
           this.state = SIZE
           break
-        case TRAILER_START: {
-          const c = buf[i]
-          if (c === 13) this.state = FINAL_LF
-          else if (c === 32 || c === 9) this.fail('folded trailer line')
-          else this.trailerByte(c)
-          break
-        }
-        case TRAILER:
-          this.trailerByte(buf[i])
-          break
-        case TRAILER_LF:
-          if (buf[i] !== 10) this.fail('CR without LF in trailers')
-          this.state = TRAILER_START
-          break
         case FINAL_LF:
-          if (buf[i] !== 10) this.fail('CR without LF at the end of the body')
+          if (c !== 10) this.fail('CR without LF at the end of the body')
           this.done = true
-          return i + 1
+          return i
+        default:
+          if (state < TRAILER_START) this.extension(c)
+          else this.trailer(c)
       }
-      i++
     }
     return -1
   }
 
-  trailerByte (c) {
-    if (c === 13) {
-      this.state = TRAILER_LF
-      return
+  extension (c) {
+    if (++this.extra > MAX_EXTENSION) this.fail('chunk extension too long')
+    switch (this.state) {
+      case EXT_NAME_START:
+        if (TCHAR[c] === 0) this.fail('invalid chunk extension name')
+        this.state = EXT_NAME
+        return
+      case EXT_NAME:
+      case EXT_VALUE:
+        if (TCHAR[c] === 1) return
+        if (c === 61 && this.state === EXT_NAME) this.state = EXT_VALUE_START // "="
+        else this.extensionEnd(c)
+        return
+      case EXT_VALUE_START:
+        if (c === 34) this.state = EXT_QUOTED // '"'
+        else if (TCHAR[c] === 1) this.state = EXT_VALUE
+        else this.fail('invalid chunk extension value')
+        return
+      case EXT_QUOTED:
+        if (c === 34) this.state = EXT_QUOTED_END
+        else if (c === 92) this.state = EXT_ESCAPE // "\"
+        else if (c < 32 && c !== 9) this.fail('control byte in a quoted chunk extension')
+        else if (c === 127) this.fail('control byte in a quoted chunk extension')
+        return
+      case EXT_ESCAPE:
+        if ((c < 32 && c !== 9) || c === 127) this.fail('control byte in a quoted chunk extension')
+        this.state = EXT_QUOTED
+        return
+      case EXT_QUOTED_END:
+        this.extensionEnd(c)
     }
-    if ((c < 32 && c !== 9) || c === 127) this.fail('control byte in a trailer')
+  }
+
+  // After an extension: another one, or the end of the chunk-size line.
+  extensionEnd (c) {
+    if (c === 59) this.state = EXT_NAME_START
+    else if (c === 13) this.state = SIZE_LF
+    else this.fail('invalid byte in a chunk extension')
+  }
+
+  trailer (c) {
     if (++this.extra > MAX_TRAILERS) this.fail('trailers too long')
-    this.state = TRAILER
+    switch (this.state) {
+      case TRAILER_START:
+        if (c === 13) this.state = FINAL_LF
+        else if (TCHAR[c] === 1) this.state = TRAILER_NAME
+        else this.fail(c === 32 || c === 9 ? 'folded trailer line' : 'invalid trailer name')
+        return
+      case TRAILER_NAME:
+        if (c === 58) this.state = TRAILER_VALUE // ":"
+        else if (TCHAR[c] === 0) this.fail('invalid trailer name')
+        return
+      case TRAILER_VALUE:
+        if (c === 13) this.state = TRAILER_LF
+        else if ((c < 32 && c !== 9) || c === 127) this.fail('control byte in a trailer')
+        return
+      case TRAILER_LF:
+        if (c !== 10) this.fail('CR without LF in trailers')
+        this.state = TRAILER_START
+    }
   }
 }
 

@@ -173,9 +173,14 @@ class Exchange {
     this.finish(false)
   }
 
-  // The client half-closed: in a tunnel, pass it on.
+  // The client half-closed: in a tunnel, pass it on; in the middle of a request body,
+  // the request can never be completed.
   onClientEnd () {
-    if (this.tunnel && this.conn !== null) this.conn.socket.end()
+    if (this.tunnel) {
+      if (this.conn !== null) this.conn.socket.end()
+    } else if (this.wantsClientData) {
+      this.clientBodyFailed('connection closed in the middle of the request body')
+    }
   }
 
   awaitingBackend () {
@@ -242,7 +247,9 @@ class Exchange {
     this.conn.requestsLeft--
     if (!res.keepAlive) this.reusable = false
 
-    this.clientKeepAlive = head.keepAlive && !session.closing &&
+    // After a declined upgrade, what the client sent next may be meant as the new
+    // protocol or as HTTP; rather than guess, the connection ends with this response.
+    this.clientKeepAlive = head.keepAlive && !session.closing && !head.asksUpgrade &&
       !this.resUntilClose && !this.decode && this.requestDone
     const text = responseHead(res, {
       chunked: res.chunked && !this.decode,

@@ -5,7 +5,7 @@
 // Anything ambiguous is refused rather than guessed at, because a proxy that reads
 // framing differently from the server behind it is how requests get smuggled:
 // bare LF or CR, obs-fold, whitespace before a colon, control bytes in values, both
-// Content-Length and Transfer-Encoding, differing Content-Lengths, any transfer coding
+// Content-Length and Transfer-Encoding, a repeated Content-Length, any transfer coding
 // but a lone "chunked".
 //
 // A parse returns a head object, or throws an HttpError carrying the status to answer.
@@ -56,7 +56,7 @@ function parseFields (lines, first) {
     }
     const name = line.slice(0, colon)
     if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
-    const value = line.slice(colon + 1).trim()
+    const value = trimOws(line, colon + 1)
     if (BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
     fields.push([name, value])
     switch (name.length) {
@@ -75,18 +75,33 @@ function parseFields (lines, first) {
         break
       case 14:
         if (name.toLowerCase() === 'content-length') {
+          // A repeated Content-Length is refused even when the values agree (RFC 9112
+          // allows merging them; strict parsers such as Node's and nginx's do not).
+          if (contentLength !== -1) throw new HttpError(400, 'more than one Content-Length header')
+          if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Content-Length')
           if (!/^\d{1,15}$/.test(value)) throw new HttpError(400, `invalid Content-Length ${JSON.stringify(value)}`)
-          const length = Number(value)
-          if (contentLength !== -1 && contentLength !== length) throw new HttpError(400, 'differing Content-Length headers')
-          contentLength = length
+          contentLength = Number(value)
         }
         break
       case 17:
-        if (name.toLowerCase() === 'transfer-encoding') transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
+        if (name.toLowerCase() === 'transfer-encoding') {
+          // A tab around a coding is legal OWS, but parsers disagree on it: refuse.
+          if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Transfer-Encoding')
+          transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
+        }
         break
     }
   }
   return { fields, contentLength, transferEncoding, connection: connectionTokens(connection), upgrade, host, hosts, expect, keepAliveHint }
+}
+
+// The field value without the spaces and tabs around it (RFC 9110 OWS); only those:
+// String#trim would also eat vertical tabs, form feeds and latin1 no-break spaces.
+function trimOws (line, start) {
+  let end = line.length
+  while (start < end && (line.charCodeAt(start) === 32 || line.charCodeAt(start) === 9)) start++
+  while (end > start && (line.charCodeAt(end - 1) === 32 || line.charCodeAt(end - 1) === 9)) end--
+  return line.slice(start, end)
 }
 
 function connectionTokens (value) {
@@ -146,7 +161,10 @@ function parseRequestHead (buf, start, end) {
   head.keepAlive = head.version === 1
     ? !hasToken(head.connection, 'close')
     : hasToken(head.connection, 'keep-alive')
-  head.isUpgrade = head.upgrade !== null && hasToken(head.connection, 'upgrade')
+  // h2c is not passed on: a client speaking HTTP/2 straight to a backend would be out
+  // of lila's sight ("h2c smuggling"). Without the upgrade, Upgrade is just hop-by-hop.
+  head.asksUpgrade = head.upgrade !== null && hasToken(head.connection, 'upgrade')
+  head.isUpgrade = head.asksUpgrade && !/^\s*h2c\s*$/i.test(head.upgrade)
   return head
 }
 

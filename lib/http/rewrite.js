@@ -5,6 +5,9 @@
 // here in both directions; lila adds its own framing, X-Forwarded-* and Via.
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+// Framing lila writes itself, once, from what it parsed: a repeated Content-Length
+// (allowed when the values agree) goes out as one field.
+const FRAMING = 'content-length'
 // Fields lila sets itself on requests (the client's values are folded into lila's).
 const SET_BY_LILA = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'forwarded'])
 // Never dropped because Connection lists them: they frame or route the message, and
@@ -41,11 +44,12 @@ function requestHead (head, clientAddress, hostIfMissing, settings) {
       else if (lower === 'forwarded') forwarded = forwarded === null ? field[1] : `${forwarded}, ${field[1]}`
       continue
     }
-    if (dropped(lower, listed)) continue
+    if (dropped(lower, listed) || lower === FRAMING) continue
     out += `${field[0]}: ${field[1]}\r\n`
   }
   if (head.host === null) out += `Host: ${hostIfMissing}\r\n`
   if (head.chunked) out += 'Transfer-Encoding: chunked\r\n'
+  else if (head.contentLength !== -1) out += `Content-Length: ${head.contentLength}\r\n`
   if (head.isUpgrade) out += `Connection: upgrade\r\nUpgrade: ${head.upgrade}\r\n`
   out += `X-Forwarded-For: ${xff === null ? clientAddress : `${xff}, ${clientAddress}`}\r\n`
   out += `X-Forwarded-Proto: ${settings.proto}\r\n`
@@ -71,11 +75,13 @@ function responseHead (res, how) {
   const fields = res.fields
   for (let i = 0; i < fields.length; i++) {
     const field = fields[i]
-    if (dropped(field[0].toLowerCase(), listed)) continue
+    const lower = field[0].toLowerCase()
+    if (dropped(lower, listed) || lower === FRAMING) continue
     out += `${field[0]}: ${field[1]}\r\n`
   }
   if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
   if (how.chunked) out += 'Transfer-Encoding: chunked\r\n'
+  else if (res.contentLength !== -1) out += `Content-Length: ${res.contentLength}\r\n`
   if (how.close) out += 'Connection: close\r\n'
   else if (how.keepAlive10) out += 'Connection: keep-alive\r\n'
   return `${out}\r\n`

@@ -97,6 +97,8 @@ class HttpSession {
         if (this.exchange === exchange && exchange.wantsClientData) exchange.onClientData(buf, 0)
         else this.buf = this.buf === null ? buf : Buffer.concat([buf, this.buf])
       }
+      // The client already half-closed: a body not complete by now never will be.
+      if (this.clientEnded && this.exchange === exchange) exchange.onClientEnd()
     }
     if (this.buf === null && this.exchange === null && this.clientEnded) this.shut()
   }
