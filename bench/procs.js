@@ -42,9 +42,10 @@ function pinned (cpu, argv) {
 function start (argv, { cpu = null, ready, timeoutMs = 10000, env, cwd, ipc = false, ulimitN = null } = {}) {
   let full = pinned(cpu, argv)
   // A raised fd limit needs a shell: `ulimit -n` cannot be changed for another process
-  // from Node. `exec` keeps the pid the program's own.
+  // from Node. Up to ulimitN, or the hard limit when that is lower (containers often
+  // forbid raising it even to root). `exec` keeps the pid the program's own.
   if (ulimitN !== null) {
-    full = ['sh', '-c', `ulimit -n ${ulimitN} || exit 111; exec "$@"`, 'sh', ...full]
+    full = ['sh', '-c', `ulimit -n ${ulimitN} 2>/dev/null || ulimit -n "$(ulimit -Hn)" || exit 111; exec "$@"`, 'sh', ...full]
   }
   const stdio = ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe']
   const child = spawn(full[0], full.slice(1), { stdio, env: env || process.env, cwd, detached: true })
