@@ -18,6 +18,13 @@ const NGINX_STREAM_MODULE = '/usr/lib/nginx/modules/ngx_stream_module.so'
 // concurrency (50), so that keep-alive through nginx stays keep-alive.
 const NGINX_UPSTREAM_KEEPALIVE = 128
 
+// lila http sets X-Forwarded-For/-Proto/-Host; the L7 peers are asked to do the same
+// work, as a user putting them in front of the same service would.
+const HAPROXY_FORWARDED = `  option forwardfor
+  http-request set-header X-Forwarded-Proto http
+  http-request set-header X-Forwarded-Host %[req.hdr(host)]
+`
+
 function direct () {
   return {
     name: 'direct',
@@ -69,7 +76,7 @@ defaults
 ${layer === 'http' ? '  option http-keep-alive\n  http-reuse always\n' : ''}
 frontend fe
   bind 127.0.0.1:${port}
-  default_backend be
+${layer === 'http' ? HAPROXY_FORWARDED : ''}  default_backend be
 
 backend be
   balance ${mode === 'lc' ? 'leastconn' : 'roundrobin'}
@@ -120,6 +127,11 @@ ${layer === 'http' ? `    keepalive ${NGINX_UPSTREAM_KEEPALIVE};\n    keepalive_
       proxy_pass http://be;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
+      # The same header work as lila http does (X-Forwarded-*, Host kept).
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $http_host;
       # Buffer in memory as usual, but never spill a 1 MiB body to a temp file.
       proxy_max_temp_file_size 0;
     }

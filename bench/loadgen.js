@@ -39,7 +39,8 @@ async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir })
   const script = path.join(dir, 'report.lua')
   if (!fs.existsSync(script)) fs.writeFileSync(script, WRK_SCRIPT)
   // One thread: the generator shares its core with both backends.
-  const argv = ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script]
+  // wrk takes whole seconds.
+  const argv = ['wrk', '-t1', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '5s', '-s', script]
   if (close) argv.push('-H', 'Connection: close')
   argv.push(`http://127.0.0.1:${port}${urlPath}`)
   const out = await procs.run(procs.pinned(cpu, argv), (seconds + 30) * 1000)

@@ -27,7 +27,7 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
 
   for (const w of workloads) {
     const rows = cells.filter(c => c.workload === w.id)
-    if (rows.length === 0) continue
+    if (!rows.some(c => c.status === 'ok')) continue
     out.push(`## ${w.id}: ${w.title}`, '')
     out.push('| contender | balance | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
       RATIO_PEERS.map(p => `÷ ${p}`).join(' | ') + ' |')
@@ -40,11 +40,21 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
         `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
         `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**`} | ${ratios.join(' | ')} |`)
     }
-    const skipped = rows.filter(c => c.status !== 'ok')
-    if (skipped.length > 0) {
-      out.push('')
-      for (const c of skipped) out.push(`- ${c.contender} (${c.mode}) ${c.status}: ${c.reason}`)
-    }
+    out.push('')
+  }
+
+  // Contenders that did not run, once per contender and reason, with where.
+  const missing = new Map()
+  for (const c of cells) {
+    if (c.status === 'ok') continue
+    const key = `${c.contender} ${c.status}: ${c.reason}`
+    if (!missing.has(key)) missing.set(key, [])
+    const where = `${c.workload}${c.mode === 'rr' && !workloads.find(w => w.id === c.workload).modes.includes('lc') ? '' : ` ${c.mode}`}`
+    missing.get(key).push(where)
+  }
+  if (missing.size > 0) {
+    out.push('## Not measured', '')
+    for (const [key, where] of missing) out.push(`- ${key} (${where.join(', ')})`)
     out.push('')
   }
 

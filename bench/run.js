@@ -94,6 +94,13 @@ async function main () {
     }
   }
 
+  notes.push('Peers run with the configs generated in contenders.js: HAProxy `nbthread 1`, defaults otherwise ' +
+    '(16 KiB buffers, no splicing), `http-reuse always` in http mode; nginx `worker_processes 1`, upstream ' +
+    `keepalive 128 in http mode; http-proxy with a keep-alive agent. The L7 peers add X-Forwarded-For/-Proto/-Host as lila http does.`)
+  notes.push('share A/B: requests each backend served in the measured interval. Through a tcp balancer with keep-alive ' +
+    '(W1, W3, W4) backends are chosen per connection, not per request, so W4 shows the slow backend\'s connections ' +
+    'serving fewer requests whatever the mode.')
+
   const cells = []
   const started = Date.now()
   for (const w of workloads) {
@@ -146,7 +153,7 @@ async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }
   try {
     await get(lb.port, w.path) // one request must go through before anything is measured
     const load = { tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir }
-    await runLoad({ ...load, seconds: opts.warmup })
+    if (opts.warmup > 0) await runLoad({ ...load, seconds: opts.warmup })
 
     const before = await backends.counts()
     const cpuBefore = lb.pid === null ? null : treeCpuMicros(lb.pid)
