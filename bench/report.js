@@ -16,6 +16,7 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
   out.push(`- lila: ${meta.lila}`)
   out.push(`- Run: ${meta.run}`)
   out.push(`- Pinning: balancer on CPU 0; load generator (${meta.loadgen}) and backends (${meta.backendKind}) on CPU 1`)
+  if (meta.loadAverage) out.push(`- Machine load: ${meta.loadAverage}`)
   out.push('')
   out.push('**LB CPU µs/req** is the headline: CPU time (user+system) of the balancer\'s process tree ' +
     'during the measured interval divided by the requests completed. It depends little on what else the ' +
@@ -38,7 +39,12 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
       out.push(`| ${c.contender} | ${c.mode} | ${Math.round(c.rps)} | ${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ` +
         `${c.errors} | ${c.shares.map(s => `${Math.round(s * 100)}%`).join(' / ')} | ` +
         `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
-        `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**`} | ${ratios.join(' | ')} |`)
+        `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**${noisy(c) ? ' †' : ''}`} | ${ratios.join(' | ')} |`)
+    }
+    const disturbed = rows.filter(noisy)
+    if (disturbed.length > 0) {
+      out.push('', `† CPU 0 also ran other processes during this cell (${disturbed.map(c => `${c.contender} ${c.mode}: ` +
+        `${Math.round(c.otherLbCpuPct)}%`).join(', ')} of the interval): the balancer shared its core, its figures are less reliable.`)
     }
     out.push('')
   }
@@ -77,6 +83,14 @@ function ratio (rows, c, peer) {
   const other = rows.find(r => r.contender === peer && r.mode === c.mode && r.status === 'ok')
   if (!other || !other.lbCpuUsPerReq || c.status !== 'ok' || c.lbCpuUsPerReq == null) return ''
   return `${(c.lbCpuUsPerReq / other.lbCpuUsPerReq).toFixed(2)}×`
+}
+
+// Other processes kept the balancer's CPU busy for more than this share of the
+// interval: the cell is flagged (a shared machine; the balancer competed for its core).
+const NOISY_OTHER_PCT = 10
+
+function noisy (c) {
+  return c.status === 'ok' && c.otherLbCpuPct != null && c.otherLbCpuPct > NOISY_OTHER_PCT
 }
 
 function pct (value) {
