@@ -129,7 +129,7 @@ async function main () {
   let probes = null
   if (opts.probes && (!opts.contenders || opts.contenders.some(n => n.startsWith('lila')))) {
     process.stderr.write('probes: memory per connection and start-up time\n')
-    probes = await require('./memory').probe({ lilaPath: opts.lilaPath, dir, count: 10000 })
+    probes = await require('./memory').probe({ lilaPath: opts.lilaPath, count: 10000 })
   }
 
   const meta = describeMachine(opts, { loadgen, backendKind, seconds: (Date.now() - started) / 1000 })
