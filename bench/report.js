@@ -1,0 +1,122 @@
+'use strict'
+
+// The results as markdown: what ran where, then one table per workload, then the
+// skipped contenders and the memory / start-up probes.
+
+// The peers lila's CPU per request is read against, in column order.
+const RATIO_PEERS = ['haproxy-tcp', 'haproxy-http', 'http-proxy']
+
+function markdown ({ meta, workloads, cells, notes, probes }) {
+  const out = []
+  out.push('# lila benchmark results', '')
+  out.push(`- Date: ${meta.date}`)
+  out.push(`- Machine: ${meta.cpuModel}, ${meta.cores} cores, ${meta.kernel}`)
+  out.push(`- Node: ${meta.node}`)
+  out.push(`- Peers: ${meta.peers.join(', ')}`)
+  out.push(`- lila: ${meta.lila}`)
+  out.push(`- Run: ${meta.run}`)
+  out.push(`- Pinning: balancer on CPU 0; load generator (${meta.loadgen}) and backends (${meta.backendKind}) on CPU 1`)
+  if (meta.loadAverage) out.push(`- Machine load: ${meta.loadAverage}`)
+  out.push('')
+  out.push('**LB CPU µs/req** is the headline: CPU time (user+system) of the balancer\'s process tree ' +
+    'during the measured interval divided by the requests completed. It depends little on what else the ' +
+    'machine is doing; req/s and latency do. `÷ peer` columns are lila\'s LB CPU µs/req divided by that ' +
+    'peer\'s in the same workload and balance mode (below 1: lila spends less CPU per request).')
+  out.push('')
+
+  out.push(...glance(workloads, cells))
+
+  for (const w of workloads) {
+    const rows = cells.filter(c => c.workload === w.id)
+    if (!rows.some(c => c.status === 'ok')) continue
+    out.push(`## ${w.id}: ${w.title}`, '')
+    out.push('| contender | balance | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
+      RATIO_PEERS.map(p => `÷ ${p}`).join(' | ') + ' |')
+    out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|' + RATIO_PEERS.map(() => '--:').join('|') + '|')
+    for (const c of rows) {
+      if (c.status !== 'ok') continue
+      const ratios = RATIO_PEERS.map(peer => c.contender.startsWith('lila-') ? ratio(rows, c, peer) : '')
+      out.push(`| ${c.contender} | ${c.mode} | ${Math.round(c.rps)} | ${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ` +
+        `${c.errors} | ${c.shares.map(s => `${Math.round(s * 100)}%`).join(' / ')} | ` +
+        `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
+        `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**${noisy(c) ? ' †' : ''}`} | ${ratios.join(' | ')} |`)
+    }
+    const disturbed = rows.filter(noisy)
+    if (disturbed.length > 0) {
+      out.push('', `† CPU 0 also ran other processes during this cell (${disturbed.map(c => `${c.contender} ${c.mode}: ` +
+        `${Math.round(c.otherLbCpuPct)}%`).join(', ')} of the interval): the balancer shared its core, its figures are less reliable.`)
+    }
+    out.push('')
+  }
+
+  // Contenders that did not run, once per contender and reason, with where.
+  const missing = new Map()
+  for (const c of cells) {
+    if (c.status === 'ok') continue
+    const key = `${c.contender} ${c.status}: ${c.reason}`
+    if (!missing.has(key)) missing.set(key, [])
+    const where = `${c.workload}${c.mode === 'rr' && !workloads.find(w => w.id === c.workload).modes.includes('lc') ? '' : ` ${c.mode}`}`
+    missing.get(key).push(where)
+  }
+  if (missing.size > 0) {
+    out.push('## Not measured', '')
+    for (const [key, where] of missing) out.push(`- ${key} (${where.join(', ')})`)
+    out.push('')
+  }
+
+  if (notes.length > 0) {
+    out.push('## Notes', '')
+    for (const n of notes) out.push(`- ${n}`)
+    out.push('')
+  }
+
+  if (probes) {
+    out.push('## Memory and start-up', '')
+    for (const line of probes) out.push(`- ${line}`)
+    out.push('')
+  }
+  return out.join('\n')
+}
+
+// lila's LB CPU µs/req divided by `peer`'s in the same workload and mode, as "0.83×".
+function ratio (rows, c, peer) {
+  const other = rows.find(r => r.contender === peer && r.mode === c.mode && r.status === 'ok')
+  if (!other || !other.lbCpuUsPerReq || c.status !== 'ok' || c.lbCpuUsPerReq == null) return ''
+  return `${(c.lbCpuUsPerReq / other.lbCpuUsPerReq).toFixed(2)}×`
+}
+
+// Other processes kept the balancer's CPU busy for more than this share of the
+// interval: the cell is flagged (a shared machine; the balancer competed for its core).
+const NOISY_OTHER_PCT = 10
+
+function noisy (c) {
+  return c.status === 'ok' && c.otherLbCpuPct != null && c.otherLbCpuPct > NOISY_OTHER_PCT
+}
+
+function pct (value) {
+  return value == null ? '—' : `${Math.round(value)}%`
+}
+
+// The targets at a glance: lila against its same-layer peers, per workload and mode.
+function glance (workloads, cells) {
+  const out = ['## At a glance: LB CPU µs/request', '',
+    '| workload | balance | lila-tcp | ÷ haproxy-tcp | lila-http | ÷ haproxy-http | ÷ http-proxy |',
+    '|---|---|--:|--:|--:|--:|--:|']
+  let any = false
+  for (const w of workloads) {
+    const rows = cells.filter(c => c.workload === w.id)
+    for (const mode of w.modes) {
+      const find = name => rows.find(r => r.contender === name && r.mode === mode)
+      const tcp = find('lila-tcp')
+      const http = find('lila-http')
+      if (!tcp && !http) continue
+      any = true
+      const us = c => !c ? '' : c.status !== 'ok' ? c.status : c.lbCpuUsPerReq.toFixed(1)
+      out.push(`| ${w.id} | ${mode} | ${us(tcp)} | ${tcp ? ratio(rows, tcp, 'haproxy-tcp') : ''} | ` +
+        `${us(http)} | ${http ? ratio(rows, http, 'haproxy-http') : ''} | ${http ? ratio(rows, http, 'http-proxy') : ''} |`)
+    }
+  }
+  return any ? [...out, ''] : []
+}
+
+module.exports = { markdown, RATIO_PEERS }

@@ -1,0 +1,283 @@
+#!/usr/bin/env node
+'use strict'
+
+// The benchmark runner: every workload against every contender, one at a time.
+//
+//   node bench/run.js [--quick] [--only W1,W3] [--contenders lila-tcp,haproxy-tcp]
+//                     [--lila PATH] [--backend nginx|node] [--loadgen wrk|node]
+//                     [--seconds N] [--warmup N] [--repeat N] [--out FILE] [--no-probes]
+//
+// Each cell: start the contender pinned to CPU 0, check it with one request, warm up,
+// measure (CPU time of its process tree before and after, requests per backend before
+// and after), stop it. Results go to stdout and to bench/RESULTS.md (a filtered run
+// writes only when --out is given, so quick iterations do not clobber the full table).
+
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { parseArgs } = require('util')
+const procs = require('./procs')
+const { startBackends, get } = require('./backends')
+const { runLoad } = require('./loadgen')
+const { treeCpuMicros, cpuJiffies, busyPercent } = require('./cpu')
+const { allContenders } = require('./contenders')
+const { markdown } = require('./report')
+
+const LB_CPU = 0 // the balancer under test
+const LOAD_CPU = 1 // load generator and backends
+
+// `modes`: the balance modes compared; `delays`: per-backend response delay in ms.
+const WORKLOADS = [
+  { id: 'W1', title: 'keep-alive, 5-byte body, 50 connections', path: '/', connections: 50, close: false, modes: ['rr'], delays: [0, 0] },
+  { id: 'W2', title: 'new connection per request (Connection: close), 5-byte body, 50 connections', path: '/', connections: 50, close: true, modes: ['rr'], delays: [0, 0] },
+  { id: 'W3', title: '1 MiB bodies, keep-alive, 8 connections', path: '/1m', connections: 8, close: false, modes: ['rr'], delays: [0, 0] },
+  { id: 'W4', title: 'backend A answers in 20 ms, B in 2 ms; keep-alive, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: false, modes: ['rr', 'lc'], delays: [20, 2] },
+  { id: 'W4c', title: 'backend A answers in 20 ms, B in 2 ms; new connection per request, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: true, modes: ['rr', 'lc'], delays: [20, 2] }
+]
+
+function parseOptions (argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      contenders: { type: 'string' },
+      lila: { type: 'string', default: path.join(__dirname, '..', 'lila') },
+      backend: { type: 'string' },
+      loadgen: { type: 'string' },
+      seconds: { type: 'string' },
+      warmup: { type: 'string' },
+      repeat: { type: 'string', default: '1' },
+      out: { type: 'string' },
+      'no-probes': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false }
+    }
+  })
+  const list = text => text ? text.split(',').map(s => s.trim()).filter(Boolean) : null
+  return {
+    quick: values.quick,
+    label: values.quick ? 'quick' : values.seconds || values.warmup ? 'custom' : 'full',
+    only: list(values.only),
+    contenders: list(values.contenders),
+    lilaPath: path.resolve(values.lila),
+    backend: values.backend || null,
+    loadgen: values.loadgen || null,
+    seconds: Number(values.seconds || (values.quick ? 3 : 10)),
+    warmup: Number(values.warmup || (values.quick ? 1 : 3)),
+    repeat: Math.max(1, Math.min(10, Number(values.repeat) || 1)),
+    out: values.out || null,
+    probes: !values['no-probes'],
+    help: values.help
+  }
+}
+
+async function main () {
+  const opts = parseOptions(process.argv.slice(2))
+  if (opts.help) {
+    process.stdout.write(fs.readFileSync(__filename, 'utf8').split('\n').slice(3, 8).map(l => l.slice(3)).join('\n') + '\n')
+    return
+  }
+  procs.installCleanup()
+  // 0755: nginx workers run as another user when started by root and must read big.bin.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-bench-'))
+  fs.chmodSync(dir, 0o755)
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+
+  const notes = []
+  const contenders = pickContenders(opts)
+  const workloads = pickWorkloads(opts)
+  const loadgen = opts.loadgen || (procs.which('wrk') ? 'wrk' : 'node')
+  if (loadgen === 'node' && !opts.loadgen) notes.push('wrk is not installed (apt-get install wrk): the Node load generator (loadgen.js) was used; it saturates sooner, so req/s are lower than with wrk')
+  const backendKind = opts.backend || (procs.which('nginx') ? 'nginx' : 'node')
+  if (backendKind === 'node' && !opts.backend) notes.push('nginx is not installed: the Node backends (backend-server.js) were used for every workload')
+  if (!procs.which('taskset')) notes.push('taskset is not installed (util-linux): nothing was pinned to a CPU')
+  for (const w of workloads) {
+    if (w.delays.some(d => d > 0)) {
+      notes.push(`${w.id}: the delayed backends are always the Node backends (backend-server.js), as nginx cannot wait before answering`)
+    }
+  }
+
+  notes.push('Peers run with the configs generated in contenders.js: HAProxy `nbthread 1`, defaults otherwise ' +
+    '(16 KiB buffers, no splicing), `http-reuse always` in http mode; nginx `worker_processes 1`, upstream ' +
+    `keepalive 128 in http mode; http-proxy with a keep-alive agent. The L7 peers add X-Forwarded-For/-Proto/-Host as lila http does.`)
+  notes.push('share A/B: requests each backend served in the measured interval. Through a tcp balancer with keep-alive ' +
+    '(W1, W3, W4) backends are chosen per connection, not per request, so W4 shows the slow backend\'s connections ' +
+    'serving fewer requests whatever the mode.')
+
+  const cells = []
+  const started = Date.now()
+  const loadBefore = os.loadavg()[0]
+  for (const w of workloads) {
+    const kind = w.delays.some(d => d > 0) ? 'node' : backendKind
+    const backends = await startBackends({ kind, delays: w.delays, dir, cpu: LOAD_CPU })
+    try {
+      for (const mode of w.modes) {
+        for (const c of contenders) {
+          // The backend hit directly has nothing to balance in W4.
+          if (c.name === 'direct' && w.modes.length > 1) continue
+          const cell = await measureCell({ w, mode, contender: c, backends, dir, opts, loadgen })
+          cells.push(cell)
+          progress(cell)
+          await procs.sleep(200) // let the last connections close before the next cell
+        }
+      }
+    } finally {
+      await backends.stop()
+    }
+  }
+
+  let probes = null
+  if (opts.probes && (!opts.contenders || opts.contenders.some(n => n.startsWith('lila')))) {
+    process.stderr.write('probes: memory per connection and start-up time\n')
+    probes = await require('./memory').probe({ lilaPath: opts.lilaPath, count: 10000 })
+  }
+
+  const meta = describeMachine(opts, { loadgen, backendKind, seconds: (Date.now() - started) / 1000 })
+  meta.loadAverage = `${loadBefore.toFixed(2)} before the run, ${os.loadavg()[0].toFixed(2)} after (1-minute load average; the bench itself keeps about 2 busy)`
+  const text = markdown({ meta, workloads, cells, notes, probes })
+  process.stdout.write(`\n${text}\n`)
+  const filtered = opts.only || opts.contenders
+  const out = opts.out || (filtered ? null : path.join(__dirname, 'RESULTS.md'))
+  if (out) {
+    fs.writeFileSync(out, text + '\n')
+    process.stderr.write(`written to ${out}\n`)
+  }
+}
+
+// One contender, one workload, one balance mode.
+async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }) {
+  const cell = { workload: w.id, contender: contender.name, layer: contender.layer, mode, status: 'ok' }
+  const missing = contender.missing()
+  if (missing) return { ...cell, status: 'skipped', reason: missing }
+  let lb
+  try {
+    lb = await contender.start({ backends: backends.addresses, mode, dir, cpu: LB_CPU })
+  } catch (err) {
+    return { ...cell, status: 'skipped', reason: `did not start: ${oneLine(err.message)}` }
+  }
+  try {
+    await get(lb.port, w.path) // one request must go through before anything is measured
+    const load = { tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir }
+    if (opts.warmup > 0) await runLoad({ ...load, seconds: opts.warmup })
+    // With --repeat, keep the interval in which other processes disturbed the
+    // balancer's core least: the closest to the balancer having CPU 0 to itself.
+    let best = null
+    for (let i = 0; i < opts.repeat; i++) {
+      const m = await measureInterval({ lb, load, backends, seconds: opts.seconds })
+      if (best === null || (m.otherLbCpuPct ?? 0) < (best.otherLbCpuPct ?? 0)) best = m
+    }
+    return { ...cell, ...best, repeats: opts.repeat }
+  } catch (err) {
+    return { ...cell, status: 'failed', reason: oneLine(err.message) }
+  } finally {
+    await lb.stop()
+  }
+}
+
+// One measured interval: load, and around it the balancer tree's CPU time, per-CPU busy
+// time and the backends' request counters.
+async function measureInterval ({ lb, load, backends, seconds }) {
+  const before = await backends.counts()
+  const cpuBefore = lb.pid === null ? null : treeCpuMicros(lb.pid)
+  const jiffiesBefore = cpuJiffies()
+  const t0 = process.hrtime.bigint()
+  const r = await runLoad({ ...load, seconds })
+  const wallMicros = Number(process.hrtime.bigint() - t0) / 1000
+  const cpuAfter = lb.pid === null ? null : treeCpuMicros(lb.pid)
+  const jiffiesAfter = cpuJiffies()
+  const after = await backends.counts()
+
+  const served = after.map((n, i) => n - before[i])
+  const total = served.reduce((a, b) => a + b, 0)
+  const cpuMicros = cpuBefore === null ? null : cpuAfter - cpuBefore
+  return {
+    tool: r.tool,
+    requests: r.requests,
+    rps: r.rps,
+    p50Ms: r.p50Ms,
+    p99Ms: r.p99Ms,
+    errors: r.non2xx + r.socketErrors,
+    shares: served.map(n => total === 0 ? 0 : n / total),
+    loadCpuPct: busyPercent(jiffiesBefore, jiffiesAfter, LOAD_CPU),
+    // CPU 0 busy with anything but the balancer: other jobs on a shared machine.
+    otherLbCpuPct: cpuMicros === null ? null
+      : Math.max(0, busyPercent(jiffiesBefore, jiffiesAfter, LB_CPU) - 100 * cpuMicros / wallMicros),
+    lbCpuPct: cpuMicros === null ? null : 100 * cpuMicros / wallMicros,
+    lbCpuUsPerReq: cpuMicros === null || r.requests === 0 ? null : cpuMicros / r.requests
+  }
+}
+
+function progress (c) {
+  const what = `${c.workload} ${c.contender} ${c.mode}`
+  if (c.status !== 'ok') return process.stderr.write(`${what}: ${c.status}: ${c.reason}\n`)
+  const cpu = c.lbCpuUsPerReq == null ? '' : `, LB ${c.lbCpuUsPerReq.toFixed(1)} µs/req (${Math.round(c.lbCpuPct)}% CPU)`
+  process.stderr.write(`${what}: ${Math.round(c.rps)} req/s, p99 ${c.p99Ms.toFixed(2)} ms, ${c.errors} errors${cpu}\n`)
+}
+
+function oneLine (text) {
+  return String(text).split('\n').filter(Boolean).join(' | ').slice(0, 300)
+}
+
+function pickContenders (opts) {
+  const all = allContenders({ lilaPath: opts.lilaPath })
+  if (!opts.contenders) return all
+  const unknown = opts.contenders.filter(n => !all.some(c => c.name === n))
+  if (unknown.length > 0) usage(`unknown contender ${unknown.join(', ')}; expected some of ${all.map(c => c.name).join(', ')}`)
+  return all.filter(c => opts.contenders.includes(c.name))
+}
+
+function pickWorkloads (opts) {
+  if (!opts.only) return WORKLOADS
+  const unknown = opts.only.filter(id => !WORKLOADS.some(w => w.id.toLowerCase() === id.toLowerCase()))
+  if (unknown.length > 0) usage(`unknown workload ${unknown.join(', ')}; expected some of ${WORKLOADS.map(w => w.id).join(', ')}`)
+  return WORKLOADS.filter(w => opts.only.some(id => id.toLowerCase() === w.id.toLowerCase()))
+}
+
+function usage (message) {
+  process.stderr.write(`bench: ${message}\n`)
+  process.exit(2)
+}
+
+function describeMachine (opts, { loadgen, backendKind, seconds }) {
+  const cpuinfo = safe(() => fs.readFileSync('/proc/cpuinfo', 'utf8'), '')
+  const model = (cpuinfo.match(/^model name\s*:\s*(.*)$/m) || [])[1] || os.cpus()[0]?.model || 'unknown CPU'
+  // First line of a tool's version output (some exit non-zero after printing it).
+  const firstLine = argv => {
+    const r = procs.runSync(argv)
+    const line = r.error ? '' : r.out.split('\n')[0].trim()
+    return line || null
+  }
+  const peers = []
+  if (procs.which('haproxy')) peers.push((firstLine([procs.which('haproxy'), '-v']) || 'HAProxy ?').replace(/ version /, ' ').replace(/ \d{4}\/.*$/, ''))
+  if (procs.which('nginx')) peers.push((firstLine([procs.which('nginx'), '-v']) || 'nginx ?').replace(/^nginx version: nginx\//, 'nginx '))
+  const hp = safe(() => require(require.resolve('http-proxy/package.json', { paths: [__dirname] })).version, null)
+  if (hp) peers.push(`http-proxy ${hp}`)
+  if (procs.which('wrk')) peers.push((firstLine(['wrk', '--version']) || 'wrk ?').replace(/ \[.*$/, '').replace(/ +Copyright.*$/, ''))
+  const lilaVersion = firstLine([opts.lilaPath, '--version']) || firstLine(['node', opts.lilaPath, '--version']) || 'lila (version unknown)'
+  const commit = firstLine(['git', '-C', path.dirname(opts.lilaPath), 'rev-parse', '--short', 'HEAD'])
+  const filters = [opts.only && `--only ${opts.only.join(',')}`, opts.contenders && `--contenders ${opts.contenders.join(',')}`].filter(Boolean)
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    cpuModel: model,
+    cores: os.cpus().length,
+    kernel: `Linux ${os.release()}`,
+    node: process.version,
+    peers,
+    lila: `${lilaVersion} (${path.relative(process.cwd(), opts.lilaPath) || opts.lilaPath}${commit ? `, commit ${commit}` : ''})`,
+    run: `${opts.label}: ${opts.warmup}s warm-up + ${opts.seconds}s measured per cell` +
+      `${opts.repeat > 1 ? ` (best of ${opts.repeat}: the interval least disturbed by other processes on CPU 0)` : ''}` +
+      `${filters.length ? `, ${filters.join(' ')}` : ''}; took ${Math.round(seconds)}s`,
+    loadgen: loadgen === 'wrk' ? 'wrk, 1 thread' : 'bench/loadgen.js',
+    backendKind: backendKind === 'nginx' ? 'nginx, 1 worker each' : 'bench/backend-server.js'
+  }
+}
+
+function safe (fn, fallback) {
+  try { return fn() } catch { return fallback }
+}
+
+main().catch(err => {
+  process.stderr.write(`bench: ${err && err.stack}\n`)
+  procs.killAll()
+  process.exit(1)
+})
