@@ -9,20 +9,23 @@ const { silentLogger } = require('./log')
 //   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
 //   lb.stats()                            // a fresh plain snapshot
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
-function createBalancer (config, { log = silentLogger } = {}) {
+// `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
+// for tests.
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null } = {}) {
   const listeners = config.listeners.map(listenerConfig => {
-    const upstream = new Upstream({ mode: listenerConfig.mode, backends: listenerConfig.backends })
-    for (const backend of upstream.backends) {
-      backend.on('down', reason => log.warn(`backend ${backend.address} down: ${reason}`))
-      backend.on('up', reason => log.info(`backend ${backend.address} up: ${reason}`))
-    }
+    const upstream = new Upstream(listenerConfig, { now, log, resolve })
     return new TcpListener({ config: listenerConfig, upstream, log })
   })
 
+  // Bind every listener (so that a taken port fails at once), then resolve names and
+  // check every backend once, printing what was found, then serve. Clients that connect
+  // meanwhile wait unread.
   async function listen () {
     const addresses = []
     try {
       for (const listener of listeners) addresses.push(await listener.listen())
+      await Promise.all(listeners.map(listener => listener.upstream.start()))
+      for (const listener of listeners) listener.open()
     } catch (err) {
       await close(0)
       throw err
@@ -31,7 +34,10 @@ function createBalancer (config, { log = silentLogger } = {}) {
   }
 
   function close (timeout = config.shutdownTimeout) {
-    return Promise.all(listeners.map(listener => listener.close(timeout))).then(() => {})
+    return Promise.all(listeners.map(listener => {
+      listener.upstream.close()
+      return listener.close(timeout)
+    })).then(() => {})
   }
 
   function destroy () {

@@ -12,7 +12,9 @@ const {
 } = require('./fixtures/helpers')
 
 async function startLila (t, args) {
-  const { config } = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0'])
+  // No health probes unless a test asks: they would count as backend connections.
+  const checks = args.includes('--check') ? [] : ['--check', 'none']
+  const { config } = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0', ...checks])
   const lb = createBalancer(config)
   const [address] = await lb.listen()
   t.teardown(() => lb.close(0))

@@ -9,12 +9,14 @@ const {
   tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, spawnLila, within
 } = require('./fixtures/helpers')
 
-const base = ['--host', '127.0.0.1', '--port', '0']
+// These tests are about moving bytes: no health probes (they would count as backend
+// connections). test/health.test.js covers the checks.
+const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none']
 
 t.test('round-robin: 300 sequential connections over 3 backends give 100/100/100', async t => {
   const backends = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name)))
   const lila = await spawnLila(t, ['round-robin', ...backends.map(b => b.address), ...base])
-  t.match(lila.lines[0], /^lila: listening on 127\.0\.0\.1:\d+ \(tcp, round-robin, 3 backends\)$/)
+  t.match(lila.listening, /^lila: listening on 127\.0\.0\.1:\d+ \(tcp, round-robin, 3 backends\)$/)
   const served = { a: 0, b: 0, c: 0 }
   const errors = []
   for (let i = 0; i < 300; i++) {
@@ -30,7 +32,7 @@ t.test('round-robin: 300 sequential connections over 3 backends give 100/100/100
 t.test('the mode may be left out: random, and the ":port" shorthand', async t => {
   const backends = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
   const lila = await spawnLila(t, [`:${backends[0].port}`, `:${backends[1].port}`, ...base])
-  t.match(lila.lines[0], /\(tcp, random, 2 backends\)$/)
+  t.match(lila.listening, /\(tcp, random, 2 backends\)$/)
   const seen = new Set()
   for (let i = 0; i < 40; i++) seen.add((await exchange(lila.port)).data.trim())
   t.same([...seen].sort(), ['a', 'b'], 'both backends serve')
@@ -68,7 +70,7 @@ t.test('failover: a refused backend and one that never answers the connect lose 
   t.equal(good.connections, 12)
   t.ok(lila.lines.some(l => /connect to 127\.0\.0\.1:\d+ failed: connect timed out/.test(l)), 'the timeout fired')
   t.ok(lila.lines.some(l => /connect to 127\.0\.0\.1:\d+ failed: connection refused/.test(l)), 'the refusal was seen')
-  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${refused} down: 3 connects failed in a row \\(connection refused\\)`))
+  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${refused} down: 3 connections failed in a row \\(connection refused\\)`))
 })
 
 t.test('the client\'s first bytes wait until a backend is connected, and are not lost on failover', async t => {
@@ -189,7 +191,7 @@ t.test('IPv6 backends and listeners', async t => {
   await new Promise(resolve => server.listen({ host: '::1', port: 0 }, resolve))
   t.teardown(() => server.close())
   const lila = await spawnLila(t, ['rr', `[::1]:${server.address().port}`, '--host', '::1', '--port', '0'])
-  t.match(lila.lines[0], /listening on \[::1\]:\d+ /)
+  t.match(lila.listening, /listening on \[::1\]:\d+ /)
   const { data } = await exchange(lila.port, null, { host: '::1' })
   t.equal(data, 'six\n')
 })
