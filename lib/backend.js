@@ -29,7 +29,7 @@ const SLOW_START_FLOOR = 0.1
 // eject an up backend, and only traffic (the half-open trial) brings it back, since a
 // probe passing says little about a backend whose real connections fail.
 // Emits 'down' (reason, previousState) and 'up' (reason, previousState) when the state
-// changes.
+// changes, and 'down' again when probes take over a backend that traffic took out.
 class Backend extends EventEmitter {
   constructor (spec, { now = Date.now, checked = false, rise = 2, fall = 3, rampOnFirstUp = false } = {}) {
     super()
@@ -168,19 +168,21 @@ class Backend extends EventEmitter {
     else if (this.checkFails >= this.fall) this.#becomeDown('check', reason)
   }
 
+  // Down, or still down for another reason: when probes confirm a backend that traffic
+  // took out, they own it from then on (it comes back after `rise` passed probes, not
+  // through a trial) and that is said too, as a 'down' from 'down'.
   #becomeDown (source, reason) {
     const previous = this.state
+    const previousSource = this.downSource
     this.state = 'down'
     this.downSource = source
     this.downReason = reason
     if (source === 'check') {
-      // Probes own the state now; a passive ejection in course is over.
       this.ejectedUntil = 0
       this.trial = null
     }
-    if (previous === 'down') return // already down (ejected, now failing probes too)
-    this.changedAt = this.now()
-    this.emit('down', reason, previous)
+    if (previous !== 'down') this.changedAt = this.now()
+    if (previous !== 'down' || previousSource !== source) this.emit('down', reason, previous)
   }
 
   #becomeUp (reason) {

@@ -54,6 +54,23 @@ t.test('least-connections: a new connection goes where a connection just closed'
   for (const o of open) o.socket.destroy()
 })
 
+t.test('least-time: a slow backend gets little, a fast one the rest', async t => {
+  // Both greet first; "slow" takes 60ms to. In tcp mode the latency sample is the
+  // connect time plus the wait for the backend's first byte.
+  const fast = await tcpBackend(t, 'fast')
+  const slow = await tcpBackend(t, 'slow', socket => {
+    const timer = setTimeout(() => socket.end('slow\n'), 60)
+    socket.on('close', () => clearTimeout(timer))
+  })
+  const lila = await spawnLila(t, ['least-time', slow.address, fast.address, ...base])
+  t.match(lila.listening, /\(tcp, least-time, 2 backends\)$/)
+  const served = { fast: 0, slow: 0 }
+  for (let i = 0; i < 30; i++) served[(await exchange(lila.port)).data.trim()]++
+  t.ok(served.slow >= 1, 'the slow one was tried (to be measured)')
+  t.ok(served.slow <= 3, `the slow one got ${served.slow} of 30`)
+  t.equal(served.fast + served.slow, 30)
+})
+
 t.test('failover: a refused backend and one that never answers the connect lose no client', async t => {
   const good = await tcpBackend(t, 'good')
   const refused = await deadPort()
