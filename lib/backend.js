@@ -71,6 +71,7 @@ class Backend extends EventEmitter {
 
     this.rampOnFirstUp = rampOnFirstUp // joined after start-up: ramp up like a recovery
     this.rampFrom = null // while slow start ramps the effective weight: when it began
+    if (!checked && rampOnFirstUp && slowStart > 0) this.rampFrom = this.changedAt // up unchecked
 
     this.latency = 0 // peak-EWMA of latency samples, ms, as of latencyAt
     this.latencyAt = null // when the last sample came; null: never measured

@@ -146,6 +146,14 @@ t.test('slow start for a backend that joins after start-up (DNS)', async t => {
   t.equal(backend.effectiveWeight, 4)
 })
 
+t.test('slow start for a backend that joins unchecked (--check none)', async t => {
+  const { backend, clock } = setup({ weight: 2, slowStart: 1000 }, { checked: false, rampOnFirstUp: true })
+  t.equal(backend.state, 'up')
+  t.equal(backend.effectiveWeight, 0.2)
+  clock.now += 500
+  t.equal(backend.effectiveWeight, 1)
+})
+
 t.test('latency: a decaying peak average', async t => {
   const { backend, clock } = setup()
   t.equal(backend.latencyEstimate(), null, 'never measured')
