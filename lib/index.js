@@ -11,10 +11,16 @@ const { silentLogger } = require('./log')
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
 // for tests.
+// One listener class per protocol, each constructed with { config, upstream, log } and
+// offering listen() -> Promise<address> (bind), open() (serve: the backends have been
+// checked), close(timeout) -> Promise (drain), destroy(), snapshot() -> plain object.
+const LISTENERS = { tcp: TcpListener }
+
 function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null } = {}) {
   const listeners = config.listeners.map(listenerConfig => {
     const upstream = new Upstream(listenerConfig, { now, log, resolve })
-    return new TcpListener({ config: listenerConfig, upstream, log })
+    const Listener = LISTENERS[listenerConfig.protocol]
+    return new Listener({ config: listenerConfig, upstream, log })
   })
 
   // Bind every listener (so that a taken port fails at once), then resolve names and

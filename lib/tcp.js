@@ -159,22 +159,27 @@ class TcpSession {
   // backend is at its max-conn), or give up.
   connectNext () {
     const { upstream, config } = this.listener
-    if (this.attempts > config.retries) return this.giveUp('no backend could take a connection')
-    const lease = upstream.acquire(this, this.tried)
-    if (lease !== null) return this.connect(lease)
-    this.waiter = upstream.enqueue(this, this.tried, (lease, reason) => this.onQueued(lease, reason))
-    if (this.waiter === null) this.giveUp('no backend could take a connection')
+    if (this.attempts <= config.retries) {
+      const lease = upstream.acquire(this, this.tried)
+      if (lease !== null) return this.connect(lease)
+      this.waiter = upstream.enqueue(this, this.tried, (lease, reason) => this.onQueued(lease, reason))
+      if (this.waiter !== null) return
+    }
+    this.giveUp(`no backend could take a connection from ${this.clientAddress} (${this.attempts} tried)`)
   }
 
   onQueued (lease, reason) {
     this.waiter = null
-    if (lease === null) return this.giveUp(`waited for a backend: ${reason}`)
+    if (lease === null) return this.giveUp(`a connection from ${this.clientAddress} left the queue: ${reason}`)
     this.connect(lease)
   }
 
-  giveUp (what) {
-    this.listener.unserved++
-    this.listener.log.warn(`${what} from ${this.clientAddress} (${this.attempts} tried)`)
+  // Close a client no backend could take.
+  giveUp (message) {
+    const { listener } = this
+    listener.unserved++
+    if (listener.closing) listener.log.debug(message)
+    else listener.log.warn(message)
     this.client.destroy()
   }
 

@@ -59,7 +59,7 @@ t.test('--queue-timeout 100ms: the late ones are closed, not held', async t => {
   t.same(results.filter(r => r.data !== 'b\n').map(r => r.data), Array(4).fill(''), 'the others closed with nothing')
   t.equal(backend.connections, 1, 'the backend saw only the one it served')
   t.equal(backend.peak, 1)
-  await lila.waitForLine(/waited for a backend: no backend slot within 100ms from 127\.0\.0\.1/)
+  await lila.waitForLine(/a connection from 127\.0\.0\.1 left the queue: no backend slot within 100ms$/)
 })
 
 t.test('the queue spans backends: a slot on either goes to the oldest waiter', async t => {
