@@ -4,28 +4,48 @@ const { EventEmitter } = require('events')
 const { hashString } = require('./balancers/hash')
 const { formatAddress } = require('./address')
 
-// Passive health: this many consecutive connect failures take a backend out for a
-// cool-off; after it, one trial connection is let through (half-open) and its success
+// Passive health: this many consecutive failures of real traffic take a backend out for
+// a cool-off; after it, one trial connection is let through (half-open) and its success
 // brings the backend back, its failure doubles the cool-off (up to the cap).
 const FAILURES_TO_EJECT = 3
 const FIRST_COOL_OFF_MS = 5000
 const MAX_COOL_OFF_MS = 60000
+// Latency: the time constant of the decaying peak average (Finagle's default).
+const LATENCY_DECAY_MS = 10000
+// Slow start: a backend that comes back starts at this share of its weight.
+const SLOW_START_FLOOR = 0.1
 
-// One backend server: where it is, how much traffic it may take, how much it has
-// right now, whether it is healthy, and what it has done. Counters live here so that
+// One backend server: where it is, how much traffic it may take, how much it has right
+// now, whether it is healthy, and what it has done. Counters live here so that
 // per-connection bookkeeping is a few increments on an object that already exists.
-// Emits 'down' (reason) and 'up' (reason) when its health flips.
+//
+// Health is one state, whoever found it out:
+//   state       'pending' (not checked yet) | 'up' | 'down'
+//   downSource  'check' (active probes, health.js) | 'traffic' (passive ejection) | null
+//   downReason  why, in words, e.g. "http /health 500"
+// Active checks report each probe (checkPassed / checkFailed) and own the state once
+// they have taken a backend down: only `rise` passed probes bring it back. Real traffic
+// reports through its Lease (succeeded / failed); `FAILURES_TO_EJECT` failures in a row
+// eject an up backend, and only traffic (the half-open trial) brings it back, since a
+// probe passing says little about a backend whose real connections fail.
+// Emits 'down' (reason, previousState) and 'up' (reason, previousState) when the state
+// changes, and 'down' again when probes take over a backend that traffic took out.
 class Backend extends EventEmitter {
-  constructor ({ host, port, weight = 1, maxConn = null, backup = false }, { now = Date.now } = {}) {
+  constructor (spec, { now = Date.now, checked = false, rise = 2, fall = 3, rampOnFirstUp = false } = {}) {
     super()
+    const { host, port, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
     this.host = host
     this.port = port
     this.address = formatAddress(host, port)
+    this.name = name // the DNS name this address came from, or null for an IP literal
     this.weight = weight
     this.maxConn = maxConn
     this.backup = backup
+    this.slowStart = slowStart
     this.hashSeed = hashString(this.address)
     this.now = now
+    this.rise = rise
+    this.fall = fall
 
     this.live = 0
     this.total = 0
@@ -33,29 +53,62 @@ class Backend extends EventEmitter {
     this.bytesIn = 0 // client -> backend
     this.bytesOut = 0 // backend -> client
 
-    this.consecutiveFailures = 0
-    this.ejectedUntil = 0 // > 0 while passive health has this backend out (or on trial)
+    this.state = checked ? 'pending' : 'up'
+    this.downSource = null
+    this.downReason = null
+    this.changedAt = now()
+    this.draining = false // removed from the upstream (DNS): no new traffic
+    this.onFree = null // called when a lease is released (the upstream serves its queue)
+
+    this.checkPasses = 0 // consecutive probes passed / failed
+    this.checkFails = 0
+    this.lastCheck = null // the last probe's result, in words
+
+    this.consecutiveFailures = 0 // of real traffic
+    this.ejectedUntil = 0 // while passive health has this backend out: when a trial may go
     this.coolOff = FIRST_COOL_OFF_MS
     this.trial = null // the one Lease let through to test an ejected backend
-    this.downReason = null
-  }
 
-  // The weight balancers use; later it also ramps up after a recovery (slow start).
-  get effectiveWeight () {
-    return this.weight
+    this.rampOnFirstUp = rampOnFirstUp // joined after start-up: ramp up like a recovery
+    this.rampFrom = null // while slow start ramps the effective weight: when it began
+    if (!checked && rampOnFirstUp && slowStart > 0) this.rampFrom = this.changedAt // up unchecked
+
+    this.latency = 0 // peak-EWMA of latency samples, ms, as of latencyAt
+    this.latencyAt = null // when the last sample came; null: never measured
   }
 
   get isUp () {
-    return this.ejectedUntil === 0
+    return this.state === 'up'
   }
 
-  // May a new connection go here now? Down backends are skipped until their cool-off
-  // ends; then exactly one trial at a time goes through.
-  usable (now) {
-    if (this.weight === 0) return false
-    if (this.maxConn !== null && this.live >= this.maxConn) return false
-    if (this.ejectedUntil !== 0) return now >= this.ejectedUntil && this.trial === null
-    return true
+  get full () {
+    return this.maxConn !== null && this.live >= this.maxConn
+  }
+
+  // The weight balancers use: the configured weight, ramped up from a tenth of it over
+  // `slowStart` ms after the backend comes back.
+  get effectiveWeight () {
+    if (this.rampFrom === null) return this.weight
+    const elapsed = this.now() - this.rampFrom
+    if (elapsed >= this.slowStart) {
+      this.rampFrom = null
+      return this.weight
+    }
+    return this.weight * Math.max(SLOW_START_FLOOR, elapsed / this.slowStart)
+  }
+
+  // May this backend be given traffic now, leaving max-conn aside? In panic (every
+  // backend down) health is ignored. An ejected backend lets one trial through once
+  // its cool-off is over.
+  available (now, panic = false) {
+    if (this.weight === 0 || this.draining) return false
+    if (panic || this.state === 'up') return true
+    return this.downSource === 'traffic' && now >= this.ejectedUntil && this.trial === null
+  }
+
+  // May a new connection go here now?
+  usable (now, panic = false) {
+    return !this.full && this.available(now, panic)
   }
 
   // Count a connection on this backend. The returned lease must be released exactly
@@ -65,50 +118,126 @@ class Backend extends EventEmitter {
     this.live++
     this.total++
     const lease = new Lease(this)
-    if (this.ejectedUntil !== 0) this.trial = lease
+    if (this.downSource === 'traffic' && this.trial === null) this.trial = lease
     return lease
   }
 
-  // Real traffic reached the backend (reported through the Lease).
+  // --- passive health: real traffic, reported through the Lease ---
+
+  // Real traffic was served (tcp: the backend sent its first byte or closed cleanly;
+  // http: a response that is not a 502/504).
   succeeded () {
     this.consecutiveFailures = 0
-    if (this.ejectedUntil !== 0) {
-      this.ejectedUntil = 0
-      this.trial = null
-      this.coolOff = FIRST_COOL_OFF_MS
-      this.downReason = null
-      this.emit('up', 'a connection succeeded')
-    }
+    if (this.downSource === 'traffic') this.#becomeUp('a connection succeeded')
   }
 
-  // Real traffic failed to reach the backend (refused, reset, timed out). Only the
-  // failure of the trial connection extends an ejection; connections that started
-  // before it are already counted.
+  // Real traffic failed (refused, reset, timed out, a 502/504). Only the failure of the
+  // trial connection extends an ejection; connections that started before it are
+  // already counted.
   failed (reason, lease = null) {
     this.failures++
     this.consecutiveFailures++
-    if (this.ejectedUntil !== 0) {
-      if (lease === null || lease !== this.trial) return
+    if (this.state === 'down') {
+      if (this.downSource !== 'traffic' || lease === null || lease !== this.trial) return
       // the trial failed: out again, for longer
       this.trial = null
       this.coolOff = Math.min(this.coolOff * 2, MAX_COOL_OFF_MS)
       this.ejectedUntil = this.now() + this.coolOff
-      this.downReason = reason
+      this.downReason = `${reason} (trial); next try in ${this.coolOff / 1000}s`
     } else if (this.consecutiveFailures >= FAILURES_TO_EJECT) {
       this.ejectedUntil = this.now() + this.coolOff
-      this.downReason = `${this.consecutiveFailures} failures in a row (${reason})`
-      this.emit('down', `${this.downReason}; next try in ${this.coolOff / 1000}s`)
+      this.#becomeDown('traffic', `${this.consecutiveFailures} failures in a row (${reason}); next try in ${this.coolOff / 1000}s`)
     }
   }
 
+  // --- active health: one call per probe, from health.js ---
+
+  checkPassed (reason) {
+    this.lastCheck = reason
+    this.checkFails = 0
+    this.checkPasses++
+    if (this.state === 'pending') this.#becomeUp(reason)
+    else if (this.downSource === 'check' && this.checkPasses >= this.rise) this.#becomeUp(reason)
+  }
+
+  checkFailed (reason) {
+    this.lastCheck = reason
+    this.checkPasses = 0
+    this.checkFails++
+    if (this.state === 'pending') this.#becomeDown('check', reason)
+    else if (this.downSource === 'check') this.downReason = reason // still down, for the latest reason
+    else if (this.checkFails >= this.fall) this.#becomeDown('check', reason)
+  }
+
+  // Down, or still down for another reason: when probes confirm a backend that traffic
+  // took out, they own it from then on (it comes back after `rise` passed probes, not
+  // through a trial) and that is said too, as a 'down' from 'down'.
+  #becomeDown (source, reason) {
+    const previous = this.state
+    const previousSource = this.downSource
+    this.state = 'down'
+    this.downSource = source
+    this.downReason = reason
+    if (source === 'check') {
+      this.ejectedUntil = 0
+      this.trial = null
+    }
+    if (previous !== 'down') this.changedAt = this.now()
+    if (previous !== 'down' || previousSource !== source) this.emit('down', reason, previous)
+  }
+
+  #becomeUp (reason) {
+    const previous = this.state
+    this.state = 'up'
+    this.downSource = null
+    this.downReason = null
+    this.ejectedUntil = 0
+    this.trial = null
+    this.coolOff = FIRST_COOL_OFF_MS
+    this.consecutiveFailures = 0
+    this.changedAt = this.now()
+    if (this.slowStart > 0 && (previous === 'down' || this.rampOnFirstUp)) this.rampFrom = this.changedAt
+    this.emit('up', reason, previous)
+  }
+
+  // --- latency, for least-time ---
+
+  // One latency sample in ms (tcp: connect time plus the wait for the backend's first
+  // byte; http: time to the response headers). A peak-EWMA: a sample above the current
+  // estimate replaces it at once; lower ones pull it down with a time constant of 10s.
+  observeLatency (ms) {
+    const now = this.now()
+    const w = this.latencyAt === null ? 0 : Math.exp(-Math.max(0, now - this.latencyAt) / LATENCY_DECAY_MS)
+    const current = this.latency * w
+    this.latency = ms > current ? ms : current + ms * (1 - w)
+    this.latencyAt = now
+  }
+
+  // The estimate now, in ms, or null when never measured. It decays toward zero while
+  // no sample comes, so a backend that was slow once is tried again later.
+  latencyEstimate () {
+    if (this.latencyAt === null) return null
+    return this.latency * Math.exp(-Math.max(0, this.now() - this.latencyAt) / LATENCY_DECAY_MS)
+  }
+
   snapshot () {
+    const latency = this.latencyEstimate()
     return {
       address: this.address,
+      name: this.name,
       weight: this.weight,
+      effectiveWeight: this.effectiveWeight,
       maxConn: this.maxConn,
+      slowStart: this.slowStart,
       backup: this.backup,
+      state: this.state,
       up: this.isUp,
+      downSource: this.downSource,
       downReason: this.downReason,
+      changedAt: this.changedAt,
+      lastCheck: this.lastCheck,
+      draining: this.draining,
+      latency: latency === null ? null : Math.round(latency * 1000) / 1000,
       live: this.live,
       total: this.total,
       failures: this.failures,
@@ -118,17 +247,24 @@ class Backend extends EventEmitter {
   }
 }
 
+// One connection (tcp) or request (http) on a backend: counts it while it lasts and
+// carries its verdict to the backend's passive health.
 class Lease {
   constructor (backend) {
     this.backend = backend
     this.released = false
+    this.verdict = null // 'succeeded' | 'failed': the first one counts
   }
 
   succeeded () {
+    if (this.verdict !== null) return
+    this.verdict = 'succeeded'
     this.backend.succeeded()
   }
 
   failed (reason) {
+    if (this.verdict !== null) return
+    this.verdict = 'failed'
     this.backend.failed(reason, this)
   }
 
@@ -141,7 +277,8 @@ class Lease {
     backend.bytesOut += bytesOut
     // A trial that ended without a verdict (the client left first) frees the slot.
     if (backend.trial === this) backend.trial = null
+    if (backend.onFree !== null) backend.onFree(backend)
   }
 }
 
-module.exports = { Backend, FAILURES_TO_EJECT, FIRST_COOL_OFF_MS, MAX_COOL_OFF_MS }
+module.exports = { Backend, Lease, FAILURES_TO_EJECT, FIRST_COOL_OFF_MS, MAX_COOL_OFF_MS, LATENCY_DECAY_MS, SLOW_START_FLOOR }

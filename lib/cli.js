@@ -48,7 +48,7 @@ async function serve (config, { stderr, signals }, onListening = () => {}) {
     return 1
   }
   config.listeners.forEach((listener, i) => {
-    const n = listener.backends.length
+    const n = lb.listeners[i].upstream.backends.length
     log.info(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
   onListening(addresses, log)

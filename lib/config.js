@@ -10,13 +10,14 @@ const { parseArgs } = require('util')
 const { UsageError } = require('./errors')
 const { formatAddress, isHostName } = require('./address')
 const { OPTIONS, BY_NAME, parseArgsOptions } = require('./options')
-const { MODES, DEFAULT_MODE, modeName } = require('./balancers')
+const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('./balancers')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/
 const UNIT_MS = { ms: 1, s: 1000, m: 60000, h: 3600000 }
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
-const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,backup]'
+const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]'
+const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
 
 const quote = value => JSON.stringify(String(value))
 
@@ -43,7 +44,29 @@ const PARSERS = {
   port: (text, flag) => parseInteger(text, flag, 0, 65535, 'a port number from 0 to 65535'),
   count: (text, flag) => parseInteger(text, flag, 0, 100, 'a whole number from 0 to 100'),
   positive: (text, flag) => parseInteger(text, flag, 1, 1e9, 'a whole number of at least 1'),
-  duration: (text, flag) => parseDuration(text, flag, flag === '--connect-timeout' ? 1 : 0),
+  threshold: (text, flag) => parseInteger(text, flag, 1, 100, 'a whole number from 1 to 100'),
+  duration: (text, flag) => parseDuration(text, flag, BY_NAME.get(flag.slice(2)).min || 0),
+  check: (text, flag) => {
+    if (text === 'tcp') return { type: 'tcp' }
+    if (text === 'none') return null
+    if (text.startsWith('http:') && CHECK_PATH.test(text.slice(5))) return { type: 'http', path: text.slice(5) }
+    throw new UsageError(`invalid check ${quote(text)} for ${flag}: expected tcp, http:/path or none`)
+  },
+  dnsServer: (text, flag) => {
+    // 10.0.0.2, 10.0.0.2:5353, ::1 or [::1]:5353
+    const match = /^\[([^\]]+)\](?::(\d+))?$/.exec(text) || /^([\d.]+):(\d+)$/.exec(text) || [text, text]
+    const [, host, port = '53'] = match
+    if (!(text.startsWith('[') ? net.isIPv6(host) : net.isIP(host)) || Number(port) < 1 || Number(port) > 65535) {
+      throw new UsageError(`invalid DNS server ${quote(text)} for ${flag}: expected an IP address and an optional :port, e.g. 10.0.0.2 or 127.0.0.1:5353`)
+    }
+    return formatAddress(host, Number(port))
+  },
+  factor: (text, flag) => {
+    if (!/^\d+(\.\d+)?$/.test(text) || Number(text) < 1 || Number(text) > 100) {
+      throw new UsageError(`invalid value ${quote(text)} for ${flag}: expected a number from 1 to 100, e.g. 1.25`)
+    }
+    return Number(text)
+  },
   host: (text, flag) => {
     const host = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text
     if (!net.isIP(host) && !isHostName(host)) {
@@ -64,7 +87,8 @@ const PARSERS = {
   }
 }
 
-// "host:port[,weight=N][,max-conn=N][,backup]" -> { host, port, weight, maxConn, backup }.
+// "host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]"
+//   -> { host, port, weight, maxConn, slowStart, backup }
 function parseBackend (text) {
   const invalid = expected => new UsageError(`invalid backend ${quote(text)}: expected ${expected}`)
   const [address, ...settings] = text.split(',')
@@ -78,7 +102,7 @@ function parseBackend (text) {
   if (!/^\d+$/.test(match[2]) || Number(match[2]) < 1 || Number(match[2]) > 65535) {
     throw invalid('a port number from 1 to 65535 after the ":"')
   }
-  const backend = { host, port: Number(match[2]), weight: 1, maxConn: null, backup: false }
+  const backend = { host, port: Number(match[2]), weight: 1, maxConn: null, slowStart: 0, backup: false }
   for (const setting of settings) {
     const [key, value] = setting.split('=')
     if (key === 'backup' && value === undefined) {
@@ -87,10 +111,16 @@ function parseBackend (text) {
       backend.weight = Number(value)
     } else if (key === 'max-conn' && /^\d+$/.test(value) && Number(value) >= 1) {
       backend.maxConn = Number(value)
-    } else if (key === 'weight' || key === 'max-conn') {
-      throw invalid(key === 'weight' ? 'weight=N with N from 0 to 1000' : 'max-conn=N with N of at least 1')
+    } else if (key === 'slow-start' && value !== undefined && DURATION.test(value)) {
+      backend.slowStart = parseDuration(value, 'slow-start')
+    } else if (key === 'weight' || key === 'max-conn' || key === 'slow-start') {
+      throw invalid({
+        weight: 'weight=N with N from 0 to 1000',
+        'max-conn': 'max-conn=N with N of at least 1',
+        'slow-start': 'slow-start=DUR with a unit, e.g. 30s'
+      }[key])
     } else {
-      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: expected weight=N, max-conn=N or backup`)
+      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: expected weight=N, max-conn=N, slow-start=DUR or backup`)
     }
   }
   return backend
@@ -184,6 +214,9 @@ function buildConfig (settings, mode, backends) {
     if (seen.has(address)) throw new UsageError(`duplicate backend ${quote(address)}: expected each backend once (use weight=N to send it more)`)
     seen.add(address)
   }
+  if (settings.hashBalanceFactor !== null && !HASH_MODES.includes(mode)) {
+    throw new UsageError(`option --hash-balance-factor does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_MODES.join(', ')})`)
+  }
   return {
     logLevel: settings.logLevel,
     shutdownTimeout: settings.shutdownTimeout,
@@ -199,7 +232,18 @@ function buildConfig (settings, mode, backends) {
       maxConn: settings.maxConn,
       timeout: settings.timeout,
       headerTimeout: settings.headerTimeout,
-      forwarded: settings.forwarded
+      forwarded: settings.forwarded,
+      check: settings.check,
+      checkInterval: settings.checkInterval,
+      // A probe gives up after this long: never longer than the interval (so probes
+      // cannot pile up) nor than a real connection would wait.
+      checkTimeout: Math.min(settings.checkInterval, settings.connectTimeout),
+      rise: settings.rise,
+      fall: settings.fall,
+      queueTimeout: settings.queueTimeout,
+      resolveInterval: settings.resolveInterval,
+      dnsServer: settings.dnsServer,
+      hashBalanceFactor: settings.hashBalanceFactor
     }]
   }
 }

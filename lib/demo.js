@@ -7,7 +7,7 @@ const http = require('http')
 async function runDemo (config, io, serve) {
   const backends = await Promise.all([1, 2, 3].map(startDemoBackend))
   const listener = config.listeners[0]
-  listener.backends = backends.map(b => ({ host: '127.0.0.1', port: b.port, weight: 1, maxConn: null, backup: false }))
+  listener.backends = backends.map(b => ({ host: '127.0.0.1', port: b.port, weight: 1, maxConn: null, slowStart: 0, backup: false }))
   if (listener.host === null) listener.host = '127.0.0.1'
   try {
     return await serve(config, io, ([address], log) => {

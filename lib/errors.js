@@ -34,6 +34,10 @@ const REASONS = {
   ENETUNREACH: 'network unreachable',
   ENOTFOUND: 'name not found',
   EAI_AGAIN: 'name lookup failed',
+  ENODATA: 'no address for the name',
+  ETIMEOUT: 'DNS query timed out',
+  ESERVFAIL: 'DNS server failure',
+  EREFUSED: 'DNS query refused',
   EMFILE: 'too many open files',
   EPIPE: 'broken pipe'
 }

@@ -12,21 +12,30 @@ const { silentLogger } = require('./log')
 //   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
 //   lb.stats()                            // a fresh plain snapshot
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
-function createBalancer (config, { log = silentLogger, via = `lila-${crypto.randomBytes(4).toString('hex')}` } = {}) {
+// `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
+// for tests. `via` is this lila's token in HTTP Via headers (loop detection).
+// One factory per protocol, each making a Listener (listener.js) from
+// { config, upstream, log, via }.
+const LISTENERS = {
+  tcp: ({ config, upstream, log }) => new Listener({ config, upstream, log, protocol: 'tcp', Session: TcpSession }),
+  http: createHttpListener
+}
+
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}` } = {}) {
   const listeners = config.listeners.map(listenerConfig => {
-    const upstream = new Upstream({ mode: listenerConfig.mode, backends: listenerConfig.backends })
-    for (const backend of upstream.backends) {
-      backend.on('down', reason => log.warn(`backend ${backend.address} down: ${reason}`))
-      backend.on('up', reason => log.info(`backend ${backend.address} up: ${reason}`))
-    }
-    if (listenerConfig.protocol === 'http') return createHttpListener({ config: listenerConfig, upstream, log, via })
-    return new Listener({ config: listenerConfig, upstream, log, protocol: 'tcp', Session: TcpSession })
+    const upstream = new Upstream(listenerConfig, { now, log, resolve })
+    return LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
   })
 
+  // Bind every listener (so that a taken port fails at once), then resolve names and
+  // check every backend once, printing what was found, then serve. Clients that connect
+  // meanwhile wait unread.
   async function listen () {
     const addresses = []
     try {
       for (const listener of listeners) addresses.push(await listener.listen())
+      await Promise.all(listeners.map(listener => listener.upstream.start()))
+      for (const listener of listeners) listener.open()
     } catch (err) {
       await close(0)
       throw err
@@ -35,7 +44,10 @@ function createBalancer (config, { log = silentLogger, via = `lila-${crypto.rand
   }
 
   function close (timeout = config.shutdownTimeout) {
-    return Promise.all(listeners.map(listener => listener.close(timeout))).then(() => {})
+    return Promise.all(listeners.map(listener => {
+      listener.upstream.close()
+      return listener.close(timeout)
+    })).then(() => {})
   }
 
   function destroy () {

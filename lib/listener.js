@@ -25,6 +25,7 @@ class Listener {
     this.accepted = 0
     this.unserved = 0 // clients no backend could take
     this.closing = false
+    this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
     this.onDrained = () => {} // protocol clean-up once every session is gone
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
@@ -36,11 +37,22 @@ class Listener {
     return listen(this.server, this.config, this.log)
   }
 
+  // Start serving: the backends' first checks are done. Clients that came since the
+  // bind waited, unread, and are served now.
+  open () {
+    this.serving = true
+    this.serveWaiting()
+  }
+
+  get hasRoom () {
+    const { maxConn } = this.config
+    return maxConn === null || this.sessions.size < maxConn
+  }
+
   accept (client) {
     this.accepted++
     if (this.closing) return client.destroy()
-    const { maxConn } = this.config
-    if (maxConn !== null && this.sessions.size >= maxConn) return this.hold(client)
+    if (!this.serving || !this.hasRoom) return this.hold(client)
     this.serve(client)
   }
 
@@ -65,16 +77,18 @@ class Listener {
 
   sessionDone (session) {
     this.sessions.delete(session)
-    while (this.waiting.length > 0 && !this.closing) {
-      const client = this.waiting.shift()
-      if (client.destroyed) continue
-      this.serve(client)
-      break
-    }
+    this.serveWaiting()
     if (this.drained !== null && this.sessions.size === 0) {
       const drained = this.drained
       this.drained = null
       drained()
+    }
+  }
+
+  serveWaiting () {
+    while (this.waiting.length > 0 && this.serving && !this.closing && this.hasRoom) {
+      const client = this.waiting.shift()
+      if (!client.destroyed) this.serve(client)
     }
   }
 
@@ -109,9 +123,10 @@ class Listener {
       mode: this.upstream.mode,
       address: this.server.address(),
       active: this.sessions.size,
-      waiting: this.waiting.length,
+      waiting: this.waiting.length, // over --max-conn, unread in the kernel
       accepted: this.accepted,
-      unserved: this.unserved
+      unserved: this.unserved, // no backend could take them (or none in time)
+      ...this.upstream.stats() // panic, queued (waiting for a backend slot), queueTimeouts
     }
   }
 }

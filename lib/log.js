@@ -22,7 +22,14 @@ function createLogger ({ level = 'info', stderr }) {
   }
 }
 
+// Rows of cells -> lines with the columns aligned (the start-up table).
+function formatTable (rows) {
+  const widths = []
+  for (const row of rows) row.forEach((cell, i) => { widths[i] = Math.max(widths[i] || 0, cell.length) })
+  return rows.map(row => row.map((cell, i) => i === row.length - 1 ? cell : cell.padEnd(widths[i] + 2)).join(''))
+}
+
 // For the programmatic API and tests that want silence.
 const silentLogger = createLogger({ level: 'error', stderr: { write () {} } })
 
-module.exports = { createLogger, silentLogger, LEVELS }
+module.exports = { createLogger, silentLogger, formatTable, LEVELS }

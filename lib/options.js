@@ -3,33 +3,35 @@
 // The one list of command-line options. It feeds util.parseArgs, `lila --help` and the
 // validation in config.js; a test checks the README's table against it, so the three
 // cannot drift. `key` is the camelCase name used in the normalised config; `type` names
-// a value parser in config.js ('flag': a switch that takes no value, off by default;
-// 'boolean': --help and --version). `only: 'http'` options need --protocol http.
-// Options marked `pending` belong to later work: they are
+// a value parser in config.js (`min`: the least a duration may be; 'flag': a switch
+// that takes no value, off by default; 'boolean': --help and --version). `only: 'http'`
+// options need --protocol http. Options marked `pending` belong to later work: they are
 // recognised and refused with "not supported yet", never silently ignored.
 
 const OPTIONS = [
   { name: 'port', short: 'p', arg: 'N', type: 'port', default: 4444, help: 'listen port; 0 takes a free port' },
   { name: 'host', arg: 'ADDR', type: 'host', default: null, shown: 'all interfaces', help: 'listen address' },
   { name: 'protocol', arg: 'tcp|http', type: 'protocol', default: 'tcp', help: 'tcp pipes whole connections; http balances each request' },
-  { name: 'connect-timeout', arg: 'DUR', type: 'duration', default: 3000, help: 'give up a backend connect after this long and try the next' },
+  { name: 'connect-timeout', arg: 'DUR', type: 'duration', min: 1, default: 3000, help: 'give up a backend connect after this long and try the next' },
   { name: 'idle-timeout', arg: 'DUR', type: 'duration', default: 60000, help: 'close a connection with no traffic for this long' },
   { name: 'retries', arg: 'N', type: 'count', default: 2, help: 'other backends to try when a connect fails' },
   { name: 'max-conn', arg: 'N', type: 'positive', default: null, shown: 'none', help: 'cap on client connections; more wait until one closes' },
   { name: 'timeout', arg: 'DUR', type: 'duration', default: 60000, only: 'http', help: 'http: answer 504 when a backend is silent this long' },
   { name: 'header-timeout', arg: 'DUR', type: 'duration', default: 10000, only: 'http', help: 'http: answer 408 when a request head takes longer' },
   { name: 'forwarded', type: 'flag', default: false, shown: 'off', only: 'http', help: 'http: also send the RFC 7239 Forwarded header' },
+  { name: 'check', arg: 'SPEC', type: 'check', default: Object.freeze({ type: 'tcp' }), shown: 'tcp', help: 'active health check: tcp | http:/path | none' },
+  { name: 'check-interval', arg: 'DUR', type: 'duration', min: 1, default: 2000, help: 'time between two probes of a backend' },
+  { name: 'rise', arg: 'N', type: 'threshold', default: 2, help: 'probes passed in a row that bring a backend back' },
+  { name: 'fall', arg: 'N', type: 'threshold', default: 3, help: 'probes failed in a row that take a backend out' },
+  { name: 'queue-timeout', arg: 'DUR', type: 'duration', default: 5000, help: 'how long a connection or request waits for a backend at its max-conn; 0: no queue' },
+  { name: 'resolve-interval', arg: 'DUR', type: 'duration', default: 30000, help: 'how often backend names are resolved again; 0: only at start' },
+  { name: 'dns-server', arg: 'ADDR[:PORT]', type: 'dnsServer', default: null, shown: 'system resolver', help: 'resolve backend names with this DNS server' },
+  { name: 'hash-balance-factor', arg: 'F', type: 'factor', default: null, shown: 'off', help: 'hash modes: cap each backend at F times the average load, e.g. 1.25' },
   { name: 'shutdown-timeout', arg: 'DUR', type: 'duration', default: 30000, help: 'on SIGTERM/SIGINT, let open connections finish this long' },
   { name: 'log-level', arg: 'L', type: 'logLevel', default: 'info', help: 'error | warn | info | debug' },
   { name: 'help', short: 'h', type: 'boolean', help: 'show this help' },
   { name: 'version', short: 'v', type: 'boolean', help: 'show the version' },
 
-  { name: 'check', arg: 'SPEC', type: 'string', pending: true },
-  { name: 'check-interval', arg: 'DUR', type: 'string', pending: true },
-  { name: 'rise', arg: 'N', type: 'string', pending: true },
-  { name: 'fall', arg: 'N', type: 'string', pending: true },
-  { name: 'queue-timeout', arg: 'DUR', type: 'string', pending: true },
-  { name: 'resolve-interval', arg: 'DUR', type: 'string', pending: true },
   { name: 'status-port', arg: 'N', type: 'string', pending: true },
   { name: 'tls-cert', arg: 'FILE', type: 'string', pending: true },
   { name: 'tls-key', arg: 'FILE', type: 'string', pending: true },

@@ -1,6 +1,7 @@
 'use strict'
 
 const net = require('net')
+const { performance } = require('perf_hooks')
 const { reasonOf } = require('./errors')
 const { clientAddress } = require('./listen')
 
@@ -18,9 +19,14 @@ class TcpSession {
     this.clientAddress = clientAddress(client) // read by ip-hash
     this.upstream = null // the backend socket, once an attempt starts
     this.lease = null
+    this.waiter = null // while queued for a backend slot
     this.tried = null
     this.attempts = 0
     this.piping = false
+    this.answered = false // the backend sent something (or closed cleanly)
+    this.startedAt = 0 // for the latency sample: the connect began, it completed, the
+    this.connectedAt = 0 // client's first byte reached the backend
+    this.sentAt = 0
     this.clientClosed = false
     this.clientEnded = false
     this.finished = false
@@ -44,17 +50,40 @@ class TcpSession {
     this.connectNext()
   }
 
+  // Take a slot on the next backend the mode picks (waiting in the queue if every
+  // backend is at its max-conn), or give up.
   connectNext () {
-    const { upstream, config, log } = this.listener
-    const backend = this.attempts <= config.retries ? upstream.choose(this, this.tried) : null
-    if (backend === null) {
-      this.listener.unserved++
-      log.warn(`no backend could take a connection from ${this.clientAddress} (${this.attempts} tried)`)
-      this.client.destroy()
-      return
+    const { upstream, config } = this.listener
+    if (this.attempts <= config.retries) {
+      const lease = upstream.acquire(this, this.tried)
+      if (lease !== null) return this.connect(lease)
+      this.waiter = upstream.enqueue(this, this.tried, (lease, reason) => this.onQueued(lease, reason))
+      if (this.waiter !== null) return
     }
+    this.giveUp(`no backend could take a connection from ${this.clientAddress} (${this.attempts} tried)`)
+  }
+
+  onQueued (lease, reason) {
+    this.waiter = null
+    if (lease === null) return this.giveUp(`a connection from ${this.clientAddress} left the queue: ${reason}`)
+    this.connect(lease)
+  }
+
+  // Close a client no backend could take.
+  giveUp (message) {
+    const { listener } = this
+    listener.unserved++
+    if (listener.closing) listener.log.debug(message)
+    else listener.log.warn(message)
+    this.client.destroy()
+  }
+
+  connect (lease) {
+    const { config } = this.listener
+    const backend = lease.backend
     this.attempts++
-    this.lease = backend.acquire()
+    this.lease = lease
+    this.startedAt = performance.now()
     const socket = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true, noDelay: true })
     this.upstream = socket
     // Until connected, the socket timeout is the connect timeout.
@@ -69,7 +98,13 @@ class TcpSession {
     const { client } = this
     const idle = this.listener.config.idleTimeout
     this.piping = true
-    this.lease.succeeded()
+    this.connectedAt = performance.now()
+    // The verdict on this backend comes with its first byte (or a clean close); a
+    // reset before that is a failure (see onUpstreamError).
+    socket.once('data', () => this.onAnswer(true))
+    socket.once('end', () => this.onAnswer(false))
+    if (this.early.length > 0) this.sentAt = this.connectedAt
+    else client.once('data', () => { if (this.sentAt === 0) this.sentAt = performance.now() })
     socket.setTimeout(idle)
     if (idle > 0) {
       client.setTimeout(idle)
@@ -86,18 +121,34 @@ class TcpSession {
     socket.pipe(client)
   }
 
-  // A connect that fails is retried on another backend; the client never notices.
+  // The backend answered: its first byte (with a latency sample: the connect time plus
+  // the wait for that byte after the client's first byte was passed on, so a client's
+  // think time does not count), or a clean close without a byte.
+  onAnswer (gotData) {
+    if (this.answered) return
+    this.answered = true
+    this.lease.succeeded()
+    if (!gotData) return
+    const now = performance.now()
+    const connect = this.connectedAt - this.startedAt
+    this.lease.backend.observeLatency(connect + now - Math.max(this.connectedAt, this.sentAt))
+  }
+
+  // A connect that fails is retried on another backend; the client never notices. The
+  // failed lease is released after the retry took its slot, so that a waiter in the
+  // queue does not take the retry's turn.
   connectFailed (socket, reason) {
     const { log } = this.listener
-    const backend = this.lease.backend
-    log.debug(`connect to ${backend.address} failed: ${reason}`)
-    this.lease.failed(reason)
-    this.lease.release()
+    const failed = this.lease
+    log.debug(`connect to ${failed.backend.address} failed: ${reason}`)
+    failed.failed(reason)
+    this.lease = null
     this.upstream = null
     socket.destroy()
-    if (this.clientClosed) return this.finish()
-    ;(this.tried ||= new Set()).add(backend)
-    this.connectNext()
+    ;(this.tried ||= new Set()).add(failed.backend)
+    if (!this.clientClosed) this.connectNext()
+    failed.release()
+    if (this.clientClosed) this.finish()
   }
 
   onUpstreamTimeout (socket) {
@@ -110,6 +161,11 @@ class TcpSession {
     if (socket !== this.upstream) return
     if (!this.piping) return this.connectFailed(socket, reasonOf(err))
     this.listener.log.debug(`${this.lease.backend.address} connection error: ${reasonOf(err)}`)
+    // A backend that resets a connection before answering anything failed it.
+    if (!this.answered) {
+      this.answered = true
+      this.lease.failed(reasonOf(err))
+    }
     // Pass a reset on as a reset, so the client sees what the backend did.
     if (err.code === 'ECONNRESET') this.client.resetAndDestroy()
     else this.client.destroy()
@@ -132,6 +188,10 @@ class TcpSession {
 
   onClientClose () {
     this.clientClosed = true
+    if (this.waiter !== null) {
+      this.waiter.cancel()
+      this.waiter = null
+    }
     const { upstream } = this
     if (upstream !== null && !upstream.destroyed && (!this.piping || !this.client.readableEnded)) upstream.destroy()
     this.maybeFinish()

@@ -1,48 +1,312 @@
 'use strict'
 
+const net = require('net')
 const { Backend } = require('./backend')
 const { createMode } = require('./balancers')
+const { WaitQueue } = require('./queue')
+const { HealthChecker } = require('./health')
+const { Discovery } = require('./discovery')
+const { formatAddress } = require('./address')
+const { reasonOf } = require('./errors')
+const { silentLogger, formatTable } = require('./log')
 
-// The backends of one listener and the mode that picks among them. choose() is the one
-// place that decides which backends may take traffic right now (usable, not already
-// tried by this connection, primaries before backups); the mode only ranks them.
+// The backends of one listener, and everything that decides which of them may take
+// traffic now: health (active checks, passive ejection, panic), max-conn and the wait
+// queue, DNS discovery (backends joining and draining). The mode only ranks the
+// candidates this file hands it. Both tcp.js and http.js use it the same way:
+//
+//   const lease = upstream.acquire(ctx, tried)          // sync; a Lease or null
+//   if (lease === null) {
+//     const waiter = upstream.enqueue(ctx, tried, (lease, reason) => ...)
+//     if (waiter === null) -> nothing can take it: close (tcp) / 503 (http)
+//     // the client leaves meanwhile: waiter.cancel()
+//   }
+//   ... lease.succeeded() | lease.failed(reason); lease.backend.observeLatency(ms)
+//   lease.release(bytesIn, bytesOut)                    // exactly once; hands the slot on
+//
+// `ctx` is what the mode keys on (clientAddress; http adds the path); `tried` is null or
+// a Set of Backends that already failed this connection or request.
 class Upstream {
-  constructor ({ mode, backends, now = Date.now, balancerOptions }) {
+  constructor (config, { now = Date.now, log = silentLogger, resolve = null, balancerOptions = {} } = {}) {
+    const {
+      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, rise = 2, fall = 3,
+      queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
+    } = config
     this.mode = mode
     this.now = now
-    this.balancer = createMode(mode, balancerOptions)
-    this.backends = backends.map(spec => new Backend(spec, { now }))
+    this.log = log
+    this.check = check
+    this.rise = rise
+    this.fall = fall
+    this.balancer = createMode(mode, { hashBalanceFactor, ...balancerOptions })
+    this.queue = new WaitQueue({ timeout: queueTimeout })
+    this.checker = check === null ? null : new HealthChecker({ check, interval: checkInterval, timeout: checkTimeout })
+    this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve }
+    this.discovery = null
+
+    // One group per backend as given: an IP literal is one backend, a name as many as
+    // it resolves to. `backends` is every group's, in the order given.
+    this.groups = backends.map(spec => ({
+      spec,
+      name: net.isIP(spec.host) ? null : spec.host,
+      backends: [],
+      error: null // the last resolution failure, while it lasts
+    }))
+    this.backends = []
+    this.draining = new Set() // removed from DNS, connections still open
+    this.panic = false
+    this.checking = false // first checks started: new backends are watched at once
+    this.started = false // start-up done: changes are logged
+    this.closed = false
+
+    this.scratch = [] // candidates, reused: choose() allocates nothing
+    this.onFree = backend => this.#freed(backend)
+    this.take = waiter => {
+      const backend = this.choose(waiter.ctx, waiter.tried)
+      return backend === null ? null : backend.acquire()
+    }
+
+    for (const group of this.groups) {
+      if (group.name === null) group.backends.push(this.#create(group.spec, group.spec.host, null))
+    }
+    this.#rebuild()
+    this.panic = this.#computePanic()
+  }
+
+  // Resolve names and check every backend once, log a table of what was found, then
+  // keep doing both in the background.
+  async start () {
+    const named = this.groups.filter(g => g.name !== null)
+    if (named.length > 0) {
+      this.discovery = new Discovery(this.discoveryOptions)
+      await Promise.all(named.map(group => this.discovery.watch(group.name, (err, addresses) => this.#resolved(group, err, addresses))))
+    }
+    this.checking = true
+    if (this.checker !== null && !this.closed) await Promise.all(this.backends.map(b => this.checker.watch(b)))
+    this.started = true
+    for (const line of formatTable(this.#table())) this.log.info(line)
+    this.panic = this.#computePanic()
+    if (this.panic) this.log.warn(panicLine(this.backends.length))
   }
 
   // -> Backend, or null when nothing can take the connection. `tried` holds backends
   // that already failed this connection: a retry never goes back to one of them.
+  // Primaries first; backups only when no primary can take it.
   choose (ctx, tried = null) {
     const now = this.now()
-    let candidates = this.candidates(now, tried, false)
-    if (candidates.length === 0) candidates = this.candidates(now, tried, true)
-    if (candidates.length <= 1) return candidates[0] || null
+    let candidates = this.#candidates(now, tried, false)
+    if (candidates.length === 0) candidates = this.#candidates(now, tried, true)
+    if (candidates.length <= 1) return candidates.length === 1 ? candidates[0] : null
     return this.balancer.pick(candidates, ctx)
   }
 
-  candidates (now, tried, backup) {
-    const out = []
+  #candidates (now, tried, backup) {
+    const out = this.scratch
+    out.length = 0
     for (const backend of this.backends) {
-      if (backend.backup !== backup || !backend.usable(now)) continue
+      if (backend.backup !== backup || !backend.usable(now, this.panic)) continue
       if (tried !== null && tried.has(backend)) continue
       out.push(backend)
     }
     return out
   }
 
+  // A slot on a backend now, or null. Synchronous. While others wait in the queue, a
+  // newcomer does not overtake them: null, and it queues behind them.
+  acquire (ctx, tried = null) {
+    if (this.queue.size > 0) return null
+    const backend = this.choose(ctx, tried)
+    return backend === null ? null : backend.acquire()
+  }
+
+  // Wait for a slot: onLease(lease) when one frees (the oldest waiter first), or
+  // onLease(null, reason) after --queue-timeout. onLease may run synchronously inside
+  // another lease's release(). Returns a Waiter (cancel() it if the client leaves), or
+  // null when waiting is pointless: no queue (--queue-timeout 0), the queue is full, or
+  // no backend that could take it is merely full (all down, or all tried).
+  enqueue (ctx, tried, onLease) {
+    if (this.closed || !this.#couldServe(tried)) return null
+    return this.queue.add(ctx, tried, onLease)
+  }
+
+  #couldServe (tried) {
+    const now = this.now()
+    for (const backend of this.backends) {
+      if (backend.available(now, this.panic) && (tried === null || !tried.has(backend))) return true
+    }
+    return false
+  }
+
+  #serveQueue () {
+    if (this.queue.size > 0) this.queue.serve(this.take)
+  }
+
+  // A lease was released: the slot goes to the queue; a draining backend may be done.
+  #freed (backend) {
+    if (backend.draining && backend.live === 0 && this.draining.delete(backend)) {
+      this.log.info(`backend ${backend.address} drained`)
+    }
+    this.#serveQueue()
+  }
+
+  #create (spec, host, name) {
+    const backend = new Backend({ ...spec, host, name }, {
+      now: this.now,
+      checked: this.checker !== null,
+      rise: this.rise,
+      fall: this.fall,
+      rampOnFirstUp: this.started
+    })
+    backend.onFree = this.onFree
+    backend.on('down', (reason, previous) => this.#changed(backend, 'down', reason, previous))
+    backend.on('up', (reason, previous) => this.#changed(backend, 'up', reason, previous))
+    if (this.checking && this.checker !== null) this.checker.watch(backend)
+    return backend
+  }
+
+  #changed (backend, state, reason, previous) {
+    // At start-up, the table says what the first checks found.
+    if (this.started || previous !== 'pending') {
+      const line = `backend ${backend.address} ${state}: ${reason}`
+      if (state === 'down') this.log.warn(line)
+      else this.log.info(line)
+    }
+    this.#updatePanic()
+    if (state === 'up') this.#serveQueue()
+  }
+
+  #computePanic () {
+    let any = false
+    for (const backend of this.backends) {
+      if (backend.weight === 0) continue
+      if (backend.state === 'up') return false
+      any = true
+    }
+    return any
+  }
+
+  #updatePanic () {
+    const panic = this.#computePanic()
+    if (panic === this.panic) return
+    this.panic = panic
+    if (!this.started) return
+    if (panic) {
+      this.log.warn(panicLine(this.backends.length))
+      this.#serveQueue()
+    } else {
+      this.log.info('panic over: a backend is up again')
+    }
+  }
+
+  // A name was resolved (or failed to be): join the new addresses, drain the gone ones.
+  #resolved (group, err, addresses) {
+    if (this.closed) return
+    const label = `${group.name}:${group.spec.port}`
+    if (err) {
+      const reason = reasonOf(err)
+      if (group.error !== reason) {
+        const kept = group.backends.map(b => b.host)
+        this.log.warn(`cannot resolve ${label}: ${reason}; ${kept.length ? `keeping ${kept.join(', ')}` : 'no backend from it yet'}`)
+      }
+      group.error = reason
+      return
+    }
+    group.error = null
+    const added = []
+    for (const host of addresses) {
+      const address = formatAddress(host, group.spec.port)
+      if (group.backends.some(b => b.address === address)) continue
+      if (this.backends.some(b => b.address === address)) {
+        this.log.debug(`${label}: ${address} is already a backend`)
+        continue
+      }
+      group.backends.push(this.#revive(group, address) || this.#create(group.spec, host, group.name))
+      added.push(host)
+    }
+    const removed = []
+    for (const backend of group.backends.slice()) {
+      if (addresses.includes(backend.host)) continue
+      group.backends.splice(group.backends.indexOf(backend), 1)
+      removed.push(backend)
+    }
+    if (added.length === 0 && removed.length === 0) return
+    this.#rebuild()
+    let draining = 0
+    for (const backend of removed) {
+      backend.draining = true
+      if (this.checker !== null) this.checker.unwatch(backend)
+      if (backend.live > 0) this.draining.add(backend)
+      draining += backend.live
+    }
+    if (this.started) {
+      const changes = []
+      if (added.length) changes.push(`added ${added.join(', ')}`)
+      if (removed.length) changes.push(`removed ${removed.map(b => b.host).join(', ')}${draining ? `, ${draining} connection${draining === 1 ? '' : 's'} left to drain` : ''}`)
+      this.log.info(`${label} resolves to ${group.backends.map(b => b.host).join(', ') || 'nothing'} (${changes.join('; ')})`)
+    }
+    this.#updatePanic()
+    this.#serveQueue()
+  }
+
+  // An address that comes back while its connections still drain is the same backend:
+  // one max-conn, one set of counters.
+  #revive (group, address) {
+    for (const backend of this.draining) {
+      if (backend.address !== address || backend.name !== group.name) continue
+      this.draining.delete(backend)
+      backend.draining = false
+      if (this.checking && this.checker !== null) this.checker.watch(backend)
+      return backend
+    }
+    return null
+  }
+
+  #rebuild () {
+    this.backends = this.groups.flatMap(g => g.backends)
+  }
+
+  #table () {
+    const rows = [['backend', 'state', 'check']]
+    for (const group of this.groups) {
+      if (group.name !== null && group.backends.length === 0) {
+        rows.push([`${group.name}:${group.spec.port}`, '-', `cannot resolve: ${group.error || 'no address'}`])
+      }
+      for (const b of group.backends) {
+        const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
+        const why = b.state === 'down' ? b.downReason : (b.lastCheck || 'not checked (--check none)')
+        rows.push([b.address + (notes.length ? ` (${notes.join(', ')})` : ''), b.state, why])
+      }
+    }
+    return rows
+  }
+
+  // Stop probing and resolving; every waiter gives up.
+  close () {
+    this.closed = true
+    if (this.checker !== null) this.checker.close()
+    if (this.discovery !== null) this.discovery.close()
+    this.queue.clear('lila is shutting down')
+  }
+
   get live () {
     let sum = 0
     for (const backend of this.backends) sum += backend.live
+    for (const backend of this.draining) sum += backend.live
     return sum
   }
 
-  snapshot () {
-    return this.backends.map(b => b.snapshot())
+  // Live figures of the upstream as a whole, for the listener's snapshot.
+  stats () {
+    return { panic: this.panic, queued: this.queue.size, queueTimeouts: this.queue.timeouts }
   }
+
+  snapshot () {
+    return [...this.backends, ...this.draining].map(b => b.snapshot())
+  }
+}
+
+function panicLine (n) {
+  return `panic: every backend is down (${n}); sending traffic to them anyway`
 }
 
 module.exports = { Upstream }

@@ -7,9 +7,19 @@ const t = require('tap')
 const { Backend } = require('../lib/backend')
 const { Upstream } = require('../lib/upstream')
 const { createMode, modeName, MODES } = require('../lib/balancers')
+const { prng } = require('./fixtures/http-fuzz')
 
 function backends (...specs) {
   return specs.map((spec, i) => new Backend({ host: '10.0.0.' + (i + 1), port: 80, weight: 1, ...spec }))
+}
+
+// Three failed connections in a row take a backend out (passive health).
+function eject (backend) {
+  for (let i = 0; i < 3; i++) {
+    const lease = backend.acquire()
+    lease.failed('connection refused')
+    lease.release()
+  }
 }
 
 function picks (mode, list, n, ctx = {}) {
@@ -130,7 +140,7 @@ t.test('random (power of two choices)', async t => {
 
   t.test('spreads load over every backend', async t => {
     const list = backends({}, {}, {}, {})
-    const balancer = createMode('random')
+    const balancer = createMode('random', { random: prng(42) }) // seeded: the same draws every run
     for (let i = 0; i < 4000; i++) balancer.pick(list).live++
     for (const b of list) t.ok(b.live > 800 && b.live < 1200, `${b.address} got ${b.live} of 4000`)
     const spread = Math.max(...list.map(b => b.live)) - Math.min(...list.map(b => b.live))
@@ -195,6 +205,131 @@ t.test('ip-hash (rendezvous hashing)', async t => {
   })
 })
 
+t.test('least-time (peak-EWMA × in-flight)', async t => {
+  const clocked = (...specs) => {
+    const clock = { now: 0 }
+    const list = specs.map((spec, i) => new Backend({ host: '10.0.4.' + (i + 1), port: 80, ...spec }, { now: () => clock.now }))
+    return { list, clock }
+  }
+
+  t.test('the fastest wins while loads are equal', async t => {
+    const { list } = clocked({}, {}, {})
+    list[0].observeLatency(30)
+    list[1].observeLatency(5)
+    list[2].observeLatency(20)
+    t.same(picks('least-time', list, 5), Array(5).fill(list[1]))
+  })
+
+  t.test('in-flight counts: a fast backend that is busy loses to a slower idle one', async t => {
+    const { list } = clocked({}, {})
+    list[0].observeLatency(10)
+    list[1].observeLatency(25)
+    list[0].live = 2 // 10 × 3 = 30 > 25 × 1
+    t.equal(picks('least-time', list, 1)[0], list[1])
+    list[0].live = 1 // 10 × 2 = 20 < 25
+    t.equal(picks('least-time', list, 1)[0], list[0])
+  })
+
+  t.test('relative to weight', async t => {
+    const { list } = clocked({ weight: 4 }, {})
+    list[0].observeLatency(10)
+    list[1].observeLatency(10)
+    list[0].live = 2 // 10 × 3 / 4 = 7.5 < 10
+    t.equal(picks('least-time', list, 1)[0], list[0])
+  })
+
+  t.test('nothing measured yet: fewest connections, ties rotate', async t => {
+    const { list } = clocked({}, {}, {})
+    t.same(counts(list, picks('least-time', list, 300)), [100, 100, 100])
+    list[1].live = 1
+    list[2].live = 1
+    t.equal(picks('least-time', list, 1)[0], list[0])
+  })
+
+  t.test('a newcomer counts as the average of the measured, not as free', async t => {
+    const { list } = clocked({}, {}, {})
+    list[0].observeLatency(10)
+    list[1].observeLatency(30) // average 20
+    list[2].live = 1 // unmeasured: 20 × 2 = 40 > 10 × 1
+    t.equal(picks('least-time', list, 1)[0], list[0])
+    list[0].live = 4 // 10 × 5 = 50 > 40
+    list[1].live = 1 // 30 × 2 = 60 > 40
+    t.equal(picks('least-time', list, 1)[0], list[2])
+  })
+
+  t.test('a backend that was slow is tried again once its estimate decayed', async t => {
+    const { list, clock } = clocked({}, {})
+    list[0].observeLatency(100)
+    list[1].observeLatency(2)
+    t.equal(picks('least-time', list, 1)[0], list[1])
+    clock.now += 60000 // both idle for a minute: 100 × e^-6 ≈ 0.25 < 2 × e^-6
+    list[1].observeLatency(2)
+    t.equal(picks('least-time', list, 1)[0], list[0])
+  })
+})
+
+t.test('bounded loads for hash modes (--hash-balance-factor)', async t => {
+  const keyOn = (list, key, factor) => createMode('ip-hash', { hashBalanceFactor: factor }).pick(list, { clientAddress: key })
+
+  t.test('below the bound, the same backend as plain consistent hashing', async t => {
+    const list = backends({}, {}, {}, {})
+    for (let i = 0; i < 200; i++) {
+      const key = `10.1.0.${i}`
+      t.equal(keyOn(list, key, 1.25), keyOn(list, key, null))
+    }
+  })
+
+  t.test('a hot key spills to the next backend in its own order, and back', async t => {
+    const list = backends({}, {}, {}, {})
+    const key = '192.0.2.7'
+    const owner = keyOn(list, key, null)
+    const order = [] // the key's rendezvous order: remove the winner, ask again
+    let rest = list.slice()
+    while (rest.length) {
+      const next = keyOn(rest, key, null)
+      order.push(next)
+      rest = rest.filter(b => b !== next)
+    }
+    t.equal(order[0], owner)
+    // The owner holds 4, the others 0: average with the new one 5/4, bound ceil(1.25 × 5/4) = 2.
+    owner.live = 4
+    t.equal(keyOn(list, key, 1.25), order[1], 'over the bound: the second in the key\'s order')
+    order[1].live = 2 // total 7: bound ceil(1.25 × 8 / 4) = 3, order[1] still fits
+    t.equal(keyOn(list, key, 1.25), order[1])
+    order[1].live = 3 // total 8: bound ceil(1.25 × 9 / 4) = 3; 4 > 3 and 3 + 1 > 3
+    t.equal(keyOn(list, key, 1.25), order[2], 'the second full too: the third')
+    owner.live = 0
+    order[1].live = 0
+    t.equal(keyOn(list, key, 1.25), owner, 'load gone: back to the owner')
+  })
+
+  t.test('every process agrees: the spill order depends on key and addresses only', async t => {
+    const one = backends({}, {}, {})
+    const two = backends({}, {}, {})
+    for (const list of [one, two]) list.forEach((b, i) => { b.live = [5, 1, 0][i] })
+    for (let i = 0; i < 50; i++) {
+      const key = `10.2.0.${i}`
+      t.equal(keyOn(one, key, 1.1).address, keyOn(two, key, 1.1).address)
+    }
+  })
+
+  t.test('under a stream of one hot key, no backend goes far above the bound', async t => {
+    const list = backends({}, {}, {}, {})
+    const balancer = createMode('ip-hash', { hashBalanceFactor: 1.25 })
+    for (let i = 0; i < 400; i++) balancer.pick(list, { clientAddress: '198.51.100.1' }).live++
+    const max = Math.max(...list.map(b => b.live))
+    t.ok(max <= Math.ceil(1.25 * 400 / 4), `busiest holds ${max} of 400 (bound ${Math.ceil(1.25 * 400 / 4)})`)
+    t.ok(list.every(b => b.live > 0), 'the hot key spread over all four')
+  })
+
+  t.test('weights scale the bound', async t => {
+    const list = backends({ weight: 3 }, {})
+    const balancer = createMode('ip-hash', { hashBalanceFactor: 1 })
+    for (let i = 0; i < 400; i++) balancer.pick(list, { clientAddress: '203.0.113.9' }).live++
+    t.same(list.map(b => b.live), [300, 100], 'factor 1 with weights 3:1: exactly 3:1')
+  })
+})
+
 t.test('upstream: which backends are candidates', async t => {
   const make = (mode, ...specs) => new Upstream({
     mode,
@@ -235,8 +370,8 @@ t.test('upstream: which backends are candidates', async t => {
     for (const { name } of MODES) {
       const up = make(name, {}, {}, {})
       const [a, b, c] = up.backends
-      a.ejectedUntil = Date.now() + 60000
-      c.ejectedUntil = Date.now() + 60000
+      eject(a)
+      eject(c)
       for (let i = 0; i < 20; i++) t.equal(up.choose({ clientAddress: `1.2.3.${i}` }), b, name)
     }
   })

@@ -8,20 +8,23 @@ const net = require('net')
 const { createBalancer } = require('../lib/index')
 const { parseCommandLine } = require('../lib/config')
 const {
-  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, httpBackend, request
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend, request
 } = require('./fixtures/helpers')
 
-async function startLila (t, args) {
-  const { config } = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0'])
-  const lb = createBalancer(config)
+// options: what createBalancer takes besides the config (a clock, a resolver, a log).
+async function startLila (t, args, options = {}) {
+  // No health probes unless a test asks: they would count as backend connections.
+  const checks = args.includes('--check') ? [] : ['--check', 'none']
+  const { config } = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0', ...checks])
+  const lb = createBalancer(config, options)
   const [address] = await lb.listen()
   t.teardown(() => lb.close(0))
   return { lb, port: Number(address.split(':').pop()), stats: () => lb.stats().listeners[0] }
 }
 
-// Everything idle: no live connection on any backend, none active or waiting.
+// Everything idle: no live connection on any backend, none active, waiting or queued.
 function idle (stats) {
-  return stats.active === 0 && stats.waiting === 0 && stats.backends.every(b => b.live === 0)
+  return stats.active === 0 && stats.waiting === 0 && stats.queued === 0 && stats.backends.every(b => b.live === 0)
 }
 
 async function settles (t, lila) {
@@ -178,4 +181,82 @@ t.test('http: every way a request can end brings the in-flight counts back to ze
   tunnel.end()
   agent.destroy() // its idle keep-alive connections would rightly stay open
   await settles(t, lila)
+})
+
+t.test('passive ejection: a backend that resets every connection is taken out, tried after the cool-off', async t => {
+  const clock = { now: 1000000 }
+  let behave = false
+  // Resets each connection once the client's request arrives; later, behaves.
+  const flaky = await tcpBackend(t, 'flaky', socket => {
+    if (behave) return socket.end('flaky\n')
+    socket.once('data', () => socket.resetAndDestroy())
+  })
+  const good = await tcpBackend(t, 'good', (socket, b) => socket.end('good\n'))
+  const { log, waitFor } = captureLog()
+  const lila = await startLila(t, ['rr', flaky.address, good.address], { now: () => clock.now, log })
+  const results = []
+  for (let i = 0; i < 6; i++) results.push(await exchange(lila.port, 'hi'))
+  t.same(results.map(r => r.data), ['', 'good\n', '', 'good\n', '', 'good\n'], 'rr: every other one hits the reset')
+  t.same(results.filter(r => r.data === '').map(r => r.error && r.error.code), ['ECONNRESET', 'ECONNRESET', 'ECONNRESET'], 'the reset is passed on')
+  await waitFor(new RegExp(`^backend ${flaky.address} down: 3 failures in a row \\(connection reset\\); next try in 5s$`))
+  for (let i = 0; i < 4; i++) t.equal((await exchange(lila.port, 'hi')).data, 'good\n', 'ejected: no more traffic to it')
+  t.equal(flaky.connections, 3)
+  let flakyBackend = lila.stats().backends[0]
+  t.match(flakyBackend, { state: 'down', downSource: 'traffic', failures: 3 })
+
+  clock.now += 5000 // the cool-off is over: one trial, which fails
+  for (let i = 0; i < 4 && flaky.connections === 3; i++) await exchange(lila.port, 'hi')
+  t.equal(flaky.connections, 4, 'one trial connection')
+  flakyBackend = lila.stats().backends[0]
+  t.match(flakyBackend.downReason, /connection reset \(trial\); next try in 10s/, 'out again, for twice as long')
+  for (let i = 0; i < 4; i++) await exchange(lila.port, 'hi')
+  t.equal(flaky.connections, 4, 'no traffic during the longer cool-off')
+
+  behave = true
+  clock.now += 10000
+  for (let i = 0; i < 4 && flaky.connections === 4; i++) await exchange(lila.port, 'hi')
+  await waitFor(new RegExp(`^backend ${flaky.address} up: a connection succeeded$`))
+  const back = []
+  for (let i = 0; i < 4; i++) back.push((await exchange(lila.port, 'hi')).data)
+  t.ok(back.includes('flaky\n'), 'back in the rotation')
+  await settles(t, lila)
+})
+
+t.test('queue: waiting clients that leave or time out leave no count behind', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const lila = await startLila(t, ['rr', `${backend.address},max-conn=1`, '--queue-timeout', '300ms'])
+  const held = await openGreeted(lila.port)
+  const leaving = net.connect(lila.port, '127.0.0.1')
+  await new Promise(resolve => leaving.once('connect', resolve))
+  const timingOut = exchange(lila.port, 'x') // a request, then a half-close: waits for the answer
+  await until(() => lila.stats().queued === 2, 'two clients to queue')
+  t.equal(lila.stats().backends[0].live, 1, 'max-conn 1: one live')
+  // A FIN could be a half-close (a request sent, the answer awaited): a client that
+  // leaves for good is seen by its reset.
+  leaving.resetAndDestroy()
+  await until(() => lila.stats().queued === 1, 'the leaving client to leave the queue')
+  const { data } = await within(5000, 'the queue timeout', timingOut)
+  t.equal(data, '', 'closed after --queue-timeout')
+  t.equal(lila.stats().queueTimeouts, 1)
+  t.equal(lila.stats().unserved, 1)
+  held.socket.end()
+  await settles(t, lila)
+})
+
+t.test('DNS: a removed backend drains and its count returns to zero', async t => {
+  const backend = await tcpBackend(t, 'b', greetThenEcho)
+  const answers = { 'app.lila.test': ['127.0.0.1'] }
+  const { log, waitFor } = captureLog()
+  const lila = await startLila(t, ['rr', `app.lila.test:${backend.port}`, '--resolve-interval', '10ms'], { resolve: async name => answers[name], log })
+  const open = await openGreeted(lila.port)
+  answers['app.lila.test'] = ['127.0.0.2'] // nothing listens there on this port
+  await waitFor(/removed 127\.0\.0\.1, 1 connection left to drain/)
+  t.match(lila.stats().backends, [{ address: '127.0.0.2:' + backend.port, draining: false }, { address: '127.0.0.1:' + backend.port, draining: true, live: 1 }])
+  const echoed = new Promise(resolve => open.socket.once('data', chunk => resolve(String(chunk))))
+  open.socket.write('still there')
+  t.equal(await within(5000, 'the echo', echoed), 'still there', 'the open connection is undisturbed')
+  open.socket.end()
+  await waitFor(new RegExp(`^backend 127\\.0\\.0\\.1:${backend.port} drained$`))
+  await settles(t, lila)
+  t.equal(lila.stats().backends.length, 1, 'gone once drained')
 })

@@ -18,7 +18,7 @@ function get (url) {
 
 t.test('lila demo balances over three local backends and says what to run', async t => {
   const lila = await spawnLila(t, ['demo', '--port', '0'])
-  t.match(lila.lines[0], /^lila: listening on 127\.0\.0\.1:\d+ \(http, round-robin, 3 backends\)$/)
+  t.match(lila.listening, /^lila: listening on 127\.0\.0\.1:\d+ \(http, round-robin, 3 backends\)$/)
   await lila.waitForLine(/^lila: demo backends: 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+$/)
   const [, url] = await lila.waitForLine(/^lila: try: for i in 1 2 3 4 5 6; do curl -s (http:\/\/127\.0\.0\.1:\d+\/); done/)
   const bodies = []
@@ -31,13 +31,13 @@ t.test('lila demo balances over three local backends and says what to run', asyn
 
 t.test('lila demo with another mode', async t => {
   const lila = await spawnLila(t, ['demo', 'lc', '--port', '0'])
-  t.match(lila.lines[0], /\(http, least-connections, 3 backends\)$/)
+  t.match(lila.listening, /\(http, least-connections, 3 backends\)$/)
   t.equal((await lila.stop()).code, 0)
 })
 
 t.test('lila demo in tcp mode', async t => {
   const lila = await spawnLila(t, ['demo', '--protocol', 'tcp', '--port', '0'])
-  t.match(lila.lines[0], /\(tcp, round-robin, 3 backends\)$/)
+  t.match(lila.listening, /\(tcp, round-robin, 3 backends\)$/)
   const [, url] = await lila.waitForLine(/^lila: try: .*curl -s (http:\/\/127\.0\.0\.1:\d+\/)/)
   t.match(await get(url), /^Hello from backend 1 /)
   t.equal((await lila.stop()).code, 0)

@@ -13,7 +13,7 @@ const base = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0']
 t.test('per-request round robin over one client keep-alive connection', async t => {
   const backends = await Promise.all(['a', 'b', 'c'].map(name => httpBackend(t, name)))
   const lila = await spawnLila(t, ['rr', ...backends.map(b => b.address), ...base])
-  t.match(lila.lines[0], /\(http, round-robin, 3 backends\)$/)
+  t.match(lila.listening, /\(http, round-robin, 3 backends\)$/)
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())
   const sockets = new Set()

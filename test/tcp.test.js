@@ -9,12 +9,14 @@ const {
   tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, spawnLila, within
 } = require('./fixtures/helpers')
 
-const base = ['--host', '127.0.0.1', '--port', '0']
+// These tests are about moving bytes: no health probes (they would count as backend
+// connections). test/health.test.js covers the checks.
+const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none']
 
 t.test('round-robin: 300 sequential connections over 3 backends give 100/100/100', async t => {
   const backends = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name)))
   const lila = await spawnLila(t, ['round-robin', ...backends.map(b => b.address), ...base])
-  t.match(lila.lines[0], /^lila: listening on 127\.0\.0\.1:\d+ \(tcp, round-robin, 3 backends\)$/)
+  t.match(lila.listening, /^lila: listening on 127\.0\.0\.1:\d+ \(tcp, round-robin, 3 backends\)$/)
   const served = { a: 0, b: 0, c: 0 }
   const errors = []
   for (let i = 0; i < 300; i++) {
@@ -30,7 +32,7 @@ t.test('round-robin: 300 sequential connections over 3 backends give 100/100/100
 t.test('the mode may be left out: random, and the ":port" shorthand', async t => {
   const backends = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
   const lila = await spawnLila(t, [`:${backends[0].port}`, `:${backends[1].port}`, ...base])
-  t.match(lila.lines[0], /\(tcp, random, 2 backends\)$/)
+  t.match(lila.listening, /\(tcp, random, 2 backends\)$/)
   const seen = new Set()
   for (let i = 0; i < 40; i++) seen.add((await exchange(lila.port)).data.trim())
   t.same([...seen].sort(), ['a', 'b'], 'both backends serve')
@@ -50,6 +52,23 @@ t.test('least-connections: a new connection goes where a connection just closed'
     t.equal(open[victim].name, closedName, `the replacement went to ${closedName}`)
   }
   for (const o of open) o.socket.destroy()
+})
+
+t.test('least-time: a slow backend gets little, a fast one the rest', async t => {
+  // Both greet first; "slow" takes 60ms to. In tcp mode the latency sample is the
+  // connect time plus the wait for the backend's first byte.
+  const fast = await tcpBackend(t, 'fast')
+  const slow = await tcpBackend(t, 'slow', socket => {
+    const timer = setTimeout(() => socket.end('slow\n'), 60)
+    socket.on('close', () => clearTimeout(timer))
+  })
+  const lila = await spawnLila(t, ['least-time', slow.address, fast.address, ...base])
+  t.match(lila.listening, /\(tcp, least-time, 2 backends\)$/)
+  const served = { fast: 0, slow: 0 }
+  for (let i = 0; i < 30; i++) served[(await exchange(lila.port)).data.trim()]++
+  t.ok(served.slow >= 1, 'the slow one was tried (to be measured)')
+  t.ok(served.slow <= 3, `the slow one got ${served.slow} of 30`)
+  t.equal(served.fast + served.slow, 30)
 })
 
 t.test('failover: a refused backend and one that never answers the connect lose no client', async t => {
@@ -189,7 +208,7 @@ t.test('IPv6 backends and listeners', async t => {
   await new Promise(resolve => server.listen({ host: '::1', port: 0 }, resolve))
   t.teardown(() => server.close())
   const lila = await spawnLila(t, ['rr', `[::1]:${server.address().port}`, '--host', '::1', '--port', '0'])
-  t.match(lila.lines[0], /listening on \[::1\]:\d+ /)
+  t.match(lila.listening, /listening on \[::1\]:\d+ /)
   const { data } = await exchange(lila.port, null, { host: '::1' })
   t.equal(data, 'six\n')
 })

@@ -31,7 +31,13 @@ function score (keyHash, backend) {
   return -backend.effectiveWeight / Math.log(u)
 }
 
-function pickByKey (candidates, key) {
+// The candidate that owns `key`. With a balance factor c (consistent hashing with
+// bounded loads, Mirrokni, Thorup and Zadimoghaddam), a backend may hold at most
+// ceil(c × average load) connections, counting the new one and scaled by weight; the
+// key then goes to the next backend in its own rendezvous order that has room. So a
+// hot key spills over instead of piling onto one backend, every process still agrees on
+// the order, and with c >= 1 some backend always has room.
+function pickByKey (candidates, key, balanceFactor = null) {
   const keyHash = hashString(key)
   let best = null
   let bestScore = -Infinity
@@ -42,7 +48,20 @@ function pickByKey (candidates, key) {
       bestScore = s
     }
   }
-  return best
+  if (balanceFactor === null || candidates.length < 2) return best
+
+  let load = 1 // the new connection
+  let weights = 0
+  for (let i = 0; i < candidates.length; i++) {
+    load += candidates[i].live
+    weights += candidates[i].effectiveWeight
+  }
+  const room = backend => backend.live + 1 <= Math.ceil(balanceFactor * load * backend.effectiveWeight / weights)
+  if (room(best)) return best
+  const ranked = candidates.map(backend => ({ backend, score: score(keyHash, backend) }))
+  ranked.sort((a, b) => b.score - a.score)
+  for (const { backend } of ranked) if (room(backend)) return backend
+  return best // rounding only; with c >= 1 the loop has found one
 }
 
 module.exports = { hashString, mix32, pickByKey }

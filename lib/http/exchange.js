@@ -1,5 +1,6 @@
 'use strict'
 
+const { performance } = require('perf_hooks')
 const { reasonOf } = require('../errors')
 const { findHeadEnd, parseResponseHead, parseKeepAlive, MAX_HEAD } = require('./parse')
 const { ChunkedReader } = require('./chunked')
@@ -38,6 +39,11 @@ class Exchange {
 
     // Where it goes.
     this.lease = null
+    this.waiter = null // while queued for a backend slot
+    this.sentAt = 0 // when the head went to the backend: latency for least-time
+    this.lastBackend = null
+    this.lastFailure = null
+    this.lastStatus = 502
     this.conn = null
     this.tried = null
     this.attempts = 0
@@ -66,20 +72,39 @@ class Exchange {
     this.pickAndConnect()
   }
 
+  // Take a slot on the backend the mode picks (waiting in the queue when every
+  // backend is at its max-conn), then a connection to it.
   pickAndConnect () {
-    const { listener } = this
-    const backend = this.attempts <= listener.config.retries ? listener.upstream.choose(this, this.tried) : null
-    if (backend === null) {
-      if (this.attempts === 0) {
-        listener.unserved++
-        return this.answer(503, 'no backend available', { retryAfter: 5 })
-      }
-      return this.answer(this.lastFailure === 'timed out' ? 504 : 502, `backend ${this.lastBackend} ${this.lastFailure}`)
+    const { upstream, config } = this.listener
+    if (this.attempts <= config.retries) {
+      const lease = upstream.acquire(this, this.tried)
+      if (lease !== null) return this.connect(lease)
+      this.waiter = upstream.enqueue(this, this.tried, (lease, reason) => this.onQueued(lease, reason))
+      if (this.waiter !== null) return
     }
+    this.unserved('no backend available')
+  }
+
+  onQueued (lease, reason) {
+    this.waiter = null
+    if (lease === null) return this.unserved(`no backend available (${reason})`)
+    this.connect(lease)
+  }
+
+  // Nothing could take the request: 503 if nothing was tried, else the failure seen.
+  unserved (detail) {
+    if (this.attempts === 0) {
+      this.listener.unserved++
+      return this.answer(503, detail, { retryAfter: 5 })
+    }
+    this.answer(this.lastStatus, `backend ${this.lastBackend} ${this.lastFailure}`)
+  }
+
+  connect (lease) {
     this.attempts++
-    this.lease = backend.acquire()
+    this.lease = lease
     this.upstreamHead = null
-    listener.poolFor(backend).acquire(this)
+    this.listener.poolFor(lease.backend).acquire(this)
   }
 
   // A connection to the backend is ready (pooled and idle, or newly connected).
@@ -90,6 +115,7 @@ class Exchange {
     if (this.upstreamHead === null) {
       this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, this.listener.rewrite)
     }
+    this.sentAt = performance.now()
     const socket = conn.socket
     socket.cork()
     socket.write(this.upstreamHead, 'latin1')
@@ -232,6 +258,7 @@ class Exchange {
     const { head, session } = this
     this.res = res
     this.lease.succeeded()
+    this.lease.backend.observeLatency(performance.now() - this.sentAt)
     if (res.chunked) {
       this.resReader = new ChunkedReader(502)
       this.decode = head.version === 0
@@ -397,19 +424,24 @@ class Exchange {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
       return this.listener.poolFor(backend).acquire(this, { fresh: true })
     }
-    this.lease.failed(reason)
-    this.releaseLease()
+    const failed = this.lease
+    failed.failed(reason)
+    this.lease = null
     ;(this.tried ||= new Set()).add(backend)
     this.lastBackend = backend.address
     this.lastFailure = reason
+    this.lastStatus = status
     // A slow backend (504) is not tried again elsewhere: that would double the load
-    // on a struggling service; refused and broken connects are.
+    // on a struggling service; refused and broken connects are. The failed lease is
+    // released after the retry took its slot, so a waiter does not take the retry's turn.
     if (status === 502 && !this.gotResponseBytes && this.canReplay()) {
       log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
       this.freshRetried = false
-      return this.pickAndConnect()
+      this.pickAndConnect()
+    } else {
+      this.answer(status, `backend ${backend.address} ${reason}`)
     }
-    this.answer(status, `backend ${backend.address} ${reason}`)
+    failed.release(this.bytesIn, 0)
   }
 
   // Safe to send again: nothing of the response came back, all body bytes sent are
@@ -439,6 +471,10 @@ class Exchange {
       conn.destroy()
     } else if (this.lease !== null) {
       this.listener.poolFor(this.lease.backend).cancel(this)
+    }
+    if (this.waiter !== null) {
+      this.waiter.cancel()
+      this.waiter = null
     }
   }
 

@@ -1,0 +1,122 @@
+'use strict'
+
+const net = require('net')
+const http = require('http')
+const { reasonOf } = require('./errors')
+const VERSION = require('./version')
+
+// Active health checks: every watched backend is probed every `interval`, each probe
+// given up after `timeout`. A probe is started only when the previous one of the same
+// backend has finished, so slow probes never pile up; the next one starts `interval`
+// after the previous one started (or at once, if that one took longer). Each result
+// goes to the Backend (checkPassed / checkFailed), whose state machine applies rise and
+// fall. Probes are not traffic: they take no lease and count nowhere but in the state.
+//
+// check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
+// `GET path` with Node's http client and passes on a 2xx or 3xx status.
+class HealthChecker {
+  constructor ({ check, interval, timeout }) {
+    this.check = check
+    this.interval = interval
+    this.timeout = timeout
+    this.watched = new Map() // Backend -> { timer, startedAt }
+  }
+
+  // Start probing `backend`; the first probe goes at once. Resolves when that first
+  // probe is done, so the caller knows the backend's state.
+  watch (backend) {
+    if (this.watched.has(backend)) return Promise.resolve()
+    const entry = { timer: null }
+    this.watched.set(backend, entry)
+    return new Promise(resolve => this.run(backend, entry, resolve))
+  }
+
+  run (backend, entry, onDone = null) {
+    entry.timer = null
+    const startedAt = Date.now()
+    probe(backend, this.check, this.timeout, (ok, reason) => {
+      if (this.watched.get(backend) === entry) {
+        if (ok) backend.checkPassed(reason)
+        else backend.checkFailed(reason)
+        const wait = Math.max(0, this.interval - (Date.now() - startedAt))
+        entry.timer = setTimeout(() => this.run(backend, entry), wait)
+        entry.timer.unref()
+      }
+      if (onDone !== null) onDone()
+    })
+  }
+
+  unwatch (backend) {
+    const entry = this.watched.get(backend)
+    if (!entry) return
+    clearTimeout(entry.timer)
+    this.watched.delete(backend)
+  }
+
+  close () {
+    for (const backend of [...this.watched.keys()]) this.unwatch(backend)
+  }
+}
+
+// One probe of one backend; done(ok, reason) exactly once, within `timeout`. A probe
+// that got its answer closes politely (FIN, then reads what is left), as a well-behaved
+// client would, so backends do not log resets; what lingers is cut after `timeout`.
+function probe (backend, check, timeout, done) {
+  let finished = false
+  let stop = null
+  const timer = setTimeout(() => finish(false, `${describe(check)} timed out`), timeout)
+  function finish (ok, reason) {
+    if (finished) return
+    finished = true
+    clearTimeout(timer)
+    stop(ok)
+    done(ok, reason)
+  }
+  stop = (check.type === 'http' ? probeHttp : probeTcp)(backend, check, timeout, finish)
+}
+
+function describe (check) {
+  return check.type === 'http' ? `http ${check.path}` : 'tcp connect'
+}
+
+function probeTcp (backend, check, timeout, finish) {
+  const socket = net.connect({ host: backend.host, port: backend.port })
+  socket.unref()
+  socket.on('connect', () => finish(true, 'tcp connect ok'))
+  socket.on('error', err => finish(false, `tcp ${reasonOf(err)}`))
+  return ok => {
+    if (!ok) return socket.destroy()
+    socket.setTimeout(timeout, () => socket.destroy())
+    socket.resume()
+    socket.end()
+  }
+}
+
+function probeHttp (backend, { path }, timeout, finish) {
+  const host = backend.name === null ? backend.address : `${backend.name}:${backend.port}`
+  let answered = false
+  const req = http.request({
+    host: backend.host,
+    port: backend.port,
+    path,
+    method: 'GET',
+    agent: false,
+    headers: { host, 'user-agent': `lila/${VERSION} health check`, connection: 'close' }
+  })
+  req.on('socket', socket => socket.unref())
+  req.on('response', res => {
+    answered = true
+    res.on('error', () => {})
+    res.resume()
+    const status = res.statusCode
+    finish(status >= 200 && status < 400, `http ${path} ${status}`)
+  })
+  req.on('error', err => finish(false, `http ${path} ${reasonOf(err)}`))
+  req.end()
+  return () => {
+    if (!answered) return req.destroy()
+    req.setTimeout(timeout, () => req.destroy())
+  }
+}
+
+module.exports = { HealthChecker, probe }

@@ -1,0 +1,96 @@
+'use strict'
+
+// The wait queue of one upstream: connections (tcp) or requests (http) waiting for a
+// backend slot while every usable backend is at its max-conn, as HAProxy's server queue.
+// First come, first served; each waiter gives up after `timeout` ms. A Set keeps
+// insertion order and removes a waiter that gave up in O(1).
+
+// Past this many waiting, a new one is refused at once rather than held without bound.
+const MAX_WAITERS = 1024
+
+class WaitQueue {
+  constructor ({ timeout, limit = MAX_WAITERS }) {
+    this.timeout = timeout
+    this.limit = limit
+    this.waiters = new Set()
+    this.timeouts = 0 // waiters that gave up after `timeout`
+    this.serving = false
+    this.again = false
+  }
+
+  get size () {
+    return this.waiters.size
+  }
+
+  // -> Waiter, or null when there is no queue (timeout 0) or it is full.
+  // onLease(lease) once a slot is theirs, or onLease(null, reason) when they gave up.
+  add (ctx, tried, onLease) {
+    if (this.timeout === 0 || this.waiters.size >= this.limit) return null
+    const waiter = new Waiter(this, ctx, tried, onLease)
+    this.waiters.add(waiter)
+    return waiter
+  }
+
+  // Offer slots to the waiters in order: take(waiter) returns a Lease or null. The
+  // first waiter that nothing can serve stops the round, unless it only could not be
+  // served because of the backends it already tried (another waiter may fit).
+  // onLease runs synchronously from here; a serve() from inside one is folded into the
+  // round in course.
+  serve (take) {
+    if (this.serving) {
+      this.again = true
+      return
+    }
+    this.serving = true
+    try {
+      do {
+        this.again = false
+        for (const waiter of this.waiters) {
+          const lease = take(waiter)
+          if (lease === null) {
+            if (waiter.tried === null) break
+            continue
+          }
+          this.waiters.delete(waiter)
+          clearTimeout(waiter.timer)
+          waiter.onLease(lease)
+        }
+      } while (this.again && this.waiters.size > 0)
+    } finally {
+      this.serving = false
+    }
+  }
+
+  expire (waiter) {
+    if (!this.waiters.delete(waiter)) return
+    this.timeouts++
+    waiter.onLease(null, `no backend slot within ${this.timeout}ms`)
+  }
+
+  // Every waiter gives up now (the listener is closing).
+  clear (reason) {
+    for (const waiter of this.waiters) {
+      this.waiters.delete(waiter)
+      clearTimeout(waiter.timer)
+      waiter.onLease(null, reason)
+    }
+  }
+}
+
+class Waiter {
+  constructor (queue, ctx, tried, onLease) {
+    this.queue = queue
+    this.ctx = ctx
+    this.tried = tried
+    this.onLease = onLease
+    this.timer = setTimeout(() => queue.expire(this), queue.timeout)
+  }
+
+  // The client left: stop waiting. Idempotent; after a lease was handed over it does
+  // nothing (release that lease instead).
+  cancel () {
+    if (this.queue.waiters.delete(this)) clearTimeout(this.timer)
+  }
+}
+
+module.exports = { WaitQueue, MAX_WAITERS }
