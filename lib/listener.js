@@ -10,9 +10,10 @@ const MAX_WAITING = 1024
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as a
 // Session class: `new Session(listener, client)`, then `start()`, serves one client
-// connection, calls
-// `listener.sessionDone(session)` exactly once when it is over, and has `destroy()`
-// and `closeIfIdle()` (for a graceful close: end it now if it is between requests).
+// connection and calls `listener.sessionDone(session)` exactly once when it is over. It
+// has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
+// requests), an `idleTicks` counter it zeroes when bytes move, and `onIdle()` (see
+// startIdleSweep).
 class Listener {
   constructor ({ config, upstream, log, protocol, Session, serverOptions = {} }) {
     this.config = config
@@ -28,6 +29,7 @@ class Listener {
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
     this.onDrained = () => {} // protocol clean-up once every session is gone
+    this.sweep = null
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.accept(client))
@@ -41,7 +43,25 @@ class Listener {
   // bind waited, unread, and are served now.
   open () {
     this.serving = true
+    this.startIdleSweep()
     this.serveWaiting()
+  }
+
+  // --idle-timeout, for every session at once: each sweep counts up a session's
+  // `idleTicks`, which the session zeroes whenever a byte moves; a session that reaches
+  // the limit hears onIdle(). Sweeps come every eighth of the timeout (10 ms to 1 s), so
+  // a connection goes between idle-timeout and one sweep later.
+  startIdleSweep () {
+    const idle = this.config.idleTimeout
+    if (!(idle > 0)) return
+    const every = Math.min(1000, Math.max(10, Math.floor(idle / 8)))
+    const limit = Math.ceil(idle / every) + 1
+    this.sweep = setInterval(() => {
+      for (const session of this.sessions) {
+        if (++session.idleTicks >= limit) session.onIdle()
+      }
+    }, every)
+    this.sweep.unref()
   }
 
   get hasRoom () {
@@ -97,6 +117,7 @@ class Listener {
   close (timeout) {
     this.closing = true
     this.server.close()
+    clearInterval(this.sweep)
     for (const client of this.waiting.splice(0)) client.destroy()
     for (const session of this.sessions) session.closeIfIdle()
     if (this.sessions.size === 0) {

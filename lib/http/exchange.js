@@ -214,6 +214,7 @@ class Exchange {
   }
 
   onUpstreamData (conn, chunk) {
+    this.session.idleTicks = 0
     if (this.tunnel) return this.toClient(chunk)
     this.gotResponseBytes = true
     if (this.res === null) return this.readResponseHead(chunk)
@@ -352,8 +353,7 @@ class Exchange {
     this.tunnel = true
     this.responseStarted = true
     this.wantsClientData = true
-    const idle = this.listener.config.idleTimeout
-    this.conn.socket.setTimeout(idle)
+    this.conn.socket.setTimeout(0) // idleness is the listener's sweep, as for the client
     const text = responseHead(res, { upgrade: true })
     this.bytesOut += text.length
     session.client.write(text, 'latin1')
@@ -392,7 +392,6 @@ class Exchange {
   }
 
   onUpstreamTimeout (conn) {
-    if (this.tunnel) return this.session.destroy()
     if (conn.socket.connecting) return this.upstreamFailed('connect timed out', 502, conn)
     this.upstreamFailed('timed out', 504)
   }

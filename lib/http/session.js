@@ -32,16 +32,15 @@ class HttpSession {
     client.on('error', err => this.listener.log.debug(`client ${this.clientAddress}: ${reasonOf(err)}`))
     client.on('close', () => this.onClose())
     client.on('drain', () => { if (this.exchange !== null) this.exchange.onClientDrain() })
-    client.on('timeout', () => this.onTimeout())
+    this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
   }
 
   start () {
-    const { idleTimeout } = this.listener.config
-    if (idleTimeout > 0) this.client.setTimeout(idleTimeout)
     this.client.resume()
   }
 
   onData (chunk) {
+    this.idleTicks = 0
     if (this.lingerTimer !== null) return // closing: drop what still comes
     const exchange = this.exchange
     if (exchange !== null && exchange.wantsClientData) return exchange.onClientData(chunk, 0)
@@ -129,9 +128,9 @@ class HttpSession {
     if (this.exchange === null) this.refuse(408, 'request head not received in time')
   }
 
-  // No traffic for --idle-timeout. While a backend works on the request, the client
-  // has nothing to say: the exchange's own timeouts apply then.
-  onTimeout () {
+  // No traffic for --idle-timeout (the listener's sweep). While a backend works on the
+  // request, the client has nothing to say: the exchange's own timeouts apply then.
+  onIdle () {
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
   }
