@@ -13,7 +13,7 @@ const MAX_WAITING = 1024
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
 // has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
 // requests), an `idleTicks` counter it zeroes when bytes move, and `onIdle()` (see
-// startIdleSweep).
+// startSweep).
 class Listener {
   constructor ({ config, upstream, log, protocol, Session, serverOptions = {} }) {
     this.config = config
@@ -29,7 +29,10 @@ class Listener {
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
     this.onDrained = () => {} // protocol clean-up once every session is gone
+    this.onSweep = null // protocol timeouts, run with every sweep (see startSweep)
+    this.sweptTimeouts = [] // and how often those need a sweep
     this.sweep = null
+    this.sweepEvery = 1000
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.accept(client))
@@ -43,25 +46,35 @@ class Listener {
   // bind waited, unread, and are served now.
   open () {
     this.serving = true
-    this.startIdleSweep()
+    this.startSweep()
     this.serveWaiting()
   }
 
-  // --idle-timeout, for every session at once: each sweep counts up a session's
-  // `idleTicks`, which the session zeroes whenever a byte moves; a session that reaches
-  // the limit hears onIdle(). Sweeps come every eighth of the timeout (10 ms to 1 s), so
-  // a connection goes between idle-timeout and one sweep later.
-  startIdleSweep () {
+  // Timeouts by sweeping rather than per-socket timers: a timer per socket is re-armed
+  // on every read and write, a sweep costs a counter store per chunk. Each sweep counts
+  // up a session's `idleTicks` (zeroed by the session whenever a byte moves); one that
+  // reaches --idle-timeout hears onIdle(). `onSweep` lets the protocol sweep its own
+  // timeouts (HTTP: backends silent for --timeout, idle pooled connections). Sweeps
+  // come every eighth of the shortest timeout (10 ms to 1 s): a timeout fires between
+  // its time and one sweep later.
+  startSweep () {
+    const timeouts = [this.config.idleTimeout, ...this.sweptTimeouts].filter(ms => ms > 0)
+    if (timeouts.length === 0 && this.onSweep === null) return
+    this.sweepEvery = Math.min(1000, Math.max(10, Math.floor(Math.min(...timeouts, 8000) / 8)))
     const idle = this.config.idleTimeout
-    if (!(idle > 0)) return
-    const every = Math.min(1000, Math.max(10, Math.floor(idle / 8)))
-    const limit = Math.ceil(idle / every) + 1
+    const idleLimit = idle > 0 ? this.ticksFor(idle) : Infinity
     this.sweep = setInterval(() => {
       for (const session of this.sessions) {
-        if (++session.idleTicks >= limit) session.onIdle()
+        if (++session.idleTicks >= idleLimit) session.onIdle()
       }
-    }, every)
+      if (this.onSweep !== null) this.onSweep()
+    }, this.sweepEvery)
     this.sweep.unref()
+  }
+
+  // How many sweeps make `ms`: never fewer than it takes.
+  ticksFor (ms) {
+    return Math.ceil(ms / this.sweepEvery) + 1
   }
 
   get hasRoom () {

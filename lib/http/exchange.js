@@ -44,6 +44,7 @@ class Exchange {
     this.lastBackend = null
     this.lastFailure = null
     this.lastStatus = 502
+    this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
     this.conn = null
     this.tried = null
     this.attempts = 0
@@ -111,7 +112,7 @@ class Exchange {
   onUpstreamConnect (conn) {
     if (conn.socket.connecting) return // 'connect' comes later
     this.conn = conn
-    conn.socket.setTimeout(this.listener.config.timeout)
+    this.silentTicks = 0
     if (this.upstreamHead === null) {
       this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, this.listener.rewrite)
     }
@@ -178,6 +179,7 @@ class Exchange {
   }
 
   toUpstream (piece) {
+    this.silentTicks = 0 // a backend still being sent the request is not silent
     if (!this.conn.socket.write(piece)) this.session.client.pause()
   }
 
@@ -215,6 +217,7 @@ class Exchange {
 
   onUpstreamData (conn, chunk) {
     this.session.idleTicks = 0
+    this.silentTicks = 0
     if (this.tunnel) return this.toClient(chunk)
     this.gotResponseBytes = true
     if (this.res === null) return this.readResponseHead(chunk)
