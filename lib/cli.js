@@ -49,7 +49,7 @@ async function serve (config, { stderr, signals }, onListening = () => {}) {
   }
   config.listeners.forEach((listener, i) => {
     const n = lb.listeners[i].upstream.backends.length
-    log.info(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
+    log.always(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
   onListening(addresses, log)
   return untilStopped(lb, config, signals, log)
