@@ -1,0 +1,226 @@
+'use strict'
+
+// The chaos soak: for a bounded time, real backend processes are killed (SIGKILL) and
+// restarted, made slow, made to reset connections, while clients drive lila in HTTP
+// and in TCP mode. At least one backend is always up. Afterwards:
+//   http: zero failed GETs; every POST answered with a status (200, 502, 503, 504);
+//   tcp:  zero connections that found no backend;
+//   both: lila's open file descriptors back to their idle count, memory bounded.
+// CI runs a short form; `npm run soak` a long one:
+//   SOAK_SECONDS=300 SOAK_SEED=7 npx tap --timeout 1200 test/soak.test.js
+
+const t = require('tap')
+const http = require('http')
+const net = require('net')
+const fs = require('fs')
+const path = require('path')
+const { fork } = require('child_process')
+const { spawnLila, deadPort, within, memoryOf } = require('./fixtures/helpers')
+const { prng } = require('./fixtures/http-fuzz')
+
+const SECONDS = Number(process.env.SOAK_SECONDS || 20) // per protocol
+const SEED = Number(process.env.SOAK_SEED || 1)
+const BACKEND = path.join(__dirname, 'fixtures', 'chaos-backend.js')
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+t.setTimeout(SECONDS * 2 * 1000 * 3 + 120000)
+
+// Backend processes on fixed ports, so a restarted one comes back where it was.
+async function startFleet (t, n) {
+  const fleet = []
+  for (let i = 0; i < n; i++) fleet.push({ port: await deadPort(), child: null, mode: 'normal' })
+  const start = async b => {
+    b.child = fork(BACKEND, [String(b.port)], { stdio: 'ignore' })
+    b.mode = 'normal'
+    b.since = Date.now()
+    await within(10000, `backend ${b.port} to listen`, new Promise((resolve, reject) => {
+      b.child.once('message', resolve)
+      b.child.once('exit', code => reject(new Error(`backend ${b.port} exited ${code}`)))
+    }))
+  }
+  await Promise.all(fleet.map(start))
+  t.teardown(() => { for (const b of fleet) if (b.child) b.child.kill('SIGKILL') })
+  return {
+    backends: fleet,
+    alive: () => fleet.filter(b => b.child !== null),
+    // Alive, answering every request, and long enough for lila's probes to know it.
+    healthy: () => fleet.filter(b => b.child !== null && b.mode !== 'reset' && Date.now() - b.since > 1000),
+    dead: () => fleet.filter(b => b.child === null),
+    kill (b) {
+      b.child.kill('SIGKILL')
+      b.child = null
+    },
+    start,
+    mode (b, mode) {
+      b.mode = mode
+      b.child.send({ mode })
+    }
+  }
+}
+
+function openFds (pid) {
+  return fs.readdirSync(`/proc/${pid}/fd`).length
+}
+
+// Chaos until `deadline`: one action every 100-400 ms. One backend at least stays
+// healthy (see fleet.healthy): the promise is about clients while a backend is up.
+async function chaos (fleet, rand, deadline, { resets }) {
+  const tally = { kills: 0, restarts: 0, slow: 0, resets: 0, normal: 0 }
+  const pick = list => list[Math.floor(rand() * list.length)]
+  // A backend that may be hit now without leaving no healthy one.
+  const victim = () => {
+    const healthy = fleet.healthy()
+    const others = fleet.alive().filter(b => healthy.length > 1 || !healthy.includes(b))
+    return others.length ? pick(others) : null
+  }
+  while (Date.now() < deadline) {
+    await sleep(100 + rand() * 300)
+    const r = rand()
+    if (r < 0.3) {
+      const b = victim()
+      if (b === null) continue
+      fleet.kill(b)
+      tally.kills++
+    } else if (r < 0.55 && fleet.dead().length > 0) {
+      await fleet.start(pick(fleet.dead()))
+      tally.restarts++
+    } else {
+      const mode = rand() < 0.4 ? 'slow' : (resets && rand() < 0.5 ? 'reset' : 'normal')
+      const b = mode === 'reset' ? victim() : pick(fleet.alive())
+      if (b === null) continue
+      fleet.mode(b, mode)
+      tally[mode === 'slow' ? 'slow' : mode === 'reset' ? 'resets' : 'normal']++
+    }
+  }
+  // Everyone back, behaving.
+  await Promise.all(fleet.dead().map(b => fleet.start(b)))
+  for (const b of fleet.alive()) fleet.mode(b, 'normal')
+  return tally
+}
+
+function get (port, agent) {
+  return new Promise(resolve => {
+    const req = http.get({ host: '127.0.0.1', port, agent, path: '/' }, res => {
+      let body = ''
+      res.on('data', c => { body += c })
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+      res.on('error', err => resolve({ error: err.code || err.message }))
+      res.on('aborted', () => resolve({ error: 'aborted' }))
+    })
+    req.on('error', err => resolve({ error: err.code || err.message }))
+  })
+}
+
+function post (port) {
+  return new Promise(resolve => {
+    const body = 'x'.repeat(100)
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/order', agent: false, headers: { 'Content-Length': body.length } }, res => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode }))
+      res.on('error', err => resolve({ error: err.code || err.message, status: res.statusCode }))
+    })
+    req.on('error', err => resolve({ error: err.code || err.message }))
+    req.end(body)
+  })
+}
+
+// One HTTP request over a fresh TCP connection through lila in TCP mode.
+function tcpRequest (port) {
+  return new Promise(resolve => {
+    const socket = net.connect(port, '127.0.0.1')
+    let data = ''
+    let error = null
+    socket.setTimeout(10000, () => socket.destroy(new Error('hang')))
+    socket.on('data', c => { data += c })
+    socket.on('error', err => { error = err.code || err.message })
+    socket.on('close', () => resolve({ ok: data.startsWith('HTTP/1.1 200 '), data, error }))
+    // Not half-closed: Node's HTTP server drops a response whose client sent FIN first.
+    socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  })
+}
+
+async function loop (deadline, work) {
+  const results = []
+  for (let i = 0; i < 1e6 && Date.now() < deadline; i++) results.push(await work())
+  return results
+}
+
+// Lila's descriptors and memory with nothing going on (health probes may hold one
+// socket per backend for a moment).
+async function settledFds (pid, idle) {
+  let fds = openFds(pid)
+  for (let i = 0; i < 100 && fds > idle + 4; i++) {
+    await sleep(100)
+    fds = openFds(pid)
+  }
+  return fds
+}
+
+const common = [...(process.env.SOAK_DEBUG ? ['--log-level', 'debug'] : []), '--host', '127.0.0.1', '--port', '0', '--check', 'tcp', '--check-interval', '200ms',
+  '--rise', '1', '--fall', '1', '--connect-timeout', '300ms', '--retries', '3']
+
+t.test(`http mode under chaos for ${SECONDS}s (seed ${SEED})`, async t => {
+  const fleet = await startFleet(t, 4)
+  const lila = await spawnLila(t, ['rr', ...fleet.backends.map(b => `127.0.0.1:${b.port}`), '--protocol', 'http', '--timeout', '5s', ...common])
+  const pid = lila.child.pid
+  const idleFds = openFds(pid)
+  const idleMemory = memoryOf(pid)
+  const deadline = Date.now() + SECONDS * 1000
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 })
+  t.teardown(() => agent.destroy())
+  const [tally, gets, posts] = await Promise.all([
+    chaos(fleet, prng(SEED), deadline, { resets: true }),
+    Promise.all(Array.from({ length: 8 }, () => loop(deadline, () => get(lila.port, agent)))).then(r => r.flat()),
+    Promise.all(Array.from({ length: 2 }, () => loop(deadline, () => post(lila.port)))).then(r => r.flat())
+  ])
+  agent.destroy()
+
+  const failedGets = gets.filter(r => r.status !== 200)
+  t.comment(`chaos: ${JSON.stringify(tally)}; ${gets.length} GETs, ${posts.length} POSTs`)
+  t.ok(gets.length > 200, `load was held: ${gets.length} GETs`)
+  const kinds = {}
+  for (const r of failedGets) { const k = r.error || `${r.status} ${(r.body || '').trim().slice(0, 80)}`; kinds[k] = (kinds[k] || 0) + 1 }
+  if (failedGets.length) t.comment(`failed GETs: ${JSON.stringify(kinds)}`)
+  if (process.env.SOAK_DEBUG || failedGets.length) fs.writeFileSync(path.join(require('os').tmpdir(), 'lila-soak-http.log'), lila.stderr)
+  t.same(failedGets.slice(0, 5), [], `no failed GET while a backend was up (${failedGets.length} of ${gets.length})`)
+  const unanswered = posts.filter(r => ![200, 502, 503, 504].includes(r.status) || r.error)
+  t.same(unanswered.slice(0, 5), [], 'every POST got a status: 200, or 502/503/504')
+  const byStatus = {}
+  for (const r of posts) byStatus[r.status] = (byStatus[r.status] || 0) + 1
+  t.comment(`POST outcomes: ${JSON.stringify(byStatus)}`)
+
+  const fds = await settledFds(pid, idleFds)
+  t.ok(fds <= idleFds + 4, `open descriptors back to idle: ${fds} (idle ${idleFds})`)
+  const memory = memoryOf(pid)
+  t.ok(memory.rss < idleMemory.rss + 96 * 1024 * 1024, `memory bounded: ${(memory.rss / 1048576).toFixed(0)} MiB after, ${(idleMemory.rss / 1048576).toFixed(0)} MiB idle`)
+  t.equal(lila.child.exitCode, null, 'lila is still up')
+  t.equal((await lila.stop()).code, 0, 'and stops cleanly')
+})
+
+t.test(`tcp mode under chaos for ${SECONDS}s (seed ${SEED})`, async t => {
+  const fleet = await startFleet(t, 4)
+  const lila = await spawnLila(t, ['rr', ...fleet.backends.map(b => `127.0.0.1:${b.port}`), ...common])
+  const pid = lila.child.pid
+  const idleFds = openFds(pid)
+  const idleMemory = memoryOf(pid)
+  const deadline = Date.now() + SECONDS * 1000
+  const [tally, conns] = await Promise.all([
+    chaos(fleet, prng(SEED + 1), deadline, { resets: false }),
+    Promise.all(Array.from({ length: 8 }, () => loop(deadline, () => tcpRequest(lila.port)))).then(r => r.flat())
+  ])
+  if (process.env.SOAK_DEBUG) fs.writeFileSync('/tmp/soak-tcp.log', lila.stderr)
+  const unserved = lila.lines.filter(l => /no backend could take a connection/.test(l))
+  const failed = conns.filter(c => !c.ok)
+  t.comment(`chaos: ${JSON.stringify(tally)}; ${conns.length} connections, ${failed.length} cut by a backend killed while serving them`)
+  const cutKinds = {}
+  for (const c of failed) { const k = `${c.error} ${c.data.slice(0, 40)}`; cutKinds[k] = (cutKinds[k] || 0) + 1 }
+  if (failed.length) t.comment(`cut: ${JSON.stringify(cutKinds)}`)
+  t.ok(conns.length > 200, `load was held: ${conns.length} connections`)
+  t.same(unserved, [], 'no connection found no backend while one was up')
+  t.notOk(failed.some(c => c.error === 'hang'), 'no connection hung')
+
+  const fds = await settledFds(pid, idleFds)
+  t.ok(fds <= idleFds + 4, `open descriptors back to idle: ${fds} (idle ${idleFds})`)
+  const memory = memoryOf(pid)
+  t.ok(memory.rss < idleMemory.rss + 96 * 1024 * 1024, `memory bounded: ${(memory.rss / 1048576).toFixed(0)} MiB after, ${(idleMemory.rss / 1048576).toFixed(0)} MiB idle`)
+  t.equal((await lila.stop()).code, 0, 'lila stops cleanly')
+})
