@@ -13,7 +13,9 @@ function listen (server, { host, port }, log) {
       reject(new RuntimeError(`cannot listen on ${where}: ${reasonOf(err)}`, err))
     }
     server.once('error', onError)
-    server.listen({ host: host || undefined, port }, () => {
+    // A deep accept queue (the kernel caps it at net.core.somaxconn): a burst of
+    // connects waits in it rather than having its SYNs dropped and retried seconds later.
+    server.listen({ host: host || undefined, port, backlog: 4096 }, () => {
       server.off('error', onError)
       // Later errors (accept failing for lack of file descriptors) are logged; the
       // server keeps listening.

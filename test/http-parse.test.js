@@ -97,6 +97,9 @@ t.test('head boundaries', async t => {
   t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\nHost')), true)
   t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\r\nHost')), false)
   t.equal(hasBareLf(Buffer.from('\nGET')), true)
+  t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\r\nH'), 16), false, 'a CRLF split across the resume point is no bare LF')
+  t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\r'), 15), false)
+  t.equal(hasBareLf(Buffer.from('GET / HTTP/1.1\r\n'), 15), false)
 })
 
 t.test('response heads and their framing', async t => {

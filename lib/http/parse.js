@@ -121,10 +121,11 @@ function splitLines (buf, start, end) {
   return text.split('\r\n')
 }
 
-// Does buf[start, end) hold a LF without its CR? A head that will never end in CRLFCRLF.
-function hasBareLf (buf, start, end = buf.length) {
-  for (let i = buf.indexOf(10, start); i !== -1 && i < end; i = buf.indexOf(10, i + 1)) {
-    if (i === start || buf[i - 1] !== 13) return true
+// Does buf, from `from` on, hold a LF without a CR right before it? A head that will
+// never end in CRLFCRLF. (The CR may sit just before `from`: heads arrive in pieces.)
+function hasBareLf (buf, from) {
+  for (let i = buf.indexOf(10, from); i !== -1; i = buf.indexOf(10, i + 1)) {
+    if (i === 0 || buf[i - 1] !== 13) return true
   }
   return false
 }

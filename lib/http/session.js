@@ -76,7 +76,7 @@ class HttpSession {
       const end = findHeadEnd(buf, start, from)
       if (end === -1) {
         if (buf.length - start > MAX_HEAD) return this.refuse(431, 'request head too large')
-        if (hasBareLf(buf, Math.max(start, from - 1))) return this.refuse(400, 'bare LF in the request head')
+        if (hasBareLf(buf, from)) return this.refuse(400, 'bare LF in the request head')
         if (this.clientEnded) return this.refuse(400, 'connection closed in the middle of a request head')
         if (start > 0) this.buf = buf.subarray(start)
         this.scanned = this.buf.length
