@@ -14,6 +14,7 @@ const { silentLogger } = require('./log')
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
 // for tests. `via` is this lila's token in HTTP Via headers (loop detection).
+// `accessLog` (access-log.js) writes a line per connection or request; null: none.
 // One factory per protocol, each making a Listener (listener.js) from
 // { config, upstream, log, via }.
 const LISTENERS = {
@@ -21,10 +22,13 @@ const LISTENERS = {
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}` } = {}) {
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, accessLog = null } = {}) {
+  const startedAt = now()
   const listeners = config.listeners.map(listenerConfig => {
     const upstream = new Upstream(listenerConfig, { now, log, resolve })
-    return LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
+    const listener = LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
+    listener.accessLog = accessLog
+    return listener
   })
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
@@ -54,11 +58,16 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     for (const listener of listeners) listener.destroy()
   }
 
+  // A fresh plain snapshot (README: "Status, metrics and control"). HTTP backends add
+  // their keep-alive pool: { sockets, idle, connects, reuses }.
   function stats () {
     return {
+      startedAt,
       listeners: listeners.map(listener => ({
         ...listener.snapshot(),
-        backends: listener.upstream.snapshot()
+        backends: listener.poolSnapshot === undefined
+          ? listener.upstream.snapshot()
+          : listener.upstream.all().map(b => ({ ...b.snapshot(), pool: listener.poolSnapshot(b) }))
       }))
     }
   }

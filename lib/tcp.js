@@ -30,6 +30,7 @@ class TcpSession {
     this.clientClosed = false
     this.clientEnded = false
     this.finished = false
+    this.openedAt = listener.accessLog === null ? 0 : performance.now() // for the access log only
     // Read the client while connecting, so that it leaving is noticed at once; what it
     // sends waits in `early` until a backend is connected.
     this.early = []
@@ -208,6 +209,7 @@ class TcpSession {
     const { client, lease, listener } = this
     if (lease !== null) lease.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
+    if (listener.accessLog !== null) listener.accessLog.tcp(this)
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? lease.backend.address : 'no backend'
       listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)
