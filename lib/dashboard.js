@@ -127,7 +127,7 @@ function render (snapshot, view, { width = 100, height = 30, rates: perSecond = 
   const up = rows.filter(r => r.backend.status === 'up').length
   const lines = []
   const clock = new Date(now).toISOString().slice(11, 19)
-  lines.push(fit(paint(BOLD, `lila ${version}`) + ` · ${snapshot.listeners.length} listener${snapshot.listeners.length === 1 ? '' : 's'} · ${up}/${rows.length} backends up`, width, clock, colour))
+  lines.push(fit(paint(BOLD, version ? `lila ${version}` : 'lila') + ` · ${snapshot.listeners.length} listener${snapshot.listeners.length === 1 ? '' : 's'} · ${up}/${rows.length} backends up`, width, clock, colour))
 
   const nameWidth = Math.max(7, ...rows.map(r => r.backend.address.length))
   const header = '  ' + [pad('BACKEND', nameWidth), pad('STATUS', 9), lpad('WT', 4), lpad('LIVE', 5), lpad('REQ/S', 7), lpad('TOTAL', 8), lpad('FAIL', 6), lpad('P99', 8)].join(' ') + '  WHY'
@@ -151,12 +151,14 @@ function render (snapshot, view, { width = 100, height = 30, rates: perSecond = 
       const isSelected = index === selected
       const before = (isSelected ? '> ' : '  ') + cells[0] + ' '
       const after = ' ' + cells.slice(2).join(' ') + '  '
-      const room = Math.max(0, width - before.length - 9 - after.length)
-      const why = truncate(backend.reason || '', room)
       const status = pad(backend.status, 9)
-      let text = before + paint(COLOURS[backend.status] || '', status) + after + why
+      const room = width - before.length - status.length - after.length
+      // Too narrow for the figures: the row is cut, plain; else the reason is.
+      let text = room < 0
+        ? truncate(before + status + after, width)
+        : before + paint(COLOURS[backend.status] || '', status) + after + truncate(backend.reason || '', room)
       if (isSelected && colour) text = INVERSE + text + RESET
-      tableRows.push({ text, raw: true, plainLength: before.length + 9 + after.length + why.length })
+      tableRows.push({ text, raw: true })
       index++
     }
   }
