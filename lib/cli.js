@@ -49,17 +49,15 @@ async function serve (config, io, onListening = () => {}) {
   const accessLog = config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
   const lb = createBalancer(config, { log, accessLog })
   let addresses
-  let status = null
+  // The status listener is bound first: a taken port fails at once, in one line.
+  const status = config.status === null ? null : createStatusServer({ ...config.status, stats: lb.stats, control: createControl(lb), log })
   try {
+    if (status !== null) await status.listen()
     addresses = await lb.listen()
-    if (config.status !== null) {
-      status = createStatusServer({ ...config.status, stats: lb.stats, control: createControl(lb), log })
-      await status.listen()
-    }
   } catch (err) {
+    if (status !== null) await status.close()
     if (!(err instanceof RuntimeError)) throw err
     log.error(err.message)
-    await lb.close(0)
     return 1
   }
   config.listeners.forEach((listener, i) => {

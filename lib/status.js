@@ -136,7 +136,9 @@ function createStatusServer ({ stats, control, host = '127.0.0.1', port, token =
     try {
       address = await listen(server, { host, port }, log)
     } catch (err) {
-      throw err instanceof RuntimeError ? new RuntimeError(`status listener: ${err.message}`, err.cause) : err
+      // "cannot listen on 127.0.0.1:9000 (--status-port): address already in use"
+      if (!(err instanceof RuntimeError)) throw err
+      throw new RuntimeError(err.message.replace(/^(cannot listen on \S+):/, '$1 (--status-port):'), err.cause)
     }
     loopback = isLoopbackAddress(server.address().address)
     url = `http://${address}/status`

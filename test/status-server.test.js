@@ -215,8 +215,8 @@ t.test('stats may be a plain function; a failing one is a 500', async t => {
   t.equal((await request(port, { path: '/metrics' })).status, 500)
 })
 
-t.test('a port already taken: one line naming the status listener', async t => {
+t.test('a port already taken: one line naming the option', async t => {
   const first = await start(t)
   const second = createStatusServer({ stats: () => SNAPSHOT, control: fakeControl().control, port: first.port })
-  await t.rejects(second.listen(), { message: `status listener: cannot listen on 127.0.0.1:${first.port}: address already in use` })
+  await t.rejects(second.listen(), { message: `cannot listen on 127.0.0.1:${first.port} (--status-port): address already in use` })
 })
