@@ -150,20 +150,21 @@ function render (snapshot, view, { width = 100, height = 30, rates: perSecond = 
       ]
       const isSelected = index === selected
       const before = (isSelected ? '> ' : '  ') + cells[0] + ' '
-      const after = ' ' + cells.slice(2).join(' ') + '  '
+      const after = ' ' + cells.slice(2).join(' ')
       const status = pad(backend.status, 9)
-      const room = width - before.length - status.length - after.length
+      const room = width - before.length - status.length - after.length - 2
+      const why = backend.reason ? '  ' + truncate(backend.reason, room) : ''
       // Too narrow for the figures: the row is cut, plain; else the reason is.
       let text = room < 0
         ? truncate(before + status + after, width)
-        : before + paint(COLOURS[backend.status] || '', status) + after + truncate(backend.reason || '', room)
+        : before + paint(COLOURS[backend.status] || '', status) + after + why
       if (isSelected && colour) text = INVERSE + text + RESET
       tableRows.push({ text, raw: true })
       index++
     }
   }
 
-  const footer = [view.message ? `${HELP}   ${view.message}` : HELP]
+  const footer = view.message ? [view.message, HELP] : [HELP]
   // Room left for the log, at most a few lines.
   const room = height - lines.length - tableRows.length - footer.length - 2
   const shown = log.slice(-Math.max(0, Math.min(6, room)))
@@ -173,7 +174,7 @@ function render (snapshot, view, { width = 100, height = 30, rates: perSecond = 
     else lines.push(row.dim && colour ? paint('\x1b[90m', truncate(row.text, width)) : truncate(row.text, width))
   }
   lines.push('')
-  lines.push(truncate(footer[0], width))
+  for (const line of footer) lines.push(truncate(line, width))
   if (shown.length > 0) {
     lines.push(paint('\x1b[90m', truncate('── log ' + '─'.repeat(Math.max(0, width - 7)), width)))
     for (const line of shown) lines.push(truncate(line, width))

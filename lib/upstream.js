@@ -82,7 +82,9 @@ class Upstream {
       await Promise.all(named.map(group => this.discovery.watch(group.name, (err, addresses) => this.#resolved(group, err, addresses))))
     }
     this.checking = true
-    if (this.checker !== null && !this.closed) await Promise.all(this.backends.map(b => this.checker.watch(b)))
+    if (this.checker !== null && !this.closed) {
+      await Promise.all(this.backends.filter(b => b.admin !== 'disabled').map(b => this.checker.watch(b)))
+    }
     this.started = true
     for (const line of formatTable(this.#table())) this.log.info(line)
     this.panic = this.#computePanic()

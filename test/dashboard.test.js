@@ -79,7 +79,7 @@ t.test('render: a compact table, state and why, fitted to the terminal', async t
   t.equal(lines[0].length, 120, 'the clock on the right')
   t.equal(lines[1], '127.0.0.1:4444 http round-robin · active 1 · queued 0 · unserved 0')
   t.equal(lines[2], '  BACKEND     STATUS      WT  LIVE   REQ/S    TOTAL   FAIL      P99  WHY')
-  t.equal(lines[3], '  10.0.0.1:80 up           1     2    12.3      100      0   3.46ms  ')
+  t.equal(lines[3], '  10.0.0.1:80 up           1     2    12.3      100      0   3.46ms')
   t.equal(lines[4], '> 10.0.0.2:80 down         1     0       -       50      0        -  http /health 500')
   t.equal(lines[5], '  10.0.0.3:80 draining     3     0       -        7      0        -  by an operator; 1 connection left')
   t.equal(lines[7], HELP)
