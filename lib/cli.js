@@ -62,7 +62,7 @@ async function serve (config, io, onListening = () => {}) {
   }
   config.listeners.forEach((listener, i) => {
     const n = lb.listeners[i].upstream.backends.length
-    log.info(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
+    log.always(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
   onListening(addresses, log)
 

@@ -11,9 +11,10 @@ const MAX_WAITING = 1024
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as a
 // Session class: `new Session(listener, client)`, then `start()`, serves one client
-// connection, calls
-// `listener.sessionDone(session)` exactly once when it is over, and has `destroy()`
-// and `closeIfIdle()` (for a graceful close: end it now if it is between requests).
+// connection and calls `listener.sessionDone(session)` exactly once when it is over. It
+// has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
+// requests), an `idleTicks` counter it zeroes when bytes move, and `onIdle()` (see
+// startSweep).
 class Listener {
   constructor ({ config, upstream, log, protocol, Session, serverOptions = {} }) {
     this.config = config
@@ -31,6 +32,10 @@ class Listener {
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
     this.onDrained = () => {} // protocol clean-up once every session is gone
+    this.onSweep = null // protocol timeouts, run with every sweep (see startSweep)
+    this.sweptTimeouts = [] // and how often those need a sweep
+    this.sweep = null
+    this.sweepEvery = 1000
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.accept(client))
@@ -51,7 +56,35 @@ class Listener {
   // bind waited, unread, and are served now.
   open () {
     this.serving = true
+    this.startSweep()
     this.serveWaiting()
+  }
+
+  // Timeouts by sweeping rather than per-socket timers: a timer per socket is re-armed
+  // on every read and write, a sweep costs a counter store per chunk. Each sweep counts
+  // up a session's `idleTicks` (zeroed by the session whenever a byte moves); one that
+  // reaches --idle-timeout hears onIdle(). `onSweep` lets the protocol sweep its own
+  // timeouts (HTTP: backends silent for --timeout, idle pooled connections). Sweeps
+  // come every eighth of the shortest timeout (10 ms to 1 s): a timeout fires between
+  // its time and one sweep later.
+  startSweep () {
+    const timeouts = [this.config.idleTimeout, ...this.sweptTimeouts].filter(ms => ms > 0)
+    if (timeouts.length === 0 && this.onSweep === null) return
+    this.sweepEvery = Math.min(1000, Math.max(10, Math.floor(Math.min(...timeouts, 8000) / 8)))
+    const idle = this.config.idleTimeout
+    const idleLimit = idle > 0 ? this.ticksFor(idle) : Infinity
+    this.sweep = setInterval(() => {
+      for (const session of this.sessions) {
+        if (++session.idleTicks >= idleLimit) session.onIdle()
+      }
+      if (this.onSweep !== null) this.onSweep()
+    }, this.sweepEvery)
+    this.sweep.unref()
+  }
+
+  // How many sweeps make `ms`: never fewer than it takes.
+  ticksFor (ms) {
+    return Math.ceil(ms / this.sweepEvery) + 1
   }
 
   get hasRoom () {
@@ -107,6 +140,7 @@ class Listener {
   close (timeout) {
     this.closing = true
     this.server.close()
+    clearInterval(this.sweep)
     for (const client of this.waiting.splice(0)) client.destroy()
     for (const session of this.sessions) session.closeIfIdle()
     if (this.sessions.size === 0) {

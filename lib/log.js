@@ -18,7 +18,10 @@ function createLogger ({ level = 'info', stderr }) {
     error: message => { if (threshold >= 0) write(message) },
     warn: message => { if (threshold >= 1) write(message) },
     info: message => { if (threshold >= 2) write(message) },
-    debug: message => { if (threshold >= 3) write(message) }
+    debug: message => { if (threshold >= 3) write(message) },
+    // Whatever the level: the line saying where lila listens (scripts using --port 0
+    // read the port from it).
+    always: write
   }
 }
 

@@ -142,7 +142,7 @@ function createStatusServer ({ stats, control, host = '127.0.0.1', port, token =
     }
     loopback = isLoopbackAddress(server.address().address)
     url = `http://${address}/status`
-    log.info(`status on ${url}`)
+    log.always(`status on ${url}`) // at every level: scripts read the port from it
     return url
   }
 

@@ -9,9 +9,30 @@ const { clientAddress } = require('./listen')
 // to the next backend if the connect fails). Past this much, the client is paused.
 const EARLY_LIMIT = 64 * 1024
 
+// Socket event handlers shared by every session: `this` is the socket and its session
+// hangs off it, so a connection costs no closures (two sockets, a dozen events).
+function clientData (chunk) { this.session.fromClient(chunk) }
+function clientEnd () { this.session.onClientEnd() }
+function clientDrain () { this.session.onClientDrain() }
+function clientError (err) { this.session.onClientError(err) }
+function clientClose () { this.session.onClientClose() }
+function upstreamConnect () { this.session.onConnect(this) }
+function upstreamData (chunk) { this.session.fromUpstream(this, chunk) }
+function upstreamEnd () { this.session.onUpstreamEnd(this) }
+function upstreamDrain () { this.session.client.resume() }
+function upstreamTimeout () { this.session.onUpstreamTimeout(this) }
+function upstreamError (err) { this.session.onUpstreamError(this, err) }
+function upstreamClose () { this.session.onUpstreamClose(this) }
+
 // L4 balancing, one client connection and its (current) backend connection: pick a
-// backend, connect (trying others when that fails), then pipe bytes both ways until
+// backend, connect (trying others when that fails), then pass bytes both ways until
 // both sides are done. Served by a Listener (listener.js).
+//
+// Bytes move through one 'data' handler per direction rather than pipe(): the same
+// back-pressure (pause the reader when the writer is full, resume on 'drain') and FIN
+// passing (allowHalfOpen), without pipe's per-chunk bookkeeping. Idle connections are
+// found by the listener's sweep (`idleTicks`), which costs one store per chunk where a
+// socket timeout would re-arm a timer per read and per write.
 class TcpSession {
   constructor (listener, client) {
     this.listener = listener
@@ -30,20 +51,58 @@ class TcpSession {
     this.clientClosed = false
     this.clientEnded = false
     this.finished = false
+    this.idleTicks = 0 // listener sweeps since the last byte either way
     this.openedAt = listener.accessLog === null ? 0 : performance.now() // for the access log only
-    // Read the client while connecting, so that it leaving is noticed at once; what it
-    // sends waits in `early` until a backend is connected.
-    this.early = []
+    // The client is read while connecting, so that it leaving is noticed at once; what
+    // it sends waits in `early` until a backend is connected.
+    this.early = null
     this.earlyBytes = 0
-    this.onEarlyData = chunk => {
-      this.early.push(chunk)
+    client.session = this
+    client.on('data', clientData)
+    client.on('end', clientEnd)
+    client.on('drain', clientDrain)
+    client.on('error', clientError)
+    client.on('close', clientClose)
+  }
+
+  fromClient (chunk) {
+    this.idleTicks = 0
+    if (!this.piping) {
+      ;(this.early ||= []).push(chunk)
       this.earlyBytes += chunk.length
-      if (this.earlyBytes >= EARLY_LIMIT) client.pause()
+      if (this.earlyBytes >= EARLY_LIMIT) this.client.pause()
+      return
     }
-    client.on('data', this.onEarlyData)
-    client.on('end', () => { this.clientEnded = true })
-    client.on('error', err => this.onClientError(err))
-    client.on('close', () => this.onClientClose())
+    if (this.sentAt === 0) this.sentAt = performance.now()
+    if (!this.upstream.write(chunk)) this.client.pause()
+  }
+
+  fromUpstream (socket, chunk) {
+    if (socket !== this.upstream) return
+    this.idleTicks = 0
+    if (!this.answered) this.onAnswer(true)
+    if (!this.client.write(chunk)) this.upstream.pause()
+  }
+
+  // A FIN from the client: passed on once a backend is connected (half-close).
+  onClientEnd () {
+    this.clientEnded = true
+    if (this.piping) this.upstream.end()
+  }
+
+  onClientDrain () {
+    if (this.piping) this.upstream.resume()
+  }
+
+  onUpstreamEnd (socket) {
+    if (socket !== this.upstream) return
+    if (!this.answered) this.onAnswer(false)
+    this.client.end()
+  }
+
+  // The listener's idle sweep: no byte either way for --idle-timeout.
+  onIdle () {
+    if (this.piping) this.destroy()
   }
 
   start () {
@@ -89,37 +148,30 @@ class TcpSession {
     this.upstream = socket
     // Until connected, the socket timeout is the connect timeout.
     socket.setTimeout(config.connectTimeout)
-    socket.on('timeout', () => this.onUpstreamTimeout(socket))
-    socket.on('error', err => this.onUpstreamError(socket, err))
-    socket.on('close', () => this.onUpstreamClose(socket))
-    socket.once('connect', () => this.onConnect(socket))
+    socket.session = this
+    socket.on('timeout', upstreamTimeout)
+    socket.on('error', upstreamError)
+    socket.on('close', upstreamClose)
+    socket.once('connect', upstreamConnect)
+    socket.on('data', upstreamData)
+    socket.on('end', upstreamEnd)
+    socket.on('drain', upstreamDrain)
   }
 
   onConnect (socket) {
-    const { client } = this
-    const idle = this.listener.config.idleTimeout
     this.piping = true
+    this.idleTicks = 0
     this.connectedAt = performance.now()
+    socket.setTimeout(0) // connected: idleness is the listener's sweep from here on
     // The verdict on this backend comes with its first byte (or a clean close); a
     // reset before that is a failure (see onUpstreamError).
-    socket.once('data', () => this.onAnswer(true))
-    socket.once('end', () => this.onAnswer(false))
-    if (this.early.length > 0) this.sentAt = this.connectedAt
-    else client.once('data', () => { if (this.sentAt === 0) this.sentAt = performance.now() })
-    socket.setTimeout(idle)
-    if (idle > 0) {
-      client.setTimeout(idle)
-      client.on('timeout', () => this.destroy())
+    if (this.early !== null) {
+      this.sentAt = this.connectedAt
+      for (const chunk of this.early) socket.write(chunk)
+      this.early = null
     }
-    client.off('data', this.onEarlyData)
-    for (const chunk of this.early) socket.write(chunk)
-    this.early = null
-    // pipe() honours back-pressure both ways and, with allowHalfOpen, passes a FIN
-    // from one side on to the other while the reverse direction keeps flowing. A FIN
-    // that came while connecting is passed on here.
-    if (this.clientEnded) socket.end()
-    else client.pipe(socket)
-    socket.pipe(client)
+    if (this.clientEnded) socket.end() // a FIN that came while connecting
+    else if (this.client.isPaused()) this.client.resume()
   }
 
   // The backend answered: its first byte (with a latency sample: the connect time plus
@@ -153,9 +205,7 @@ class TcpSession {
   }
 
   onUpstreamTimeout (socket) {
-    if (socket !== this.upstream) return
-    if (!this.piping) return this.connectFailed(socket, 'connect timed out')
-    this.destroy() // idle
+    if (socket === this.upstream && !this.piping) this.connectFailed(socket, 'connect timed out')
   }
 
   onUpstreamError (socket, err) {
@@ -175,7 +225,7 @@ class TcpSession {
   onUpstreamClose (socket) {
     if (socket !== this.upstream) return
     // Closed without a FIN (destroyed, reset): nothing more can flow, end the client.
-    // After a FIN, pipe() ends the client once what is buffered has been written.
+    // After a FIN, onUpstreamEnd ended the client once what is buffered is written.
     if (!socket.readableEnded && !this.client.destroyed) this.client.destroy()
     this.maybeFinish()
   }

@@ -91,13 +91,7 @@ async function run (args) {
       signals.emit('SIGTERM')
       break
     }
-    // --log-level error or warn hides the listening line: once lila has said nothing for
-    // a moment, stop it anyway (a SIGTERM before it listens is not heard; it comes again).
-    let timer
-    const quiet = new Promise(resolve => { timer = setTimeout(() => resolve(true), 250) })
-    const silent = await Promise.race([stderr.changed(), done.catch(() => {}), quiet])
-    clearTimeout(timer)
-    if (silent === true) signals.emit('SIGTERM')
+    await Promise.race([stderr.changed(), done.catch(() => {})])
   }
   const code = await within(20000, `lila ${JSON.stringify(args)} to finish`, done)
   return { code, stdout: stdout.text, stderr: stderr.text }

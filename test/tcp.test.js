@@ -257,3 +257,10 @@ t.test('a second signal exits at once', async t => {
   await within(5000, 'the client to be closed', closed)
   t.ok(lila.lines.some(l => /SIGTERM again: closing every connection now/.test(l)))
 })
+
+t.test('the listening line is printed whatever --log-level says', async t => {
+  const backend = await tcpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--log-level', 'error', '--check', 'none'])
+  t.match(lila.listening, /^lila: listening on 127\.0\.0\.1:\d+ \(tcp, round-robin, 1 backend\)$/)
+  t.equal(lila.lines.length, 1, 'and nothing else at --log-level error')
+})

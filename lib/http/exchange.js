@@ -44,6 +44,7 @@ class Exchange {
     this.lastBackend = null
     this.lastFailure = null
     this.lastStatus = 502
+    this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
     this.conn = null
     this.tried = null
     this.attempts = 0
@@ -113,7 +114,7 @@ class Exchange {
   onUpstreamConnect (conn) {
     if (conn.socket.connecting) return // 'connect' comes later
     this.conn = conn
-    conn.socket.setTimeout(this.listener.config.timeout)
+    this.silentTicks = 0
     if (this.upstreamHead === null) {
       this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, this.listener.rewrite)
     }
@@ -180,6 +181,7 @@ class Exchange {
   }
 
   toUpstream (piece) {
+    this.silentTicks = 0 // a backend still being sent the request is not silent
     if (!this.conn.socket.write(piece)) this.session.client.pause()
   }
 
@@ -217,6 +219,8 @@ class Exchange {
   }
 
   onUpstreamData (conn, chunk) {
+    this.session.idleTicks = 0
+    this.silentTicks = 0
     if (this.tunnel) return this.toClient(chunk)
     this.gotResponseBytes = true
     if (this.res === null) return this.readResponseHead(chunk)
@@ -355,8 +359,7 @@ class Exchange {
     this.tunnel = true
     this.responseStarted = true
     this.wantsClientData = true
-    const idle = this.listener.config.idleTimeout
-    this.conn.socket.setTimeout(idle)
+    this.conn.socket.setTimeout(0) // idleness is the listener's sweep, as for the client
     const text = responseHead(res, { upgrade: true })
     this.bytesOut += text.length
     session.client.write(text, 'latin1')
@@ -395,7 +398,6 @@ class Exchange {
   }
 
   onUpstreamTimeout (conn) {
-    if (this.tunnel) return this.session.destroy()
     if (conn.socket.connecting) return this.upstreamFailed('connect timed out', 502, conn)
     this.upstreamFailed('timed out', 504)
   }

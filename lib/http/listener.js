@@ -22,6 +22,21 @@ function createHttpListener ({ config, upstream, log, via }) {
   }
   // Idle backend connections must not outlive the listener.
   listener.onDrained = () => { for (const pool of pools.values()) pool.close() }
+  // With every sweep: backends silent for --timeout (counted in sweeps by each
+  // exchange), and pooled connections idle past their limit.
+  listener.sweptTimeouts = [config.timeout, 1000]
+  let silentLimit = 0
+  listener.onSweep = () => {
+    if (silentLimit === 0) silentLimit = config.timeout > 0 ? listener.ticksFor(config.timeout) : Infinity
+    for (const session of listener.sessions) {
+      const exchange = session.exchange
+      if (exchange !== null && exchange.conn !== null && !exchange.tunnel && ++exchange.silentTicks >= silentLimit) {
+        exchange.onUpstreamTimeout(exchange.conn)
+      }
+    }
+    const now = Date.now()
+    for (const pool of pools.values()) pool.expire(now)
+  }
   listener.poolSnapshot = backend => pools.has(backend) ? pools.get(backend).snapshot() : null
   return listener
 }

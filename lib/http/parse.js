@@ -27,15 +27,20 @@ class HttpError extends Error {
   }
 }
 
+const HEAD_END = Buffer.from('\r\n\r\n')
+// A CR not followed by LF, or a LF not preceded by CR.
+const BARE_CR_OR_LF = /\r(?!\n)|(?<!\r)\n/
+
 // Where the head that starts at `start` ends (the index just past CRLFCRLF), or -1 if
 // it has not all arrived. `from` lets a caller resume the search in a growing buffer.
 function findHeadEnd (buf, start, from = start) {
-  const i = buf.indexOf('\r\n\r\n', Math.max(start, from - 3), 'latin1')
+  const i = buf.indexOf(HEAD_END, Math.max(start, from - 3))
   return i === -1 ? -1 : i + 4
 }
 
-// Header lines -> { fields: [[name, value], ...], framing facts }. Shared by requests
-// and responses; `lines` starts after the first line.
+// Header lines -> { fields, framing facts }. Shared by requests and responses; `lines`
+// starts after the first line. `fields` is flat, three entries per field: the name as
+// sent, the name in lower case, the value (one array per head, none per field).
 function parseFields (lines, first) {
   const fields = []
   let contentLength = -1
@@ -56,39 +61,39 @@ function parseFields (lines, first) {
     }
     const name = line.slice(0, colon)
     if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
+    const lower = name.toLowerCase()
     const value = trimOws(line, colon + 1)
     if (BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
-    fields.push([name, value])
-    switch (name.length) {
-      case 4:
-        if (name.toLowerCase() === 'host') { host = value; hosts++ }
+    fields.push(name, lower, value)
+    switch (lower) {
+      case 'host':
+        host = value
+        hosts++
         break
-      case 6:
-        if (name.toLowerCase() === 'expect') expect = value.toLowerCase()
+      case 'expect':
+        expect = value.toLowerCase()
         break
-      case 7:
-        if (name.toLowerCase() === 'upgrade') upgrade = value
+      case 'upgrade':
+        upgrade = value
         break
-      case 10:
-        if (name.toLowerCase() === 'connection') connection = connection ? `${connection},${value}` : value
-        else if (name.toLowerCase() === 'keep-alive') keepAliveHint = value
+      case 'connection':
+        connection = connection ? `${connection},${value}` : value
         break
-      case 14:
-        if (name.toLowerCase() === 'content-length') {
-          // A repeated Content-Length is refused even when the values agree (RFC 9112
-          // allows merging them; strict parsers such as Node's and nginx's do not).
-          if (contentLength !== -1) throw new HttpError(400, 'more than one Content-Length header')
-          if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Content-Length')
-          if (!/^\d{1,15}$/.test(value)) throw new HttpError(400, `invalid Content-Length ${JSON.stringify(value)}`)
-          contentLength = Number(value)
-        }
+      case 'keep-alive':
+        keepAliveHint = value
         break
-      case 17:
-        if (name.toLowerCase() === 'transfer-encoding') {
-          // A tab around a coding is legal OWS, but parsers disagree on it: refuse.
-          if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Transfer-Encoding')
-          transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
-        }
+      case 'content-length':
+        // A repeated Content-Length is refused even when the values agree (RFC 9112
+        // allows merging them; strict parsers such as Node's and nginx's do not).
+        if (contentLength !== -1) throw new HttpError(400, 'more than one Content-Length header')
+        if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Content-Length')
+        if (!/^\d{1,15}$/.test(value)) throw new HttpError(400, `invalid Content-Length ${JSON.stringify(value)}`)
+        contentLength = Number(value)
+        break
+      case 'transfer-encoding':
+        // A tab around a coding is legal OWS, but parsers disagree on it: refuse.
+        if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Transfer-Encoding')
+        transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
         break
     }
   }
@@ -112,13 +117,8 @@ function connectionTokens (value) {
 function splitLines (buf, start, end) {
   // latin1Slice: Buffer#toString('latin1', ...) without its argument checks.
   const text = buf.latin1Slice(start, end - 4)
-  const lines = text.split('\r\n')
-  // A CR or LF left inside a line was not part of a CRLF pair: refuse it.
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]
-    if (line.indexOf('\n') !== -1 || line.indexOf('\r') !== -1) throw new HttpError(400, 'bare CR or LF in the message head')
-  }
-  return lines
+  if (BARE_CR_OR_LF.test(text)) throw new HttpError(400, 'bare CR or LF in the message head')
+  return text.split('\r\n')
 }
 
 // Does buf[start, end) hold a LF without its CR? A head that will never end in CRLFCRLF.

@@ -20,6 +20,26 @@ function idleFromHint (hintMs) {
   return Math.min(hintMs - Math.min(1000, hintMs / 2), MAX_IDLE_MS)
 }
 
+// Socket handlers shared by every backend connection (`this` is the socket): events go
+// to the owning exchange, or, while idle in the pool, end the connection (a byte or a
+// timeout while idle means it is no longer fit for reuse).
+function connConnect () {
+  this.setTimeout(0) // the connect timeout is over; the listener's sweep takes it from here
+  const c = this.conn
+  if (c.owner !== null) c.owner.onUpstreamConnect(c)
+}
+function connData (chunk) { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamData(c, chunk); else c.destroy() }
+function connDrain () { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamDrain(c) }
+function connTimeout () { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamTimeout(c); else c.destroy() }
+function connError (err) { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamError(c, err) }
+function connEnd () { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamEnd(c) }
+function connClose () {
+  const c = this.conn
+  c.closed = true
+  c.pool.removed(c)
+  if (c.owner !== null) c.owner.onUpstreamClose(c)
+}
+
 class UpstreamConnection {
   constructor (pool, socket) {
     this.pool = pool
@@ -30,23 +50,19 @@ class UpstreamConnection {
     this.requestsLeft = Infinity // from "Keep-Alive: max=N"
     this.idleSince = 0
     this.closed = false
-    socket.on('connect', () => this.owner !== null && this.owner.onUpstreamConnect(this))
-    socket.on('data', chunk => this.owner !== null ? this.owner.onUpstreamData(this, chunk) : this.destroy())
-    socket.on('drain', () => this.owner !== null && this.owner.onUpstreamDrain(this))
-    socket.on('timeout', () => this.owner !== null ? this.owner.onUpstreamTimeout(this) : this.destroy())
-    socket.on('error', err => this.owner !== null && this.owner.onUpstreamError(this, err))
-    socket.on('end', () => this.owner !== null && this.owner.onUpstreamEnd(this))
-    socket.on('close', () => {
-      this.closed = true
-      this.pool.removed(this)
-      if (this.owner !== null) this.owner.onUpstreamClose(this)
-    })
+    socket.conn = this
+    socket.on('connect', connConnect)
+    socket.on('data', connData)
+    socket.on('drain', connDrain)
+    socket.on('timeout', connTimeout)
+    socket.on('error', connError)
+    socket.on('end', connEnd)
+    socket.on('close', connClose)
   }
 
   // Hand the connection to an exchange; it drives the socket until release.
-  attach (owner, timeout) {
+  attach (owner) {
     this.owner = owner
-    this.socket.setTimeout(timeout)
   }
 
   destroy () {
@@ -83,7 +99,7 @@ class Pool {
         }
         this.reuses++
         conn.reused = true
-        conn.attach(exchange, 0)
+        conn.attach(exchange)
         exchange.onUpstreamConnect(conn)
         return
       }
@@ -100,7 +116,8 @@ class Pool {
     this.connects++
     const socket = net.connect({ host: this.backend.host, port: this.backend.port, noDelay: true })
     const conn = new UpstreamConnection(this, socket)
-    conn.attach(exchange, this.connectTimeout) // the socket timeout is the connect timeout until connected
+    socket.setTimeout(this.connectTimeout) // until connected (see connConnect)
+    conn.attach(exchange)
   }
 
   // An exchange is done with a connection that can serve another request.
@@ -111,14 +128,20 @@ class Pool {
     if (this.waiting.length > 0) {
       const exchange = this.waiting.shift()
       conn.reused = true
-      conn.attach(exchange, 0)
+      conn.attach(exchange)
       exchange.onUpstreamConnect(conn)
       return
     }
     if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
     conn.idleSince = this.now()
-    conn.socket.setTimeout(conn.idleMs)
     this.idle.push(conn)
+  }
+
+  // Close idle connections past their limit. The stack's bottom holds the oldest.
+  expire (now) {
+    while (this.idle.length > 0 && now - this.idle[0].idleSince >= this.idle[0].idleMs) {
+      this.idle.shift().destroy()
+    }
   }
 
   // An exchange that gave up waiting (its client left).

@@ -35,17 +35,17 @@ function requestHead (head, clientAddress, hostIfMissing, settings) {
   let xff = null
   let forwarded = null
   const listed = head.connection
-  const fields = head.fields
-  for (let i = 0; i < fields.length; i++) {
-    const field = fields[i]
-    const lower = field[0].toLowerCase()
+  const fields = head.fields // name, lower-case name, value; see parse.js
+  for (let i = 0; i < fields.length; i += 3) {
+    const lower = fields[i + 1]
+    const value = fields[i + 2]
     if (SET_BY_LILA.has(lower)) {
-      if (lower === 'x-forwarded-for') xff = xff === null ? field[1] : `${xff}, ${field[1]}`
-      else if (lower === 'forwarded') forwarded = forwarded === null ? field[1] : `${forwarded}, ${field[1]}`
+      if (lower === 'x-forwarded-for') xff = xff === null ? value : `${xff}, ${value}`
+      else if (lower === 'forwarded') forwarded = forwarded === null ? value : `${forwarded}, ${value}`
       continue
     }
     if (dropped(lower, listed) || lower === FRAMING) continue
-    out += `${field[0]}: ${field[1]}\r\n`
+    out += `${fields[i]}: ${value}\r\n`
   }
   if (head.host === null) out += `Host: ${hostIfMissing}\r\n`
   if (head.chunked) out += 'Transfer-Encoding: chunked\r\n'
@@ -73,11 +73,10 @@ function responseHead (res, how) {
   let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
   const listed = res.connection
   const fields = res.fields
-  for (let i = 0; i < fields.length; i++) {
-    const field = fields[i]
-    const lower = field[0].toLowerCase()
+  for (let i = 0; i < fields.length; i += 3) {
+    const lower = fields[i + 1]
     if (dropped(lower, listed) || lower === FRAMING) continue
-    out += `${field[0]}: ${field[1]}\r\n`
+    out += `${fields[i]}: ${fields[i + 2]}\r\n`
   }
   if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
   if (how.chunked) out += 'Transfer-Encoding: chunked\r\n'
@@ -90,16 +89,19 @@ function responseHead (res, how) {
 // A 1xx (100 Continue, 103 Early Hints) passed on as it came, less hop-by-hop fields.
 function interimHead (res) {
   let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
-  for (const [name, value] of res.fields) {
-    if (!dropped(name.toLowerCase(), res.connection)) out += `${name}: ${value}\r\n`
+  const fields = res.fields
+  for (let i = 0; i < fields.length; i += 3) {
+    if (!dropped(fields[i + 1], res.connection)) out += `${fields[i]}: ${fields[i + 2]}\r\n`
   }
   return `${out}\r\n`
 }
 
 // Does the Via field carry lila's own token? Then the request went round in a loop.
 function viaLoops (head, via) {
-  for (const [name, value] of head.fields) {
-    if (name.length === 3 && name.toLowerCase() === 'via' && value.includes(via)) {
+  const fields = head.fields
+  for (let i = 0; i < fields.length; i += 3) {
+    const value = fields[i + 2]
+    if (fields[i + 1] === 'via' && value.includes(via)) {
       for (const hop of value.split(',')) {
         if (hop.trim().split(/\s+/)[1] === via) return true
       }

@@ -11,6 +11,14 @@ const { Exchange } = require('./exchange')
 // the connection is reset.
 const LINGER_MS = 2000
 
+// Client socket handlers shared by every session (`this` is the socket): a connection
+// costs no closures.
+function clientData (chunk) { this.session.onData(chunk) }
+function clientEnd () { this.session.onEnd() }
+function clientError (err) { this.session.onError(err) }
+function clientClose () { this.session.onClose() }
+function clientDrain () { if (this.session.exchange !== null) this.session.exchange.onClientDrain() }
+
 // One client connection in HTTP mode: reads request heads (strictly), hands each
 // request to an Exchange that balances it on its own, and keeps the connection alive
 // between requests. Pipelined requests wait, unread past one head's worth, until the
@@ -27,21 +35,21 @@ class HttpSession {
     this.closing = false // no further request will be served on this connection
     this.clientEnded = false
     this.lingerTimer = null
-    client.on('data', chunk => this.onData(chunk))
-    client.on('end', () => this.onEnd())
-    client.on('error', err => this.listener.log.debug(`client ${this.clientAddress}: ${reasonOf(err)}`))
-    client.on('close', () => this.onClose())
-    client.on('drain', () => { if (this.exchange !== null) this.exchange.onClientDrain() })
-    client.on('timeout', () => this.onTimeout())
+    this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
+    client.session = this
+    client.on('data', clientData)
+    client.on('end', clientEnd)
+    client.on('error', clientError)
+    client.on('close', clientClose)
+    client.on('drain', clientDrain)
   }
 
   start () {
-    const { idleTimeout } = this.listener.config
-    if (idleTimeout > 0) this.client.setTimeout(idleTimeout)
     this.client.resume()
   }
 
   onData (chunk) {
+    this.idleTicks = 0
     if (this.lingerTimer !== null) return // closing: drop what still comes
     const exchange = this.exchange
     if (exchange !== null && exchange.wantsClientData) return exchange.onClientData(chunk, 0)
@@ -129,11 +137,15 @@ class HttpSession {
     if (this.exchange === null) this.refuse(408, 'request head not received in time')
   }
 
-  // No traffic for --idle-timeout. While a backend works on the request, the client
-  // has nothing to say: the exchange's own timeouts apply then.
-  onTimeout () {
+  // No traffic for --idle-timeout (the listener's sweep). While a backend works on the
+  // request, the client has nothing to say: the exchange's own timeouts apply then.
+  onIdle () {
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
+  }
+
+  onError (err) {
+    this.listener.log.debug(`client ${this.clientAddress}: ${reasonOf(err)}`)
   }
 
   onEnd () {
