@@ -111,9 +111,19 @@ function createControl (lb) {
   }
 }
 
+const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove']
+
+// The same functions made from one that takes { op, ...request }: for a process that
+// passes actions on rather than doing them (the --workers primary, over IPC).
+function controlFrom (perform) {
+  const control = {}
+  for (const op of OPS) control[op] = request => perform({ op, ...request })
+  return control
+}
+
 function portOf (listener) {
   const address = listener.server.address()
   return address ? String(address.port) : null
 }
 
-module.exports = { createControl }
+module.exports = { createControl, controlFrom, OPS }

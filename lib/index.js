@@ -6,6 +6,8 @@ const { Listener } = require('./listener')
 const { TcpSession } = require('./tcp')
 const { createHttpListener } = require('./http/listener')
 const { silentLogger } = require('./log')
+const { createControl, OPS } = require('./control')
+const { ControlError } = require('./errors')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
@@ -72,7 +74,16 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     }
   }
 
-  return { listen, close, destroy, stats, listeners }
+  // One control action, { op, ...request } (control.js), e.g. from the --workers
+  // primary: { op: 'drain', backend: '10.0.0.1:80' }. A promise of { message, backends }.
+  let controls = null
+  function control ({ op, ...request }) {
+    controls ||= createControl({ get listeners () { return listeners } })
+    if (!OPS.includes(op)) return Promise.reject(new ControlError(400, `unknown control action ${JSON.stringify(op)}: expected one of ${OPS.join(', ')}`))
+    return controls[op](request)
+  }
+
+  return { listen, close, destroy, stats, control, listeners }
 }
 
 module.exports = { createBalancer }

@@ -212,3 +212,24 @@ t.test('control: finds the backend, by listener when it must, and says no precis
   await rejects(control.remove({ backend: '10.0.7.4:80' }), 404, 'no backend given as "10.0.7.4:80": expected an address or name:port as given on the command line or added')
   t.ok(new ControlError(404, 'x') instanceof Error)
 })
+
+t.test('lb.control(action) and controlFrom(perform): one function of { op, ...request }', async t => {
+  const { createBalancer } = require('../lib/index')
+  const { parseCommandLine } = require('../lib/config')
+  const { controlFrom } = require('../lib/control')
+  const { config } = parseCommandLine(['rr', '127.0.0.1:9', '127.0.0.1:10', '--host', '127.0.0.1', '--port', '0', '--check', 'none'])
+  const lb = createBalancer(config)
+  await lb.listen()
+  t.teardown(() => lb.close(0))
+  const result = await lb.control({ op: 'weight', backend: '127.0.0.1:10', value: 4 })
+  t.equal(result.message, '127.0.0.1:10 weight 4 (was 1)')
+  t.equal(lb.stats().listeners[0].backends[1].weight, 4)
+  await t.rejects(lb.control({ op: 'explode', backend: '127.0.0.1:10' }), { name: 'ControlError', status: 400, message: 'unknown control action "explode": expected one of drain, enable, disable, weight, add, remove' })
+
+  // What a process that passes actions on (the --workers primary) gives the status listener.
+  const passed = []
+  const control = controlFrom(async action => { passed.push(action); return lb.control(action) })
+  await control.drain({ backend: '127.0.0.1:9' })
+  t.same(passed, [{ op: 'drain', backend: '127.0.0.1:9' }])
+  t.equal(lb.stats().listeners[0].backends[0].status, 'drained')
+})
