@@ -64,8 +64,6 @@ async function serve (config, io, onListening = () => {}) {
     const n = lb.listeners[i].upstream.backends.length
     log.always(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
-  onListening(addresses, log)
-
   const stopper = untilStopped(lb, config, signals, log)
   let dashboard = null
   if (config.dashboard && !stderr.isTTY) {
@@ -85,6 +83,7 @@ async function serve (config, io, onListening = () => {}) {
     })
     logOut.target = dashboard.logSink
   }
+  onListening(addresses, log) // after the dashboard took the log, so that it shows what is said here
   const code = await stopper.done
   if (dashboard !== null) {
     dashboard.stop()
