@@ -3,6 +3,7 @@
 const { EventEmitter } = require('events')
 const { hashString } = require('./balancers/hash')
 const { formatAddress } = require('./address')
+const histogram = require('./histogram')
 
 // Passive health: this many consecutive failures of real traffic take a backend out for
 // a cool-off; after it, one trial connection is let through (half-open) and its success
@@ -53,11 +54,16 @@ class Backend extends EventEmitter {
     this.bytesIn = 0 // client -> backend
     this.bytesOut = 0 // backend -> client
 
+    this.responseTimes = histogram.createCounts() // per bucket, see histogram.js
+    this.responseTimeSum = 0 // ms
+
     this.state = checked ? 'pending' : 'up'
     this.downSource = null
     this.downReason = null
     this.changedAt = now()
     this.draining = false // removed from the upstream (DNS): no new traffic
+    this.admin = null // set by an operator (control.js): 'draining' | 'disabled'; no new traffic
+    this.adminAt = null
     this.onFree = null // called when a lease is released (the upstream serves its queue)
 
     this.checkPasses = 0 // consecutive probes passed / failed
@@ -101,7 +107,7 @@ class Backend extends EventEmitter {
   // backend down) health is ignored. An ejected backend lets one trial through once
   // its cool-off is over.
   available (now, panic = false) {
-    if (this.weight === 0 || this.draining) return false
+    if (this.weight === 0 || this.draining || this.admin !== null) return false
     if (panic || this.state === 'up') return true
     return this.downSource === 'traffic' && now >= this.ejectedUntil && this.trial === null
   }
@@ -211,6 +217,9 @@ class Backend extends EventEmitter {
     const current = this.latency * w
     this.latency = ms > current ? ms : current + ms * (1 - w)
     this.latencyAt = now
+    // The same sample feeds the response-time histogram of /status and /metrics.
+    this.responseTimes[histogram.bucketOf(ms)]++
+    this.responseTimeSum += ms
   }
 
   // The estimate now, in ms, or null when never measured. It decays toward zero while
@@ -220,8 +229,56 @@ class Backend extends EventEmitter {
     return this.latency * Math.exp(-Math.max(0, this.now() - this.latencyAt) / LATENCY_DECAY_MS)
   }
 
+  // --- what an operator sets (control.js) ---
+
+  // 'draining' or 'disabled': no new traffic either way, open connections go on. null
+  // gives the backend back to its health state.
+  setAdmin (admin) {
+    this.admin = admin
+    this.adminAt = admin === null ? null : this.now()
+  }
+
+  // Forget the health state and be checked again before taking traffic (after a
+  // disable, during which probes were paused and the state went stale).
+  recheck () {
+    this.state = 'pending'
+    this.downSource = null
+    this.downReason = null
+    this.ejectedUntil = 0
+    this.trial = null
+    this.checkPasses = 0
+    this.checkFails = 0
+    this.consecutiveFailures = 0
+    this.changedAt = this.now()
+    this.rampOnFirstUp = true
+  }
+
+  // The one word a person reads first: what the operator set, else whether DNS removed
+  // it, else its health.
+  get status () {
+    if (this.admin === 'disabled') return 'disabled'
+    if (this.admin === 'draining' || this.draining) return this.live > 0 ? 'draining' : 'drained'
+    return this.state
+  }
+
+  // Why, in words, or null when there is nothing to say.
+  get reason () {
+    const left = this.live === 1 ? '1 connection left' : `${this.live} connections left`
+    if (this.admin === 'disabled') return `by an operator${this.live > 0 ? `; ${left} open` : ''}`
+    if (this.admin === 'draining') return `by an operator${this.live > 0 ? `; ${left}` : ''}`
+    if (this.draining) return `no longer in DNS${this.name ? ` for ${this.name}` : ''}${this.live > 0 ? `; ${left}` : ''}`
+    if (this.state === 'pending') return 'not checked yet'
+    if (this.state === 'down') return this.downSource === 'traffic' ? `ejected: ${this.downReason}` : this.downReason
+    if (this.weight === 0) return 'weight 0: no new traffic'
+    if (this.full) return `at max-conn ${this.maxConn}`
+    return null
+  }
+
   snapshot () {
     const latency = this.latencyEstimate()
+    const times = this.responseTimes
+    let count = 0
+    for (let i = 0; i < times.length; i++) count += times[i]
     return {
       address: this.address,
       name: this.name,
@@ -242,7 +299,20 @@ class Backend extends EventEmitter {
       total: this.total,
       failures: this.failures,
       bytesIn: this.bytesIn,
-      bytesOut: this.bytesOut
+      bytesOut: this.bytesOut,
+      admin: this.admin,
+      adminAt: this.adminAt,
+      status: this.status,
+      reason: this.reason,
+      responseTime: {
+        count,
+        sum: Math.round(this.responseTimeSum * 1000) / 1000,
+        p50: histogram.quantile(times, 0.5),
+        p90: histogram.quantile(times, 0.9),
+        p99: histogram.quantile(times, 0.99),
+        bounds: histogram.BOUNDS_MS,
+        counts: histogram.cumulative(times)
+      }
     }
   }
 }

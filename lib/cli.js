@@ -6,12 +6,16 @@ const { createLogger } = require('./log')
 const { createBalancer } = require('./index')
 const { helpText } = require('./help')
 const { runDemo } = require('./demo')
+const { createControl } = require('./control')
+const { createStatusServer } = require('./status')
+const { createAccessLog } = require('./access-log')
+const { startDashboard } = require('./terminal')
 const VERSION = require('./version')
 
 // The command line, apart from the process: argv in, exit code out. It never calls
 // process.exit; signals arrive through `signals` (the process, or an emitter in tests).
 async function main (argv, io = {}) {
-  const { stdout = process.stdout, stderr = process.stderr, signals = process } = io
+  const { stdout = process.stdout, stderr = process.stderr } = io
   let parsed
   try {
     parsed = parseCommandLine(argv)
@@ -28,21 +32,30 @@ async function main (argv, io = {}) {
       stdout.write(`lila ${VERSION}\n`)
       return 0
     case 'demo':
-      return runDemo(parsed.config, { stdout, stderr, signals }, serve)
+      return runDemo(parsed.config, io, serve)
     default:
-      return serve(parsed.config, { stdout, stderr, signals })
+      return serve(parsed.config, io)
   }
 }
 
 // Run the balancer until SIGTERM or SIGINT, then drain and resolve with the exit code.
-// `onListening(addresses, log)` runs once every listener is bound.
-async function serve (config, { stderr, signals }, onListening = () => {}) {
-  const log = createLogger({ level: config.logLevel, stderr })
-  const lb = createBalancer(config, { log })
+// `onListening(addresses, log)` runs once every listener is bound. io: { stdout,
+// stderr, stdin, signals } (the process's by default).
+async function serve (config, io, onListening = () => {}) {
+  const { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process } = io
+  // The logger writes through this, so the dashboard can hold its lines while it runs.
+  const logOut = { target: stderr, write: text => logOut.target.write(text) }
+  const log = createLogger({ level: config.logLevel, stderr: logOut })
+  const accessLog = config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
+  const lb = createBalancer(config, { log, accessLog })
   let addresses
+  // The status listener is bound first: a taken port fails at once, in one line.
+  const status = config.status === null ? null : createStatusServer({ ...config.status, stats: lb.stats, control: createControl(lb), log })
   try {
+    if (status !== null) await status.listen()
     addresses = await lb.listen()
   } catch (err) {
+    if (status !== null) await status.close()
     if (!(err instanceof RuntimeError)) throw err
     log.error(err.message)
     return 1
@@ -51,16 +64,43 @@ async function serve (config, { stderr, signals }, onListening = () => {}) {
     const n = lb.listeners[i].upstream.backends.length
     log.always(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
-  onListening(addresses, log)
-  return untilStopped(lb, config, signals, log)
+  const stopper = untilStopped(lb, config, signals, log)
+  let dashboard = null
+  if (config.dashboard && !stderr.isTTY) {
+    log.warn('--dashboard needs a terminal on stderr; running without it')
+  } else if (config.dashboard) {
+    dashboard = startDashboard({
+      stats: lb.stats,
+      control: createControl(lb),
+      input: stdin,
+      output: stderr,
+      exitEvents: signals,
+      version: VERSION,
+      onQuit: () => {
+        logOut.target = stderr
+        stopper.stop('quit')
+      }
+    })
+    logOut.target = dashboard.logSink
+  }
+  onListening(addresses, log) // after the dashboard took the log, so that it shows what is said here
+  const code = await stopper.done
+  if (dashboard !== null) {
+    dashboard.stop()
+    logOut.target = stderr
+  }
+  if (status !== null) await status.close()
+  if (accessLog !== null) accessLog.flush()
+  return code
 }
 
-// First SIGTERM/SIGINT: stop accepting and drain for up to shutdownTimeout. A second
-// one: cut every connection now.
+// First SIGTERM/SIGINT (or stop(), from the dashboard's quit): stop accepting and
+// drain for up to shutdownTimeout. A second one: cut every connection now.
 function untilStopped (lb, config, signals, log) {
-  return new Promise(resolve => {
+  let onSignal
+  const done = new Promise(resolve => {
     let stopping = false
-    const onSignal = name => {
+    onSignal = name => {
       if (stopping) {
         log.warn(`${name} again: closing every connection now`)
         lb.destroy()
@@ -79,6 +119,7 @@ function untilStopped (lb, config, signals, log) {
     signals.on('SIGTERM', onSignal)
     signals.on('SIGINT', onSignal)
   })
+  return { done, stop: name => onSignal(name) }
 }
 
 module.exports = { main, serve }

@@ -18,6 +18,7 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60000, h: 3600000 }
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
 const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]'
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
+const ACCESS_LOG_FORMATS = ['text', 'json']
 
 const quote = value => JSON.stringify(String(value))
 
@@ -79,6 +80,16 @@ const PARSERS = {
     return text
   },
   flag: value => value === true,
+  accessLog: (text, flag) => {
+    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)} for ${flag}: expected text or json`)
+    return text
+  },
+  token: (text, flag) => {
+    if (!/^[\x21-\x7e]{8,256}$/.test(text)) {
+      throw new UsageError(`invalid token for ${flag}: expected 8 to 256 printable ASCII characters without spaces`)
+    }
+    return text
+  },
   logLevel: (text, flag) => {
     if (!LOG_LEVELS.includes(text)) {
       throw new UsageError(`invalid log level ${quote(text)} for ${flag}: expected one of ${LOG_LEVELS.join(', ')}`)
@@ -150,11 +161,35 @@ function rethrowParseError (err) {
   }
 }
 
+// `--access-log` takes an optional value, which parseArgs cannot express: a bare
+// `--access-log` becomes `--access-log=text`, and `--access-log json` (or any word that
+// is neither an option, a mode nor a backend, so that a typo is named as a bad format)
+// `--access-log=json`.
+function normaliseArgv (argv) {
+  const out = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--') {
+      out.push(...argv.slice(i))
+      break
+    }
+    if (arg !== '--access-log') {
+      out.push(arg)
+      continue
+    }
+    const next = argv[i + 1]
+    const isValue = next !== undefined && !next.startsWith('-') && !next.includes(':') && !modeName(next) && next !== 'demo'
+    out.push(`--access-log=${isValue ? next : 'text'}`)
+    if (isValue) i++
+  }
+  return out
+}
+
 // argv (without node and script) -> { command: 'help' | 'version' | 'run' | 'demo', config }
 function parseCommandLine (argv) {
   let parsed
   try {
-    parsed = parseArgs({ args: argv, options: parseArgsOptions(), allowPositionals: true, strict: true })
+    parsed = parseArgs({ args: normaliseArgv(argv), options: parseArgsOptions(), allowPositionals: true, strict: true })
   } catch (err) {
     rethrowParseError(err)
   }
@@ -177,6 +212,9 @@ function parseCommandLine (argv) {
     if (o.only && values[o.name] !== undefined && settings.protocol !== o.only) {
       throw new UsageError(`option ${o.flag} needs --protocol ${o.only}`)
     }
+  }
+  for (const name of ['status-host', 'status-token']) {
+    if (values[name] !== undefined && settings.statusPort === null) throw new UsageError(`option --${name} needs --status-port`)
   }
 
   const words = positionals.slice()
@@ -220,6 +258,9 @@ function buildConfig (settings, mode, backends) {
   return {
     logLevel: settings.logLevel,
     shutdownTimeout: settings.shutdownTimeout,
+    accessLog: settings.accessLog, // null (off), 'text' or 'json'
+    status: settings.statusPort === null ? null : { host: settings.statusHost, port: settings.statusPort, token: settings.statusToken },
+    dashboard: settings.dashboard,
     listeners: [{
       port: settings.port,
       host: settings.host,
@@ -253,6 +294,7 @@ module.exports = {
   parseBackend,
   parseDuration,
   LOG_LEVELS,
+  ACCESS_LOG_FORMATS,
   BACKEND_SYNTAX,
   OPTIONS,
   BY_NAME

@@ -13,6 +13,7 @@ class Discovery {
     this.resolver = null
     this.resolve = resolve || this.createResolver(server)
     this.timers = new Map() // name -> timer
+    this.unwatched = new Set() // names no longer wanted (their backend was removed)
     this.closed = false
   }
 
@@ -47,7 +48,7 @@ class Discovery {
       } catch (err) {
         error = err
       }
-      if (this.closed) return
+      if (this.closed || this.unwatched.has(name)) return
       onResult(error, addresses)
       if (this.interval > 0) {
         const timer = setTimeout(run, this.interval)
@@ -55,7 +56,15 @@ class Discovery {
         this.timers.set(name, timer)
       }
     }
+    this.unwatched.delete(name)
     return run()
+  }
+
+  // Stop resolving `name` (a backend removed at run time).
+  unwatch (name) {
+    clearTimeout(this.timers.get(name))
+    this.timers.delete(name)
+    this.unwatched.add(name)
   }
 
   close () {

@@ -22,6 +22,18 @@ class RuntimeError extends Error {
   }
 }
 
+// A control request (status listener, dashboard) that cannot be done: `status` is the
+// HTTP status that says why (400 bad value, 404 unknown backend, 409 conflict), the
+// message one line naming the value. Plain data, so it can cross a process boundary.
+class ControlError extends Error {
+  constructor (status, message) {
+    super(message)
+    this.name = 'ControlError'
+    this.code = 'LILA_CONTROL'
+    this.status = status
+  }
+}
+
 // Plain-words reasons for the socket errors users meet most.
 const REASONS = {
   EADDRINUSE: 'address already in use',
@@ -47,4 +59,4 @@ function reasonOf (err) {
   return REASONS[err.code] || err.code || err.message
 }
 
-module.exports = { UsageError, RuntimeError, reasonOf }
+module.exports = { UsageError, RuntimeError, ControlError, reasonOf }

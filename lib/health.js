@@ -23,12 +23,15 @@ class HealthChecker {
   }
 
   // Start probing `backend`; the first probe goes at once. Resolves when that first
-  // probe is done, so the caller knows the backend's state.
+  // probe is done, so the caller knows the backend's state (also when it was already
+  // watched: the same first probe).
   watch (backend) {
-    if (this.watched.has(backend)) return Promise.resolve()
-    const entry = { timer: null }
+    const watched = this.watched.get(backend)
+    if (watched) return watched.first
+    const entry = { timer: null, first: null }
     this.watched.set(backend, entry)
-    return new Promise(resolve => this.run(backend, entry, resolve))
+    entry.first = new Promise(resolve => this.run(backend, entry, resolve))
+    return entry.first
   }
 
   run (backend, entry, onDone = null) {

@@ -6,6 +6,8 @@ const { Listener } = require('./listener')
 const { TcpSession } = require('./tcp')
 const { createHttpListener } = require('./http/listener')
 const { silentLogger } = require('./log')
+const { createControl, OPS } = require('./control')
+const { ControlError } = require('./errors')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
@@ -14,6 +16,7 @@ const { silentLogger } = require('./log')
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
 // for tests. `via` is this lila's token in HTTP Via headers (loop detection).
+// `accessLog` (access-log.js) writes a line per connection or request; null: none.
 // One factory per protocol, each making a Listener (listener.js) from
 // { config, upstream, log, via }.
 const LISTENERS = {
@@ -21,10 +24,13 @@ const LISTENERS = {
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}` } = {}) {
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, accessLog = null } = {}) {
+  const startedAt = now()
   const listeners = config.listeners.map(listenerConfig => {
     const upstream = new Upstream(listenerConfig, { now, log, resolve })
-    return LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
+    const listener = LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
+    listener.accessLog = accessLog
+    return listener
   })
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
@@ -54,16 +60,30 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     for (const listener of listeners) listener.destroy()
   }
 
+  // A fresh plain snapshot (README: "Status, metrics and control"). HTTP backends add
+  // their keep-alive pool: { sockets, idle, connects, reuses }.
   function stats () {
     return {
+      startedAt,
       listeners: listeners.map(listener => ({
         ...listener.snapshot(),
-        backends: listener.upstream.snapshot()
+        backends: listener.poolSnapshot === undefined
+          ? listener.upstream.snapshot()
+          : listener.upstream.all().map(b => ({ ...b.snapshot(), pool: listener.poolSnapshot(b) }))
       }))
     }
   }
 
-  return { listen, close, destroy, stats, listeners }
+  // One control action, { op, ...request } (control.js), e.g. from the --workers
+  // primary: { op: 'drain', backend: '10.0.0.1:80' }. A promise of { message, backends }.
+  let controls = null
+  function control ({ op, ...request }) {
+    controls ||= createControl({ get listeners () { return listeners } })
+    if (!OPS.includes(op)) return Promise.reject(new ControlError(400, `unknown control action ${JSON.stringify(op)}: expected one of ${OPS.join(', ')}`))
+    return controls[op](request)
+  }
+
+  return { listen, close, destroy, stats, control, listeners }
 }
 
 module.exports = { createBalancer }

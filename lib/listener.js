@@ -2,6 +2,7 @@
 
 const net = require('net')
 const { listen } = require('./listen')
+const { formatAddress } = require('./address')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot; past
 // this many waiting, a new one is closed at once rather than held without bound.
@@ -23,6 +24,8 @@ class Listener {
     this.Session = Session
     this.sessions = new Set()
     this.waiting = []
+    this.bound = null // "host:port" once listening
+    this.accessLog = null // access-log.js writer, or null: off (then it costs nothing)
     this.accepted = 0
     this.unserved = 0 // clients no backend could take
     this.closing = false
@@ -38,8 +41,15 @@ class Listener {
     this.server.on('connection', client => this.accept(client))
   }
 
-  listen () {
-    return listen(this.server, this.config, this.log)
+  async listen () {
+    this.bound = await listen(this.server, this.config, this.log)
+    return this.bound
+  }
+
+  // What status pages, metrics labels and control requests call this listener: the
+  // name the config gives it, else the address it is bound to ("127.0.0.1:4444").
+  get name () {
+    return this.config.name || this.bound || formatAddress(this.config.host || '0.0.0.0', this.config.port)
   }
 
   // Start serving: the backends' first checks are done. Clients that came since the
@@ -153,6 +163,7 @@ class Listener {
 
   snapshot () {
     return {
+      name: this.name,
       protocol: this.protocol,
       mode: this.upstream.mode,
       address: this.server.address(),

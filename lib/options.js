@@ -29,16 +29,19 @@ const OPTIONS = [
   { name: 'hash-balance-factor', arg: 'F', type: 'factor', default: null, shown: 'off', help: 'hash modes: cap each backend at F times the average load, e.g. 1.25' },
   { name: 'shutdown-timeout', arg: 'DUR', type: 'duration', default: 30000, help: 'on SIGTERM/SIGINT, let open connections finish this long' },
   { name: 'log-level', arg: 'L', type: 'logLevel', default: 'info', help: 'error | warn | info | debug' },
+  { name: 'access-log', arg: '[text|json]', type: 'accessLog', default: null, shown: 'off', help: 'a line per connection (tcp) or request (http) on stdout' },
+  { name: 'status-port', arg: 'N', type: 'port', default: null, shown: 'off', help: 'admin listener: /status, /status.json, /metrics, control' },
+  { name: 'status-host', arg: 'ADDR', type: 'host', default: '127.0.0.1', help: 'address of the admin listener' },
+  { name: 'status-token', arg: 'TOKEN', type: 'token', default: null, shown: 'none', help: 'changes through the admin listener need this bearer token' },
+  { name: 'dashboard', type: 'flag', default: false, shown: 'off', help: 'a live view of the backends on the terminal; keys drain, enable, reweight' },
   { name: 'help', short: 'h', type: 'boolean', help: 'show this help' },
   { name: 'version', short: 'v', type: 'boolean', help: 'show the version' },
 
-  { name: 'status-port', arg: 'N', type: 'string', pending: true },
   { name: 'tls-cert', arg: 'FILE', type: 'string', pending: true },
   { name: 'tls-key', arg: 'FILE', type: 'string', pending: true },
   { name: 'proxy-protocol', arg: 'v1|v2', type: 'string', pending: true },
   { name: 'workers', arg: 'N|auto', type: 'string', pending: true },
-  { name: 'config', arg: 'FILE', type: 'string', pending: true },
-  { name: 'access-log', type: 'boolean', pending: true }
+  { name: 'config', arg: 'FILE', type: 'string', pending: true }
 ]
 
 for (const option of OPTIONS) {

@@ -52,6 +52,7 @@ class TcpSession {
     this.clientEnded = false
     this.finished = false
     this.idleTicks = 0 // listener sweeps since the last byte either way
+    this.openedAt = listener.accessLog === null ? 0 : performance.now() // for the access log only
     // The client is read while connecting, so that it leaving is noticed at once; what
     // it sends waits in `early` until a backend is connected.
     this.early = null
@@ -258,6 +259,7 @@ class TcpSession {
     const { client, lease, listener } = this
     if (lease !== null) lease.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
+    if (listener.accessLog !== null) listener.accessLog.tcp(this)
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? lease.backend.address : 'no backend'
       listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)

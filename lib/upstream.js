@@ -82,7 +82,9 @@ class Upstream {
       await Promise.all(named.map(group => this.discovery.watch(group.name, (err, addresses) => this.#resolved(group, err, addresses))))
     }
     this.checking = true
-    if (this.checker !== null && !this.closed) await Promise.all(this.backends.map(b => this.checker.watch(b)))
+    if (this.checker !== null && !this.closed) {
+      await Promise.all(this.backends.filter(b => b.admin !== 'disabled').map(b => this.checker.watch(b)))
+    }
     this.started = true
     for (const line of formatTable(this.#table())) this.log.info(line)
     this.panic = this.#computePanic()
@@ -143,7 +145,7 @@ class Upstream {
 
   // A lease was released: the slot goes to the queue; a draining backend may be done.
   #freed (backend) {
-    if (backend.draining && backend.live === 0 && this.draining.delete(backend)) {
+    if (backend.live === 0 && (backend.draining ? this.draining.delete(backend) : backend.admin === 'draining')) {
       this.log.info(`backend ${backend.address} drained`)
     }
     this.#serveQueue()
@@ -178,7 +180,8 @@ class Upstream {
   #computePanic () {
     let any = false
     for (const backend of this.backends) {
-      if (backend.weight === 0) continue
+      // Backends an operator took out, or gave no weight, are not "down".
+      if (backend.weight === 0 || backend.admin !== null) continue
       if (backend.state === 'up') return false
       any = true
     }
@@ -200,7 +203,7 @@ class Upstream {
 
   // A name was resolved (or failed to be): join the new addresses, drain the gone ones.
   #resolved (group, err, addresses) {
-    if (this.closed) return
+    if (this.closed || !this.groups.includes(group)) return
     const label = `${group.name}:${group.spec.port}`
     if (err) {
       const reason = reasonOf(err)
@@ -280,6 +283,131 @@ class Upstream {
     return rows
   }
 
+  // --- changes an operator makes at run time (control.js), and config reloads ---
+
+  // The backend with this address ("10.0.0.1:80", "[::1]:80"), or null. Backends that
+  // DNS or removeBackend() took away, still draining, are not found: they are leaving.
+  find (address) {
+    for (const backend of this.backends) if (backend.address === address) return backend
+    return null
+  }
+
+  // No new traffic; open connections finish. Probes go on, so its state stays current
+  // and enable() gives it traffic at once. 'backend ... drained' is said when its last
+  // connection ends.
+  drain (backend) {
+    if (backend.admin === 'draining') return
+    if (backend.admin === 'disabled') this.#watch(backend)
+    backend.setAdmin('draining')
+    this.log.info(`backend ${backend.address} draining (by an operator)${leftOpen(backend)}`)
+    if (backend.live === 0) this.log.info(`backend ${backend.address} drained`)
+    this.#updatePanic()
+  }
+
+  // An operator's "down": no new traffic, open connections go on undisturbed; probes
+  // pause (a backend under maintenance may be stopped without lila calling it down),
+  // so enable() checks it again before it takes traffic.
+  disable (backend) {
+    if (backend.admin === 'disabled') return
+    backend.setAdmin('disabled')
+    if (this.checker !== null) this.checker.unwatch(backend)
+    this.log.info(`backend ${backend.address} disabled (by an operator)${leftOpen(backend)}`)
+    this.#updatePanic()
+  }
+
+  // Back to its health state: at once after a drain; after a disable, once a probe has
+  // passed (at once too with --check none). Resolves when it can take traffic or its
+  // first probe failed.
+  async enable (backend) {
+    const was = backend.admin
+    if (was === null) return
+    backend.setAdmin(null)
+    this.log.info(`backend ${backend.address} enabled (by an operator)`)
+    if (was === 'disabled' && this.checker !== null) {
+      backend.recheck()
+      this.#updatePanic()
+      this.#serveQueue()
+      await this.#watch(backend)
+      return
+    }
+    this.#updatePanic()
+    this.#serveQueue()
+  }
+
+  setWeight (backend, weight) {
+    if (backend.weight === weight) return
+    this.log.info(`backend ${backend.address} weight ${backend.weight} -> ${weight} (by an operator)`)
+    backend.weight = weight
+    this.#updatePanic()
+    this.#serveQueue()
+  }
+
+  // Add a backend as given on the command line: an IP address is one backend, a name
+  // as many as it resolves to (and is resolved again every --resolve-interval). New
+  // backends are checked before they take traffic; resolves with them once they were
+  // (their state says how it went). Throws a RangeError if it is already a backend.
+  async addBackend (spec) {
+    const name = net.isIP(spec.host) ? null : spec.host
+    const label = formatAddress(spec.host, spec.port)
+    const taken = name === null
+      ? this.find(label)
+      : this.groups.find(g => g.name === name && g.spec.port === spec.port)
+    if (taken) throw new RangeError(`${label} is already a backend`)
+    const group = { spec, name, backends: [], error: null }
+    this.groups.push(group)
+    if (name === null) {
+      group.backends.push(this.#revive(group, label) || this.#create(spec, spec.host, null))
+      this.#rebuild()
+      this.log.info(`backend ${label} added (by an operator)`)
+    } else {
+      this.log.info(`backend ${label} added (by an operator); resolving it`)
+      this.discovery ||= new Discovery(this.discoveryOptions)
+      await this.discovery.watch(name, (err, addresses) => this.#resolved(group, err, addresses))
+    }
+    this.#updatePanic()
+    await Promise.all(group.backends.map(backend => this.#watch(backend)))
+    this.#serveQueue()
+    return group.backends
+  }
+
+  // Remove a backend as it was given ("10.0.0.1:80", or "name:80" for every address of
+  // a name): no new traffic, open connections finish, as when DNS drops an address.
+  // Returns the backends removed (empty when nothing matched).
+  removeBackend (address) {
+    const i = this.#groupIndex(address)
+    if (i === -1) return []
+    const [group] = this.groups.splice(i, 1)
+    if (group.name !== null && this.discovery !== null && !this.groups.some(g => g.name === group.name)) {
+      this.discovery.unwatch(group.name)
+    }
+    this.#rebuild()
+    for (const backend of group.backends) {
+      backend.draining = true
+      if (this.checker !== null) this.checker.unwatch(backend)
+      if (backend.live > 0) this.draining.add(backend)
+      this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
+    }
+    this.#updatePanic()
+    this.#serveQueue()
+    return group.backends
+  }
+
+  // Was this backend given (on the command line, by addBackend) as `address`?
+  given (address) {
+    return this.#groupIndex(address) !== -1
+  }
+
+  #groupIndex (address) {
+    return this.groups.findIndex(g => formatAddress(g.name === null ? g.spec.host : g.name, g.spec.port) === address)
+  }
+
+  // Probe a backend now (unless probes are off or already on it); resolves once the
+  // first probe has reported.
+  #watch (backend) {
+    if (this.checker === null || this.closed || !this.checking) return Promise.resolve()
+    return this.checker.watch(backend)
+  }
+
   // Stop probing and resolving; every waiter gives up.
   close () {
     this.closed = true
@@ -300,9 +428,19 @@ class Upstream {
     return { panic: this.panic, queued: this.queue.size, queueTimeouts: this.queue.timeouts }
   }
 
-  snapshot () {
-    return [...this.backends, ...this.draining].map(b => b.snapshot())
+  // Every backend, those still draining after their removal last.
+  all () {
+    return [...this.backends, ...this.draining]
   }
+
+  snapshot () {
+    return this.all().map(b => b.snapshot())
+  }
+}
+
+function leftOpen (backend) {
+  const n = backend.live
+  return n === 0 ? '' : `; ${n} connection${n === 1 ? '' : 's'} left open`
 }
 
 function panicLine (n) {

@@ -97,6 +97,17 @@ t.test('a port already taken exits 1 with one line', async t => {
   t.equal(result.stderr, `lila: cannot listen on 127.0.0.1:${port}: address already in use\n`)
 })
 
+t.test('a status port already taken exits 1 with one line, before anything else', async t => {
+  const net = require('net')
+  const server = net.createServer()
+  await new Promise(resolve => server.listen({ host: '127.0.0.1', port: 0 }, resolve))
+  t.teardown(() => server.close())
+  const { port } = server.address()
+  const result = await runLila([':9', '--host', '127.0.0.1', '--port', '0', '--status-port', String(port)])
+  t.equal(result.code, 1)
+  t.equal(result.stderr, `lila: cannot listen on 127.0.0.1:${port} (--status-port): address already in use\n`)
+})
+
 t.test('an address not on this machine exits 1 with one line', async t => {
   const result = await runLila([':9', '--host', '192.0.2.1', '--port', '0'])
   t.equal(result.code, 1)

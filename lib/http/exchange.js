@@ -65,6 +65,8 @@ class Exchange {
     this.bytesOut = 0
     this.tunnel = false
     this.done = false
+    this.replied = 0 // the status lila answered itself, if it did
+    this.openedAt = this.listener.accessLog === null ? 0 : performance.now() // for the access log only
   }
 
   start () {
@@ -197,6 +199,7 @@ class Exchange {
     this.abandonUpstream()
     if (this.responseStarted) return this.session.destroy()
     this.releaseLease()
+    this.replied = 400
     this.session.refuse(400, detail)
     this.finish(false)
   }
@@ -461,6 +464,7 @@ class Exchange {
     const text = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
     this.bytesOut += text.length
     this.responseStarted = true
+    this.replied = status
     session.client.write(text, 'latin1')
     this.finish(keepAlive)
   }
@@ -487,6 +491,7 @@ class Exchange {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
+    if (this.listener.accessLog !== null) this.listener.accessLog.http(this)
   }
 
   releaseLease () {
@@ -496,6 +501,7 @@ class Exchange {
   finish (keepAlive) {
     if (this.done) return
     this.done = true
+    if (this.listener.accessLog !== null) this.listener.accessLog.http(this)
     this.session.exchangeDone(keepAlive)
   }
 }

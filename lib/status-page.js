@@ -1,0 +1,108 @@
+'use strict'
+
+// /status: a stats snapshot as one self-contained HTML page (no script, no external
+// asset) that reloads itself every few seconds. Pure: snapshot in, text out. It shows
+// first what is wrong (backends not up, panic), then each listener with its backends:
+// where the traffic goes (share of the requests, live count) and how it goes
+// (failures, bytes, response-time percentiles).
+
+const REFRESH_S = 2
+
+const STYLE = `
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1{font-size:1.3em;margin:0}h2{font-size:1.1em;margin:1.6em 0 .3em}h2 small{font-weight:normal;color:#666}
+.meta,.facts{color:#555;margin:.2em 0}.problems{background:#fff3f0;border-left:4px solid #c0392b;padding:.4em .8em;margin:1em 0}
+.ok{background:#f0faf2;border-left:4px solid #27ae60;padding:.4em .8em;margin:1em 0}
+table{border-collapse:collapse;background:#fff;box-shadow:0 0 0 1px #ddd}th,td{padding:.3em .7em;text-align:right;white-space:nowrap}
+th{background:#f0f0f0;font-weight:600}td:first-child,th:first-child,td.st,th.st{text-align:left}tr+tr td{border-top:1px solid #eee}
+.st b{display:inline-block;min-width:5.5em;padding:0 .4em;border-radius:3px;color:#fff;text-align:center;font-weight:600}
+.up b{background:#27ae60}.down b{background:#c0392b}.pending b{background:#7f8c8d}.draining b,.drained b{background:#d68910}.disabled b{background:#5d6d7e}
+.why{color:#666;white-space:normal;max-width:28em;display:inline-block;vertical-align:top;margin-left:.5em}
+.bar{display:inline-block;height:.7em;background:#3498db;vertical-align:middle;margin-right:.4em}.panic{color:#c0392b;font-weight:600}
+footer{margin-top:2em;color:#777}a{color:#2471a3}`
+
+function renderPage (snapshot, { version = null, now = Date.now() } = {}) {
+  const problems = []
+  let backends = 0
+  let up = 0
+  for (const l of snapshot.listeners) {
+    if (l.panic) problems.push(`<li class=panic>${esc(l.name)}: panic, every backend is down; traffic goes to them anyway</li>`)
+    for (const b of l.backends) {
+      backends++
+      if (b.status === 'up') up++
+      else problems.push(`<li>${esc(l.name)} → ${esc(b.address)}: <b>${esc(b.status)}</b>${b.reason ? ` (${esc(b.reason)})` : ''}</li>`)
+    }
+  }
+  const uptime = snapshot.startedAt !== undefined ? ` · up ${duration(now - snapshot.startedAt)}` : ''
+  const summary = `${snapshot.listeners.length} listener${snapshot.listeners.length === 1 ? '' : 's'}, ${up} of ${backends} backend${backends === 1 ? '' : 's'} up`
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="${REFRESH_S}">
+<meta name="viewport" content="width=device-width,initial-scale=1"><title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
+<body>
+<h1>lila${version ? ` ${esc(version)}` : ''}</h1>
+<p class="meta">${esc(summary)}${uptime} · ${new Date(now).toISOString().replace('T', ' ').slice(0, 19)} UTC · refreshes every ${REFRESH_S}s</p>
+${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class="ok">Every backend is up.</p>'}
+${snapshot.listeners.map(listenerSection).join('\n')}
+<footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
+</body></html>
+`
+}
+
+function listenerSection (l) {
+  const total = l.backends.reduce((sum, b) => sum + b.total, 0)
+  const facts = [
+    `active ${l.active}`, `waiting ${l.waiting}`, `queued ${l.queued}`, `accepted ${l.accepted}`,
+    `unserved ${l.unserved}`, `queue timeouts ${l.queueTimeouts}`
+  ].join(' · ')
+  const times = l.protocol === 'http' ? 'response time' : 'connect + first byte'
+  const live = l.protocol === 'http' ? 'in flight' : 'live'
+  return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
+<p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
+<table><tr><th>backend</th><th class="st">status</th><th>weight</th><th>${live}</th><th>share</th><th>total</th><th>failures</th><th>in</th><th>out</th><th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th></tr>
+${l.backends.map(b => backendRow(b, total)).join('\n')}
+</table>`
+}
+
+function backendRow (b, total) {
+  const share = total === 0 ? 0 : Math.round(b.total / total * 100)
+  const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
+  const weight = b.effectiveWeight !== b.weight ? `${b.weight} (now ${round(b.effectiveWeight)})` : String(b.weight)
+  const rt = b.responseTime
+  return `<tr><td>${esc(b.address)}${notes.length ? ` <small>(${esc(notes.join(', '))})</small>` : ''}</td>` +
+    `<td class="st ${esc(b.status)}"><b>${esc(b.status)}</b>${b.reason ? `<span class="why">${esc(b.reason)}</span>` : ''}</td>` +
+    `<td>${weight}</td><td>${b.live}${b.maxConn !== null ? ` / ${b.maxConn}` : ''}</td>` +
+    `<td><span class="bar" style="width:${share}px"></span>${share}%</td><td>${b.total}</td><td>${b.failures}</td>` +
+    `<td>${bytes(b.bytesIn)}</td><td>${bytes(b.bytesOut)}</td>` +
+    `<td>${ms(rt.p50)}</td><td>${ms(rt.p90)}</td><td>${ms(rt.p99)}</td></tr>`
+}
+
+function esc (text) {
+  return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+}
+
+const round = n => String(Math.round(n * 100) / 100)
+
+function ms (value) {
+  if (value === null) return '–'
+  return value < 10 ? `${round(value)} ms` : `${Math.round(value)} ms`
+}
+
+function bytes (n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
+  let i = 0
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024
+    i++
+  }
+  return i === 0 ? `${n} B` : `${n < 10 ? n.toFixed(1) : Math.round(n)} ${units[i]}`
+}
+
+function duration (msTotal) {
+  const s = Math.max(0, Math.floor(msTotal / 1000))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor(s / 60) % 60}m`
+  return `${Math.floor(s / 86400)}d ${Math.floor(s / 3600) % 24}h`
+}
+
+module.exports = { renderPage, esc, bytes, duration, ms }

@@ -1,0 +1,236 @@
+'use strict'
+
+const http = require('http')
+const net = require('net')
+const crypto = require('crypto')
+const { listen } = require('./listen')
+const { RuntimeError, UsageError, ControlError } = require('./errors')
+const { formatAddress } = require('./address')
+const { parseBackend } = require('./config')
+const { renderPage } = require('./status-page')
+const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
+const { silentLogger } = require('./log')
+const VERSION = require('./version')
+
+// The admin listener (--status-port): read-only pages for people and scrapers, and
+// POST endpoints that change backends at run time. It knows the balancer only through
+// what it is given, so the same server works over one process or, in the cluster
+// primary, over snapshots gathered from workers:
+//
+//   createStatusServer({ stats, control, host, port, token, log })
+//     stats()    -> a snapshot as index.js stats() returns it (or a promise of one)
+//     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
+//                   them: each takes a plain request object and returns a promise of
+//                   { message }, or rejects with a ControlError carrying the status
+//   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status"
+//   .close()    -> promise; open admin connections are cut
+//
+// Changes (POST, DELETE) are refused with 403 unless a --status-token was given and
+// the request carries it (Authorization: Bearer TOKEN), or no token was given and the
+// listener is bound to loopback. Requests from a web page elsewhere are refused
+// either way (Origin), and on loopback without a token the Host must name loopback
+// too, so a page on another site cannot drive lila through the browser.
+
+const ACTIONS = ['drain', 'enable', 'disable', 'weight']
+const MAX_BODY = 4096
+const READ = 'GET, HEAD'
+
+function createStatusServer ({ stats, control, host = '127.0.0.1', port, token = null, log = silentLogger, version = VERSION, now = Date.now }) {
+  const tokenDigest = token === null ? null : digest(token)
+  let loopback = false
+  let url = null
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch(err => {
+      log.error(`status: ${req.method} ${req.url}: ${err && err.message}`)
+      if (!res.headersSent) send(res, 500, `internal error: ${err && err.message}`)
+      else res.destroy()
+    })
+  })
+  server.requestTimeout = 10000
+  server.headersTimeout = 10000
+
+  async function handle (req, res) {
+    let target
+    try {
+      target = new URL(req.url, 'http://status.invalid')
+    } catch {
+      return send(res, 400, `invalid request target ${JSON.stringify(req.url)}`)
+    }
+    const path = target.pathname
+    const query = target.searchParams
+
+    if (path === '/' || path === '/status' || path === '/status.json' || path === '/metrics') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return notAllowed(res, req.method, path, READ)
+      if (path === '/') return send(res, 302, 'see /status', { Location: '/status' })
+      const snapshot = await stats()
+      if (path === '/status') {
+        return send(res, 200, renderPage(snapshot, { version, now: now() }), {
+          'Content-Type': 'text/html; charset=utf-8',
+          'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'"
+        })
+      }
+      if (path === '/metrics') return send(res, 200, renderMetrics(snapshot, { version }), { 'Content-Type': METRICS_TYPE })
+      return send(res, 200, JSON.stringify({ version, time: now(), ...snapshot }, null, 2) + '\n', { 'Content-Type': 'application/json' })
+    }
+
+    // /backends, /backends/ADDRESS, /backends/ADDRESS/ACTION
+    const parts = path.split('/')
+    if (parts[1] !== 'backends' || parts.length > 4 || (parts.length === 4 && !ACTIONS.includes(parts[3])) || (parts.length >= 3 && parts[2] === '')) {
+      return send(res, 404, `no such page ${JSON.stringify(path)}: expected /status, /status.json, /metrics or /backends/ADDRESS/{${ACTIONS.join(',')}}`, {}, true)
+    }
+    const allowed = parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
+    if (req.method !== allowed) return notAllowed(res, req.method, path, allowed)
+    const refusal = refuse(req)
+    if (refusal !== null) return send(res, 403, refusal, {}, true)
+
+    const listener = query.get('listener')
+    let result
+    try {
+      if (parts.length === 2) {
+        const text = query.get('address') || await readAddress(req)
+        result = await control.add({ spec: backendSpec(text, 'backend'), listener })
+      } else {
+        let address
+        try {
+          address = decodeURIComponent(parts[2])
+        } catch {
+          throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
+        }
+        if (parts.length === 3) {
+          result = await control.remove({ backend: normalise(address), listener })
+        } else if (parts[3] === 'weight') {
+          result = await control.weight({ backend: normalise(address), listener, value: weightOf(query.get('value')) })
+        } else {
+          result = await control[parts[3]]({ backend: normalise(address), listener })
+        }
+      }
+    } catch (err) {
+      if (err instanceof ControlError || (err && typeof err.status === 'number' && err.name === 'ControlError')) {
+        return send(res, err.status, err.message, {}, true)
+      }
+      throw err
+    }
+    send(res, 200, result.message, {}, true)
+  }
+
+  // null when the request may change things, else why not.
+  function refuse (req) {
+    const origin = req.headers.origin
+    if (origin !== undefined && origin !== `http://${req.headers.host}`) {
+      return `refused: a change requested from the web page of ${origin}`
+    }
+    if (tokenDigest !== null) {
+      const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization || '')
+      if (match === null) return 'refused: changes need the --status-token, sent as "Authorization: Bearer TOKEN"'
+      if (!crypto.timingSafeEqual(digest(match[1]), tokenDigest)) return 'refused: wrong token in the Authorization header'
+      return null
+    }
+    if (!loopback) return `refused: changes need --status-token when the status listener is not on loopback (it is on ${url})`
+    if (!isLoopbackHost(req.headers.host || '')) return `refused: Host ${JSON.stringify(req.headers.host || '')} is not a loopback name`
+    return null
+  }
+
+  async function start () {
+    let address
+    try {
+      address = await listen(server, { host, port }, log)
+    } catch (err) {
+      // "cannot listen on 127.0.0.1:9000 (--status-port): address already in use"
+      if (!(err instanceof RuntimeError)) throw err
+      throw new RuntimeError(err.message.replace(/^(cannot listen on \S+):/, '$1 (--status-port):'), err.cause)
+    }
+    loopback = isLoopbackAddress(server.address().address)
+    url = `http://${address}/status`
+    log.always(`status on ${url}`) // at every level: scripts read the port from it
+    return url
+  }
+
+  function close () {
+    return new Promise(resolve => {
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })
+  }
+
+  return { listen: start, close, server, get url () { return url } }
+}
+
+function send (res, status, body, headers = {}, line = false) {
+  const text = line ? `${body}\n` : body
+  res.writeHead(status, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...headers
+  })
+  res.end(text)
+}
+
+function notAllowed (res, method, path, allow) {
+  send(res, 405, `method ${method} not allowed on ${path}: expected ${allow.replace(', ', ' or ')}`, { Allow: allow }, true)
+}
+
+// The body of POST /backends: "host:port[,weight=N]..." as plain text, or a form field
+// address=...; at most 4 KiB.
+function readAddress (req) {
+  return new Promise((resolve, reject) => {
+    const chunks = []
+    let size = 0
+    req.on('data', chunk => {
+      size += chunk.length
+      if (size <= MAX_BODY) chunks.push(chunk)
+      else reject(new ControlError(413, `request body over ${MAX_BODY} bytes: expected one backend`))
+    })
+    req.on('error', reject)
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8').trim()
+      const form = /^address=/.test(text) ? new URLSearchParams(text).get('address') : text
+      resolve(form)
+    })
+  })
+}
+
+// The backend syntax of the command line -> spec; bad input -> 400 with lila's message.
+function backendSpec (text, what) {
+  if (!text) throw new ControlError(400, `no ${what} given: expected host:port[,weight=N]... in the body or ?address=`)
+  try {
+    return parseBackend(text)
+  } catch (err) {
+    if (err instanceof UsageError) throw new ControlError(400, err.message)
+    throw err
+  }
+}
+
+// "127.0.0.1:80", ":80" or "[::1]:80" -> the address as backends show it. Settings
+// (",weight=2") have no place in a path.
+function normalise (text) {
+  if (text.includes(',')) throw new ControlError(400, `invalid backend address ${JSON.stringify(text)}: expected host:port without settings`)
+  const spec = backendSpec(text, 'backend address')
+  return formatAddress(spec.host, spec.port)
+}
+
+function weightOf (text) {
+  if (text === null || !/^\d+$/.test(text) || Number(text) > 1000) {
+    throw new ControlError(400, `invalid weight ${JSON.stringify(text === null ? '' : text)}: expected ?value=N with N a whole number from 0 to 1000`)
+  }
+  return Number(text)
+}
+
+function digest (text) {
+  return crypto.createHash('sha256').update(String(text)).digest()
+}
+
+function isLoopbackAddress (address) {
+  if (address.startsWith('::ffff:')) address = address.slice(7)
+  return address === '::1' || (net.isIPv4(address) && address.startsWith('127.'))
+}
+
+// A Host header naming this machine's loopback: localhost, 127.x.y.z or [::1], with a port.
+function isLoopbackHost (hostHeader) {
+  const host = hostHeader.startsWith('[') ? hostHeader.slice(1, hostHeader.indexOf(']')) : hostHeader.split(':')[0]
+  return host.toLowerCase() === 'localhost' || isLoopbackAddress(host)
+}
+
+module.exports = { createStatusServer, isLoopbackAddress, isLoopbackHost }

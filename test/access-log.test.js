@@ -1,0 +1,101 @@
+'use strict'
+
+// --access-log: exactly one parseable line on stdout per connection (tcp) or request
+// (http), whatever ended it, in text and in JSON.
+
+const t = require('tap')
+const net = require('net')
+const {
+  spawnLila, tcpBackend, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
+} = require('./fixtures/helpers')
+
+const TIME = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z'
+const TCP_LINE = new RegExp(`^(${TIME}) (\\S+) -> (\\S+) tcp in=(\\d+) out=(\\d+) (\\d+\\.\\d\\d)ms$`)
+const HTTP_LINE = new RegExp(`^(${TIME}) (\\S+) -> (\\S+) "(\\S+) (\\S+) (HTTP/1\\.[01])" (\\d{3}) in=(\\d+) out=(\\d+) (\\d+\\.\\d\\d)ms$`)
+
+const LOCAL = ['--host', '127.0.0.1', '--port', '0', '--status-port', '0', '--check', 'none']
+const stdoutLines = lila => lila.stdout.split('\n').filter(Boolean)
+const linesOf = (lila, n) => until(() => stdoutLines(lila).length >= n, `${n} access log lines (got: ${lila.stdout})`).then(() => stdoutLines(lila))
+
+t.test('tcp, text: one line per connection, served or not', async t => {
+  const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
+  const dead = `127.0.0.1:${await deadPort()}`
+  const lila = await spawnLila(t, ['rr', a.address, b.address, ...LOCAL, '--access-log'])
+  for (let i = 0; i < 4; i++) await exchange(lila.port, 'hello')
+  await settled(lila)
+  const lines = await linesOf(lila, 4)
+  t.equal(lines.length, 4, 'exactly one line per connection')
+  const parsed = lines.map(line => TCP_LINE.exec(line))
+  t.ok(parsed.every(Boolean), `every line parses:\n${lines.join('\n')}`)
+  t.same(parsed.map(m => m[3]).sort(), [a.address, a.address, b.address, b.address].sort())
+  t.ok(parsed.every(m => m[2] === '127.0.0.1' && m[4] === '5' && m[5] === '2'), 'client, bytes in ("hello") and out ("a\\n")')
+  t.ok(parsed.every(m => !Number.isNaN(Date.parse(m[1])) && Number(m[6]) >= 0))
+  t.equal((await lila.stop()).code, 0)
+
+  // A connection no backend could take is a line too, with "-" for the backend.
+  const none = await spawnLila(t, ['rr', dead, ...LOCAL, '--access-log', 'text'])
+  await exchange(none.port, 'x')
+  const [line] = await linesOf(none, 1)
+  t.match(line, TCP_LINE)
+  t.equal(TCP_LINE.exec(line)[3], '-')
+  t.equal((await none.stop()).code, 0)
+  t.equal(stdoutLines(none).length, 1)
+})
+
+t.test('http, json: one object per request, with what the client was answered', async t => {
+  let holding = null
+  const backend = await httpBackend(t, 'a', (req, res) => {
+    if (req.url === '/missing') {
+      res.statusCode = 404
+      return res.end('no\n')
+    }
+    if (req.url === '/slow') {
+      holding = res
+      return
+    }
+    res.end('hello\n')
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, ...LOCAL, '--protocol', 'http', '--access-log', 'json'])
+  t.equal((await request(lila.port, { path: '/a?b="c"' })).status, 200)
+  t.equal((await request(lila.port, { path: '/missing' })).status, 404)
+  t.equal((await request(lila.port, { method: 'POST', path: '/post', body: 'twelve bytes' })).status, 200)
+  // A client that leaves (resets) before its response: 499.
+  const client = net.connect(lila.port, '127.0.0.1')
+  client.on('error', () => {})
+  client.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n')
+  await until(() => holding !== null, 'the slow request to reach the backend')
+  client.resetAndDestroy()
+  await settled(lila)
+  holding.end()
+
+  const lines = await linesOf(lila, 4)
+  t.equal(lines.length, 4, 'exactly one line per request')
+  const entries = lines.map(line => JSON.parse(line))
+  for (const entry of entries) {
+    t.same(Object.keys(entry), ['time', 'listener', 'protocol', 'client', 'backend', 'method', 'target', 'version', 'status', 'bytesIn', 'bytesOut', 'ms'])
+    t.match(entry, { listener: `127.0.0.1:${lila.port}`, protocol: 'http', client: '127.0.0.1', backend: backend.address, version: 'HTTP/1.1' })
+    t.ok(typeof entry.ms === 'number' && entry.ms >= 0)
+  }
+  t.same(entries.map(e => [e.method, e.target, e.status]), [
+    ['GET', '/a?b="c"', 200],
+    ['GET', '/missing', 404],
+    ['POST', '/post', 200],
+    ['GET', '/slow', 499]
+  ])
+  t.ok(entries[2].bytesIn > 12 && entries[2].bytesIn < 200, 'bytes in count the head and the body')
+  const served = (await statusJson(lila)).listeners[0].backends[0]
+  t.equal(served.total, 4)
+  t.equal((await lila.stop()).code, 0)
+})
+
+t.test('http, text: lila\'s own answers and the quoting of odd targets', async t => {
+  const lila = await spawnLila(t, ['rr', `127.0.0.1:${await deadPort()}`, ...LOCAL, '--protocol', 'http', '--retries', '0', '--access-log'])
+  t.equal((await request(lila.port, { path: '/x"y\\z' })).status, 502)
+  const [line] = await within(5000, 'a line', linesOf(lila, 1))
+  const match = HTTP_LINE.exec(line.replace(/\\"/g, '%22').replace(/\\\\/g, '%5C'))
+  t.ok(match, line)
+  t.equal(match[3], lila.lines.find(l => /127\.0\.0\.1:\d+ +up/.test(l)).match(/127\.0\.0\.1:\d+/)[0], 'the backend that failed')
+  t.equal(match[7], '502')
+  t.match(line, / "GET \/x\\"y\\\\z HTTP\/1\.1" 502 /, 'quotes and backslashes escaped')
+  t.equal((await lila.stop()).code, 0)
+})

@@ -1,0 +1,171 @@
+'use strict'
+
+// The status listener end to end, through the real executable: the numbers of
+// /status.json and /metrics match the traffic sent, the page shows the backends, and
+// the control endpoints change where new traffic goes without disturbing open
+// connections.
+
+const t = require('tap')
+const { spawnSync } = require('child_process')
+const {
+  spawnLila, tcpBackend, greetThenEcho, exchange, openGreeted, httpBackend, request, statusJson, settled, within
+} = require('./fixtures/helpers')
+
+const LOCAL = ['--host', '127.0.0.1', '--port', '0', '--status-port', '0']
+
+// The value of one sample in Prometheus text, or undefined.
+function sample (text, name, labels) {
+  const escaped = labels.replace(/[[\]\\^$.|?*+(){}]/g, '\\$&')
+  const match = new RegExp(`^${name}\\{${escaped}\\} (\\S+)$`, 'm').exec(text)
+  return match === null ? undefined : Number(match[1])
+}
+
+t.test('tcp: /status.json, /metrics and /status match 30 connections over 3 backends', async t => {
+  const backends = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name)))
+  const lila = await spawnLila(t, ['rr', ...backends.map(b => b.address), ...LOCAL, '--check', 'none'])
+  t.ok(lila.statusPort > 0, 'the status line names its port')
+  t.ok(lila.lines.some(line => /^lila: status on http:\/\/127\.0\.0\.1:\d+\/status$/.test(line)), 'one line says where the status page is')
+  for (let i = 0; i < 30; i++) t.equal((await exchange(lila.port, 'hi')).data, `${'abc'[i % 3]}\n`)
+  const snapshot = await settled(lila)
+  const [listener] = snapshot.listeners
+  t.match(listener, { name: `127.0.0.1:${lila.port}`, protocol: 'tcp', mode: 'round-robin', accepted: 30, active: 0, unserved: 0, queued: 0 })
+  t.same(listener.backends.map(b => b.address), backends.map(b => b.address))
+  t.same(listener.backends.map(b => b.total), [10, 10, 10])
+  t.same(listener.backends.map(b => b.bytesIn), [20, 20, 20], '"hi" ten times each')
+  t.same(listener.backends.map(b => b.bytesOut), [20, 20, 20], '"a\\n" ten times each')
+  t.same(listener.backends.map(b => b.responseTime.count), [10, 10, 10], 'one latency sample per connection')
+  t.same(listener.backends.map(b => b.status), ['up', 'up', 'up'])
+  t.ok(listener.backends.every(b => b.responseTime.p50 > 0 && b.responseTime.p99 >= b.responseTime.p50))
+
+  const metrics = (await request(lila.statusPort, { path: '/metrics' })).body.toString()
+  const checked = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' })
+  if (checked.error && checked.error.code === 'ENOENT') t.skip('promtool is not installed (Debian package prometheus)')
+  else t.equal(checked.status, 0, `promtool check metrics: ${checked.stdout}${checked.stderr}`)
+  const l = `listener="127.0.0.1:${lila.port}"`
+  t.equal(sample(metrics, 'lila_listener_accepted_connections_total', l), 30)
+  for (const b of backends) {
+    const labels = `${l},backend="${b.address}"`
+    t.equal(sample(metrics, 'lila_backend_requests_total', labels), 10)
+    t.equal(sample(metrics, 'lila_backend_in_bytes_total', labels), 20)
+    t.equal(sample(metrics, 'lila_backend_out_bytes_total', labels), 20)
+    t.equal(sample(metrics, 'lila_backend_live', labels), 0)
+    t.equal(sample(metrics, 'lila_backend_response_time_seconds_count', labels), 10)
+    t.equal(sample(metrics, 'lila_backend_response_time_seconds_bucket', `${labels},le="+Inf"`), 10)
+    t.equal(sample(metrics, 'lila_backend_status', `${labels},status="up"`), 1)
+  }
+
+  const page = (await request(lila.statusPort, { path: '/status' })).body.toString()
+  t.match(page, /Every backend is up\./)
+  t.match(page, new RegExp(`<h2>127\\.0\\.0\\.1:${lila.port} <small>tcp · round-robin</small></h2>`))
+  for (const b of backends) t.match(page, new RegExp(`<td>${b.address}</td><td class="st up"><b>up</b></td><td>1</td><td>0</td><td><span class="bar" style="width:33px"></span>33%</td><td>10</td><td>0</td><td>20 B</td><td>20 B</td>`))
+  t.equal((await lila.stop()).code, 0)
+})
+
+t.test('http: requests, in-flight counts and response times per backend', async t => {
+  let release = null
+  const backends = await Promise.all(['a', 'b', 'c'].map(name => httpBackend(t, name, (req, res, b) => {
+    if (req.url === '/hold') release = () => res.end('held\n')
+    else res.end(`${b.name}\n`)
+  })))
+  const lila = await spawnLila(t, ['rr', ...backends.map(b => b.address), ...LOCAL, '--protocol', 'http', '--check', 'none'])
+  for (let i = 0; i < 30; i++) t.equal((await request(lila.port, { path: '/x' })).status, 200)
+  const snapshot = await settled(lila)
+  const [listener] = snapshot.listeners
+  t.same(listener.backends.map(b => b.total), [10, 10, 10])
+  t.same(listener.backends.map(b => b.responseTime.count), [10, 10, 10])
+  t.same(backends.map(b => b.requests), [10, 10, 10])
+  const [first] = listener.backends
+  t.ok(first.bytesIn > 0 && first.bytesOut > 0)
+  t.ok(listener.backends.every(b => b.bytesIn === first.bytesIn && b.bytesOut === first.bytesOut), 'the same bytes each way for the same requests')
+  t.match(first.pool, { sockets: 1, idle: 1, connects: 1, reuses: 9 }, 'one pooled connection, reused')
+
+  // A request in flight shows, then goes.
+  const held = request(lila.port, { path: '/hold' })
+  await within(5000, 'the request to reach its backend', new Promise(resolve => {
+    const check = () => release !== null ? resolve() : setTimeout(check, 5)
+    check()
+  }))
+  const during = (await statusJson(lila)).listeners[0]
+  t.equal(during.backends.reduce((sum, b) => sum + b.live, 0), 1, 'one request in flight')
+  t.equal(during.active, 1)
+  release()
+  t.equal((await held).status, 200)
+  await settled(lila)
+  t.equal((await lila.stop()).code, 0)
+})
+
+t.test('control: drain, enable, weight, add and disable through the real executable', async t => {
+  const [a, b, c] = await Promise.all(['a', 'b', 'c'].map(name => tcpBackend(t, name, greetThenEcho)))
+  const lila = await spawnLila(t, ['rr', a.address, b.address, ...LOCAL, '--check', 'none'])
+  const post = path => request(lila.statusPort, { method: 'POST', path })
+  // n connections, closed as soon as greeted: which backend each went to.
+  const spread = async n => {
+    const names = []
+    for (let i = 0; i < n; i++) {
+      const { socket, name } = await openGreeted(lila.port)
+      names.push(name)
+      socket.end()
+    }
+    return names
+  }
+
+  // A long-lived connection on a; then a is drained.
+  const long = await openGreeted(lila.port)
+  t.equal(long.name, 'a')
+  const drained = await post(`/backends/${a.address}/drain`)
+  t.equal(drained.status, 200)
+  t.equal(drained.body.toString(), `${a.address} draining: by an operator; 1 connection left\n`)
+  t.same(await spread(4), ['b', 'b', 'b', 'b'], 'no new connection goes to a drained backend')
+  const echoed = new Promise(resolve => long.socket.once('data', chunk => resolve(String(chunk))))
+  long.socket.write('still here')
+  t.equal(await within(5000, 'the echo', echoed), 'still here', 'the open connection goes on undisturbed')
+  let backendA = (await statusJson(lila)).listeners[0].backends[0]
+  t.match(backendA, { address: a.address, status: 'draining', admin: 'draining', live: 1 })
+  await lila.waitForLine(/backend .* draining \(by an operator\); 1 connection left open$/)
+  long.socket.end()
+  await lila.waitForLine(new RegExp(`backend ${a.address} drained$`))
+  backendA = (await settled(lila)).listeners[0].backends[0]
+  t.match(backendA, { status: 'drained', live: 0 })
+
+  t.equal((await post(`/backends/${a.address}/enable`)).body.toString(), `${a.address} up\n`)
+  t.same((await spread(4)).sort(), ['a', 'a', 'b', 'b'], 'enabled: back in the rotation')
+
+  t.equal((await post(`/backends/${b.address}/weight?value=3`)).body.toString(), `${b.address} weight 3 (was 1)\n`)
+  const weighted = await spread(40)
+  t.equal(weighted.filter(n => n === 'b').length, 30, 'weights 1:3')
+
+  const added = await request(lila.statusPort, { method: 'POST', path: '/backends', body: `${c.address},weight=2` })
+  t.equal(added.body.toString(), `added ${c.address} up\n`)
+  const withC = await spread(12)
+  t.equal(withC.filter(n => n === 'c').length, 4, 'the new backend takes its share (2 of 6)')
+  t.equal(c.connections, 4)
+  const listed = (await settled(lila)).listeners[0].backends
+  t.same(listed.map(x => [x.address, x.weight, x.total]), [[a.address, 1, 1 + 2 + 10 + 2], [b.address, 3, 4 + 2 + 30 + 6], [c.address, 2, 4]])
+
+  const keep = await openGreeted(lila.port)
+  t.equal((await post(`/backends/${keep.name === 'a' ? a.address : keep.name === 'b' ? b.address : c.address}/disable`)).status, 200)
+  t.notOk((await spread(6)).includes(keep.name), 'no new connection goes to a disabled backend')
+  const echo = new Promise(resolve => keep.socket.once('data', chunk => resolve(String(chunk))))
+  keep.socket.write('ping')
+  t.equal(await within(5000, 'the echo', echo), 'ping', 'disabling cuts nothing')
+  keep.socket.end()
+  await settled(lila)
+
+  const unknown = await post('/backends/127.0.0.1:1/drain')
+  t.same([unknown.status, unknown.body.toString()], [404, 'no backend "127.0.0.1:1": expected an address listed in /status.json\n'])
+  t.equal((await lila.stop()).code, 0)
+})
+
+t.test('changes from a status listener on all interfaces need the token', async t => {
+  const a = await tcpBackend(t, 'a')
+  const token = 'status-token-for-a-test'
+  const lila = await spawnLila(t, ['rr', a.address, '--host', '127.0.0.1', '--port', '0', '--status-port', '0', '--status-host', '0.0.0.0', '--status-token', token, '--check', 'none'])
+  t.match(lila.lines.join('\n'), /status on http:\/\/0\.0\.0\.0:\d+\/status/)
+  const path = `/backends/${a.address}/drain`
+  const refused = await request(lila.statusPort, { method: 'POST', path })
+  t.same([refused.status, refused.body.toString()], [403, 'refused: changes need the --status-token, sent as "Authorization: Bearer TOKEN"\n'])
+  const allowed = await request(lila.statusPort, { method: 'POST', path, headers: { authorization: `Bearer ${token}` } })
+  t.equal(allowed.status, 200)
+  t.equal((await statusJson(lila)).listeners[0].backends[0].status, 'drained')
+  t.equal((await lila.stop()).code, 0)
+})
