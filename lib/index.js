@@ -5,27 +5,48 @@ const { Upstream } = require('./upstream')
 const { Listener } = require('./listener')
 const { TcpSession } = require('./tcp')
 const { createHttpListener } = require('./http/listener')
-const { silentLogger } = require('./log')
+const { loadTls, loadBackendTls } = require('./tls')
+const { silentLogger, prefixed } = require('./log')
+const { describeChanges } = require('./reload')
+const { RuntimeError } = require('./errors')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
 //   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
 //   lb.stats()                            // a fresh plain snapshot
+//   const lines = await lb.reload(next)   // apply a new config; what changed, in words
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
-// for tests. `via` is this lila's token in HTTP Via headers (loop detection).
+// for tests. `via` is this lila's token in HTTP Via headers (loop detection). `table`
+// false leaves out the start-up table (workers after the first print none).
 // One factory per protocol, each making a Listener (listener.js) from
-// { config, upstream, log, via }.
+// { config, upstream, log, via, tls, backendTls }.
 const LISTENERS = {
-  tcp: ({ config, upstream, log }) => new Listener({ config, upstream, log, protocol: 'tcp', Session: TcpSession }),
+  tcp: ({ config, upstream, log, tls, backendTls }) => new Listener({ config, upstream, log, protocol: 'tcp', Session: TcpSession, tls, backendTls }),
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}` } = {}) {
-  const listeners = config.listeners.map(listenerConfig => {
-    const upstream = new Upstream(listenerConfig, { now, log, resolve })
-    return LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
-  })
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true } = {}) {
+  let current = config
+  let listeners = []
+  const retiring = new Map() // listener removed by a reload -> Promise, while it drains
+  let started = false
+
+  // TLS files are read here (and again on every reload): a UsageError if one cannot be
+  // read or used.
+  function material (listenerConfig) {
+    return { tls: loadTls(listenerConfig.tls), backendTls: loadBackendTls(listenerConfig.backendTls) }
+  }
+
+  // Log lines about a listener carry its name when there are several, or it was named.
+  function make (listenerConfig, { tls, backendTls }, several) {
+    const named = several || listenerConfig.name !== `${listenerConfig.protocol}:${listenerConfig.port}`
+    const listenerLog = named ? prefixed(log, listenerConfig.name) : log
+    const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
+    return LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log: listenerLog, via, tls, backendTls })
+  }
+
+  listeners = config.listeners.map(l => make(l, material(l), config.listeners.length > 1))
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
@@ -40,18 +61,97 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
       await close(0)
       throw err
     }
+    started = true
     return addresses
   }
 
-  function close (timeout = config.shutdownTimeout) {
-    return Promise.all(listeners.map(listener => {
-      listener.upstream.close()
-      return listener.close(timeout)
-    })).then(() => {})
+  function retire (listener, timeout) {
+    listener.upstream.close()
+    const closed = listener.close(timeout).then(() => { retiring.delete(listener) })
+    retiring.set(listener, closed)
+    return closed
+  }
+
+  // Stop accepting and drain every listener; stats() still shows them.
+  function close (timeout = current.shutdownTimeout) {
+    const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
+    return Promise.all([...all, ...retiring.values()]).then(() => {})
   }
 
   function destroy () {
-    for (const listener of listeners) listener.destroy()
+    for (const listener of new Set([...listeners, ...retiring.keys()])) listener.destroy()
+  }
+
+  // Apply a new config (as config.js builds it) without dropping a connection.
+  // Listeners are matched by name: new ones are bound, checked and opened; removed ones
+  // stop accepting and drain (up to shutdownTimeout, as on shutdown); one whose address
+  // or protocol changed is replaced so; the others take their new settings in place
+  // (upstream.update: backends join and drain). TLS files are read again, so renewed
+  // certificates take effect. Rejects, with nothing changed, when a TLS file cannot be
+  // used (UsageError) or a new port cannot be bound (RuntimeError). Resolves with what
+  // changed, as log lines.
+  async function reload (next) {
+    if (!started) throw new RuntimeError('cannot reload before listen() is done')
+    const byName = new Map(listeners.map(l => [l.name, l]))
+    const loaded = next.listeners.map(material) // may throw: nothing has changed yet
+    const several = next.listeners.length > 1
+    const kept = [] // [listener, config, material]
+    const created = [] // [listener, config]
+    const removed = new Set(listeners)
+    next.listeners.forEach((listenerConfig, i) => {
+      const old = byName.get(listenerConfig.name)
+      if (old !== undefined && sameAddress(old.config, listenerConfig)) {
+        removed.delete(old)
+        kept.push([old, listenerConfig, loaded[i]])
+      } else {
+        created.push([make(listenerConfig, loaded[i], several), listenerConfig])
+      }
+    })
+
+    // Bind new listeners first, all or none. One that takes the port of a listener
+    // being removed can only bind once that one stopped accepting.
+    const freed = listenerConfig => [...removed].some(old => old.config.port !== 0 && old.config.port === listenerConfig.port)
+    const bound = []
+    try {
+      for (const [listener, listenerConfig] of created) {
+        if (!freed(listenerConfig)) bound.push([listener, await listener.listen()])
+      }
+    } catch (err) {
+      await Promise.all(bound.map(([listener]) => listener.close(0)))
+      throw err
+    }
+
+    const lines = describeChanges(current, next)
+    for (const [listener, listenerConfig, { tls, backendTls }] of kept) {
+      const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
+      listener.reconfigure(listenerConfig, { tls, backendTls })
+      for (const change of changes) lines.push(`${listenerConfig.name}: ${change}`)
+    }
+    for (const old of removed) {
+      lines.push(`listener ${old.name} removed${old.sessions.size ? `, ${old.sessions.size} connection${old.sessions.size === 1 ? '' : 's'} left to drain` : ''}`)
+      retire(old, next.shutdownTimeout)
+    }
+    for (const [listener, listenerConfig] of created) {
+      if (!freed(listenerConfig)) continue
+      try {
+        bound.push([listener, await listener.listen()])
+      } catch (err) {
+        lines.push(`listener ${listenerConfig.name} not started: ${err.message}`)
+      }
+    }
+    const fresh = bound.map(([listener]) => listener)
+    await Promise.all(fresh.map(listener => listener.upstream.start()))
+    for (const listener of fresh) listener.open()
+    for (const [listener, address] of bound) {
+      const n = listener.upstream.backends.length
+      lines.push(`listener ${listener.name} added: listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'})`)
+    }
+
+    // The running set, in the order of the new config.
+    const running = new Set([...kept.map(([listener]) => listener), ...fresh])
+    listeners = next.listeners.map(l => [...running].find(listener => listener.name === l.name)).filter(Boolean)
+    current = next
+    return lines
   }
 
   function stats () {
@@ -63,7 +163,19 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     }
   }
 
-  return { listen, close, destroy, stats, listeners }
+  return {
+    listen,
+    close,
+    destroy,
+    stats,
+    reload,
+    get listeners () { return listeners },
+    get config () { return current }
+  }
+}
+
+function sameAddress (a, b) {
+  return a.protocol === b.protocol && a.port === b.port && a.host === b.host
 }
 
 module.exports = { createBalancer }

@@ -2,6 +2,7 @@
 
 const net = require('net')
 const { listen } = require('./listen')
+const { startPrelude } = require('./prelude')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot; past
 // this many waiting, a new one is closed at once rather than held without bound.
@@ -13,9 +14,17 @@ const MAX_WAITING = 1024
 // connection, calls
 // `listener.sessionDone(session)` exactly once when it is over, and has `destroy()`
 // and `closeIfIdle()` (for a graceful close: end it now if it is between requests).
+// With --accept-proxy or TLS termination a connection first goes through its prelude
+// (prelude.js: the PROXY header, the TLS handshake); the session then reads the
+// TLSSocket, and the client's address is the one the header gave.
 class Listener {
-  constructor ({ config, upstream, log, protocol, Session, serverOptions = {} }) {
+  constructor ({ config, upstream, log, protocol, Session, serverOptions = {}, tls = null, backendTls = null }) {
     this.config = config
+    this.name = config.name
+    this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
+    this.backendTls = backendTls // tls.connect options for backends, or null
+    this.alpn = undefined // what TLS offers clients to speak (http: http/1.1)
+    this.prelude = new Set() // connections in their prelude: closed with the listener
     this.upstream = upstream
     this.log = log
     this.protocol = protocol
@@ -30,8 +39,37 @@ class Listener {
     this.onDrained = () => {} // protocol clean-up once every session is gone
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
-    this.server.on('connection', client => this.accept(client))
+    this.server.on('connection', client => this.arrive(client))
   }
+
+  arrive (client) {
+    if (!this.config.acceptProxy && this.tls === null) return this.accept(client)
+    if (this.closing || this.prelude.size >= MAX_WAITING) return client.destroy()
+    const prelude = startPrelude(client, {
+      acceptProxy: this.config.acceptProxy,
+      tls: this.tls,
+      ALPNProtocols: this.alpn,
+      timeout: this.config.headerTimeout,
+      log: this.log
+    }, socket => {
+      this.prelude.delete(prelude)
+      this.accept(socket)
+    })
+    this.prelude.add(prelude)
+    client.once('close', () => this.prelude.delete(prelude))
+  }
+
+  // A reload: new settings for new connections (and, where they read them as they go,
+  // for open ones); new TLS material for new handshakes.
+  reconfigure (config, { tls = null, backendTls = null } = {}) {
+    this.config = config
+    this.tls = tls
+    this.backendTls = backendTls
+    this.onReconfigure(config)
+    this.serveWaiting() // --max-conn may have grown
+  }
+
+  onReconfigure () {} // protocol settings derived from the config
 
   listen () {
     return listen(this.server, this.config, this.log)
@@ -98,6 +136,7 @@ class Listener {
     this.closing = true
     this.server.close()
     for (const client of this.waiting.splice(0)) client.destroy()
+    for (const prelude of [...this.prelude]) prelude.destroy()
     for (const session of this.sessions) session.closeIfIdle()
     if (this.sessions.size === 0) {
       this.onDrained()
@@ -114,12 +153,15 @@ class Listener {
   }
 
   destroy () {
+    for (const prelude of [...this.prelude]) prelude.destroy()
     for (const session of this.sessions) session.destroy()
   }
 
   snapshot () {
     return {
+      name: this.name,
       protocol: this.protocol,
+      tls: this.tls !== null,
       mode: this.upstream.mode,
       address: this.server.address(),
       active: this.sessions.size,

@@ -5,20 +5,39 @@ const LEVELS = { error: 0, warn: 1, info: 2, debug: 3 }
 // The one logger. Messages go to stderr as "lila: <message>", one line each; messages
 // below the chosen level cost one comparison. Write errors (a closed pipe) are ignored:
 // losing a log line must never take the balancer down.
-function createLogger ({ level = 'info', stderr }) {
-  const threshold = LEVELS[level]
+// `prefix` ("worker 2") goes before every message; setLevel() applies a reloaded
+// --log-level.
+function createLogger ({ level = 'info', stderr, prefix = '' }) {
+  let threshold = LEVELS[level]
+  const lead = prefix ? `lila: ${prefix}: ` : 'lila: '
   const write = line => {
     try {
-      stderr.write(`lila: ${line}\n`)
+      stderr.write(`${lead}${line}\n`)
     } catch {}
   }
   return {
-    level,
+    get level () { return LEVELS_BY_RANK[threshold] },
+    setLevel: name => { threshold = LEVELS[name] },
     enabled: name => LEVELS[name] <= threshold,
     error: message => { if (threshold >= 0) write(message) },
     warn: message => { if (threshold >= 1) write(message) },
     info: message => { if (threshold >= 2) write(message) },
     debug: message => { if (threshold >= 3) write(message) }
+  }
+}
+
+const LEVELS_BY_RANK = Object.keys(LEVELS)
+
+// The same logger, its messages led by `prefix` (a listener's name).
+function prefixed (log, prefix) {
+  return {
+    get level () { return log.level },
+    setLevel: log.setLevel,
+    enabled: log.enabled,
+    error: message => log.error(`${prefix}: ${message}`),
+    warn: message => log.warn(`${prefix}: ${message}`),
+    info: message => log.info(`${prefix}: ${message}`),
+    debug: message => { if (log.enabled('debug')) log.debug(`${prefix}: ${message}`) }
   }
 }
 
@@ -32,4 +51,4 @@ function formatTable (rows) {
 // For the programmatic API and tests that want silence.
 const silentLogger = createLogger({ level: 'error', stderr: { write () {} } })
 
-module.exports = { createLogger, silentLogger, formatTable, LEVELS }
+module.exports = { createLogger, prefixed, silentLogger, formatTable, LEVELS }

@@ -1,6 +1,6 @@
 'use strict'
 
-const net = require('net')
+const { dial, readyEvent } = require('../dial')
 
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
 // the bottom of the stack go idle long enough to expire. A connection is idle in the
@@ -30,7 +30,7 @@ class UpstreamConnection {
     this.requestsLeft = Infinity // from "Keep-Alive: max=N"
     this.idleSince = 0
     this.closed = false
-    socket.on('connect', () => this.owner !== null && this.owner.onUpstreamConnect(this))
+    socket.on(readyEvent(socket), () => this.owner !== null && this.owner.onUpstreamConnect(this))
     socket.on('data', chunk => this.owner !== null ? this.owner.onUpstreamData(this, chunk) : this.destroy())
     socket.on('drain', () => this.owner !== null && this.owner.onUpstreamDrain(this))
     socket.on('timeout', () => this.owner !== null ? this.owner.onUpstreamTimeout(this) : this.destroy())
@@ -55,9 +55,10 @@ class UpstreamConnection {
 }
 
 class Pool {
-  constructor (backend, { connectTimeout, now = Date.now }) {
+  constructor (backend, { connectTimeout, tls = null, now = Date.now }) {
     this.backend = backend
     this.connectTimeout = connectTimeout
+    this.tls = tls // tls.connect options with --backend-tls
     this.now = now
     this.idle = []
     this.size = 0 // every socket: connecting, busy and idle
@@ -98,7 +99,7 @@ class Pool {
   connect (exchange) {
     this.size++
     this.connects++
-    const socket = net.connect({ host: this.backend.host, port: this.backend.port, noDelay: true })
+    const socket = dial(this.backend, this.tls)
     const conn = new UpstreamConnection(this, socket)
     conn.attach(exchange, this.connectTimeout) // the socket timeout is the connect timeout until connected
   }
