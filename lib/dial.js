@@ -9,7 +9,9 @@ const tls = require('tls')
 // Callers wait for readyEvent(socket): the TCP connect, or for TLS the end of the
 // handshake, so that a backend whose certificate is refused fails like one that
 // refuses the connect, before any byte of the client's was sent, and is retried.
-// `preface` (a PROXY protocol header) goes first, in the clear, before any TLS.
+// `preface` (a PROXY protocol header) goes first, in the clear, before any TLS; then a
+// failed connect may be reported twice (by the TCP socket and by TLS over it): callers
+// ignore the events of a socket they are done with.
 function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null } = {}) {
   const raw = tlsOptions === null || preface !== null
     ? net.connect({ host: backend.host, port: backend.port, allowHalfOpen, noDelay: true })
@@ -17,7 +19,8 @@ function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null } = 
   if (preface !== null) raw.write(preface) // sent as soon as the connect completes
   if (tlsOptions === null) return raw
   const socket = tls.connect({
-    ...(raw === null ? { host: backend.host, port: backend.port } : { socket: raw }),
+    ...(raw === null ? { port: backend.port } : { socket: raw }),
+    host: backend.host, // to connect to, or (with a socket) to check the certificate against
     servername: backend.name || undefined, // SNI takes names only
     allowHalfOpen,
     ...tlsOptions

@@ -101,7 +101,9 @@ function probeHttp (backend, { path, host: hostHeader, tls }, timeout, finish) {
   const req = (tls ? https : http).request({
     host: backend.host,
     port: backend.port,
-    ...(tls ? { ...tls, servername: backend.name || undefined } : {}),
+    // The backend's identity is checked as for real traffic (dial.js): its name, or
+    // its IP address; never the Host header ('' keeps https from deriving SNI from it).
+    ...(tls ? { ...tls, servername: backend.name || '' } : {}),
     path,
     method: 'GET',
     agent: false,

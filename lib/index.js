@@ -127,8 +127,11 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
       listener.reconfigure(listenerConfig, { tls, backendTls })
       for (const change of changes) lines.push(`${listenerConfig.name}: ${change}`)
     }
+    const replaced = new Map() // name -> connections left on the old listener
+    const connections = n => `${n} connection${n === 1 ? '' : 's'} left to drain`
     for (const old of removed) {
-      lines.push(`listener ${old.name} removed${old.sessions.size ? `, ${old.sessions.size} connection${old.sessions.size === 1 ? '' : 's'} left to drain` : ''}`)
+      if (next.listeners.some(l => l.name === old.name)) replaced.set(old.name, old.sessions.size)
+      else lines.push(`listener ${old.name} removed${old.sessions.size ? `, ${connections(old.sessions.size)}` : ''}`)
       retire(old, next.shutdownTimeout)
     }
     for (const [listener, listenerConfig] of created) {
@@ -144,7 +147,10 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     for (const listener of fresh) listener.open()
     for (const [listener, address] of bound) {
       const n = listener.upstream.backends.length
-      lines.push(`listener ${listener.name} added: listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'})`)
+      const left = replaced.get(listener.name)
+      const how = left === undefined ? 'added' : 'replaced'
+      const drain = left ? `; ${connections(left)} on the old one` : ''
+      lines.push(`listener ${listener.name} ${how}: listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'})${drain}`)
     }
 
     // The running set, in the order of the new config.

@@ -37,8 +37,9 @@ function workerCount (workers) {
   return workers === 'auto' ? os.availableParallelism() : workers
 }
 
-// io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError), exec,
-//       args, onReady({ gatherStats, broadcast }) }
+// io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError),
+//       exec, args, execArgv (what the workers run; by default this process's own),
+//       onReady({ gatherStats, broadcast }) once every worker listens }
 function runPrimary (config, io) {
   const { stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {} } = io
   const log = createLogger({ level: config.logLevel, stderr })
@@ -47,6 +48,7 @@ function runPrimary (config, io) {
   const settings = { silent: false }
   if (io.exec) settings.exec = io.exec
   if (io.args) settings.args = io.args
+  if (io.execArgv) settings.execArgv = io.execArgv
   cluster.setupPrimary(settings)
 
   let current = config
