@@ -1,6 +1,6 @@
 'use strict'
 
-const { parseCommandLine } = require('./config')
+const { parseCommandLine, logsName } = require('./config')
 const { readConfigFile } = require('./config-file')
 const { UsageError, RuntimeError } = require('./errors')
 const { createLogger } = require('./log')
@@ -81,8 +81,7 @@ async function serve (config, { stderr, signals, reloadConfig = null }, onListen
   }
   config.listeners.forEach((listener, i) => {
     const n = lb.listeners[i].upstream.backends.length
-    const named = config.listeners.length > 1 || listener.name !== `${listener.protocol}:${listener.port}`
-    log.info(`${named ? `${listener.name}: ` : ''}listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
+    log.info(`${logsName(listener, config.listeners.length) ? `${listener.name}: ` : ''}listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
   onListening(addresses, log)
   return untilStopped(lb, config, signals, log, reloadConfig)

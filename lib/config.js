@@ -334,6 +334,12 @@ function defaultName (protocol, port) {
   return `${protocol}:${port}`
 }
 
+// Log lines about a listener carry its name when it was given one, or when there are
+// several listeners (`count`) to tell apart.
+function logsName (listener, count) {
+  return count > 1 || listener.name !== defaultName(listener.protocol, listener.port)
+}
+
 // The process-wide settings, from { name -> { value, at } }.
 function buildGlobals (values, src) {
   const globals = {}
@@ -437,6 +443,7 @@ function parseCommandLine (argv) {
   const globals = buildGlobals(entries, ARGV)
   if (command === 'demo') {
     if (words.length) throw new UsageError(`unexpected argument ${quote(words[0])}: lila demo starts its own backends`)
+    if (values.workers !== undefined) throw new UsageError('option --workers does not apply to lila demo: it runs in one process')
     return { command, config: buildConfig(globals, [buildListener({ values: entries, mode, backends: [] }, ARGV)], ARGV) }
   }
   // Options are checked before backends are missed: "--port x" says what is wrong with it.
@@ -469,6 +476,7 @@ module.exports = {
   buildConfig,
   jsonSource,
   defaultName,
+  logsName,
   LISTENER_OPTIONS,
   GLOBAL_OPTIONS,
   LOG_LEVELS,

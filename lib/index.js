@@ -9,6 +9,7 @@ const { loadTls, loadBackendTls } = require('./tls')
 const { silentLogger, prefixed } = require('./log')
 const { describeChanges } = require('./reload')
 const { RuntimeError } = require('./errors')
+const { logsName } = require('./config')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
@@ -38,15 +39,15 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     return { tls: loadTls(listenerConfig.tls), backendTls: loadBackendTls(listenerConfig.backendTls) }
   }
 
-  // Log lines about a listener carry its name when there are several, or it was named.
-  function make (listenerConfig, { tls, backendTls }, several) {
-    const named = several || listenerConfig.name !== `${listenerConfig.protocol}:${listenerConfig.port}`
-    const listenerLog = named ? prefixed(log, listenerConfig.name) : log
+  // Log lines about a listener carry its name when it has one or there are several
+  // (as many as the config in force has).
+  function make (listenerConfig, { tls, backendTls }) {
+    const listenerLog = prefixed(log, () => logsName(listenerConfig, current.listeners.length) ? listenerConfig.name : null)
     const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
     return LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log: listenerLog, via, tls, backendTls })
   }
 
-  listeners = config.listeners.map(l => make(l, material(l), config.listeners.length > 1))
+  listeners = config.listeners.map(l => make(l, material(l)))
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
@@ -94,7 +95,6 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     if (!started) throw new RuntimeError('cannot reload before listen() is done')
     const byName = new Map(listeners.map(l => [l.name, l]))
     const loaded = next.listeners.map(material) // may throw: nothing has changed yet
-    const several = next.listeners.length > 1
     const kept = [] // [listener, config, material]
     const created = [] // [listener, config]
     const removed = new Set(listeners)
@@ -104,7 +104,7 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
         removed.delete(old)
         kept.push([old, listenerConfig, loaded[i]])
       } else {
-        created.push([make(listenerConfig, loaded[i], several), listenerConfig])
+        created.push([make(listenerConfig, loaded[i]), listenerConfig])
       }
     })
 

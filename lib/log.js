@@ -28,16 +28,21 @@ function createLogger ({ level = 'info', stderr, prefix = '' }) {
 
 const LEVELS_BY_RANK = Object.keys(LEVELS)
 
-// The same logger, its messages led by `prefix` (a listener's name).
+// The same logger, its messages led by prefix() (a listener's name) unless it returns
+// null: whether a name is worth showing can change with a reload.
 function prefixed (log, prefix) {
+  const lead = message => {
+    const p = prefix()
+    return p === null ? message : `${p}: ${message}`
+  }
   return {
     get level () { return log.level },
     setLevel: log.setLevel,
     enabled: log.enabled,
-    error: message => log.error(`${prefix}: ${message}`),
-    warn: message => log.warn(`${prefix}: ${message}`),
-    info: message => log.info(`${prefix}: ${message}`),
-    debug: message => { if (log.enabled('debug')) log.debug(`${prefix}: ${message}`) }
+    error: message => log.error(lead(message)),
+    warn: message => log.warn(lead(message)),
+    info: message => log.info(lead(message)),
+    debug: message => { if (log.enabled('debug')) log.debug(lead(message)) }
   }
 }
 
