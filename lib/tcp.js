@@ -86,8 +86,8 @@ class TcpSession {
     this.attempts++
     this.lease = lease
     this.startedAt = performance.now()
-    if (config.proxyProtocol !== null && this.proxyHeader === null) this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
-    const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: config.proxyProtocol === null ? null : this.proxyHeader })
+    if (config.proxyProtocol && this.proxyHeader === null) this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
+    const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: this.proxyHeader })
     this.upstream = socket
     // Until connected, the socket timeout is the connect timeout.
     socket.setTimeout(config.connectTimeout)

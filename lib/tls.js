@@ -41,7 +41,7 @@ function certificateNames (pem, at, file) {
 // one); the others are chosen by the name the client asks for (SNI): an exact name
 // first, then a wildcard one level up.
 function loadTls (config) {
-  if (config === null) return null
+  if (!config) return null
   const exact = new Map()
   const wildcard = new Map()
   let context = null
@@ -74,9 +74,9 @@ function loadTls (config) {
 
 // { ca, caAt, insecure } -> options for tls.connect to a backend.
 function loadBackendTls (config) {
-  if (config === null) return null
+  if (!config) return null
   const options = { rejectUnauthorized: !config.insecure }
-  if (config.ca !== null) options.ca = readPem(config.ca, config.caAt)
+  if (config.ca) options.ca = readPem(config.ca, config.caAt)
   return options
 }
 

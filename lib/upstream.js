@@ -325,7 +325,7 @@ class Upstream {
       changes.push(`backend ${groupKey(group.spec)} removed${draining ? `, ${draining} connection${draining === 1 ? '' : 's'} left to drain` : ''}`)
     }
     if (this.checking) for (const group of joined) if (group.name !== null) this.#watchName(group)
-    this.panic = this.#computePanic()
+    this.#updatePanic()
     this.#serveQueue()
     return changes
   }

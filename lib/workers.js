@@ -278,7 +278,9 @@ function runWorker (io) {
       )
     }
 
+    let starting = null // while the listeners bind and the backends are checked
     const stop = (destroyNow = false) => {
+      if (starting !== null) return starting.then(() => stop(destroyNow)) // then stop
       if (lb === null) {
         cleanUp()
         return resolve(0)
@@ -316,7 +318,9 @@ function runWorker (io) {
     const onMessage = message => {
       if (message === null || typeof message !== 'object') return
       switch (message.lila) {
-        case 'config': return start(message)
+        case 'config':
+          starting = start(message).finally(() => { starting = null })
+          return
         case 'stats': return reply(message.id, () => lb.stats())
         case 'reload': return reply(message.id, async () => {
           const lines = await lb.reload(message.config)
