@@ -76,6 +76,7 @@ function runPrimary (config, io) {
       slot.worker = worker
       slot.pid = worker.process.pid
       slot.listening = false
+      slot.listeningAt = 0
       worker.on('message', message => onMessage(slot, worker, message))
       worker.on('exit', (code, signal) => onExit(slot, worker, code, signal))
       worker.on('error', () => {}) // an IPC send to a dying worker; 'exit' follows
@@ -154,7 +155,7 @@ function runPrimary (config, io) {
         }
         return
       }
-      if (Date.now() - slot.listeningAt > STABLE_MS) slot.failures = 0
+      if (slot.listeningAt > 0 && Date.now() - slot.listeningAt > STABLE_MS) slot.failures = 0
       const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** slot.failures)
       slot.failures++
       log.warn(`worker ${slot.index} (pid ${slot.pid}) ${how}; starting another in ${delay < 1000 ? `${delay}ms` : `${delay / 1000}s`}`)
@@ -201,6 +202,9 @@ function runPrimary (config, io) {
         log.error(`reload refused: ${err.message}; keeping the running config`)
         return
       }
+      // A worker started from now on gets the new config; those running are told.
+      const previous = current
+      current = next
       const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)).then(
         lines => ({ slot, lines }),
         err => ({ slot, error: err.message })
@@ -208,10 +212,10 @@ function runPrimary (config, io) {
       const failed = results.filter(r => r.error !== undefined)
       const done = results.find(r => r.lines !== undefined)
       if (done === undefined) {
+        current = previous
         log.error(`reload refused: ${failed[0] ? failed[0].error : 'no worker running'}; keeping the running config`)
         return
       }
-      current = next
       log.setLevel(next.logLevel)
       for (const line of done.lines) log.info(`reload: ${line}`)
       for (const { slot, error } of failed) log.error(`reload: worker ${slot.index}: ${error}`)

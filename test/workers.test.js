@@ -34,6 +34,59 @@ t.test('sumStats: counts add up, states merge, weights and addresses stay', asyn
   t.same(sumStats([{ listeners: [listener('a', [], { p99: 5, histogram: [1, 2, 3] })] }, { listeners: [listener('a', [], { p99: 9, histogram: [1, 0, 1, 4] })] }]).listeners[0].histogram, [2, 2, 4, 4], 'number lists add up element by element')
 })
 
+// A stand-in for the cluster module: workers that listen when given a config, or
+// die at once when `dying` says so.
+function fakeCluster (dying = () => false) {
+  const forks = []
+  let pid = 1000
+  return {
+    forks,
+    setupPrimary () {},
+    fork (env) {
+      const worker = new EventEmitter()
+      worker.process = { pid: ++pid }
+      worker.connected = true
+      worker.isConnected = () => worker.connected
+      worker.send = message => setImmediate(() => {
+        if (message.lila === 'config') worker.emit('message', { lila: 'listening', addresses: ['127.0.0.1:1'], listeners: [{ address: '127.0.0.1:1', protocol: 'tcp', mode: 'random', backends: 1 }] })
+        if (message.lila === 'stop' || message.lila === 'destroy') worker.exit(0)
+      })
+      worker.exit = (code, signal = null) => {
+        if (!worker.connected) return
+        worker.connected = false
+        worker.emit('exit', code, signal)
+      }
+      forks.push({ env, worker })
+      setImmediate(() => dying(forks.length) ? worker.exit(1) : worker.emit('message', { lila: 'ready' }))
+      return worker
+    }
+  }
+}
+
+t.test('the primary: a worker that keeps dying is restarted less and less often', async t => {
+  const { config } = parseCommandLine([':9', '--workers', '2'])
+  const lines = []
+  const waiters = []
+  const stderr = { write: chunk => { lines.push(chunk.trim()); for (const w of waiters.splice(0)) w() } }
+  const nextLine = pattern => within(5000, `a line ${pattern}`, new Promise(resolve => {
+    const check = () => lines.some(l => pattern.test(l)) ? resolve() : waiters.push(check)
+    check()
+  }))
+  const cluster = fakeCluster(n => n > 2) // the first two start, every replacement dies
+  const signals = new EventEmitter()
+  let ready
+  const readyPromise = new Promise(resolve => { ready = resolve })
+  const done = runPrimary(config, { stderr, signals, cluster, onReady: ready })
+  await readyPromise
+  t.same(cluster.forks.map(f => f.env), [{ LILA_WORKER: '1' }, { LILA_WORKER: '2' }])
+  cluster.forks[0].worker.exit(null, 'SIGKILL')
+  await nextLine(/^lila: worker 1 \(pid \d+\) exited with code 1; starting another in 400ms$/)
+  t.same(lines.filter(l => /worker 1 .*starting another/.test(l)).map(l => / in (\d+ms)$/.exec(l)[1]), ['100ms', '200ms', '400ms'], 'the back-off doubles')
+  signals.emit('SIGTERM')
+  t.equal(await within(5000, 'the primary to finish', done), 0)
+  t.equal(cluster.forks.length, 4, 'no worker is started once stopping')
+})
+
 t.test('the primary: gatherStats sums the workers\' snapshots, broadcast reaches each', async t => {
   const http = await httpBackend(t, 'h')
   const { config } = parseCommandLine(['rr', http.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--workers', '2', '--log-level', 'warn'])
