@@ -175,6 +175,14 @@ class Backend extends EventEmitter {
     else if (this.checkFails >= this.fall) this.#becomeDown('check', reason)
   }
 
+  // Active checks were turned off (a reload): a backend they had taken out, or had not
+  // checked yet, is up; passive health goes on.
+  checksOff () {
+    this.checkPasses = 0
+    this.checkFails = 0
+    if (this.state === 'pending' || this.downSource === 'check') this.#becomeUp('health checks turned off')
+  }
+
   // Down, or still down for another reason: when probes confirm a backend that traffic
   // took out, they own it from then on (it comes back after `rise` passed probes, not
   // through a trial) and that is said too, as a 'down' from 'down'.

@@ -1,12 +1,14 @@
 'use strict'
 
-const { parseCommandLine } = require('./config')
-const { UsageError, RuntimeError } = require('./errors')
+const { parseCommandLine, logsName } = require('./config')
+const { readConfigFile } = require('./config-file')
+const { UsageError, RuntimeError, ControlError } = require('./errors')
 const { createLogger } = require('./log')
 const { createBalancer } = require('./index')
+const { runPrimary, runWorker, workerCount } = require('./workers')
 const { helpText } = require('./help')
 const { runDemo } = require('./demo')
-const { createControl } = require('./control')
+const { createControl, controlFrom } = require('./control')
 const { createStatusServer } = require('./status')
 const { createAccessLog } = require('./access-log')
 const { startDashboard } = require('./terminal')
@@ -14,15 +16,31 @@ const VERSION = require('./version')
 
 // The command line, apart from the process: argv in, exit code out. It never calls
 // process.exit; signals arrive through `signals` (the process, or an emitter in tests).
+// io: { stdout, stderr, stdin, signals, env, cluster, readFile } (readFile: for the
+// config file)
 async function main (argv, io = {}) {
-  const { stdout = process.stdout, stderr = process.stderr } = io
+  const { stdout = process.stdout, stderr = process.stderr, signals = process, env = process.env, cluster = require('cluster') } = io
+  // A worker of `--workers` takes its config from the primary (workers.js).
+  if (cluster.isWorker && env.LILA_WORKER) return runWorker({ stderr, signals })
+
   let parsed
+  let config
+  let reloadConfig = null
   try {
     parsed = parseCommandLine(argv)
+    if (parsed.configFile !== undefined) {
+      // --log-level beside --config wins over the file, at start and on every reload.
+      reloadConfig = () => {
+        const fromFile = readConfigFile(parsed.configFile, { readFile: io.readFile })
+        if (parsed.logLevel !== null) fromFile.logLevel = parsed.logLevel
+        return fromFile
+      }
+      config = reloadConfig()
+    } else {
+      config = parsed.config
+    }
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err
-    stderr.write(`lila: ${err.message}\nTry 'lila --help'.\n`)
-    return 2
+    return usageError(err, stderr)
   }
   switch (parsed.command) {
     case 'help':
@@ -32,22 +50,67 @@ async function main (argv, io = {}) {
       stdout.write(`lila ${VERSION}\n`)
       return 0
     case 'demo':
-      return runDemo(parsed.config, io, serve)
+      return runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
-      return serve(parsed.config, io)
+      if (workerCount(config.workers) > 1) return primary(config, { ...io, stderr, signals, cluster, reloadConfig })
+      return serve(config, { ...io, stdout, stderr, signals, reloadConfig })
   }
 }
 
+// The --workers primary. The status listener runs here, over the workers: statistics
+// summed from their snapshots, control actions sent to each of them.
+async function primary (config, io) {
+  const { stderr, signals, cluster, reloadConfig } = io
+  const log = createLogger({ level: config.logLevel, stderr })
+  let status = null
+  const onReady = async ({ gatherStats, broadcast }) => {
+    if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
+    if (config.status === null) return
+    status = createStatusServer({ ...config.status, stats: gatherStats, control: controlFrom(action => everyWorker(broadcast, action)), log })
+    try {
+      await status.listen()
+    } catch (err) {
+      log.error(err.message)
+      signals.emit('SIGTERM')
+    }
+  }
+  const code = await runPrimary(config, { stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady })
+  if (status !== null) await status.close()
+  return code
+}
+
+// One control action on every worker: the first worker's answer, or its error (each
+// applies the same change to the same config, so they answer alike).
+async function everyWorker (broadcast, action) {
+  const answers = await broadcast(action)
+  const done = answers.find(a => a.error === undefined)
+  if (done !== undefined) return done.value
+  const { error, status = 500 } = answers[0] || { error: 'no worker to ask' }
+  throw new ControlError(status, error)
+}
+
+function usageError (err, stderr) {
+  if (!(err instanceof UsageError)) throw err
+  stderr.write(`lila: ${err.message}\nTry 'lila --help'.\n`)
+  return 2
+}
+
 // Run the balancer until SIGTERM or SIGINT, then drain and resolve with the exit code.
+// With a config file (`reloadConfig` reads it again), SIGHUP reloads it.
 // `onListening(addresses, log)` runs once every listener is bound. io: { stdout,
-// stderr, stdin, signals } (the process's by default).
+// stderr, stdin, signals, reloadConfig } (the process's streams by default).
 async function serve (config, io, onListening = () => {}) {
-  const { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process } = io
+  const { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null } = io
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
   const log = createLogger({ level: config.logLevel, stderr: logOut })
   const accessLog = config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
-  const lb = createBalancer(config, { log, accessLog })
+  let lb
+  try {
+    lb = createBalancer(config, { log, accessLog })
+  } catch (err) {
+    return usageError(err, stderr) // a certificate that cannot be read or used
+  }
   let addresses
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null ? null : createStatusServer({ ...config.status, stats: lb.stats, control: createControl(lb), log })
@@ -62,9 +125,10 @@ async function serve (config, io, onListening = () => {}) {
   }
   config.listeners.forEach((listener, i) => {
     const n = lb.listeners[i].upstream.backends.length
-    log.always(`listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
+    const name = logsName(listener, config.listeners.length) ? `${listener.name}: ` : ''
+    log.always(`${name}listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
-  const stopper = untilStopped(lb, config, signals, log)
+  const stopper = untilStopped(lb, signals, log, reloadConfig)
   let dashboard = null
   if (config.dashboard && !stderr.isTTY) {
     log.warn('--dashboard needs a terminal on stderr; running without it')
@@ -95,11 +159,14 @@ async function serve (config, io, onListening = () => {}) {
 }
 
 // First SIGTERM/SIGINT (or stop(), from the dashboard's quit): stop accepting and
-// drain for up to shutdownTimeout. A second one: cut every connection now.
-function untilStopped (lb, config, signals, log) {
+// drain for up to shutdownTimeout. A second one: cut every connection now. SIGHUP
+// (with a config file): reload it; one reload at a time, an invalid file changes
+// nothing.
+function untilStopped (lb, signals, log, reloadConfig) {
   let onSignal
   const done = new Promise(resolve => {
     let stopping = false
+    let reloading = Promise.resolve()
     onSignal = name => {
       if (stopping) {
         log.warn(`${name} again: closing every connection now`)
@@ -107,19 +174,38 @@ function untilStopped (lb, config, signals, log) {
         return
       }
       stopping = true
-      const closed = lb.close(config.shutdownTimeout)
-      log.info(`${name}: stopped accepting; letting open connections finish (up to ${config.shutdownTimeout / 1000}s)`)
+      const timeout = lb.config.shutdownTimeout
+      const closed = lb.close(timeout)
+      log.info(`${name}: stopped accepting; letting open connections finish (up to ${timeout / 1000}s)`)
       closed.then(() => {
         signals.off('SIGTERM', onSignal)
         signals.off('SIGINT', onSignal)
+        if (reloadConfig !== null) signals.off('SIGHUP', onHup)
         log.info('stopped')
         resolve(0)
       })
     }
+    const onHup = () => {
+      reloading = reloading.then(() => stopping ? null : reload(lb, reloadConfig, log))
+    }
     signals.on('SIGTERM', onSignal)
     signals.on('SIGINT', onSignal)
+    if (reloadConfig !== null) signals.on('SIGHUP', onHup)
   })
   return { done, stop: name => onSignal(name) }
+}
+
+async function reload (lb, reloadConfig, log) {
+  try {
+    const next = reloadConfig()
+    const lines = await lb.reload(next)
+    log.setLevel(next.logLevel)
+    for (const line of lines) log.info(`reload: ${line}`)
+    log.info(`reloaded (${lines.length} change${lines.length === 1 ? '' : 's'})`)
+  } catch (err) {
+    if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
+    log.error(`reload refused: ${err.message}; keeping the running config`)
+  }
 }
 
 module.exports = { main, serve }

@@ -12,8 +12,8 @@ class Discovery {
     this.interval = interval
     this.resolver = null
     this.resolve = resolve || this.createResolver(server)
-    this.timers = new Map() // name -> timer
-    this.unwatched = new Set() // names no longer wanted (their backend was removed)
+    this.timers = new Map() // watch key -> timer
+    this.stopped = new Set() // keys unwatched while a resolution was under way
     this.closed = false
   }
 
@@ -39,7 +39,8 @@ class Discovery {
 
   // Resolve `name` now and then every interval; each outcome goes to
   // onResult(error, addresses). Resolves once the first outcome is delivered.
-  watch (name, onResult) {
+  // `key` names this watch for unwatch() (one name may be watched for two ports).
+  watch (name, onResult, key = name) {
     const run = async () => {
       let addresses = null
       let error = null
@@ -48,23 +49,23 @@ class Discovery {
       } catch (err) {
         error = err
       }
-      if (this.closed || this.unwatched.has(name)) return
+      if (this.closed || this.stopped.has(key)) return
       onResult(error, addresses)
       if (this.interval > 0) {
         const timer = setTimeout(run, this.interval)
         timer.unref()
-        this.timers.set(name, timer)
+        this.timers.set(key, timer)
       }
     }
-    this.unwatched.delete(name)
+    this.stopped.delete(key)
     return run()
   }
 
-  // Stop resolving `name` (a backend removed at run time).
-  unwatch (name) {
-    clearTimeout(this.timers.get(name))
-    this.timers.delete(name)
-    this.unwatched.add(name)
+  // Stop resolving for one watch (its backends were removed by a reload).
+  unwatch (key) {
+    this.stopped.add(key)
+    clearTimeout(this.timers.get(key))
+    this.timers.delete(key)
   }
 
   close () {

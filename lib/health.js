@@ -2,6 +2,7 @@
 
 const net = require('net')
 const http = require('http')
+const https = require('https')
 const { reasonOf } = require('./errors')
 const VERSION = require('./version')
 
@@ -13,10 +14,12 @@ const VERSION = require('./version')
 // fall. Probes are not traffic: they take no lease and count nowhere but in the state.
 //
 // check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
-// `GET path` with Node's http client and passes on a 2xx or 3xx status.
+// `GET path` with Node's http client (https with --backend-tls, `tls` being its
+// tls.connect options) and passes on a 2xx or 3xx status. `host` is the Host header
+// (--check-host); by default the backend as it was given.
 class HealthChecker {
-  constructor ({ check, interval, timeout }) {
-    this.check = check
+  constructor ({ check, interval, timeout, host = null, tls = null }) {
+    this.check = { ...check, host, tls }
     this.interval = interval
     this.timeout = timeout
     this.watched = new Map() // Backend -> { timer, startedAt }
@@ -95,12 +98,15 @@ function probeTcp (backend, check, timeout, finish) {
   }
 }
 
-function probeHttp (backend, { path }, timeout, finish) {
-  const host = backend.name === null ? backend.address : `${backend.name}:${backend.port}`
+function probeHttp (backend, { path, host: hostHeader, tls }, timeout, finish) {
+  const host = hostHeader || (backend.name === null ? backend.address : `${backend.name}:${backend.port}`)
   let answered = false
-  const req = http.request({
+  const req = (tls ? https : http).request({
     host: backend.host,
     port: backend.port,
+    // The backend's identity is checked as for real traffic (dial.js): its name, or
+    // its IP address; never the Host header ('' keeps https from deriving SNI from it).
+    ...(tls ? { ...tls, servername: backend.name || '' } : {}),
     path,
     method: 'GET',
     agent: false,

@@ -30,6 +30,7 @@ function helpText () {
     '',
     'Usage:',
     '  lila [mode] <backend>... [options]',
+    '  lila --config lila.json         listeners from a JSON file; SIGHUP reloads it',
     '  lila demo [mode] [options]      three local demo backends behind lila',
     '',
     'Modes:',

@@ -5,33 +5,54 @@ const { Upstream } = require('./upstream')
 const { Listener } = require('./listener')
 const { TcpSession } = require('./tcp')
 const { createHttpListener } = require('./http/listener')
-const { silentLogger } = require('./log')
+const { loadTls, loadBackendTls } = require('./tls')
+const { silentLogger, prefixed } = require('./log')
+const { describeChanges } = require('./reload')
+const { RuntimeError, ControlError } = require('./errors')
+const { logsName } = require('./config')
 const { createControl, OPS } = require('./control')
-const { ControlError } = require('./errors')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
 //   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
 //   lb.stats()                            // a fresh plain snapshot
+//   const lines = await lb.reload(next)   // apply a new config; what changed, in words
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
-// for tests. `via` is this lila's token in HTTP Via headers (loop detection).
+// for tests. `via` is this lila's token in HTTP Via headers (loop detection). `table`
+// false leaves out the start-up table (workers after the first print none).
 // `accessLog` (access-log.js) writes a line per connection or request; null: none.
 // One factory per protocol, each making a Listener (listener.js) from
-// { config, upstream, log, via }.
+// { config, upstream, log, via, tls, backendTls }.
 const LISTENERS = {
-  tcp: ({ config, upstream, log }) => new Listener({ config, upstream, log, protocol: 'tcp', Session: TcpSession }),
+  tcp: ({ config, upstream, log, tls, backendTls }) => new Listener({ config, upstream, log, protocol: 'tcp', Session: TcpSession, tls, backendTls }),
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, accessLog = null } = {}) {
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true, accessLog = null } = {}) {
   const startedAt = now()
-  const listeners = config.listeners.map(listenerConfig => {
-    const upstream = new Upstream(listenerConfig, { now, log, resolve })
-    const listener = LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log, via })
+  let current = config
+  let listeners = []
+  const retiring = new Map() // listener removed by a reload -> Promise, while it drains
+  let started = false
+
+  // TLS files are read here (and again on every reload): a UsageError if one cannot be
+  // read or used.
+  function material (listenerConfig) {
+    return { tls: loadTls(listenerConfig.tls), backendTls: loadBackendTls(listenerConfig.backendTls) }
+  }
+
+  // Log lines about a listener carry its name when it has one or there are several
+  // (as many as the config in force has).
+  function make (listenerConfig, { tls, backendTls }) {
+    const listenerLog = prefixed(log, () => logsName(listenerConfig, current.listeners.length) ? listenerConfig.name : null)
+    const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
+    const listener = LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log: listenerLog, via, tls, backendTls })
     listener.accessLog = accessLog
     return listener
-  })
+  }
+
+  listeners = config.listeners.map(l => make(l, material(l)))
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
@@ -46,18 +67,103 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
       await close(0)
       throw err
     }
+    started = true
     return addresses
   }
 
-  function close (timeout = config.shutdownTimeout) {
-    return Promise.all(listeners.map(listener => {
-      listener.upstream.close()
-      return listener.close(timeout)
-    })).then(() => {})
+  function retire (listener, timeout) {
+    listener.upstream.close()
+    const closed = listener.close(timeout).then(() => { retiring.delete(listener) })
+    retiring.set(listener, closed)
+    return closed
+  }
+
+  // Stop accepting and drain every listener; stats() still shows them.
+  function close (timeout = current.shutdownTimeout) {
+    const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
+    return Promise.all([...all, ...retiring.values()]).then(() => {})
   }
 
   function destroy () {
-    for (const listener of listeners) listener.destroy()
+    for (const listener of new Set([...listeners, ...retiring.keys()])) listener.destroy()
+  }
+
+  // Apply a new config (as config.js builds it) without dropping a connection.
+  // Listeners are matched by name: new ones are bound, checked and opened; removed ones
+  // stop accepting and drain (up to shutdownTimeout, as on shutdown); one whose address
+  // or protocol changed is replaced so; the others take their new settings in place
+  // (upstream.update: backends join and drain). TLS files are read again, so renewed
+  // certificates take effect. Rejects, with nothing changed, when a TLS file cannot be
+  // used (UsageError) or a new port cannot be bound (RuntimeError). Resolves with what
+  // changed, as log lines.
+  async function reload (next) {
+    if (!started) throw new RuntimeError('cannot reload before listen() is done')
+    // Listeners are matched by their config name (given, or protocol:port).
+    const byName = new Map(listeners.map(l => [l.config.name, l]))
+    const loaded = next.listeners.map(material) // may throw: nothing has changed yet
+    const kept = [] // [listener, config, material]
+    const created = [] // [listener, config]
+    const removed = new Set(listeners)
+    next.listeners.forEach((listenerConfig, i) => {
+      const old = byName.get(listenerConfig.name)
+      if (old !== undefined && sameAddress(old.config, listenerConfig)) {
+        removed.delete(old)
+        kept.push([old, listenerConfig, loaded[i]])
+      } else {
+        created.push([make(listenerConfig, loaded[i]), listenerConfig])
+      }
+    })
+
+    // Bind new listeners first, all or none. One that takes the port of a listener
+    // being removed can only bind once that one stopped accepting.
+    const freed = listenerConfig => [...removed].some(old => old.config.port !== 0 && old.config.port === listenerConfig.port)
+    const bound = []
+    try {
+      for (const [listener, listenerConfig] of created) {
+        if (!freed(listenerConfig)) bound.push([listener, await listener.listen()])
+      }
+    } catch (err) {
+      await Promise.all(bound.map(([listener]) => listener.close(0)))
+      throw err
+    }
+
+    const lines = describeChanges(current, next)
+    for (const [listener, listenerConfig, { tls, backendTls }] of kept) {
+      const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
+      listener.reconfigure(listenerConfig, { tls, backendTls })
+      for (const change of changes) lines.push(`${listenerConfig.name}: ${change}`)
+    }
+    const replaced = new Map() // name -> connections left on the old listener
+    const connections = n => `${n} connection${n === 1 ? '' : 's'} left to drain`
+    for (const old of removed) {
+      if (next.listeners.some(l => l.name === old.config.name)) replaced.set(old.config.name, old.sessions.size)
+      else lines.push(`listener ${old.config.name} removed${old.sessions.size ? `, ${connections(old.sessions.size)}` : ''}`)
+      retire(old, next.shutdownTimeout)
+    }
+    for (const [listener, listenerConfig] of created) {
+      if (!freed(listenerConfig)) continue
+      try {
+        bound.push([listener, await listener.listen()])
+      } catch (err) {
+        lines.push(`listener ${listenerConfig.name} not started: ${err.message}`)
+      }
+    }
+    const fresh = bound.map(([listener]) => listener)
+    await Promise.all(fresh.map(listener => listener.upstream.start()))
+    for (const listener of fresh) listener.open()
+    for (const [listener, address] of bound) {
+      const n = listener.upstream.backends.length
+      const left = replaced.get(listener.config.name)
+      const how = left === undefined ? 'added' : 'replaced'
+      const drain = left ? `; ${connections(left)} on the old one` : ''
+      lines.push(`listener ${listener.config.name} ${how}: listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'})${drain}`)
+    }
+
+    // The running set, in the order of the new config.
+    const running = new Set([...kept.map(([listener]) => listener), ...fresh])
+    listeners = next.listeners.map(l => [...running].find(listener => listener.config.name === l.name)).filter(Boolean)
+    current = next
+    return lines
   }
 
   // A fresh plain snapshot (README: "Status, metrics and control"). HTTP backends add
@@ -83,7 +189,20 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     return controls[op](request)
   }
 
-  return { listen, close, destroy, stats, control, listeners }
+  return {
+    listen,
+    close,
+    destroy,
+    stats,
+    reload,
+    control,
+    get listeners () { return listeners },
+    get config () { return current }
+  }
+}
+
+function sameAddress (a, b) {
+  return a.protocol === b.protocol && a.port === b.port && a.host === b.host
 }
 
 module.exports = { createBalancer }

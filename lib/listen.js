@@ -30,9 +30,31 @@ function boundAddress (server) {
   return formatAddress(address, port)
 }
 
-// The client's address as users write it (see plainAddress).
-function clientAddress (socket) {
-  return plainAddress(socket.remoteAddress || '')
+// A connection's two ends as a PROXY protocol header gave them (--accept-proxy), set by
+// the prelude on the socket a session reads.
+const ORIGIN = Symbol('lila.origin')
+
+function setOrigin (socket, origin) {
+  socket[ORIGIN] = origin
 }
 
-module.exports = { listen, boundAddress, clientAddress }
+// The client's address as users write it (see plainAddress): the one a PROXY header
+// gave, or the socket's peer.
+function clientAddress (socket) {
+  const origin = socket[ORIGIN]
+  return plainAddress(origin === undefined ? socket.remoteAddress || '' : origin.source.address)
+}
+
+// { source, destination } ({ address, port } each) of a client connection: what a
+// PROXY header says to a backend. null when the socket no longer knows its peer.
+function originOf (socket) {
+  const origin = socket[ORIGIN]
+  if (origin !== undefined) return origin
+  if (!socket.remoteAddress || !socket.localAddress) return { source: null, destination: null }
+  return {
+    source: { address: plainAddress(socket.remoteAddress), port: socket.remotePort },
+    destination: { address: plainAddress(socket.localAddress), port: socket.localPort }
+  }
+}
+
+module.exports = { listen, boundAddress, clientAddress, setOrigin, originOf }

@@ -3,6 +3,8 @@
 const net = require('net')
 const { listen } = require('./listen')
 const { formatAddress } = require('./address')
+const { defaultName } = require('./config')
+const { startPrelude } = require('./prelude')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot; past
 // this many waiting, a new one is closed at once rather than held without bound.
@@ -14,10 +16,16 @@ const MAX_WAITING = 1024
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
 // has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
 // requests), an `idleTicks` counter it zeroes when bytes move, and `onIdle()` (see
-// startSweep).
+// startSweep). With --accept-proxy or TLS termination a connection first goes through
+// its prelude (prelude.js: the PROXY header, the TLS handshake); the session then reads
+// the TLSSocket, and the client's address is the one the header gave.
 class Listener {
-  constructor ({ config, upstream, log, protocol, Session, serverOptions = {} }) {
+  constructor ({ config, upstream, log, protocol, Session, serverOptions = {}, tls = null, backendTls = null }) {
     this.config = config
+    this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
+    this.backendTls = backendTls // tls.connect options for backends, or null
+    this.alpn = undefined // what TLS offers clients to speak (http: http/1.1)
+    this.prelude = new Set() // connections in their prelude: closed with the listener
     this.upstream = upstream
     this.log = log
     this.protocol = protocol
@@ -38,18 +46,50 @@ class Listener {
     this.sweepEvery = 1000
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
-    this.server.on('connection', client => this.accept(client))
+    this.server.on('connection', client => this.arrive(client))
   }
+
+  arrive (client) {
+    if (!this.config.acceptProxy && this.tls === null) return this.accept(client)
+    if (this.closing || this.prelude.size >= MAX_WAITING) return client.destroy()
+    const prelude = startPrelude(client, {
+      acceptProxy: this.config.acceptProxy,
+      tls: this.tls,
+      ALPNProtocols: this.alpn,
+      timeout: this.config.headerTimeout,
+      log: this.log
+    }, socket => {
+      this.prelude.delete(prelude)
+      this.accept(socket)
+    })
+    this.prelude.add(prelude)
+    client.once('close', () => this.prelude.delete(prelude))
+  }
+
+  // A reload: new settings for new connections (and, where they read them as they go,
+  // for open ones); new TLS material for new handshakes.
+  reconfigure (config, { tls = null, backendTls = null } = {}) {
+    this.config = config
+    this.tls = tls
+    this.backendTls = backendTls
+    this.onReconfigure(config)
+    this.serveWaiting() // --max-conn may have grown
+  }
+
+  onReconfigure () {} // protocol settings derived from the config
 
   async listen () {
     this.bound = await listen(this.server, this.config, this.log)
     return this.bound
   }
 
-  // What status pages, metrics labels and control requests call this listener: the
-  // name the config gives it, else the address it is bound to ("127.0.0.1:4444").
+  // What status pages, metrics labels, the access log and control requests call this
+  // listener: the name it was given, else the address it is bound to ("127.0.0.1:4444").
+  // (Reloads match listeners by config.name, which defaults to protocol:port.)
   get name () {
-    return this.config.name || this.bound || formatAddress(this.config.host || '0.0.0.0', this.config.port)
+    const { name, protocol, port, host } = this.config
+    if (name && name !== defaultName(protocol, port)) return name
+    return this.bound || formatAddress(host || '0.0.0.0', port)
   }
 
   // Start serving: the backends' first checks are done. Clients that came since the
@@ -142,6 +182,7 @@ class Listener {
     this.server.close()
     clearInterval(this.sweep)
     for (const client of this.waiting.splice(0)) client.destroy()
+    for (const prelude of [...this.prelude]) prelude.destroy()
     for (const session of this.sessions) session.closeIfIdle()
     if (this.sessions.size === 0) {
       this.onDrained()
@@ -158,6 +199,7 @@ class Listener {
   }
 
   destroy () {
+    for (const prelude of [...this.prelude]) prelude.destroy()
     for (const session of this.sessions) session.destroy()
   }
 
@@ -165,6 +207,7 @@ class Listener {
     return {
       name: this.name,
       protocol: this.protocol,
+      tls: this.tls !== null,
       mode: this.upstream.mode,
       address: this.server.address(),
       active: this.sessions.size,

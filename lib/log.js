@@ -5,15 +5,19 @@ const LEVELS = { error: 0, warn: 1, info: 2, debug: 3 }
 // The one logger. Messages go to stderr as "lila: <message>", one line each; messages
 // below the chosen level cost one comparison. Write errors (a closed pipe) are ignored:
 // losing a log line must never take the balancer down.
-function createLogger ({ level = 'info', stderr }) {
-  const threshold = LEVELS[level]
+// `prefix` ("worker 2") goes before every message; setLevel() applies a reloaded
+// --log-level.
+function createLogger ({ level = 'info', stderr, prefix = '' }) {
+  let threshold = LEVELS[level]
+  const lead = prefix ? `lila: ${prefix}: ` : 'lila: '
   const write = line => {
     try {
-      stderr.write(`lila: ${line}\n`)
+      stderr.write(`${lead}${line}\n`)
     } catch {}
   }
   return {
-    level,
+    get level () { return LEVELS_BY_RANK[threshold] },
+    setLevel: name => { threshold = LEVELS[name] },
     enabled: name => LEVELS[name] <= threshold,
     error: message => { if (threshold >= 0) write(message) },
     warn: message => { if (threshold >= 1) write(message) },
@@ -22,6 +26,26 @@ function createLogger ({ level = 'info', stderr }) {
     // Whatever the level: the line saying where lila listens (scripts using --port 0
     // read the port from it).
     always: write
+  }
+}
+
+const LEVELS_BY_RANK = Object.keys(LEVELS)
+
+// The same logger, its messages led by prefix() (a listener's name) unless it returns
+// null: whether a name is worth showing can change with a reload.
+function prefixed (log, prefix) {
+  const lead = message => {
+    const p = prefix()
+    return p === null ? message : `${p}: ${message}`
+  }
+  return {
+    get level () { return log.level },
+    setLevel: log.setLevel,
+    enabled: log.enabled,
+    error: message => log.error(lead(message)),
+    warn: message => log.warn(lead(message)),
+    info: message => log.info(lead(message)),
+    debug: message => { if (log.enabled('debug')) log.debug(lead(message)) }
   }
 }
 
@@ -35,4 +59,4 @@ function formatTable (rows) {
 // For the programmatic API and tests that want silence.
 const silentLogger = createLogger({ level: 'error', stderr: { write () {} } })
 
-module.exports = { createLogger, silentLogger, formatTable, LEVELS }
+module.exports = { createLogger, prefixed, silentLogger, formatTable, LEVELS }

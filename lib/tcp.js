@@ -1,9 +1,10 @@
 'use strict'
 
-const net = require('net')
 const { performance } = require('perf_hooks')
 const { reasonOf } = require('./errors')
-const { clientAddress } = require('./listen')
+const { clientAddress, originOf } = require('./listen')
+const { dial, readyEvent, resetOrDestroy } = require('./dial')
+const { formatProxyHeader } = require('./proxy-protocol')
 
 // While a backend is being connected, what the client sends is held here (and replayed
 // to the next backend if the connect fails). Past this much, the client is paused.
@@ -39,6 +40,7 @@ class TcpSession {
     this.client = client
     this.clientAddress = clientAddress(client) // read by ip-hash
     this.upstream = null // the backend socket, once an attempt starts
+    this.proxyHeader = null // --proxy-protocol: written first on every attempt
     this.lease = null
     this.waiter = null // while queued for a backend slot
     this.tried = null
@@ -144,7 +146,8 @@ class TcpSession {
     this.attempts++
     this.lease = lease
     this.startedAt = performance.now()
-    const socket = net.connect({ host: backend.host, port: backend.port, allowHalfOpen: true, noDelay: true })
+    if (config.proxyProtocol && this.proxyHeader === null) this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
+    const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: this.proxyHeader })
     this.upstream = socket
     // Until connected, the socket timeout is the connect timeout.
     socket.setTimeout(config.connectTimeout)
@@ -152,7 +155,7 @@ class TcpSession {
     socket.on('timeout', upstreamTimeout)
     socket.on('error', upstreamError)
     socket.on('close', upstreamClose)
-    socket.once('connect', upstreamConnect)
+    socket.once(readyEvent(socket), upstreamConnect)
     socket.on('data', upstreamData)
     socket.on('end', upstreamEnd)
     socket.on('drain', upstreamDrain)
@@ -218,7 +221,7 @@ class TcpSession {
       this.lease.failed(reasonOf(err))
     }
     // Pass a reset on as a reset, so the client sees what the backend did.
-    if (err.code === 'ECONNRESET') this.client.resetAndDestroy()
+    if (err.code === 'ECONNRESET') resetOrDestroy(this.client)
     else this.client.destroy()
   }
 
@@ -233,7 +236,7 @@ class TcpSession {
   onClientError (err) {
     this.listener.log.debug(`client ${this.clientAddress} error: ${reasonOf(err)}`)
     if (this.upstream === null) return
-    if (err.code === 'ECONNRESET' && this.piping) this.upstream.resetAndDestroy()
+    if (err.code === 'ECONNRESET' && this.piping) resetOrDestroy(this.upstream)
     else this.upstream.destroy()
   }
 

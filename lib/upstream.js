@@ -26,32 +26,34 @@ const { silentLogger, formatTable } = require('./log')
 //
 // `ctx` is what the mode keys on (clientAddress; http adds the path); `tried` is null or
 // a Set of Backends that already failed this connection or request.
+//
+// A reload hands the listener's new settings to update(config): backends join and
+// drain as they do when DNS changes, and everything else is changed in place.
 class Upstream {
-  constructor (config, { now = Date.now, log = silentLogger, resolve = null, balancerOptions = {} } = {}) {
+  constructor (config, { now = Date.now, log = silentLogger, resolve = null, balancerOptions = {}, tls = null, table = true } = {}) {
     const {
-      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, rise = 2, fall = 3,
+      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
       queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
     } = config
     this.mode = mode
+    this.hashBalanceFactor = hashBalanceFactor
+    this.balancerOptions = balancerOptions
     this.now = now
     this.log = log
+    this.table = table // log the start-up table
     this.check = check
     this.rise = rise
     this.fall = fall
     this.balancer = createMode(mode, { hashBalanceFactor, ...balancerOptions })
     this.queue = new WaitQueue({ timeout: queueTimeout })
-    this.checker = check === null ? null : new HealthChecker({ check, interval: checkInterval, timeout: checkTimeout })
+    this.checker = check === null ? null : new HealthChecker({ check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls })
+    this.resolve = resolve
     this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve }
     this.discovery = null
 
     // One group per backend as given: an IP literal is one backend, a name as many as
     // it resolves to. `backends` is every group's, in the order given.
-    this.groups = backends.map(spec => ({
-      spec,
-      name: net.isIP(spec.host) ? null : spec.host,
-      backends: [],
-      error: null // the last resolution failure, while it lasts
-    }))
+    this.groups = backends.map(newGroup)
     this.backends = []
     this.draining = new Set() // removed from DNS, connections still open
     this.panic = false
@@ -76,17 +78,13 @@ class Upstream {
   // Resolve names and check every backend once, log a table of what was found, then
   // keep doing both in the background.
   async start () {
-    const named = this.groups.filter(g => g.name !== null)
-    if (named.length > 0) {
-      this.discovery = new Discovery(this.discoveryOptions)
-      await Promise.all(named.map(group => this.discovery.watch(group.name, (err, addresses) => this.#resolved(group, err, addresses))))
-    }
+    await Promise.all(this.groups.filter(g => g.name !== null).map(group => this.#watchName(group)))
     this.checking = true
     if (this.checker !== null && !this.closed) {
       await Promise.all(this.backends.filter(b => b.admin !== 'disabled').map(b => this.checker.watch(b)))
     }
     this.started = true
-    for (const line of formatTable(this.#table())) this.log.info(line)
+    if (this.table) for (const line of formatTable(this.#table())) this.log.info(line)
     this.panic = this.#computePanic()
     if (this.panic) this.log.warn(panicLine(this.backends.length))
   }
@@ -201,9 +199,15 @@ class Upstream {
     }
   }
 
+  // Resolve a group's name now and every --resolve-interval.
+  #watchName (group) {
+    if (this.discovery === null) this.discovery = new Discovery(this.discoveryOptions)
+    return this.discovery.watch(group.name, (err, addresses) => this.#resolved(group, err, addresses), group)
+  }
+
   // A name was resolved (or failed to be): join the new addresses, drain the gone ones.
   #resolved (group, err, addresses) {
-    if (this.closed || !this.groups.includes(group)) return
+    if (this.closed || group.removed || !this.groups.includes(group)) return
     const label = `${group.name}:${group.spec.port}`
     if (err) {
       const reason = reasonOf(err)
@@ -234,13 +238,7 @@ class Upstream {
     }
     if (added.length === 0 && removed.length === 0) return
     this.#rebuild()
-    let draining = 0
-    for (const backend of removed) {
-      backend.draining = true
-      if (this.checker !== null) this.checker.unwatch(backend)
-      if (backend.live > 0) this.draining.add(backend)
-      draining += backend.live
-    }
+    const draining = this.#drain(removed)
     if (this.started) {
       const changes = []
       if (added.length) changes.push(`added ${added.join(', ')}`)
@@ -249,6 +247,110 @@ class Upstream {
     }
     this.#updatePanic()
     this.#serveQueue()
+  }
+
+  // Backends taken out (of DNS, of the config): no new traffic; open connections
+  // finish undisturbed, and the backend is forgotten when the last one ends (#freed).
+  // Returns how many connections are left to drain.
+  #drain (backends) {
+    let draining = 0
+    for (const backend of backends) {
+      backend.draining = true
+      if (this.checker !== null) this.checker.unwatch(backend)
+      if (backend.live > 0) this.draining.add(backend)
+      draining += backend.live
+    }
+    return draining
+  }
+
+  // A reload: this listener's new settings (as config.js builds them), in place. The
+  // mode, health checks, queue and discovery take their new settings; backends are
+  // matched by how they were given ("10.0.0.1:80", "app.internal:80"): new ones join
+  // (checked first, then ramping up with slow-start), removed ones drain, the others
+  // take their new weight, max-conn, slow-start and backup flag at once. Open
+  // connections are never cut. Returns what changed, as lines for the log.
+  update (config, { tls = null } = {}) {
+    const changes = []
+    const {
+      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
+      queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
+    } = config
+    if (mode !== this.mode || hashBalanceFactor !== this.hashBalanceFactor) {
+      this.balancer = createMode(mode, { hashBalanceFactor, ...this.balancerOptions })
+      this.mode = mode
+      this.hashBalanceFactor = hashBalanceFactor
+    }
+    this.queue.timeout = queueTimeout
+    this.rise = rise
+    this.fall = fall
+    for (const backend of [...this.backends, ...this.draining]) {
+      backend.rise = rise
+      backend.fall = fall
+    }
+    this.#updateChecks(check, { interval: checkInterval, timeout: checkTimeout, host: checkHost, tls })
+    if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
+      this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve: this.resolve }
+      if (this.discovery !== null) {
+        this.discovery.close()
+        this.discovery = null
+        for (const group of this.groups) if (group.name !== null) this.#watchName(group)
+      }
+    }
+
+    const old = new Map(this.groups.map(group => [groupKey(group.spec), group]))
+    const groups = []
+    const joined = []
+    for (const spec of backends) {
+      const key = groupKey(spec)
+      let group = old.get(key)
+      if (group !== undefined) {
+        old.delete(key)
+        const what = specChanges(group.spec, spec)
+        if (what.length > 0) {
+          group.spec = spec
+          for (const backend of group.backends) Object.assign(backend, { weight: spec.weight, maxConn: spec.maxConn, slowStart: spec.slowStart, backup: spec.backup })
+          changes.push(`backend ${key}: ${what.join(', ')}`)
+        }
+      } else {
+        group = newGroup(spec)
+        if (group.name === null) group.backends.push(this.#revive(group, key) || this.#create(spec, spec.host, null))
+        joined.push(group)
+        changes.push(`backend ${key} added`)
+      }
+      groups.push(group)
+    }
+    this.groups = groups
+    this.#rebuild()
+    for (const group of old.values()) {
+      group.removed = true
+      if (this.discovery !== null && group.name !== null) this.discovery.unwatch(group)
+      const draining = this.#drain(group.backends)
+      changes.push(`backend ${groupKey(group.spec)} removed${draining ? `, ${draining} connection${draining === 1 ? '' : 's'} left to drain` : ''}`)
+    }
+    if (this.checking) for (const group of joined) if (group.name !== null) this.#watchName(group)
+    this.#updatePanic()
+    this.#serveQueue()
+    return changes
+  }
+
+  // Health checks on, off or changed by a reload. Turned off, a backend the probes had
+  // taken out is up again (passive health goes on); turned on, every backend is probed
+  // at once and keeps its state until the probes say otherwise.
+  #updateChecks (check, { interval, timeout, host, tls }) {
+    this.check = check
+    if (check === null) {
+      if (this.checker === null) return
+      this.checker.close()
+      this.checker = null
+      for (const backend of this.backends) backend.checksOff()
+      return
+    }
+    if (this.checker === null) {
+      this.checker = new HealthChecker({ check, interval, timeout, host, tls })
+      if (this.checking) for (const backend of this.backends) this.checker.watch(backend)
+      return
+    }
+    Object.assign(this.checker, { check: { ...check, host, tls }, interval, timeout })
   }
 
   // An address that comes back while its connections still drain is the same backend:
@@ -362,7 +464,7 @@ class Upstream {
     } else {
       this.log.info(`backend ${label} added (by an operator); resolving it`)
       this.discovery ||= new Discovery(this.discoveryOptions)
-      await this.discovery.watch(name, (err, addresses) => this.#resolved(group, err, addresses))
+      await this.discovery.watch(name, (err, addresses) => this.#resolved(group, err, addresses), group)
     }
     this.#updatePanic()
     await Promise.all(group.backends.map(backend => this.#watch(backend)))
@@ -378,7 +480,7 @@ class Upstream {
     if (i === -1) return []
     const [group] = this.groups.splice(i, 1)
     if (group.name !== null && this.discovery !== null && !this.groups.some(g => g.name === group.name)) {
-      this.discovery.unwatch(group.name)
+      this.discovery.unwatch(group)
     }
     this.#rebuild()
     for (const backend of group.backends) {
@@ -441,6 +543,32 @@ class Upstream {
 function leftOpen (backend) {
   const n = backend.live
   return n === 0 ? '' : `; ${n} connection${n === 1 ? '' : 's'} left open`
+}
+
+function newGroup (spec) {
+  return {
+    spec,
+    name: net.isIP(spec.host) ? null : spec.host,
+    backends: [],
+    error: null, // the last resolution failure, while it lasts
+    removed: false // taken out by a reload
+  }
+}
+
+// A backend as it was given: what a reload matches old and new backends by.
+function groupKey (spec) {
+  return formatAddress(spec.host, spec.port)
+}
+
+// "weight 1 -> 3, backup": what a reload changes in a backend's settings.
+function specChanges (before, after) {
+  const out = []
+  const ms = v => v === 0 ? 'off' : `${v / 1000}s`
+  if (before.weight !== after.weight) out.push(`weight ${before.weight} -> ${after.weight}`)
+  if (before.maxConn !== after.maxConn) out.push(`max-conn ${before.maxConn ?? 'none'} -> ${after.maxConn ?? 'none'}`)
+  if (before.slowStart !== after.slowStart) out.push(`slow-start ${ms(before.slowStart)} -> ${ms(after.slowStart)}`)
+  if (before.backup !== after.backup) out.push(after.backup ? 'now a backup' : 'no longer a backup')
+  return out
 }
 
 function panicLine (n) {

@@ -26,7 +26,11 @@ const VALUES = {
   count: ['0', '1', '2', '100', '101', '-1', 'x', '1.5', ''],
   positive: ['1', '0', '10', '-3', 'y', '1000000001', ''],
   protocol: ['tcp', 'http', 'udp', 'HTTP', ''],
-  logLevel: ['error', 'warn', 'info', 'debug', 'loud', 'INFO', '']
+  logLevel: ['error', 'warn', 'info', 'debug', 'loud', 'INFO', ''],
+  // Only invalid ones: a valid --workers N would make this test process a cluster primary.
+  workers: ['0', '257', 'x', '1.5', '-2', ''],
+  proxyProtocol: ['v1', 'v2', 'v3', 'V1', ''],
+  file: ['', 'missing.pem', 'test', 'package.json']
 }
 
 function generate (rand) {

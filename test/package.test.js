@@ -30,6 +30,10 @@ t.test('the single file, copied alone into an empty folder, proxies a connection
   const lila = await spawnLila(t, ['rr', backend.address, '--host', '127.0.0.1', '--port', '0'], { lila: alone, cwd: dir })
   t.equal((await exchange(lila.port)).data, 'alone\n')
   t.equal((await lila.stop()).code, 0)
+  // With workers: each worker runs the same single file.
+  const workers = await spawnLila(t, ['rr', backend.address, '--host', '127.0.0.1', '--port', '0', '--workers', '2'], { lila: alone, cwd: dir })
+  t.equal((await exchange(workers.port)).data, 'alone\n')
+  t.equal((await workers.stop()).code, 0)
   t.same(fs.readdirSync(dir), ['lila'], 'it wrote nothing beside itself')
 })
 
@@ -59,9 +63,17 @@ t.test('npm pack holds what a global install needs, and it installs and runs', a
   t.same(packed.files.map(f => f.path).sort(), ['LICENSE', 'README.md', 'lila', 'package.json'])
   const prefix = path.join(dir, 'prefix')
   execFileSync('npm', ['install', '--global', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(dir, packed.filename)], { stdio: 'ignore' })
-  const result = await runLila(['--version'], { lila: path.join(prefix, 'bin', 'lila'), cwd: dir })
+  const installed = path.join(prefix, 'bin', 'lila')
+  const result = await runLila(['--version'], { lila: installed, cwd: dir })
   t.equal(result.stdout, `lila ${pkg.version}\n`)
   t.equal(result.code, 0)
+
+  // Workers re-run the installed file (through the bin link) and serve.
+  const backend = await tcpBackend(t, 'installed')
+  const lila = await spawnLila(t, ['rr', backend.address, '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--workers', '2'], { lila: installed, cwd: dir })
+  t.match(lila.listening, /2 workers\)$/)
+  t.equal((await exchange(lila.port)).data, 'installed\n')
+  t.equal((await lila.stop()).code, 0)
 })
 
 t.test('Formula/lila.rb: version, node dependency, test block; ruby accepts it', async t => {

@@ -112,7 +112,7 @@ class Exchange {
 
   // A connection to the backend is ready (pooled and idle, or newly connected).
   onUpstreamConnect (conn) {
-    if (conn.socket.connecting) return // 'connect' comes later
+    if (!conn.ready) return // its ready event comes later
     this.conn = conn
     this.silentTicks = 0
     if (this.upstreamHead === null) {
@@ -398,7 +398,7 @@ class Exchange {
   }
 
   onUpstreamTimeout (conn) {
-    if (conn.socket.connecting) return this.upstreamFailed('connect timed out', 502, conn)
+    if (!conn.ready) return this.upstreamFailed('connect timed out', 502, conn)
     this.upstreamFailed('timed out', 504)
   }
 

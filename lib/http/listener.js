@@ -7,15 +7,23 @@ const { Pool } = require('./pool')
 // An HTTP listener: the generic Listener serving HttpSessions, plus what its exchanges
 // share: a keep-alive connection pool per backend and the settings of the heads it
 // rewrites. `via` is this lila's Via token, used to detect loops.
-function createHttpListener ({ config, upstream, log, via }) {
-  const listener = new Listener({ config, upstream, log, protocol: 'http', Session: HttpSession })
+function createHttpListener ({ config, upstream, log, via, tls = null, backendTls = null }) {
+  const listener = new Listener({ config, upstream, log, protocol: 'http', Session: HttpSession, tls, backendTls })
   const pools = new Map()
   listener.via = via
-  listener.rewrite = { proto: 'http', via, forwarded: config.forwarded }
+  listener.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
+  listener.onReconfigure = config => {
+    listener.rewrite = { proto: listener.tls === null ? 'http' : 'https', via, forwarded: config.forwarded }
+    for (const pool of pools.values()) {
+      pool.connectTimeout = config.connectTimeout
+      pool.tls = listener.backendTls
+    }
+  }
+  listener.onReconfigure(config)
   listener.poolFor = backend => {
     let pool = pools.get(backend)
     if (pool === undefined) {
-      pool = new Pool(backend, { connectTimeout: config.connectTimeout })
+      pool = new Pool(backend, { connectTimeout: listener.config.connectTimeout, tls: listener.backendTls })
       pools.set(backend, pool)
     }
     return pool

@@ -1,6 +1,6 @@
 'use strict'
 
-const net = require('net')
+const { dial, readyEvent } = require('../dial')
 
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
 // the bottom of the stack go idle long enough to expire. A connection is idle in the
@@ -26,6 +26,7 @@ function idleFromHint (hintMs) {
 function connConnect () {
   this.setTimeout(0) // the connect timeout is over; the listener's sweep takes it from here
   const c = this.conn
+  c.ready = true
   if (c.owner !== null) c.owner.onUpstreamConnect(c)
 }
 function connData (chunk) { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamData(c, chunk); else c.destroy() }
@@ -49,9 +50,10 @@ class UpstreamConnection {
     this.idleMs = DEFAULT_IDLE_MS
     this.requestsLeft = Infinity // from "Keep-Alive: max=N"
     this.idleSince = 0
+    this.ready = false // connected (and for TLS, the handshake done)
     this.closed = false
     socket.conn = this
-    socket.on('connect', connConnect)
+    socket.on(readyEvent(socket), connConnect)
     socket.on('data', connData)
     socket.on('drain', connDrain)
     socket.on('timeout', connTimeout)
@@ -71,9 +73,10 @@ class UpstreamConnection {
 }
 
 class Pool {
-  constructor (backend, { connectTimeout, now = Date.now }) {
+  constructor (backend, { connectTimeout, tls = null, now = Date.now }) {
     this.backend = backend
     this.connectTimeout = connectTimeout
+    this.tls = tls // tls.connect options with --backend-tls
     this.now = now
     this.idle = []
     this.size = 0 // every socket: connecting, busy and idle
@@ -114,7 +117,7 @@ class Pool {
   connect (exchange) {
     this.size++
     this.connects++
-    const socket = net.connect({ host: this.backend.host, port: this.backend.port, noDelay: true })
+    const socket = dial(this.backend, this.tls)
     const conn = new UpstreamConnection(this, socket)
     socket.setTimeout(this.connectTimeout) // until connected (see connConnect)
     conn.attach(exchange)

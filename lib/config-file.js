@@ -1,0 +1,173 @@
+'use strict'
+
+// The JSON config file (--config): several listeners, each with its own port,
+// protocol, mode, options and backends. Keys are the long option names; an option at
+// the top level is every listener's default unless the listener says otherwise;
+// process-wide options (log-level, shutdown-timeout, workers) only go at the top.
+//
+//   parseConfigFile(text, file) -> config, or a one-line UsageError naming the JSON path
+//   readConfigFile(file)        -> the same, reading the file first
+//
+// Values go through config.js (buildListener, buildGlobals), as the command line's do.
+// Relative file names (certificates) are relative to the config file's folder.
+
+const fs = require('fs')
+const path = require('path')
+const { UsageError } = require('./errors')
+const { parseJson, JsonError } = require('./json')
+const { OPTIONS, BY_NAME, LISTENER_OPTIONS, buildListener, buildGlobals, buildConfig, jsonSource } = require('./config')
+
+// Keys that are not options: the listeners, and what the command line says without a flag.
+const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])
+const TOP_KEYS = new Set([...OPTIONS.filter(o => !o.pending && o.scope !== 'cli' && o.scope !== 'own').map(o => o.name), 'mode', 'certificates', 'listeners'])
+const INHERITED = new Set([...LISTENER_OPTIONS.filter(o => o.scope === 'listener').map(o => o.name), 'mode', 'certificates'])
+
+// A key in a JSON path: `a.b` for plain keys, `a["odd key"]` (quoted, one line) else.
+const keyPath = (base, key) => /^[A-Za-z0-9_-]+$/.test(key) ? (base === '' ? key : `${base}.${key}`) : `${base}[${JSON.stringify(key)}]`
+const isObject = value => value !== null && typeof value === 'object' && !Array.isArray(value)
+const typeName = value => value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : typeof value === 'string' ? 'a string' : `${typeof value} ${JSON.stringify(value)}`
+
+function readConfigFile (file, { readFile = fs.readFileSync } = {}) {
+  let text
+  try {
+    text = readFile(file, 'utf8')
+  } catch (err) {
+    throw new UsageError(`cannot read config file ${JSON.stringify(file)}: ${readReason(err)}`)
+  }
+  return parseConfigFile(text, file)
+}
+
+function readReason (err) {
+  return { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }[err.code] || err.code || err.message
+}
+
+function parseConfigFile (text, file) {
+  let doc
+  try {
+    doc = parseJson(text)
+  } catch (err) {
+    if (err instanceof JsonError) throw new UsageError(`${file}: invalid JSON at ${err.message}`)
+    throw err
+  }
+  const src = jsonSource(file)
+  if (!isObject(doc)) throw new UsageError(`${file}: expected a JSON object at the top, got ${typeName(doc)}`)
+
+  const globals = new Map()
+  const inherited = new Map()
+  for (const key of Object.keys(doc)) {
+    checkKey(key, keyPath('', key), TOP_KEYS, src, 'top')
+    if (key === 'listeners') continue
+    const entry = { value: doc[key], at: key }
+    if (INHERITED.has(key)) inherited.set(key, entry)
+    else globals.set(key, entry)
+  }
+
+  const listenersValue = doc.listeners
+  if (!Array.isArray(listenersValue) || listenersValue.length === 0) {
+    const got = listenersValue === undefined ? 'none' : Array.isArray(listenersValue) ? 'an empty list' : typeName(listenersValue)
+    throw new UsageError(`${file}: listeners: expected a list of at least one listener, e.g. "listeners": [{ "port": 80, "backends": ["10.0.0.1:80"] }], got ${got}`)
+  }
+  const dir = path.dirname(file)
+  const listeners = listenersValue.map((raw, i) => listenerFrom(raw, `listeners[${i}]`, inherited, src, dir))
+  return buildConfig(buildGlobals(globals, src), listeners, src, i => `listeners[${i}]`)
+}
+
+function listenerFrom (raw, where, inherited, src, dir) {
+  if (!isObject(raw)) throw src.fail(where, `expected a listener object, e.g. { "port": 80, "backends": ["10.0.0.1:80"] }, got ${typeName(raw)}`)
+  const values = new Map(inherited)
+  for (const key of Object.keys(raw)) {
+    checkKey(key, keyPath(where, key), LISTENER_KEYS, src, 'listener')
+    values.set(key, { value: raw[key], at: keyPath(where, key) })
+  }
+  const mode = values.get('mode')
+  const backends = values.get('backends')
+  const certificates = values.get('certificates')
+  values.delete('mode')
+  values.delete('backends')
+  values.delete('certificates')
+  if (backends === undefined) throw src.fail(where, 'missing "backends": expected a list such as ["10.0.0.1:80", "10.0.0.2:80,weight=2"]')
+  if (!Array.isArray(backends.value) || backends.value.length === 0) {
+    throw src.fail(backends.at, `expected a list of at least one backend such as ["10.0.0.1:80"], got ${Array.isArray(backends.value) ? 'an empty list' : typeName(backends.value)}`)
+  }
+  const listener = buildListener({
+    values,
+    mode,
+    backends: backends.value.map((value, i) => ({ value, at: `${backends.at}[${i}]` })),
+    certificates: certificates === undefined ? [] : certificatesFrom(certificates, src)
+  }, src)
+  // File names are relative to the config file.
+  if (listener.tls !== null) {
+    for (const c of listener.tls.certificates) {
+      c.cert = path.resolve(dir, c.cert)
+      c.key = path.resolve(dir, c.key)
+    }
+  }
+  if (listener.backendTls !== null && listener.backendTls.ca !== null) listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)
+  return listener
+}
+
+// "certificates": [{ "cert": "a.pem", "key": "a.key" }, ...]: more certificates for
+// TLS termination, chosen by the name a client asks for.
+function certificatesFrom ({ value, at }, src) {
+  if (!Array.isArray(value)) throw src.fail(at, `expected a list such as [{ "cert": "site.pem", "key": "site.key" }], got ${typeName(value)}`)
+  return value.map((entry, i) => {
+    const where = `${at}[${i}]`
+    if (!isObject(entry)) throw src.fail(where, `expected { "cert": FILE, "key": FILE }, got ${typeName(entry)}`)
+    for (const key of Object.keys(entry)) {
+      if (key !== 'cert' && key !== 'key') throw src.fail(`${where}`, `unknown key ${JSON.stringify(key)}: expected "cert" and "key"`)
+    }
+    const file = key => {
+      const v = entry[key]
+      if (v === undefined) throw src.fail(where, `missing "${key}": expected { "cert": FILE, "key": FILE }`)
+      if (typeof v !== 'string' || v === '' || v.includes('\0')) throw src.fail(`${where}.${key}`, `expected a file name, got ${typeName(v)}`)
+      return v
+    }
+    return { cert: file('cert'), key: file('key'), certAt: `${src.file}: ${where}.cert`, keyAt: `${src.file}: ${where}.key` }
+  })
+}
+
+// A key must be an option (or listeners, mode, backends, certificates) that may go there.
+function checkKey (key, at, allowed, src, level) {
+  if (allowed.has(key)) return
+  const option = BY_NAME.get(key)
+  if (option !== undefined && !option.pending) {
+    if (option.scope === 'cli') throw src.fail(at, `${option.flag} is for the command line only: expected it not in the config file`)
+    if (option.scope === 'own') throw src.fail(at, 'is set per listener: expected it in each of "listeners", not at the top level')
+    if (option.scope === 'global') throw src.fail(at, 'applies to the whole process: expected it at the top level, not in a listener')
+  }
+  if (key === 'listeners') throw src.fail(at, 'listeners do not nest: expected it at the top level only')
+  if (key === 'backends') throw src.fail(at, 'belongs to a listener: expected it in each of "listeners", not at the top level')
+  const suggestion = closest(key, allowed)
+  const place = level === 'top' ? 'an option\'s long name (lila --help), "mode", "certificates" or "listeners"' : 'an option\'s long name (lila --help), "mode", "backends" or "certificates"'
+  throw src.fail(at, `unknown key ${JSON.stringify(key)}: ${suggestion === null ? `expected ${place}` : `did you mean ${JSON.stringify(suggestion)}?`}`)
+}
+
+// The allowed key nearest to a misspelt one (at most two edits away), or null.
+function closest (key, allowed) {
+  let best = null
+  let bestDistance = 3
+  if (key.length > 40) return null
+  for (const candidate of allowed) {
+    const d = distance(key.toLowerCase(), candidate)
+    if (d < bestDistance) {
+      best = candidate
+      bestDistance = d
+    }
+  }
+  return best
+}
+
+// Levenshtein distance.
+function distance (a, b) {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = current
+  }
+  return previous[b.length]
+}
+
+module.exports = { parseConfigFile, readConfigFile }

@@ -1,0 +1,57 @@
+'use strict'
+
+// What a reload changes, in words, for the log: process-wide settings and the options
+// of the listeners that stay. Pure. (Listeners added and removed, and backends, are
+// described by index.js and upstream.js as they apply them.)
+
+const { LISTENER_OPTIONS } = require('./config')
+
+// Options that identify a listener (a change replaces it) or are said otherwise.
+const NOT_HERE = new Set(['name', 'port', 'host', 'protocol', 'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'])
+
+function describeChanges (before, after) {
+  const lines = []
+  if (before.shutdownTimeout !== after.shutdownTimeout) lines.push(`shutdown-timeout ${seconds(before.shutdownTimeout)} -> ${seconds(after.shutdownTimeout)}`)
+  if (before.logLevel !== after.logLevel) lines.push(`log-level ${before.logLevel} -> ${after.logLevel}`)
+  if (before.workers !== after.workers) lines.push(`workers ${before.workers} -> ${after.workers}: takes a restart; the running workers stay`)
+  const old = new Map(before.listeners.map(l => [l.name, l]))
+  for (const listener of after.listeners) {
+    const was = old.get(listener.name)
+    if (was === undefined || was.protocol !== listener.protocol || was.port !== listener.port || was.host !== listener.host) continue
+    const changes = []
+    if (was.mode !== listener.mode) changes.push(`mode ${was.mode} -> ${listener.mode}`)
+    for (const o of LISTENER_OPTIONS) {
+      if (NOT_HERE.has(o.name) || !(o.key in listener)) continue
+      const [a, b] = [show(o, was[o.key]), show(o, listener[o.key])]
+      if (a !== b) changes.push(`${o.name} ${a} -> ${b}`)
+    }
+    if (JSON.stringify(was.backendTls) !== JSON.stringify(listener.backendTls)) changes.push(`backend-tls ${tlsWords(was.backendTls)} -> ${tlsWords(listener.backendTls)}`)
+    if (listener.tls !== null) {
+      const n = listener.tls.certificates.length
+      changes.push(was.tls === null ? 'TLS on' : `${n} certificate${n === 1 ? '' : 's'} read again`)
+    } else if (was.tls !== null) {
+      changes.push('TLS off')
+    }
+    if (changes.length > 0) lines.push(`${listener.name}: ${changes.join(', ')}`)
+  }
+  return lines
+}
+
+function seconds (ms) {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
+}
+
+function show (option, value) {
+  if (value === null) return 'none'
+  if (option.type === 'duration') return seconds(value)
+  if (option.type === 'check') return value.type === 'http' ? `http:${value.path}` : value.type
+  return String(value)
+}
+
+function tlsWords (backendTls) {
+  if (backendTls === null) return 'off'
+  if (backendTls.insecure) return 'on (not verified)'
+  return backendTls.ca === null ? 'on' : `on (CA ${backendTls.ca})`
+}
+
+module.exports = { describeChanges }

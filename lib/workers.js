@@ -1,0 +1,366 @@
+'use strict'
+
+const os = require('os')
+const crypto = require('crypto')
+const { createBalancer } = require('./index')
+const { createLogger } = require('./log')
+const { loadTls, loadBackendTls } = require('./tls')
+const { sumStats } = require('./sum-stats')
+const { UsageError, RuntimeError } = require('./errors')
+
+// All cores (--workers N|auto): a primary process forks N workers with Node's cluster
+// module; each worker runs every listener, and the primary hands them connections in
+// turn (cluster's round-robin). The primary serves no traffic: it starts workers,
+// starts another when one dies (after a back-off), reloads on SIGHUP, and on SIGTERM
+// or SIGINT lets every worker drain, then exits 0.
+//
+//   runPrimary(config, io) -> Promise of the exit code   (in the primary)
+//   runWorker(io)          -> Promise of the exit code   (in a worker)
+//
+// A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
+// from the primary over IPC rather than from argv, so that a worker started after a
+// reload runs the config in force. IPC messages are plain objects { lila: type, ... }:
+//   primary -> worker  config { config, index, via, table }, reload { id, config },
+//                      stats { id }, control { id, action }, stop, destroy
+//   worker -> primary  ready, listening { addresses, listeners }, failed { code },
+//                      reply { id, value } | { id, error }
+// The primary answers the status listener with gatherStats() (the workers' snapshots
+// summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
+// broadcast(action).
+
+const FIRST_BACKOFF_MS = 100
+const MAX_BACKOFF_MS = 30000
+const STABLE_MS = 30000 // a worker up this long resets the back-off
+const REPLY_TIMEOUT_MS = 2000
+
+function workerCount (workers) {
+  return workers === 'auto' ? os.availableParallelism() : workers
+}
+
+// io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError),
+//       exec, args, execArgv (what the workers run; by default this process's own),
+//       onReady({ gatherStats, broadcast }) once every worker listens }
+function runPrimary (config, io) {
+  const { stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {} } = io
+  const log = createLogger({ level: config.logLevel, stderr })
+  const count = workerCount(config.workers)
+  const via = `lila-${crypto.randomBytes(4).toString('hex')}`
+  const settings = { silent: false }
+  if (io.exec) settings.exec = io.exec
+  if (io.args) settings.args = io.args
+  if (io.execArgv) settings.execArgv = io.execArgv
+  cluster.setupPrimary(settings)
+
+  let current = config
+  let starting = true
+  let stopping = false
+  let nextId = 1
+  const slots = Array.from({ length: count }, (_, i) => ({ index: i + 1, worker: null, pid: null, listening: false, listeningAt: 0, failures: 0, timer: null, pending: new Map() }))
+
+  return new Promise(resolve => {
+    let resolved = false
+    let failure = null // the exit code of a worker that could not start
+    const finish = () => {
+      if (resolved) return
+      resolved = true
+      const code = failure !== null ? failure : slots.some(s => s.exitCode) ? 1 : 0
+      signals.off('SIGTERM', onStop)
+      signals.off('SIGINT', onStop)
+      if (reloadConfig !== null) signals.off('SIGHUP', onHup)
+      resolve(code)
+    }
+
+    const fork = slot => {
+      slot.timer = null
+      const worker = cluster.fork({ LILA_WORKER: String(slot.index) })
+      slot.worker = worker
+      slot.pid = worker.process.pid
+      slot.listening = false
+      slot.listeningAt = 0
+      worker.on('message', message => onMessage(slot, worker, message))
+      worker.on('exit', (code, signal) => onExit(slot, worker, code, signal))
+      worker.on('error', () => {}) // an IPC send to a dying worker; 'exit' follows
+    }
+
+    const send = (slot, message) => {
+      if (slot.worker === null || !slot.worker.isConnected()) return false
+      slot.worker.send(message)
+      return true
+    }
+
+    const onMessage = (slot, worker, message) => {
+      if (worker !== slot.worker || message === null || typeof message !== 'object') return
+      switch (message.lila) {
+        case 'ready':
+          if (stopping) send(slot, { lila: 'destroy' })
+          else send(slot, { lila: 'config', config: current, index: slot.index, via, table: slot.index === 1 })
+          break
+        case 'listening':
+          slot.listening = true
+          slot.listeningAt = Date.now()
+          if (starting) {
+            slot.summary = message
+            if (slots.every(s => s.listening)) started()
+          } else {
+            log.info(`worker ${slot.index} is back (pid ${slot.pid})`)
+          }
+          break
+        case 'failed':
+          slot.failedCode = message.code
+          break
+        case 'reply': {
+          const waiter = slot.pending.get(message.id)
+          if (waiter === undefined) return
+          slot.pending.delete(message.id)
+          clearTimeout(waiter.timer)
+          if (message.error !== undefined) waiter.reject(Object.assign(new Error(message.error), { status: message.status }))
+          else waiter.resolve(message.value)
+          break
+        }
+      }
+    }
+
+    const started = () => {
+      starting = false
+      const [first] = slots
+      first.summary.listeners.forEach(l => {
+        log.always(`listening on ${l.address} (${l.protocol}, ${l.mode}, ${l.backends} backend${l.backends === 1 ? '' : 's'}, ${count} workers)`)
+      })
+      log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
+      onReady({ gatherStats, broadcast })
+    }
+
+    const onExit = (slot, worker, code, signal) => {
+      if (worker !== slot.worker) return
+      slot.worker = null
+      slot.listening = false
+      for (const waiter of slot.pending.values()) {
+        clearTimeout(waiter.timer)
+        waiter.reject(new Error(`worker ${slot.index} exited`))
+      }
+      slot.pending.clear()
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
+      if (starting && !stopping) {
+        // A worker that cannot start (a port taken, a certificate unreadable) will not
+        // do better the next time: stop them all, with its exit code.
+        if (!slot.failedCode) log.error(`worker ${slot.index} ${how} while starting`)
+        failure = slot.failedCode || 1
+        stopAll('destroy')
+      }
+      if (stopping) {
+        slot.exitCode = signal ? 1 : code
+        if (slots.every(s => s.worker === null)) {
+          if (failure === null) log.info('stopped')
+          finish()
+        }
+        return
+      }
+      if (slot.listeningAt > 0 && Date.now() - slot.listeningAt > STABLE_MS) slot.failures = 0
+      const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** slot.failures)
+      slot.failures++
+      log.warn(`worker ${slot.index} (pid ${slot.pid}) ${how}; starting another in ${delay < 1000 ? `${delay}ms` : `${delay / 1000}s`}`)
+      slot.timer = setTimeout(() => fork(slot), delay)
+    }
+
+    const stopAll = type => {
+      stopping = true
+      for (const slot of slots) {
+        clearTimeout(slot.timer)
+        slot.timer = null
+        send(slot, { lila: type })
+      }
+      if (slots.every(s => s.worker === null && s.timer === null)) finish()
+    }
+
+    let stopSignals = 0
+    const onStop = name => {
+      stopSignals++
+      if (stopSignals > 1) {
+        log.warn(`${name} again: closing every connection now`)
+        return stopAll('destroy')
+      }
+      log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${current.shutdownTimeout / 1000}s)`)
+      stopAll('stop')
+    }
+
+    // SIGHUP: the file is read and checked here, once; the workers get the result.
+    let reloading = null
+    const onHup = () => {
+      if (stopping || starting) return
+      reloading = (reloading || Promise.resolve()).then(reload)
+    }
+    const reload = async () => {
+      let next
+      try {
+        next = reloadConfig()
+        for (const l of next.listeners) {
+          loadTls(l.tls)
+          loadBackendTls(l.backendTls)
+        }
+      } catch (err) {
+        if (!(err instanceof UsageError)) throw err
+        log.error(`reload refused: ${err.message}; keeping the running config`)
+        return
+      }
+      // A worker started from now on gets the new config; those running are told.
+      const previous = current
+      current = next
+      const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)).then(
+        lines => ({ slot, lines }),
+        err => ({ slot, error: err.message })
+      )))
+      const failed = results.filter(r => r.error !== undefined)
+      const done = results.find(r => r.lines !== undefined)
+      if (done === undefined) {
+        current = previous
+        log.error(`reload refused: ${failed[0] ? failed[0].error : 'no worker running'}; keeping the running config`)
+        return
+      }
+      log.setLevel(next.logLevel)
+      for (const line of done.lines) log.info(`reload: ${line}`)
+      for (const { slot, error } of failed) log.error(`reload: worker ${slot.index}: ${error}`)
+      log.info(`reloaded (${done.lines.length} change${done.lines.length === 1 ? '' : 's'})`)
+    }
+
+    signals.on('SIGTERM', onStop)
+    signals.on('SIGINT', onStop)
+    if (reloadConfig !== null) signals.on('SIGHUP', onHup)
+    for (const slot of slots) fork(slot)
+  })
+
+  // Ask one worker something: resolves with its reply's value, rejects on its error,
+  // its exit or a timeout.
+  function request (slot, message, timeout = REPLY_TIMEOUT_MS) {
+    return new Promise((resolve, reject) => {
+      if (slot.worker === null || !slot.listening || !slot.worker.isConnected()) return reject(new Error(`worker ${slot.index} is not running`))
+      const id = nextId++
+      const timer = setTimeout(() => {
+        slot.pending.delete(id)
+        reject(new Error(`worker ${slot.index} did not answer in ${timeout}ms`))
+      }, timeout)
+      slot.pending.set(id, { resolve, reject, timer })
+      slot.worker.send({ ...message, id })
+    })
+  }
+
+  // Every worker's snapshot, summed into one of the shape of lb.stats(), with each
+  // worker's own under `workers` ({ index, pid, listeners } or { index, pid, error }).
+  async function gatherStats ({ timeout = REPLY_TIMEOUT_MS } = {}) {
+    const replies = await Promise.all(slots.map(slot => request(slot, { lila: 'stats' }, timeout).then(
+      stats => ({ index: slot.index, pid: slot.pid, ...stats }),
+      err => ({ index: slot.index, pid: slot.pid, error: err.message })
+    )))
+    return { ...sumStats(replies.filter(r => r.error === undefined).map(({ index, pid, ...stats }) => stats)), workers: replies }
+  }
+
+  // A control action (the status listener's drain, enable, weight, ...) for every
+  // worker: resolves with [{ index, pid, value } | { index, pid, error }].
+  function broadcast (action, { timeout = REPLY_TIMEOUT_MS } = {}) {
+    return Promise.all(slots.map(slot => request(slot, { lila: 'control', action }, timeout).then(
+      value => ({ index: slot.index, pid: slot.pid, value }),
+      err => ({ index: slot.index, pid: slot.pid, error: err.message, status: err.status })
+    )))
+  }
+}
+
+// A worker: tell the primary it is ready, take the config it sends, serve it, answer
+// its requests, and drain when told to stop (or when the primary is gone).
+// io: { stderr, channel (the process), signals }
+function runWorker (io) {
+  const { stderr, channel = process, signals = process } = io
+  return new Promise(resolve => {
+    let lb = null
+    let log = null
+    let stopped = null
+    let config = null
+
+    const send = message => { if (channel.connected) channel.send(message) }
+    const reply = (id, fn) => {
+      Promise.resolve().then(fn).then(
+        value => send({ lila: 'reply', id, value }),
+        // A control error keeps its HTTP status across the channel.
+        err => send({ lila: 'reply', id, error: err.message, status: err.status })
+      )
+    }
+
+    let starting = null // while the listeners bind and the backends are checked
+    const stop = (destroyNow = false) => {
+      if (starting !== null) return starting.then(() => stop(destroyNow)) // then stop
+      if (lb === null) {
+        cleanUp()
+        return resolve(0)
+      }
+      if (destroyNow) lb.destroy()
+      if (stopped !== null) return
+      stopped = lb.close(config.shutdownTimeout).then(() => {
+        log.debug('stopped')
+        cleanUp()
+        resolve(0)
+      })
+    }
+
+    const start = async message => {
+      config = message.config
+      log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
+      try {
+        lb = createBalancer(config, { log, via: message.via, table: message.table })
+        const addresses = await lb.listen()
+        send({
+          lila: 'listening',
+          addresses,
+          listeners: config.listeners.map((l, i) => ({ address: addresses[i], protocol: l.protocol, mode: l.mode, backends: lb.listeners[i].upstream.backends.length }))
+        })
+      } catch (err) {
+        if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
+        log.error(err.message)
+        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1 })
+        lb = null
+        cleanUp()
+        resolve(err instanceof UsageError ? 2 : 1)
+      }
+    }
+
+    const onMessage = message => {
+      if (message === null || typeof message !== 'object') return
+      switch (message.lila) {
+        case 'config':
+          starting = start(message).finally(() => { starting = null })
+          return
+        case 'stats': return reply(message.id, () => lb.stats())
+        case 'reload': return reply(message.id, async () => {
+          const lines = await lb.reload(message.config)
+          config = message.config
+          log.setLevel(config.logLevel)
+          return lines
+        })
+        case 'control': return reply(message.id, () => {
+          if (typeof lb.control !== 'function') throw new Error('control actions are not supported by this lila')
+          return lb.control(message.action)
+        })
+        case 'stop': return stop()
+        case 'destroy': return stop(true)
+      }
+    }
+    // The primary forwards SIGINT and SIGHUP (a terminal sends them to every process of
+    // the group): the worker ignores its own. A SIGTERM to a worker alone drains it.
+    const ignore = () => {}
+    const onTerm = () => stop()
+    const onDisconnect = () => stop()
+    const cleanUp = () => {
+      channel.off('message', onMessage)
+      channel.off('disconnect', onDisconnect)
+      signals.off('SIGINT', ignore)
+      signals.off('SIGHUP', ignore)
+      signals.off('SIGTERM', onTerm)
+      if (channel.connected) channel.disconnect() // nothing keeps the worker alive then
+    }
+    channel.on('message', onMessage)
+    channel.on('disconnect', onDisconnect)
+    signals.on('SIGINT', ignore)
+    signals.on('SIGHUP', ignore)
+    signals.on('SIGTERM', onTerm)
+    send({ lila: 'ready' })
+  })
+}
+
+module.exports = { runPrimary, runWorker, workerCount }
