@@ -54,9 +54,17 @@ const REASONS = {
   EPIPE: 'broken pipe'
 }
 
+// Errors that say lila itself is short of something (descriptors, memory), not that a
+// backend failed: a backend is never blamed for them.
+const LOCAL_SHORTAGE = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM'])
+
+function isLocalShortage (err) {
+  return err !== null && err !== undefined && LOCAL_SHORTAGE.has(err.code)
+}
+
 function reasonOf (err) {
   if (!err) return 'unknown error'
   return REASONS[err.code] || err.code || err.message
 }
 
-module.exports = { UsageError, RuntimeError, ControlError, reasonOf }
+module.exports = { UsageError, RuntimeError, isLocalShortage, ControlError, reasonOf }

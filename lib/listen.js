@@ -1,6 +1,7 @@
 'use strict'
 
 const { RuntimeError, reasonOf } = require('./errors')
+const { throttled } = require('./log')
 const { formatAddress, plainAddress } = require('./address')
 
 // Bind `server` to the listener's host and port. Resolves with the bound address as
@@ -19,7 +20,8 @@ function listen (server, { host, port }, log) {
       server.off('error', onError)
       // Later errors (accept failing for lack of file descriptors) are logged; the
       // server keeps listening.
-      server.on('error', err => log.error(`accept failed: ${reasonOf(err)}`))
+      const say = throttled(message => log.error(message))
+      server.on('error', err => say(`accept failed: ${reasonOf(err)}`))
       resolve(boundAddress(server))
     })
   })

@@ -2,6 +2,7 @@
 
 const net = require('net')
 const { listen } = require('./listen')
+const { throttled } = require('./log')
 const { formatAddress } = require('./address')
 const { defaultName } = require('./config')
 const { startPrelude } = require('./prelude')
@@ -41,6 +42,8 @@ class Listener {
     this.drained = null
     this.onDrained = () => {} // protocol clean-up once every session is gone
     this.onSweep = null // protocol timeouts, run with every sweep (see startSweep)
+    // lila short of descriptors or memory for backend connections: said once a second.
+    this.sayShortage = throttled(message => this.log.error(message))
     this.sweptTimeouts = [] // and how often those need a sweep
     this.sweep = null
     this.sweepEvery = 1000

@@ -49,6 +49,23 @@ function prefixed (log, prefix) {
   }
 }
 
+// An error that can repeat thousands of times a second (accept failing for lack of
+// descriptors): said at once, then at most once a second with how often it recurred.
+function throttled (say, everyMs = 1000, now = Date.now) {
+  let last = -Infinity
+  let quiet = 0
+  return message => {
+    const t = now()
+    if (t - last < everyMs) {
+      quiet++
+      return
+    }
+    say(quiet > 0 ? `${message} (and ${quiet} more like it in the last ${Math.round((t - last) / 1000)}s)` : message)
+    last = t
+    quiet = 0
+  }
+}
+
 // Rows of cells -> lines with the columns aligned (the start-up table).
 function formatTable (rows) {
   const widths = []
@@ -59,4 +76,4 @@ function formatTable (rows) {
 // For the programmatic API and tests that want silence.
 const silentLogger = createLogger({ level: 'error', stderr: { write () {} } })
 
-module.exports = { createLogger, prefixed, silentLogger, formatTable, LEVELS }
+module.exports = { createLogger, throttled, prefixed, silentLogger, formatTable, LEVELS }

@@ -1,7 +1,7 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { reasonOf } = require('./errors')
+const { reasonOf, isLocalShortage } = require('./errors')
 const { clientAddress, originOf } = require('./listen')
 const { dial, readyEvent, resetOrDestroy } = require('./dial')
 const { formatProxyHeader } = require('./proxy-protocol')
@@ -207,12 +207,28 @@ class TcpSession {
     if (this.clientClosed) this.finish()
   }
 
+  // lila itself could not open a backend connection (out of descriptors): not the
+  // backend's fault, and no other backend would do better. The client is closed.
+  shortOf (socket, err) {
+    const { listener } = this
+    const lease = this.lease
+    this.lease = null
+    this.upstream = null
+    socket.destroy()
+    lease.release()
+    listener.unserved++
+    listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.client.destroy()
+    if (this.clientClosed) this.finish()
+  }
+
   onUpstreamTimeout (socket) {
     if (socket === this.upstream && !this.piping) this.connectFailed(socket, 'connect timed out')
   }
 
   onUpstreamError (socket, err) {
     if (socket !== this.upstream) return
+    if (!this.piping && isLocalShortage(err)) return this.shortOf(socket, err)
     if (!this.piping) return this.connectFailed(socket, reasonOf(err))
     this.listener.log.debug(`${this.lease.backend.address} connection error: ${reasonOf(err)}`)
     // A backend that resets a connection before answering anything failed it.

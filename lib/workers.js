@@ -49,6 +49,10 @@ function runPrimary (config, io) {
   if (io.exec) settings.exec = io.exec
   if (io.args) settings.args = io.args
   if (io.execArgv) settings.execArgv = io.execArgv
+  // Workers accept on the shared socket themselves (SCHED_NONE) rather than the primary
+  // accepting and handing connections out (round-robin): a connection in transit to a
+  // worker that is killed would otherwise stay open, unanswered, in the primary.
+  cluster.schedulingPolicy = cluster.SCHED_NONE
   cluster.setupPrimary(settings)
 
   let current = config

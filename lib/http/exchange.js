@@ -1,7 +1,7 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { reasonOf } = require('../errors')
+const { reasonOf, isLocalShortage } = require('../errors')
 const { findHeadEnd, parseResponseHead, parseKeepAlive, MAX_HEAD } = require('./parse')
 const { ChunkedReader } = require('./chunked')
 const { requestHead, responseHead, interimHead, viaLoops } = require('./rewrite')
@@ -394,7 +394,21 @@ class Exchange {
   onUpstreamError (conn, err) {
     if (this.conn !== null && this.conn !== conn) return
     if (this.tunnel) return this.session.destroy()
+    if (isLocalShortage(err) && !this.responseStarted) return this.shortOf(conn, err)
     this.upstreamFailed(reasonOf(err), 502, conn)
+  }
+
+  // lila itself could not open a backend connection (out of descriptors): the backend
+  // is not blamed, and another would fare no better: 503, to try again later.
+  shortOf (conn, err) {
+    conn.owner = null
+    conn.destroy()
+    this.conn = null
+    const lease = this.lease
+    this.lease = null
+    lease.release(this.bytesIn, 0)
+    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
 
   onUpstreamTimeout (conn) {
@@ -457,9 +471,9 @@ class Exchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0 } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
     const { session, head } = this
-    if (status >= 500) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
+    if (status >= 500 && !quiet) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     const keepAlive = head.keepAlive && this.requestDone && !session.closing
     const text = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
     this.bytesOut += text.length
