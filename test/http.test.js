@@ -360,3 +360,14 @@ t.test('a slow request head gets 408; an idle keep-alive connection is closed', 
   await within(5000, 'the idle connection to be closed', new Promise(resolve => res.socket.once('close', resolve)))
   t.equal(backend.requests, 1)
 })
+
+t.test('no request header or target makes lila connect anywhere but a configured backend', async t => {
+  const backend = await httpBackend(t, 'only')
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const { data } = await exchange(lila.port,
+    'GET http://127.0.0.1:1/evil HTTP/1.1\r\nHost: 127.0.0.1:1\r\nX-Forwarded-Host: 127.0.0.1:1\r\nForwarded: host=127.0.0.1:1\r\n\r\n' +
+    'GET /x HTTP/1.1\r\nHost: elsewhere.test:9\r\nConnection: close\r\n\r\n')
+  t.equal([...data.matchAll(/^HTTP\/1\.1 200 /gm)].length, 2, 'both answered by the configured backend')
+  t.same(backend.seen, ['http://127.0.0.1:1/evil', '/x'], 'the absolute-form target is passed on, not followed')
+  t.equal(backend.last.headers['x-forwarded-for'], '127.0.0.1', 'the client address is the socket\'s')
+})
