@@ -1,27 +1,32 @@
 'use strict'
 
 const { parseCommandLine, logsName } = require('./config')
-const { readConfigFile } = require('./config-file')
 const { UsageError, RuntimeError, ControlError } = require('./errors')
-const { createLogger } = require('./log')
-const { createBalancer } = require('./index')
-const { runPrimary, runWorker, workerCount } = require('./workers')
-const { helpText } = require('./help')
-const { runDemo } = require('./demo')
-const { createControl, controlFrom } = require('./control')
-const { createStatusServer } = require('./status')
-const { createAccessLog } = require('./access-log')
-const { startDashboard } = require('./terminal')
 const VERSION = require('./version')
+
+// The rest is required where it is used: `lila --version` and usage errors then load
+// none of the balancer (nor net, tls, cluster, crypto...), which keeps start-up short.
+const lazy = {
+  get readConfigFile () { return require('./config-file').readConfigFile },
+  get createLogger () { return require('./log').createLogger },
+  get createBalancer () { return require('./index').createBalancer },
+  get workers () { return require('./workers') },
+  get helpText () { return require('./help').helpText },
+  get runDemo () { return require('./demo').runDemo },
+  get control () { return require('./control') },
+  get createStatusServer () { return require('./status').createStatusServer },
+  get createAccessLog () { return require('./access-log').createAccessLog },
+  get startDashboard () { return require('./terminal').startDashboard }
+}
 
 // The command line, apart from the process: argv in, exit code out. It never calls
 // process.exit; signals arrive through `signals` (the process, or an emitter in tests).
 // io: { stdout, stderr, stdin, signals, env, cluster, readFile } (readFile: for the
 // config file)
 async function main (argv, io = {}) {
-  const { stdout = process.stdout, stderr = process.stderr, signals = process, env = process.env, cluster = require('cluster') } = io
+  const { stdout = process.stdout, stderr = process.stderr, signals = process, env = process.env } = io
   // A worker of `--workers` takes its config from the primary (workers.js).
-  if (cluster.isWorker && env.LILA_WORKER) return runWorker({ stderr, signals })
+  if (env.LILA_WORKER && require('cluster').isWorker) return lazy.workers.runWorker({ stderr, signals })
 
   let parsed
   let config
@@ -31,7 +36,7 @@ async function main (argv, io = {}) {
     if (parsed.configFile !== undefined) {
       // --log-level beside --config wins over the file, at start and on every reload.
       reloadConfig = () => {
-        const fromFile = readConfigFile(parsed.configFile, { readFile: io.readFile })
+        const fromFile = lazy.readConfigFile(parsed.configFile, { readFile: io.readFile })
         if (parsed.logLevel !== null) fromFile.logLevel = parsed.logLevel
         return fromFile
       }
@@ -44,15 +49,15 @@ async function main (argv, io = {}) {
   }
   switch (parsed.command) {
     case 'help':
-      stdout.write(helpText())
+      stdout.write(lazy.helpText())
       return 0
     case 'version':
       stdout.write(`lila ${VERSION}\n`)
       return 0
     case 'demo':
-      return runDemo(config, { ...io, stdout, stderr, signals }, serve)
+      return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
-      if (workerCount(config.workers) > 1) return primary(config, { ...io, stderr, signals, cluster, reloadConfig })
+      if (lazy.workers.workerCount(config.workers) > 1) return primary(config, { ...io, stderr, signals, cluster: io.cluster || require('cluster'), reloadConfig })
       return serve(config, { ...io, stdout, stderr, signals, reloadConfig })
   }
 }
@@ -61,12 +66,12 @@ async function main (argv, io = {}) {
 // summed from their snapshots, control actions sent to each of them.
 async function primary (config, io) {
   const { stderr, signals, cluster, reloadConfig } = io
-  const log = createLogger({ level: config.logLevel, stderr })
+  const log = lazy.createLogger({ level: config.logLevel, stderr })
   let status = null
   const onReady = async ({ gatherStats, broadcast }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
     if (config.status === null) return
-    status = createStatusServer({ ...config.status, stats: gatherStats, control: controlFrom(action => everyWorker(broadcast, action)), log })
+    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control: lazy.control.controlFrom(action => everyWorker(broadcast, action)), log })
     try {
       await status.listen()
     } catch (err) {
@@ -74,7 +79,7 @@ async function primary (config, io) {
       signals.emit('SIGTERM')
     }
   }
-  const code = await runPrimary(config, { stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady })
+  const code = await lazy.workers.runPrimary(config, { stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady })
   if (status !== null) await status.close()
   return code
 }
@@ -103,17 +108,17 @@ async function serve (config, io, onListening = () => {}) {
   const { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null } = io
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
-  const log = createLogger({ level: config.logLevel, stderr: logOut })
-  const accessLog = config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
+  const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })
+  const accessLog = config.accessLog ? lazy.createAccessLog({ format: config.accessLog, stdout }) : null
   let lb
   try {
-    lb = createBalancer(config, { log, accessLog })
+    lb = lazy.createBalancer(config, { log, accessLog })
   } catch (err) {
     return usageError(err, stderr) // a certificate that cannot be read or used
   }
   let addresses
   // The status listener is bound first: a taken port fails at once, in one line.
-  const status = config.status === null ? null : createStatusServer({ ...config.status, stats: lb.stats, control: createControl(lb), log })
+  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control: lazy.control.createControl(lb), log })
   try {
     if (status !== null) await status.listen()
     addresses = await lb.listen()
@@ -133,9 +138,9 @@ async function serve (config, io, onListening = () => {}) {
   if (config.dashboard && !stderr.isTTY) {
     log.warn('--dashboard needs a terminal on stderr; running without it')
   } else if (config.dashboard) {
-    dashboard = startDashboard({
+    dashboard = lazy.startDashboard({
       stats: lb.stats,
-      control: createControl(lb),
+      control: lazy.control.createControl(lb),
       input: stdin,
       output: stderr,
       exitEvents: signals,
