@@ -87,3 +87,21 @@ t.test('a backend killed under a steady stream of GETs: no client error; it come
   t.same(errors, [], `no failed requests (${served.a + served.b} served)`)
   t.ok(served.a > before, 'a serves again after its restart')
 })
+
+t.test('uri-hash with --hash-balance-factor: a hot path spills over instead of piling onto one backend', async t => {
+  const slow = name => httpBackend(t, name, (req, res) => setTimeout(() => res.end(name), 150))
+  const backends = await Promise.all(['a', 'b', 'c'].map(slow))
+  const hot = async args => {
+    const lila = await spawnLila(t, ['uri-hash', ...backends.map(b => b.address), ...base, ...args])
+    for (const b of backends) { b.peak = 0; b.requests = 0 }
+    const results = await Promise.all(Array.from({ length: 9 }, () => request(lila.port, { path: '/hot' })))
+    t.same(results.map(r => r.status), Array(9).fill(200))
+    await lila.stop()
+    return backends.map(b => b.peak)
+  }
+  const plain = await hot([])
+  t.same(plain.slice().sort(), [0, 0, 9], `without a factor the hot path stays on its backend: peaks ${plain}`)
+  const bounded = await hot(['--hash-balance-factor', '1.25'])
+  t.ok(Math.max(...bounded) <= 4, `with 1.25 no backend holds more than ceil(1.25 × 9 / 3) = 4 at once: peaks ${bounded}`)
+  t.ok(bounded.filter(p => p > 0).length >= 2, 'the path spilled to the next backends in its order')
+})
