@@ -76,6 +76,7 @@ class Listener {
     this.tls = tls
     this.backendTls = backendTls
     this.onReconfigure(config)
+    if (this.sweep !== null) this.startSweep() // timeouts may have changed
     this.serveWaiting() // --max-conn may have grown
   }
 
@@ -111,6 +112,8 @@ class Listener {
   // come every eighth of the shortest timeout (10 ms to 1 s): a timeout fires between
   // its time and one sweep later.
   startSweep () {
+    clearInterval(this.sweep)
+    this.sweep = null
     const timeouts = [this.config.idleTimeout, ...this.sweptTimeouts].filter(ms => ms > 0)
     if (timeouts.length === 0 && this.onSweep === null) return
     this.sweepEvery = Math.min(1000, Math.max(10, Math.floor(Math.min(...timeouts, 8000) / 8)))
@@ -183,19 +186,24 @@ class Listener {
   close (timeout) {
     this.closing = true
     this.server.close()
-    clearInterval(this.sweep)
     for (const client of this.waiting.splice(0)) client.destroy()
     for (const prelude of [...this.prelude]) prelude.destroy()
     for (const session of this.sessions) session.closeIfIdle()
-    if (this.sessions.size === 0) {
+    // The sweep goes on while sessions drain: their timeouts still apply.
+    const done = () => {
+      clearInterval(this.sweep)
+      this.sweep = null
       this.onDrained()
+    }
+    if (this.sessions.size === 0) {
+      done()
       return Promise.resolve()
     }
     return new Promise(resolve => {
       const timer = setTimeout(() => this.destroy(), timeout)
       this.drained = () => {
         clearTimeout(timer)
-        this.onDrained()
+        done()
         resolve()
       }
     })

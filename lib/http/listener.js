@@ -14,6 +14,7 @@ function createHttpListener ({ config, upstream, log, via, tls = null, backendTl
   listener.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
   listener.onReconfigure = config => {
     listener.rewrite = { proto: listener.tls === null ? 'http' : 'https', via, forwarded: config.forwarded }
+    listener.sweptTimeouts = [config.timeout, 1000] // --timeout, and pooled idle expiry
     for (const pool of pools.values()) {
       pool.connectTimeout = config.connectTimeout
       pool.tls = listener.backendTls
@@ -32,10 +33,9 @@ function createHttpListener ({ config, upstream, log, via, tls = null, backendTl
   listener.onDrained = () => { for (const pool of pools.values()) pool.close() }
   // With every sweep: backends silent for --timeout (counted in sweeps by each
   // exchange), and pooled connections idle past their limit.
-  listener.sweptTimeouts = [config.timeout, 1000]
-  let silentLimit = 0
   listener.onSweep = () => {
-    if (silentLimit === 0) silentLimit = config.timeout > 0 ? listener.ticksFor(config.timeout) : Infinity
+    const { timeout } = listener.config
+    const silentLimit = timeout > 0 ? listener.ticksFor(timeout) : Infinity
     for (const session of listener.sessions) {
       const exchange = session.exchange
       if (exchange !== null && exchange.conn !== null && !exchange.tunnel && ++exchange.silentTicks >= silentLimit) {
