@@ -184,3 +184,14 @@ t.test('SIGHUP: a backend joins while a connection from before goes on; a broken
   long.socket.end()
   t.equal((await lila.stop()).code, 0)
 })
+
+t.test('a reload that shortens --idle-timeout reaches connections already open', async t => {
+  const a = await tcpBackend(t, 'a', greetThenEcho)
+  const listener = idle => ({ name: 'front', port: 0, backends: [a.address], 'idle-timeout': idle })
+  const { lb, ports: [port] } = await start(t, config([listener('60s')]))
+  const open = await openGreeted(port)
+  const closed = new Promise(resolve => open.socket.once('close', resolve))
+  await lb.reload(config([listener('200ms')]))
+  await within(5000, 'the idle connection to be closed under the new timeout', closed)
+  t.pass('closed after the reloaded idle timeout, not the 60 s it started with')
+})
