@@ -230,6 +230,14 @@ class TcpSession {
     if (socket !== this.upstream) return
     if (!this.piping && isLocalShortage(err)) return this.shortOf(socket, err)
     if (!this.piping) return this.connectFailed(socket, reasonOf(err))
+    // A reset before a byte went either way is a connect that failed late (the
+    // backend's listen socket closed with this connection still in its backlog): it
+    // saw nothing, so another backend can take the client. Once the client's bytes
+    // went out, replaying them is not safe.
+    if (!this.answered && this.sentAt === 0 && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
+      this.piping = false
+      return this.connectFailed(socket, `${reasonOf(err)} before any data`)
+    }
     this.listener.log.debug(`${this.lease.backend.address} connection error: ${reasonOf(err)}`)
     // A backend that resets a connection before answering anything failed it.
     if (!this.answered) {

@@ -170,6 +170,19 @@ t.test('an error on one side ends the other', async t => {
     socket.write('boom')
     t.equal(await within(5000, 'the client to be reset', ended), 'ECONNRESET')
   })
+
+  t.test('backend resets before a byte went either way: another backend takes the client', async t => {
+    // What a client sees when a backend's listen socket closes with its connection
+    // still in the backlog: connected, then reset. Nothing reached the backend.
+    const rude = await tcpBackend(t, 'rude', socket => socket.resetAndDestroy())
+    const good = await tcpBackend(t, 'good', socket => socket.end('good\n'))
+    const lila = await spawnLila(t, ['rr', rude.address, good.address, ...base, '--check', 'none'])
+    for (let i = 0; i < 4; i++) {
+      const { data, error } = await exchange(lila.port)
+      t.same({ data, error: error && error.code }, { data: 'good\n', error: null })
+    }
+    t.ok(rude.connections >= 1, 'the rude backend was tried')
+  })
 })
 
 t.test('--idle-timeout closes a connection with no traffic', async t => {
