@@ -73,9 +73,10 @@ t.test('a storm of reloads (SIGHUP every 20 ms) under load drops nothing', async
   }))
   write(1)
   const lila = await spawnLila(t, ['--config', file])
-  const ports = lila.lines.map(l => /^lila: (\w+): listening on 127\.0\.0\.1:(\d+)/.exec(l)).filter(Boolean)
-  const webPort = Number(ports.find(m => m[1] === 'web')[2])
-  const rawPort = Number(ports.find(m => m[1] === 'raw')[2])
+  // spawnLila waited for the first listening line; each listener prints its own.
+  const portOf = async name => Number((await lila.waitForLine(new RegExp(`^lila: ${name}: listening on 127\\.0\\.0\\.1:(\\d+)`)))[1])
+  const webPort = await portOf('web')
+  const rawPort = await portOf('raw')
   // A long-lived connection through the tcp listener, across every reload.
   const long = await openGreeted(rawPort)
   let stop = false
