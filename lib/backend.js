@@ -30,7 +30,8 @@ const SLOW_START_FLOOR = 0.1
 // eject an up backend, and only traffic (the half-open trial) brings it back, since a
 // probe passing says little about a backend whose real connections fail.
 // Emits 'down' (reason, previousState) and 'up' (reason, previousState) when the state
-// changes, and 'down' again when probes take over a backend that traffic took out.
+// changes, and 'down' again when probes take over a backend that traffic took out;
+// 'trial-failed' (reason) when the one connection let through an ejection failed.
 class Backend extends EventEmitter {
   constructor (spec, { now = Date.now, checked = false, rise = 2, fall = 3, rampOnFirstUp = false } = {}) {
     super()
@@ -150,6 +151,7 @@ class Backend extends EventEmitter {
       this.coolOff = Math.min(this.coolOff * 2, MAX_COOL_OFF_MS)
       this.ejectedUntil = this.now() + this.coolOff
       this.downReason = `${reason} (trial); next try in ${this.coolOff / 1000}s`
+      this.emit('trial-failed', this.downReason)
     } else if (this.consecutiveFailures >= FAILURES_TO_EJECT) {
       this.ejectedUntil = this.now() + this.coolOff
       this.#becomeDown('traffic', `${this.consecutiveFailures} failures in a row (${reason}); next try in ${this.coolOff / 1000}s`)

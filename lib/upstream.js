@@ -160,6 +160,7 @@ class Upstream {
     backend.onFree = this.onFree
     backend.on('down', (reason, previous) => this.#changed(backend, 'down', reason, previous))
     backend.on('up', (reason, previous) => this.#changed(backend, 'up', reason, previous))
+    backend.on('trial-failed', reason => this.log.info(`backend ${backend.address} still down: ${reason}`))
     if (this.checking && this.checker !== null) this.checker.watch(backend)
     return backend
   }

@@ -209,6 +209,7 @@ t.test('passive ejection: a backend that resets every connection is taken out, t
   t.equal(flaky.connections, 4, 'one trial connection')
   flakyBackend = lila.stats().backends[0]
   t.match(flakyBackend.downReason, /connection reset \(trial\); next try in 10s/, 'out again, for twice as long')
+  await waitFor(new RegExp(`^backend ${flaky.address} still down: connection reset \\(trial\\); next try in 10s$`))
   for (let i = 0; i < 4; i++) await exchange(lila.port, 'hi')
   t.equal(flaky.connections, 4, 'no traffic during the longer cool-off')
 
