@@ -116,12 +116,7 @@ class TcpSession {
   // backend is at its max-conn), or give up.
   connectNext () {
     const { upstream, config } = this.listener
-    if (this.attempts <= config.retries) {
-      const lease = upstream.acquire(this, this.tried)
-      if (lease !== null) return this.connect(lease)
-      this.waiter = upstream.enqueue(this, this.tried, (lease, reason) => this.onQueued(lease, reason))
-      if (this.waiter !== null) return
-    }
+    if (this.attempts <= config.retries && upstream.seat(this)) return
     this.giveUp(`no backend could take a connection from ${this.clientAddress} (${this.attempts} tried)`)
   }
 

@@ -21,6 +21,7 @@ const { silentLogger, formatTable } = require('./log')
 //     if (waiter === null) -> nothing can take it: close (tcp) / 503 (http)
 //     // the client leaves meanwhile: waiter.cancel()
 //   }
+//   (upstream.seat(session) does exactly this for a session with connect/onQueued.)
 //   ... lease.succeeded() | lease.failed(reason); lease.backend.observeLatency(ms)
 //   lease.release(bytesIn, bytesOut)                    // exactly once; hands the slot on
 //
@@ -127,6 +128,21 @@ class Upstream {
   enqueue (ctx, tried, onLease) {
     if (this.closed || !this.#couldServe(tried)) return null
     return this.queue.add(ctx, tried, onLease)
+  }
+
+  // What tcp.js and http/exchange.js do with each connection or request: a slot now
+  // (session.connect(lease)) or, when every backend is full, a place in the queue
+  // (session.waiter; the slot or the timeout comes to session.onQueued(lease, reason)).
+  // False when nothing can take it. `session` is the mode's ctx; `session.tried` the
+  // backends that already failed it.
+  seat (session) {
+    const lease = this.acquire(session, session.tried)
+    if (lease !== null) {
+      session.connect(lease)
+      return true
+    }
+    session.waiter = this.enqueue(session, session.tried, (lease, reason) => session.onQueued(lease, reason))
+    return session.waiter !== null
   }
 
   #couldServe (tried) {

@@ -79,12 +79,7 @@ class Exchange {
   // backend is at its max-conn), then a connection to it.
   pickAndConnect () {
     const { upstream, config } = this.listener
-    if (this.attempts <= config.retries) {
-      const lease = upstream.acquire(this, this.tried)
-      if (lease !== null) return this.connect(lease)
-      this.waiter = upstream.enqueue(this, this.tried, (lease, reason) => this.onQueued(lease, reason))
-      if (this.waiter !== null) return
-    }
+    if (this.attempts <= config.retries && upstream.seat(this)) return
     this.unserved('no backend available')
   }
 
