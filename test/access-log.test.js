@@ -10,6 +10,8 @@ const {
 } = require('./fixtures/helpers')
 
 const TIME = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z'
+// A logged time (ms precision) between the test's start and now.
+const isDuring = (time, started) => time >= started - 1 && time <= Date.now()
 const TCP_LINE = new RegExp(`^(${TIME}) (\\S+) -> (\\S+) tcp in=(\\d+) out=(\\d+) (\\d+\\.\\d\\d)ms$`)
 const HTTP_LINE = new RegExp(`^(${TIME}) (\\S+) -> (\\S+) "(\\S+) (\\S+) (HTTP/1\\.[01])" (\\d{3}) in=(\\d+) out=(\\d+) (\\d+\\.\\d\\d)ms$`)
 
@@ -20,6 +22,7 @@ const linesOf = (lila, n) => until(() => stdoutLines(lila).length >= n, `${n} ac
 t.test('tcp, text: one line per connection, served or not', async t => {
   const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
   const dead = `127.0.0.1:${await deadPort()}`
+  const started = Date.now()
   const lila = await spawnLila(t, ['rr', a.address, b.address, ...LOCAL, '--access-log'])
   for (let i = 0; i < 4; i++) await exchange(lila.port, 'hello')
   await settled(lila)
@@ -29,7 +32,8 @@ t.test('tcp, text: one line per connection, served or not', async t => {
   t.ok(parsed.every(Boolean), `every line parses:\n${lines.join('\n')}`)
   t.same(parsed.map(m => m[3]).sort(), [a.address, a.address, b.address, b.address].sort())
   t.ok(parsed.every(m => m[2] === '127.0.0.1' && m[4] === '5' && m[5] === '2'), 'client, bytes in ("hello") and out ("a\\n")')
-  t.ok(parsed.every(m => !Number.isNaN(Date.parse(m[1])) && Number(m[6]) >= 0))
+  t.ok(parsed.every(m => isDuring(Date.parse(m[1]), started)), 'the time is when it happened')
+  t.ok(parsed.every(m => Number(m[6]) <= Date.now() - started), 'the duration is within the test\'s own')
   t.equal((await lila.stop()).code, 0)
 
   // A connection no backend could take is a line too, with "-" for the backend.
@@ -55,6 +59,7 @@ t.test('http, json: one object per request, with what the client was answered', 
     }
     res.end('hello\n')
   })
+  const started = Date.now()
   const lila = await spawnLila(t, ['rr', backend.address, ...LOCAL, '--protocol', 'http', '--access-log', 'json'])
   t.equal((await request(lila.port, { path: '/a?b="c"' })).status, 200)
   t.equal((await request(lila.port, { path: '/missing' })).status, 404)
@@ -74,7 +79,8 @@ t.test('http, json: one object per request, with what the client was answered', 
   for (const entry of entries) {
     t.same(Object.keys(entry), ['time', 'listener', 'protocol', 'client', 'backend', 'method', 'target', 'version', 'status', 'bytesIn', 'bytesOut', 'ms'])
     t.match(entry, { listener: `127.0.0.1:${lila.port}`, protocol: 'http', client: '127.0.0.1', backend: backend.address, version: 'HTTP/1.1' })
-    t.ok(typeof entry.ms === 'number' && entry.ms >= 0)
+    t.ok(typeof entry.ms === 'number' && entry.ms >= 0 && entry.ms <= Date.now() - started, 'a duration within the test\'s own')
+    t.ok(isDuring(Date.parse(entry.time), started), 'the time is when it happened')
   }
   t.same(entries.map(e => [e.method, e.target, e.status]), [
     ['GET', '/a?b="c"', 200],

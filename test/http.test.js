@@ -59,7 +59,7 @@ t.test('headers: hop-by-hop dropped both ways, X-Forwarded-* and Via set, Host k
   t.equal(seen.host, 'example.test:8080', 'Host kept')
   t.equal(seen['x-custom'], 'kept')
   for (const name of ['x-hop', 'keep-alive', 'proxy-connection', 'te']) t.notOk(name in seen, `${name} dropped`)
-  t.not(seen.connection, 'keep-alive, X-Hop', 'the client\'s Connection is not forwarded')
+  t.notOk('connection' in seen, 'the client\'s Connection is not forwarded')
   t.equal(seen['x-forwarded-for'], '203.0.113.7, 127.0.0.1', 'X-Forwarded-For appended to')
   t.equal(seen['x-forwarded-proto'], 'http', 'X-Forwarded-Proto set, not trusted')
   t.equal(seen['x-forwarded-host'], 'example.test:8080')
