@@ -8,7 +8,7 @@ const net = require('net')
 const { createBalancer } = require('../lib/index')
 const { parseCommandLine } = require('../lib/config')
 const {
-  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend, request
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend, request, isSettled
 } = require('./fixtures/helpers')
 
 // options: what createBalancer takes besides the config (a clock, a resolver, a log).
@@ -23,9 +23,7 @@ async function startLila (t, args, options = {}) {
 }
 
 // Everything idle: no live connection on any backend, none active, waiting or queued.
-function idle (stats) {
-  return stats.active === 0 && stats.waiting === 0 && stats.queued === 0 && stats.backends.every(b => b.live === 0)
-}
+const idle = stats => isSettled({ listeners: [stats] })
 
 async function settles (t, lila) {
   await until(() => idle(lila.stats()), 'live counts to return to zero').catch(err => {

@@ -10,7 +10,7 @@ const net = require('net')
 const http = require('http')
 const path = require('path')
 const { spawn } = require('child_process')
-const { httpBackend, request, spawnLila, within, tcpBackend, greetThenEcho, openGreeted, LILA } = require('./fixtures/helpers')
+const { httpBackend, request, spawnLila, within, tcpBackend, greetThenEcho, openGreeted, until, LILA } = require('./fixtures/helpers')
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
@@ -47,12 +47,12 @@ t.test('kill -9 of a worker under load: only its in-flight requests fail; it is 
   const CLIENTS = 8
   // A new connection per request: a kill can only take the requests in flight on it.
   const loops = Array.from({ length: CLIENTS }, () => loop(() => stop, () => get(lila.port)))
-  await within(10000, 'traffic', (async () => { while (backend.requests < 50) await sleep(10) })())
+  await until(() => backend.requests >= 50, 'traffic', { timeout: 10000 })
   process.kill(pid1, 'SIGKILL')
   await lila.waitForLine(/worker 1 .* starting another/)
   await lila.waitForLine(/worker 1 is back \(pid \d+\)/)
   const before = backend.requests
-  await within(10000, 'traffic after the restart', (async () => { while (backend.requests < before + 50) await sleep(10) })())
+  await until(() => backend.requests >= before + 50, 'traffic after the restart', { timeout: 10000 })
   stop = true
   const results = (await Promise.all(loops)).flat()
   const failed = results.filter(r => r.status !== 200)
@@ -118,13 +118,9 @@ t.test('out of file descriptors: logged, survived, serving again once some free'
   t.teardown(() => child.kill('SIGKILL'))
   let stderr = ''
   child.stderr.on('data', c => { stderr += c })
-  const port = await within(10000, 'lila to listen', (async () => {
-    for (;;) {
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(stderr)
-      if (m) return Number(m[1])
-      await sleep(20)
-    }
-  })())
+  const listening = () => /listening on 127\.0\.0\.1:(\d+)/.exec(stderr)
+  await until(() => listening() !== null, 'lila to listen', { timeout: 10000 })
+  const port = Number(listening()[1])
   // Each connection costs lila two descriptors: 64 run out before 40 connections.
   const held = []
   for (let i = 0; i < 40; i++) {
@@ -132,7 +128,7 @@ t.test('out of file descriptors: logged, survived, serving again once some free'
     socket.on('error', () => {})
     held.push(socket)
   }
-  await within(10000, 'lila to say it ran out', (async () => { while (!/too many open files/.test(stderr)) await sleep(20) })())
+  await until(() => /too many open files/.test(stderr), 'lila to say it ran out', { timeout: 10000 })
   t.match(stderr, /too many open files/, `logged: ${stderr.split('\n').find(l => /too many open files/.test(l))}`)
   t.equal(child.exitCode, null, 'lila is still running')
   for (const socket of held) socket.destroy()

@@ -4,11 +4,10 @@
 // of backends that die, come back, fail their /health, and backups.
 
 const t = require('tap')
-const http = require('http')
 const { probe, HealthChecker } = require('../lib/health')
 const { Backend } = require('../lib/backend')
 const {
-  tcpBackend, deadPort, blackhole, exchange, spawnLila, listenOn, closeServer, within, until
+  tcpBackend, httpBackend, request, deadPort, blackhole, exchange, spawnLila, closeServer, within, until
 } = require('./fixtures/helpers')
 
 const base = ['--host', '127.0.0.1', '--port', '0']
@@ -18,41 +17,28 @@ function probeOnce (backend, check, timeout = 1000) {
   return within(timeout + 2000, 'a probe', new Promise(resolve => probe(backend, check, timeout, (ok, reason) => resolve({ ok, reason }))))
 }
 
-// An HTTP backend whose /health answers `health.status`; anything else gets its name.
-async function httpBackend (t, name) {
-  const backend = { name, status: 200, healthHits: 0, served: 0, hosts: [], concurrent: 0, peak: 0, hang: false }
-  const server = http.createServer((req, res) => {
-    if (req.url === '/health') {
-      backend.healthHits++
-      backend.hosts.push(req.headers.host)
-      backend.concurrent++
-      backend.peak = Math.max(backend.peak, backend.concurrent)
-      res.on('close', () => { backend.concurrent-- })
-      if (backend.hang) return // never answers
-      res.statusCode = backend.status
-      return res.end()
+// An HTTP backend whose /health answers `status` (or never, while `hang`); anything
+// else gets its name. `peak`: the most requests it had in flight at once.
+async function healthBackend (t, name) {
+  const backend = await httpBackend(t, name, (req, res, b) => {
+    if (req.url !== '/health') {
+      b.served++
+      res.setHeader('connection', 'close')
+      return res.end(`${name}\n`)
     }
-    backend.served++
-    res.setHeader('connection', 'close')
-    res.end(`${name}\n`)
+    b.healthHits++
+    b.hosts.push(req.headers.host)
+    if (b.hang) return // never answers
+    res.statusCode = b.status
+    res.end()
   })
-  backend.server = server
-  backend.port = await listenOn(t, server)
-  backend.address = `127.0.0.1:${backend.port}`
-  return backend
+  return Object.assign(backend, { status: 200, healthHits: 0, served: 0, hosts: [], hang: false })
 }
 
-// One HTTP request through lila (tcp mode pipes it); resolves with the body, or an
-// error code if the connection failed.
-function get (port, path = '/') {
-  return new Promise(resolve => {
-    http.get({ host: '127.0.0.1', port, path, agent: false }, res => {
-      let body = ''
-      res.on('data', chunk => { body += chunk })
-      res.on('end', () => resolve(body.trim()))
-      res.on('error', err => resolve(`error ${err.code}`))
-    }).on('error', err => resolve(`error ${err.code}`))
-  })
+// One HTTP request through lila (tcp mode pipes it): the body, or the error code.
+async function get (port, path = '/') {
+  const res = await request(port, { path })
+  return res.error ? `error ${res.error.code}` : res.body.toString().trim()
 }
 
 t.test('probes', async t => {
@@ -65,7 +51,7 @@ t.test('probes', async t => {
   })
 
   t.test('http: 2xx and 3xx pass, others fail, with the status in the reason', async t => {
-    const b = await httpBackend(t, 'b')
+    const b = await healthBackend(t, 'b')
     const backend = new Backend({ host: '127.0.0.1', port: b.port })
     for (const [status, ok] of [[200, true], [204, true], [302, true], [404, false], [500, false], [503, false]]) {
       b.status = status
@@ -78,14 +64,14 @@ t.test('probes', async t => {
   })
 
   t.test('http: the Host header is the name the backend was given by', async t => {
-    const b = await httpBackend(t, 'b')
+    const b = await healthBackend(t, 'b')
     await probeOnce(new Backend({ host: '127.0.0.1', port: b.port }), { type: 'http', path: '/health' })
     await probeOnce(new Backend({ host: '127.0.0.1', port: b.port, name: 'app.lila.test' }), { type: 'http', path: '/health' })
     t.same(b.hosts, [`127.0.0.1:${b.port}`, `app.lila.test:${b.port}`])
   })
 
   t.test('a slow probe is never started again before it finished', async t => {
-    const b = await httpBackend(t, 'b')
+    const b = await healthBackend(t, 'b')
     b.hang = true
     const backend = new Backend({ host: '127.0.0.1', port: b.port }, { checked: true, fall: 1 })
     const checker = new HealthChecker({ check: { type: 'http', path: '/health' }, interval: 20, timeout: 20 })
@@ -149,8 +135,8 @@ t.test('a backend killed under a steady stream of connections: no client fails',
 })
 
 t.test('http:/health answering 500 keeps a backend out while its port accepts; 200 brings it back', async t => {
-  const a = await httpBackend(t, 'a')
-  const b = await httpBackend(t, 'b')
+  const a = await healthBackend(t, 'a')
+  const b = await healthBackend(t, 'b')
   const lila = await spawnLila(t, ['rr', a.address, b.address, ...base, ...fast, '--check', 'http:/health'])
   const seen = new Set()
   for (let i = 0; i < 4; i++) seen.add(await get(lila.port))
@@ -184,7 +170,7 @@ t.test('backups take traffic only while every primary is down', async t => {
 })
 
 t.test('panic: every backend marked down, lila still tries them', async t => {
-  const a = await httpBackend(t, 'a')
+  const a = await healthBackend(t, 'a')
   a.status = 503
   const lila = await spawnLila(t, ['rr', a.address, ...base, ...fast, '--check', 'http:/health'])
   t.match(lila.lines.find(l => l.includes(a.address)), /down\s+http \/health 503$/)

@@ -9,7 +9,7 @@ const t = require('tap')
 const http = require('http')
 const net = require('net')
 const fs = require('fs')
-const { httpBackend, request, spawnLila, within, memoryOf, tcpBackend, greetThenEcho, openGreeted } = require('./fixtures/helpers')
+const { httpBackend, request, spawnLila, memoryOf, tcpBackend, greetThenEcho, openGreeted, until } = require('./fixtures/helpers')
 
 const MiB = 1024 * 1024
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
@@ -74,9 +74,7 @@ t.test('slow-loris: 300 clients sending a head a byte at a time get 408; others 
   })
   let done = false
   const meanwhile = wellBehaved(lila.port, () => done)
-  await within(20000, 'every slow client to be answered and closed', (async () => {
-    while (answers.length < sockets.length) await sleep(50)
-  })())
+  await until(() => answers.length >= sockets.length, 'every slow client to be answered and closed', { timeout: 20000, every: 50 })
   done = true
   const good = await meanwhile
   const got = {}
@@ -137,7 +135,7 @@ t.test('2000 half-open connections: lila stays responsive, and --idle-timeout le
   const before = memoryOf(lila.child.pid)
   // Each sends half a line and its FIN, then never reads: a half-open connection.
   const sockets = await connectMany(lila.port, 2000, socket => socket.end('half'))
-  await within(20000, 'the backend to see them all', (async () => { while (backend.connections < 2000) await sleep(50) })())
+  await until(() => backend.connections >= 2000, 'the backend to see them all', { timeout: 20000, every: 50 })
   const echo = await openGreeted(lila.port)
   const reply = await new Promise(resolve => { echo.socket.once('data', d => resolve(String(d))); echo.socket.write('still there?') })
   t.equal(reply, 'still there?', 'a new client is served at once')
@@ -171,10 +169,10 @@ t.test('a client that resets mid-upload: the backend connection goes, nothing le
     await new Promise(resolve => socket.once('connect', resolve))
     socket.write('POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n')
     socket.write(Buffer.alloc(256 * 1024, 'y'))
-    await within(5000, 'the upload to reach the backend', (async () => { while (backend.requests < i + 1) await sleep(5) })())
+    await until(() => backend.requests >= i + 1, 'the upload to reach the backend', { every: 5 })
     socket.resetAndDestroy()
   }
-  await within(10000, 'the backend to see every upload aborted', (async () => { while (aborted < 20) await sleep(20) })())
+  await until(() => aborted >= 20, 'the backend to see every upload aborted', { timeout: 10000, every: 20 })
   t.equal(aborted, 20, 'each reset reached the backend as an aborted request')
   let fds = openFds(lila.child.pid)
   for (let i = 0; i < 100 && fds > idleFds + 1; i++) {
@@ -203,7 +201,7 @@ t.test('a flood above --max-conn: the excess waits, the connections in service c
   t.same(echoes, Array(10).fill('ping'), 'connections in service carry on')
   t.equal(backend.connections, 50, 'the backend never saw more than --max-conn')
   for (const h of held) h.socket.destroy()
-  await within(20000, 'the waiting connections to be served', (async () => { while (greeted.length < 500) await sleep(20) })())
+  await until(() => greeted.length >= 500, 'the waiting connections to be served', { timeout: 20000, every: 20 })
   t.equal(greeted.length, 500, 'all 500 were served as slots freed')
   for (const s of flood) s.destroy()
 })

@@ -8,7 +8,7 @@
 const t = require('tap')
 const { spawnSync } = require('child_process')
 const {
-  spawnLila, tcpBackend, greetThenEcho, exchange, openGreeted, httpBackend, request, statusJson, settled, within
+  spawnLila, tcpBackend, greetThenEcho, exchange, openGreeted, httpBackend, request, statusJson, settled, within, until
 } = require('./fixtures/helpers')
 
 const LOCAL = ['--host', '127.0.0.1', '--port', '0', '--status-port', '0']
@@ -81,10 +81,7 @@ t.test('http: requests, in-flight counts and response times per backend', async 
 
   // A request in flight shows, then goes.
   const held = request(lila.port, { path: '/hold' })
-  await within(5000, 'the request to reach its backend', new Promise(resolve => {
-    const check = () => release !== null ? resolve() : setTimeout(check, 5)
-    check()
-  }))
+  await until(() => release !== null, 'the request to reach its backend')
   const during = (await statusJson(lila)).listeners[0]
   t.equal(during.backends.reduce((sum, b) => sum + b.live, 0), 1, 'one request in flight')
   t.equal(during.active, 1)
