@@ -10,7 +10,7 @@ const net = require('net')
 const http = require('http')
 const path = require('path')
 const { spawn } = require('child_process')
-const { httpBackend, request, spawnLila, within, tcpBackend, greetThenEcho, openGreeted, until, LILA } = require('./fixtures/helpers')
+const { httpBackend, request, spawnLila, tcpBackend, greetThenEcho, openGreeted, until, LILA } = require('./fixtures/helpers')
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
