@@ -266,6 +266,15 @@ class Upstream {
     this.#serveQueue()
   }
 
+  // A group taken out (by a reload, by removeBackend), once it is no longer in
+  // this.groups: its name is no longer resolved, its backends drain. Returns how many
+  // connections are left to drain.
+  #removeGroup (group) {
+    group.removed = true
+    if (this.discovery !== null && group.name !== null) this.discovery.unwatch(group)
+    return this.#drain(group.backends)
+  }
+
   // Backends taken out (of DNS, of the config): no new traffic; open connections
   // finish undisturbed, and the backend is forgotten when the last one ends (#freed).
   // Returns how many connections are left to drain.
@@ -339,9 +348,7 @@ class Upstream {
     this.groups = groups
     this.#rebuild()
     for (const group of old.values()) {
-      group.removed = true
-      if (this.discovery !== null && group.name !== null) this.discovery.unwatch(group)
-      const draining = this.#drain(group.backends)
+      const draining = this.#removeGroup(group)
       changes.push(`backend ${groupKey(group.spec)} removed${draining ? `, ${draining} connection${draining === 1 ? '' : 's'} left to drain` : ''}`)
     }
     if (this.checking) for (const group of joined) if (group.name !== null) this.#watchName(group)
@@ -496,16 +503,9 @@ class Upstream {
     const i = this.#groupIndex(address)
     if (i === -1) return []
     const [group] = this.groups.splice(i, 1)
-    if (group.name !== null && this.discovery !== null && !this.groups.some(g => g.name === group.name)) {
-      this.discovery.unwatch(group)
-    }
     this.#rebuild()
-    for (const backend of group.backends) {
-      backend.draining = true
-      if (this.checker !== null) this.checker.unwatch(backend)
-      if (backend.live > 0) this.draining.add(backend)
-      this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
-    }
+    this.#removeGroup(group)
+    for (const backend of group.backends) this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
     this.#updatePanic()
     this.#serveQueue()
     return group.backends
