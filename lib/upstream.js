@@ -224,7 +224,7 @@ class Upstream {
 
   // A name was resolved (or failed to be): join the new addresses, drain the gone ones.
   #resolved (group, err, addresses) {
-    if (this.closed || group.removed || !this.groups.includes(group)) return
+    if (this.closed || group.removed) return
     const label = `${group.name}:${group.spec.port}`
     if (err) {
       const reason = reasonOf(err)
@@ -473,22 +473,18 @@ class Upstream {
   // backends are checked before they take traffic; resolves with them once they were
   // (their state says how it went). Throws a RangeError if it is already a backend.
   async addBackend (spec) {
-    const name = net.isIP(spec.host) ? null : spec.host
-    const label = formatAddress(spec.host, spec.port)
-    const taken = name === null
-      ? this.find(label)
-      : this.groups.find(g => g.name === name && g.spec.port === spec.port)
+    const group = newGroup(spec)
+    const label = groupKey(spec)
+    const taken = group.name === null ? this.find(label) !== null : this.given(label)
     if (taken) throw new RangeError(`${label} is already a backend`)
-    const group = { spec, name, backends: [], error: null }
     this.groups.push(group)
-    if (name === null) {
+    if (group.name === null) {
       group.backends.push(this.#revive(group, label) || this.#create(spec, spec.host, null))
       this.#rebuild()
       this.log.info(`backend ${label} added (by an operator)`)
     } else {
       this.log.info(`backend ${label} added (by an operator); resolving it`)
-      this.discovery ||= new Discovery(this.discoveryOptions)
-      await this.discovery.watch(name, (err, addresses) => this.#resolved(group, err, addresses), group)
+      await this.#watchName(group)
     }
     this.#updatePanic()
     await Promise.all(group.backends.map(backend => this.#watch(backend)))
@@ -517,7 +513,7 @@ class Upstream {
   }
 
   #groupIndex (address) {
-    return this.groups.findIndex(g => formatAddress(g.name === null ? g.spec.host : g.name, g.spec.port) === address)
+    return this.groups.findIndex(g => groupKey(g.spec) === address)
   }
 
   // Probe a backend now (unless probes are off or already on it); resolves once the
@@ -568,7 +564,7 @@ function newGroup (spec) {
     name: net.isIP(spec.host) ? null : spec.host,
     backends: [],
     error: null, // the last resolution failure, while it lasts
-    removed: false // taken out by a reload
+    removed: false // taken out (#removeGroup): its late answers are ignored
   }
 }
 
