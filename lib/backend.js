@@ -361,4 +361,4 @@ class Lease {
   }
 }
 
-module.exports = { Backend, Lease, FAILURES_TO_EJECT, FIRST_COOL_OFF_MS, MAX_COOL_OFF_MS, LATENCY_DECAY_MS, SLOW_START_FLOOR }
+module.exports = { Backend, FIRST_COOL_OFF_MS }

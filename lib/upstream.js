@@ -42,7 +42,6 @@ class Upstream {
     this.now = now
     this.log = log
     this.table = table // log the start-up table
-    this.check = check
     this.rise = rise
     this.fall = fall
     this.balancer = createMode(mode, { hashBalanceFactor, ...balancerOptions })
@@ -361,7 +360,6 @@ class Upstream {
   // taken out is up again (passive health goes on); turned on, every backend is probed
   // at once and keeps its state until the probes say otherwise.
   #updateChecks (check, { interval, timeout, host, tls }) {
-    this.check = check
     if (check === null) {
       if (this.checker === null) return
       this.checker.close()

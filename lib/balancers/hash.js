@@ -64,4 +64,4 @@ function pickByKey (candidates, key, balanceFactor = null) {
   return best // rounding only; with c >= 1 the loop has found one
 }
 
-module.exports = { hashString, mix32, pickByKey }
+module.exports = { hashString, pickByKey }
