@@ -176,7 +176,7 @@ class Upstream {
     backend.on('down', (reason, previous) => this.#changed(backend, 'down', reason, previous))
     backend.on('up', (reason, previous) => this.#changed(backend, 'up', reason, previous))
     backend.on('trial-failed', reason => this.log.info(`backend ${backend.address} still down: ${reason}`))
-    if (this.checking && this.checker !== null) this.checker.watch(backend)
+    this.#watch(backend)
     return backend
   }
 
@@ -308,7 +308,7 @@ class Upstream {
     this.queue.timeout = queueTimeout
     this.rise = rise
     this.fall = fall
-    for (const backend of [...this.backends, ...this.draining]) {
+    for (const backend of this.all()) {
       backend.rise = rise
       backend.fall = fall
     }
@@ -382,7 +382,7 @@ class Upstream {
       if (backend.address !== address || backend.name !== group.name) continue
       this.draining.delete(backend)
       backend.draining = false
-      if (this.checking && this.checker !== null) this.checker.watch(backend)
+      this.#watch(backend)
       return backend
     }
     return null
