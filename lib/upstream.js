@@ -32,28 +32,25 @@ const { silentLogger, formatTable } = require('./log')
 // drain as they do when DNS changes, and everything else is changed in place.
 class Upstream {
   constructor (config, { now = Date.now, log = silentLogger, resolve = null, balancerOptions = {}, tls = null, table = true } = {}) {
-    const {
-      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
-      queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
-    } = config
-    this.mode = mode
-    this.hashBalanceFactor = hashBalanceFactor
+    const settings = settingsOf(config)
+    this.mode = settings.mode
+    this.hashBalanceFactor = settings.hashBalanceFactor
     this.balancerOptions = balancerOptions
     this.now = now
     this.log = log
     this.table = table // log the start-up table
-    this.rise = rise
-    this.fall = fall
-    this.balancer = createMode(mode, { hashBalanceFactor, ...balancerOptions })
-    this.queue = new WaitQueue({ timeout: queueTimeout })
-    this.checker = check === null ? null : new HealthChecker({ check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls })
+    this.rise = settings.rise
+    this.fall = settings.fall
+    this.balancer = createMode(this.mode, { hashBalanceFactor: this.hashBalanceFactor, ...balancerOptions })
+    this.queue = new WaitQueue({ timeout: settings.queueTimeout })
+    this.checker = settings.check === null ? null : new HealthChecker(checkerOptions(settings, tls))
     this.resolve = resolve
-    this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve }
+    this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve }
     this.discovery = null
 
     // One group per backend as given: an IP literal is one backend, a name as many as
     // it resolves to. `backends` is every group's, in the order given.
-    this.groups = backends.map(newGroup)
+    this.groups = settings.backends.map(newGroup)
     this.backends = []
     this.draining = new Set() // removed from DNS, connections still open
     this.panic = false
@@ -296,10 +293,8 @@ class Upstream {
   // connections are never cut. Returns what changed, as lines for the log.
   update (config, { tls = null } = {}) {
     const changes = []
-    const {
-      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
-      queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
-    } = config
+    const settings = settingsOf(config)
+    const { mode, backends, rise, fall, queueTimeout, resolveInterval, dnsServer, hashBalanceFactor } = settings
     if (mode !== this.mode || hashBalanceFactor !== this.hashBalanceFactor) {
       this.balancer = createMode(mode, { hashBalanceFactor, ...this.balancerOptions })
       this.mode = mode
@@ -312,7 +307,7 @@ class Upstream {
       backend.rise = rise
       backend.fall = fall
     }
-    this.#updateChecks(check, { interval: checkInterval, timeout: checkTimeout, host: checkHost, tls })
+    this.#updateChecks(checkerOptions(settings, tls))
     if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
       this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve: this.resolve }
       if (this.discovery !== null) {
@@ -359,8 +354,8 @@ class Upstream {
   // Health checks on, off or changed by a reload. Turned off, a backend the probes had
   // taken out is up again (passive health goes on); turned on, every backend is probed
   // at once and keeps its state until the probes say otherwise.
-  #updateChecks (check, { interval, timeout, host, tls }) {
-    if (check === null) {
+  #updateChecks (options) {
+    if (options.check === null) {
       if (this.checker === null) return
       this.checker.close()
       this.checker = null
@@ -368,11 +363,11 @@ class Upstream {
       return
     }
     if (this.checker === null) {
-      this.checker = new HealthChecker({ check, interval, timeout, host, tls })
+      this.checker = new HealthChecker(options)
       if (this.checking) for (const backend of this.backends) this.checker.watch(backend)
       return
     }
-    Object.assign(this.checker, { check: { ...check, host, tls }, interval, timeout })
+    this.checker.configure(options)
   }
 
   // An address that comes back while its connections still drain is the same backend:
@@ -549,6 +544,21 @@ class Upstream {
   snapshot () {
     return this.all().map(b => b.snapshot())
   }
+}
+
+// A listener's settings (as config.js builds them), with the defaults for what the
+// in-process API may leave out.
+function settingsOf (config) {
+  const {
+    mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
+    queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
+  } = config
+  return { mode, backends, check, checkInterval, checkTimeout, checkHost, rise, fall, queueTimeout, resolveInterval, dnsServer, hashBalanceFactor }
+}
+
+// What HealthChecker takes (constructor and configure), from settingsOf().
+function checkerOptions ({ check, checkInterval, checkTimeout, checkHost }, tls) {
+  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls }
 }
 
 function leftOpen (backend) {
