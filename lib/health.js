@@ -20,7 +20,7 @@ const VERSION = require('./version')
 class HealthChecker {
   constructor (options) {
     this.configure(options)
-    this.watched = new Map() // Backend -> { timer, startedAt }
+    this.watched = new Map() // Backend -> { timer, first }: the next probe, the first one's promise
   }
 
   // New settings (a reload): probes under way finish as they began; the next ones use
