@@ -287,8 +287,7 @@ class Backend extends EventEmitter {
   snapshot () {
     const latency = this.latencyEstimate()
     const times = this.responseTimes
-    let count = 0
-    for (let i = 0; i < times.length; i++) count += times[i]
+    const counts = histogram.cumulative(times) // its last element counts them all
     return {
       address: this.address,
       name: this.name,
@@ -315,13 +314,13 @@ class Backend extends EventEmitter {
       status: this.status,
       reason: this.reason,
       responseTime: {
-        count,
+        count: counts[counts.length - 1],
         sum: Math.round(this.responseTimeSum * 1000) / 1000,
         p50: histogram.quantile(times, 0.5),
         p90: histogram.quantile(times, 0.9),
         p99: histogram.quantile(times, 0.99),
         bounds: histogram.BOUNDS_MS,
-        counts: histogram.cumulative(times)
+        counts
       }
     }
   }
@@ -361,4 +360,4 @@ class Lease {
   }
 }
 
-module.exports = { Backend, Lease, FAILURES_TO_EJECT, FIRST_COOL_OFF_MS, MAX_COOL_OFF_MS, LATENCY_DECAY_MS, SLOW_START_FLOOR }
+module.exports = { Backend, FIRST_COOL_OFF_MS }

@@ -12,8 +12,7 @@ class Discovery {
     this.interval = interval
     this.resolver = null
     this.resolve = resolve || this.createResolver(server)
-    this.timers = new Map() // watch key -> timer
-    this.stopped = new Set() // keys unwatched while a resolution was under way
+    this.watches = new Map() // watch key -> { timer, stopped }: one record per watch()
     this.closed = false
   }
 
@@ -39,8 +38,12 @@ class Discovery {
 
   // Resolve `name` now and then every interval; each outcome goes to
   // onResult(error, addresses). Resolves once the first outcome is delivered.
-  // `key` names this watch for unwatch() (one name may be watched for two ports).
+  // `key` names this watch for unwatch() (one name may be watched for two ports);
+  // watching a key again ends its earlier watch.
   watch (name, onResult, key = name) {
+    this.unwatch(key)
+    const watch = { timer: null, stopped: false }
+    this.watches.set(key, watch)
     const run = async () => {
       let addresses = null
       let error = null
@@ -49,29 +52,31 @@ class Discovery {
       } catch (err) {
         error = err
       }
-      if (this.closed || this.stopped.has(key)) return
+      // Its own record: unwatched meanwhile, this watch is over even if the key is
+      // watched again.
+      if (this.closed || watch.stopped) return
       onResult(error, addresses)
       if (this.interval > 0) {
-        const timer = setTimeout(run, this.interval)
-        timer.unref()
-        this.timers.set(key, timer)
+        watch.timer = setTimeout(run, this.interval)
+        watch.timer.unref()
       }
     }
-    this.stopped.delete(key)
     return run()
   }
 
-  // Stop resolving for one watch (its backends were removed by a reload).
+  // Stop resolving for one watch (its backends were removed); a resolution under way
+  // is not reported.
   unwatch (key) {
-    this.stopped.add(key)
-    clearTimeout(this.timers.get(key))
-    this.timers.delete(key)
+    const watch = this.watches.get(key)
+    if (watch === undefined) return
+    watch.stopped = true
+    clearTimeout(watch.timer)
+    this.watches.delete(key)
   }
 
   close () {
     this.closed = true
-    for (const timer of this.timers.values()) clearTimeout(timer)
-    this.timers.clear()
+    for (const key of [...this.watches.keys()]) this.unwatch(key)
     if (this.resolver !== null) this.resolver.cancel()
   }
 }

@@ -18,11 +18,17 @@ const VERSION = require('./version')
 // tls.connect options) and passes on a 2xx or 3xx status. `host` is the Host header
 // (--check-host); by default the backend as it was given.
 class HealthChecker {
-  constructor ({ check, interval, timeout, host = null, tls = null }) {
+  constructor (options) {
+    this.configure(options)
+    this.watched = new Map() // Backend -> { timer, first }: the next probe, the first one's promise
+  }
+
+  // New settings (a reload): probes under way finish as they began; the next ones use
+  // these.
+  configure ({ check, interval, timeout, host = null, tls = null }) {
     this.check = { ...check, host, tls }
     this.interval = interval
     this.timeout = timeout
-    this.watched = new Map() // Backend -> { timer, startedAt }
   }
 
   // Start probing `backend`; the first probe goes at once. Resolves when that first

@@ -59,4 +59,4 @@ function originOf (socket) {
   }
 }
 
-module.exports = { listen, boundAddress, clientAddress, setOrigin, originOf }
+module.exports = { listen, clientAddress, setOrigin, originOf }

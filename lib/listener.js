@@ -32,7 +32,7 @@ class Listener {
     this.protocol = protocol
     this.Session = Session
     this.sessions = new Set()
-    this.waiting = []
+    this.waiting = new Set() // held clients, oldest first (a Set keeps insertion order)
     this.bound = null // "host:port" once listening
     this.accessLog = null // access-log.js writer, or null: off (then it costs nothing)
     this.accepted = 0
@@ -152,16 +152,14 @@ class Listener {
   }
 
   hold (client) {
-    if (this.waiting.length >= MAX_WAITING) {
-      this.log.debug(`client closed: ${this.waiting.length} connections already wait for a slot`)
+    if (this.waiting.size >= MAX_WAITING) {
+      this.log.debug(`client closed: ${this.waiting.size} connections already wait for a slot`)
       return client.destroy()
     }
-    this.waiting.push(client)
+    this.waiting.add(client)
     client.on('error', () => {})
-    client.once('close', () => {
-      const i = this.waiting.indexOf(client)
-      if (i !== -1) this.waiting.splice(i, 1)
-    })
+    // A client that leaves while held; once served, a no-op.
+    client.once('close', () => this.waiting.delete(client))
   }
 
   sessionDone (session) {
@@ -175,8 +173,9 @@ class Listener {
   }
 
   serveWaiting () {
-    while (this.waiting.length > 0 && this.serving && !this.closing && this.hasRoom) {
-      const client = this.waiting.shift()
+    while (this.waiting.size > 0 && this.serving && !this.closing && this.hasRoom) {
+      const client = this.waiting.values().next().value
+      this.waiting.delete(client)
       if (!client.destroyed) this.serve(client)
     }
   }
@@ -186,7 +185,9 @@ class Listener {
   close (timeout) {
     this.closing = true
     this.server.close()
-    for (const client of this.waiting.splice(0)) client.destroy()
+    const held = [...this.waiting]
+    this.waiting.clear()
+    for (const client of held) client.destroy()
     for (const prelude of [...this.prelude]) prelude.destroy()
     for (const session of this.sessions) session.closeIfIdle()
     // The sweep goes on while sessions drain: their timeouts still apply.
@@ -222,7 +223,7 @@ class Listener {
       mode: this.upstream.mode,
       address: this.server.address(),
       active: this.sessions.size,
-      waiting: this.waiting.length, // over --max-conn, unread in the kernel
+      waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
       unserved: this.unserved, // no backend could take them (or none in time)
       ...this.upstream.stats() // panic, queued (waiting for a backend slot), queueTimeouts

@@ -197,4 +197,4 @@ function parseV2 (buf) {
   return none
 }
 
-module.exports = { formatProxyHeader, parseProxyHeader, ProxyHeaderError, ipv6Bytes, ipv6Text, V2_SIGNATURE }
+module.exports = { formatProxyHeader, parseProxyHeader, ProxyHeaderError, V2_SIGNATURE }

@@ -93,4 +93,4 @@ class Waiter {
   }
 }
 
-module.exports = { WaitQueue, MAX_WAITERS }
+module.exports = { WaitQueue }

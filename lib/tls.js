@@ -84,4 +84,4 @@ function oneLine (text) {
   return String(text).split('\n')[0]
 }
 
-module.exports = { loadTls, loadBackendTls, certificateNames }
+module.exports = { loadTls, loadBackendTls }

@@ -32,29 +32,25 @@ const { silentLogger, formatTable } = require('./log')
 // drain as they do when DNS changes, and everything else is changed in place.
 class Upstream {
   constructor (config, { now = Date.now, log = silentLogger, resolve = null, balancerOptions = {}, tls = null, table = true } = {}) {
-    const {
-      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
-      queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
-    } = config
-    this.mode = mode
-    this.hashBalanceFactor = hashBalanceFactor
+    const settings = settingsOf(config)
+    this.mode = settings.mode
+    this.hashBalanceFactor = settings.hashBalanceFactor
     this.balancerOptions = balancerOptions
     this.now = now
     this.log = log
     this.table = table // log the start-up table
-    this.check = check
-    this.rise = rise
-    this.fall = fall
-    this.balancer = createMode(mode, { hashBalanceFactor, ...balancerOptions })
-    this.queue = new WaitQueue({ timeout: queueTimeout })
-    this.checker = check === null ? null : new HealthChecker({ check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls })
+    this.rise = settings.rise
+    this.fall = settings.fall
+    this.balancer = createMode(this.mode, { hashBalanceFactor: this.hashBalanceFactor, ...balancerOptions })
+    this.queue = new WaitQueue({ timeout: settings.queueTimeout })
+    this.checker = settings.check === null ? null : new HealthChecker(checkerOptions(settings, tls))
     this.resolve = resolve
-    this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve }
+    this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve }
     this.discovery = null
 
     // One group per backend as given: an IP literal is one backend, a name as many as
     // it resolves to. `backends` is every group's, in the order given.
-    this.groups = backends.map(newGroup)
+    this.groups = settings.backends.map(newGroup)
     this.backends = []
     this.draining = new Set() // removed from DNS, connections still open
     this.panic = false
@@ -177,7 +173,7 @@ class Upstream {
     backend.on('down', (reason, previous) => this.#changed(backend, 'down', reason, previous))
     backend.on('up', (reason, previous) => this.#changed(backend, 'up', reason, previous))
     backend.on('trial-failed', reason => this.log.info(`backend ${backend.address} still down: ${reason}`))
-    if (this.checking && this.checker !== null) this.checker.watch(backend)
+    this.#watch(backend)
     return backend
   }
 
@@ -224,7 +220,7 @@ class Upstream {
 
   // A name was resolved (or failed to be): join the new addresses, drain the gone ones.
   #resolved (group, err, addresses) {
-    if (this.closed || group.removed || !this.groups.includes(group)) return
+    if (this.closed || group.removed) return
     const label = `${group.name}:${group.spec.port}`
     if (err) {
       const reason = reasonOf(err)
@@ -266,6 +262,15 @@ class Upstream {
     this.#serveQueue()
   }
 
+  // A group taken out (by a reload, by removeBackend), once it is no longer in
+  // this.groups: its name is no longer resolved, its backends drain. Returns how many
+  // connections are left to drain.
+  #removeGroup (group) {
+    group.removed = true
+    if (this.discovery !== null && group.name !== null) this.discovery.unwatch(group)
+    return this.#drain(group.backends)
+  }
+
   // Backends taken out (of DNS, of the config): no new traffic; open connections
   // finish undisturbed, and the backend is forgotten when the last one ends (#freed).
   // Returns how many connections are left to drain.
@@ -288,10 +293,8 @@ class Upstream {
   // connections are never cut. Returns what changed, as lines for the log.
   update (config, { tls = null } = {}) {
     const changes = []
-    const {
-      mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
-      queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
-    } = config
+    const settings = settingsOf(config)
+    const { mode, backends, rise, fall, queueTimeout, resolveInterval, dnsServer, hashBalanceFactor } = settings
     if (mode !== this.mode || hashBalanceFactor !== this.hashBalanceFactor) {
       this.balancer = createMode(mode, { hashBalanceFactor, ...this.balancerOptions })
       this.mode = mode
@@ -300,11 +303,11 @@ class Upstream {
     this.queue.timeout = queueTimeout
     this.rise = rise
     this.fall = fall
-    for (const backend of [...this.backends, ...this.draining]) {
+    for (const backend of this.all()) {
       backend.rise = rise
       backend.fall = fall
     }
-    this.#updateChecks(check, { interval: checkInterval, timeout: checkTimeout, host: checkHost, tls })
+    this.#updateChecks(checkerOptions(settings, tls))
     if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
       this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve: this.resolve }
       if (this.discovery !== null) {
@@ -339,9 +342,7 @@ class Upstream {
     this.groups = groups
     this.#rebuild()
     for (const group of old.values()) {
-      group.removed = true
-      if (this.discovery !== null && group.name !== null) this.discovery.unwatch(group)
-      const draining = this.#drain(group.backends)
+      const draining = this.#removeGroup(group)
       changes.push(`backend ${groupKey(group.spec)} removed${draining ? `, ${draining} connection${draining === 1 ? '' : 's'} left to drain` : ''}`)
     }
     if (this.checking) for (const group of joined) if (group.name !== null) this.#watchName(group)
@@ -353,9 +354,8 @@ class Upstream {
   // Health checks on, off or changed by a reload. Turned off, a backend the probes had
   // taken out is up again (passive health goes on); turned on, every backend is probed
   // at once and keeps its state until the probes say otherwise.
-  #updateChecks (check, { interval, timeout, host, tls }) {
-    this.check = check
-    if (check === null) {
+  #updateChecks (options) {
+    if (options.check === null) {
       if (this.checker === null) return
       this.checker.close()
       this.checker = null
@@ -363,11 +363,11 @@ class Upstream {
       return
     }
     if (this.checker === null) {
-      this.checker = new HealthChecker({ check, interval, timeout, host, tls })
+      this.checker = new HealthChecker(options)
       if (this.checking) for (const backend of this.backends) this.checker.watch(backend)
       return
     }
-    Object.assign(this.checker, { check: { ...check, host, tls }, interval, timeout })
+    this.checker.configure(options)
   }
 
   // An address that comes back while its connections still drain is the same backend:
@@ -377,7 +377,7 @@ class Upstream {
       if (backend.address !== address || backend.name !== group.name) continue
       this.draining.delete(backend)
       backend.draining = false
-      if (this.checking && this.checker !== null) this.checker.watch(backend)
+      this.#watch(backend)
       return backend
     }
     return null
@@ -466,22 +466,18 @@ class Upstream {
   // backends are checked before they take traffic; resolves with them once they were
   // (their state says how it went). Throws a RangeError if it is already a backend.
   async addBackend (spec) {
-    const name = net.isIP(spec.host) ? null : spec.host
-    const label = formatAddress(spec.host, spec.port)
-    const taken = name === null
-      ? this.find(label)
-      : this.groups.find(g => g.name === name && g.spec.port === spec.port)
+    const group = newGroup(spec)
+    const label = groupKey(spec)
+    const taken = group.name === null ? this.find(label) !== null : this.given(label)
     if (taken) throw new RangeError(`${label} is already a backend`)
-    const group = { spec, name, backends: [], error: null }
     this.groups.push(group)
-    if (name === null) {
+    if (group.name === null) {
       group.backends.push(this.#revive(group, label) || this.#create(spec, spec.host, null))
       this.#rebuild()
       this.log.info(`backend ${label} added (by an operator)`)
     } else {
       this.log.info(`backend ${label} added (by an operator); resolving it`)
-      this.discovery ||= new Discovery(this.discoveryOptions)
-      await this.discovery.watch(name, (err, addresses) => this.#resolved(group, err, addresses), group)
+      await this.#watchName(group)
     }
     this.#updatePanic()
     await Promise.all(group.backends.map(backend => this.#watch(backend)))
@@ -496,16 +492,9 @@ class Upstream {
     const i = this.#groupIndex(address)
     if (i === -1) return []
     const [group] = this.groups.splice(i, 1)
-    if (group.name !== null && this.discovery !== null && !this.groups.some(g => g.name === group.name)) {
-      this.discovery.unwatch(group)
-    }
     this.#rebuild()
-    for (const backend of group.backends) {
-      backend.draining = true
-      if (this.checker !== null) this.checker.unwatch(backend)
-      if (backend.live > 0) this.draining.add(backend)
-      this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
-    }
+    this.#removeGroup(group)
+    for (const backend of group.backends) this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
     this.#updatePanic()
     this.#serveQueue()
     return group.backends
@@ -517,7 +506,7 @@ class Upstream {
   }
 
   #groupIndex (address) {
-    return this.groups.findIndex(g => formatAddress(g.name === null ? g.spec.host : g.name, g.spec.port) === address)
+    return this.groups.findIndex(g => groupKey(g.spec) === address)
   }
 
   // Probe a backend now (unless probes are off or already on it); resolves once the
@@ -557,6 +546,21 @@ class Upstream {
   }
 }
 
+// A listener's settings (as config.js builds them), with the defaults for what the
+// in-process API may leave out.
+function settingsOf (config) {
+  const {
+    mode, backends, check = null, checkInterval = 2000, checkTimeout = 2000, checkHost = null, rise = 2, fall = 3,
+    queueTimeout = 0, resolveInterval = 0, dnsServer = null, hashBalanceFactor = null
+  } = config
+  return { mode, backends, check, checkInterval, checkTimeout, checkHost, rise, fall, queueTimeout, resolveInterval, dnsServer, hashBalanceFactor }
+}
+
+// What HealthChecker takes (constructor and configure), from settingsOf().
+function checkerOptions ({ check, checkInterval, checkTimeout, checkHost }, tls) {
+  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls }
+}
+
 function leftOpen (backend) {
   const n = backend.live
   return n === 0 ? '' : `; ${n} connection${n === 1 ? '' : 's'} left open`
@@ -568,7 +572,7 @@ function newGroup (spec) {
     name: net.isIP(spec.host) ? null : spec.host,
     backends: [],
     error: null, // the last resolution failure, while it lasts
-    removed: false // taken out by a reload
+    removed: false // taken out (#removeGroup): its late answers are ignored
   }
 }
 

@@ -168,6 +168,24 @@ t.test('addBackend and removeBackend of a name; removal drains', async t => {
   t.equal(upstream.choose({}), null)
 })
 
+t.test('removeBackend of one port of a name stops resolving it for that port', async t => {
+  // The same name on two ports is two watches; removing each must end its own. A
+  // second upstream resolving every 5 ms is the clock: by its 4th tick, a watch left
+  // running would have asked again.
+  let calls = 0
+  const resolve = async () => { calls++; return ['10.0.6.1'] }
+  const { upstream } = make(t, { backends: [spec('svc.lila.test'), spec('svc.lila.test', { port: 81 })], resolveInterval: 5 }, { resolve })
+  await upstream.start()
+  t.equal(upstream.removeBackend('svc.lila.test:80').length, 1)
+  t.equal(upstream.removeBackend('svc.lila.test:81').length, 1)
+  const asked = calls
+  let ticks = 0
+  const { upstream: clock } = make(t, { backends: [spec('tick.lila.test')], resolveInterval: 5 }, { resolve: async () => { ticks++; return ['10.0.6.8'] } })
+  await clock.start()
+  await until(() => ticks >= 4, 'the clock')
+  t.equal(calls, asked, 'neither port is resolved any more')
+})
+
 // A balancer-shaped object over Upstreams, as control.js sees lb.
 function fakeLb (t, listeners) {
   return {

@@ -108,3 +108,18 @@ t.test('IP literals are never resolved; a name next to them is', async t => {
   t.same([...new Set(dns.queries.map(q => q.name))], ['one.lila.test'])
   t.same(await servedBy(lila.port, 2), ['127.0.0.1'])
 })
+
+t.test('Discovery: a watch ended by unwatch never reports, even when its key is watched again', async t => {
+  const { Discovery } = require('../lib/discovery')
+  const answers = [] // the resolutions under way, each answered by hand
+  const discovery = new Discovery({ interval: 0, resolve: () => new Promise(resolve => answers.push(resolve)) })
+  t.teardown(() => discovery.close())
+  const seen = []
+  const first = discovery.watch('a.lila.test', (err, addresses) => seen.push(['first', err, addresses]), 'key')
+  discovery.unwatch('key')
+  const second = discovery.watch('a.lila.test', (err, addresses) => seen.push(['second', err, addresses]), 'key')
+  t.equal(answers.length, 2)
+  for (const answer of answers) answer(['10.0.0.1'])
+  await within(5000, 'both resolutions', Promise.all([first, second]))
+  t.same(seen, [['second', null, ['10.0.0.1']]], 'only the current watch hears the answer')
+})

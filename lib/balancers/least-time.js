@@ -9,6 +9,10 @@
 // one, so a newcomer is neither flooded nor starved. Ties (all unmeasured, or all idle)
 // fall back to fewest connections, then rotate as least-connections does.
 
+// Each candidate's estimate, by index, computed once per pick (it reads the clock and
+// takes an exp). Shared by every instance: pick is synchronous.
+const latencies = []
+
 function createLeastTime () {
   let start = 0
 
@@ -17,8 +21,10 @@ function createLeastTime () {
     if (n === 0) return null
     let known = 0
     let sum = 0
+    latencies.length = n
     for (let i = 0; i < n; i++) {
       const latency = candidates[i].latencyEstimate()
+      latencies[i] = latency
       if (latency !== null) {
         known++
         sum += latency
@@ -30,8 +36,9 @@ function createLeastTime () {
     let bestCost = Infinity
     let bestLoad = Infinity
     for (let i = 0; i < n; i++) {
-      const backend = candidates[(start + i) % n]
-      const latency = backend.latencyEstimate()
+      const j = (start + i) % n
+      const backend = candidates[j]
+      const latency = latencies[j]
       const load = (backend.live + 1) / backend.effectiveWeight
       const cost = (latency === null ? unknown : latency) * load
       if (cost < bestCost || (cost === bestCost && load < bestLoad)) {
