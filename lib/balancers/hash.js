@@ -31,11 +31,6 @@ function score (keyHash, backend) {
   return -backend.effectiveWeight / Math.log(u)
 }
 
-// Each candidate's score and, when the owner is full, the candidates' indexes in score
-// order: reused by every pick (it is synchronous).
-const scores = []
-const order = []
-
 // The candidate that owns `key`. With a balance factor c (consistent hashing with
 // bounded loads, Mirrokni, Thorup and Zadimoghaddam), a backend may hold at most
 // ceil(c × average load) connections, counting the new one and scaled by weight; the
@@ -46,10 +41,8 @@ function pickByKey (candidates, key, balanceFactor = null) {
   const keyHash = hashString(key)
   let best = null
   let bestScore = -Infinity
-  scores.length = candidates.length
   for (let i = 0; i < candidates.length; i++) {
     const s = score(keyHash, candidates[i])
-    scores[i] = s
     if (s > bestScore) {
       best = candidates[i]
       bestScore = s
@@ -65,15 +58,10 @@ function pickByKey (candidates, key, balanceFactor = null) {
   }
   const room = backend => backend.live + 1 <= Math.ceil(balanceFactor * load * backend.effectiveWeight / weights)
   if (room(best)) return best
-  order.length = candidates.length
-  for (let i = 0; i < candidates.length; i++) order[i] = i
-  order.sort(byScore)
-  for (let i = 0; i < order.length; i++) if (room(candidates[order[i]])) return candidates[order[i]]
+  const ranked = candidates.map(backend => ({ backend, score: score(keyHash, backend) }))
+  ranked.sort((a, b) => b.score - a.score)
+  for (const { backend } of ranked) if (room(backend)) return backend
   return best // rounding only; with c >= 1 the loop has found one
-}
-
-function byScore (a, b) {
-  return scores[b] - scores[a]
 }
 
 module.exports = { hashString, pickByKey }
