@@ -9,12 +9,11 @@
 // one, so a newcomer is neither flooded nor starved. Ties (all unmeasured, or all idle)
 // fall back to fewest connections, then rotate as least-connections does.
 
-// Each candidate's estimate, by index, computed once per pick (it reads the clock and
-// takes an exp). Shared by every instance: pick is synchronous.
-const latencies = []
-
 function createLeastTime () {
   let start = 0
+  // Each candidate's estimate, by index, computed once per pick (it reads the clock and
+  // takes an exp); reused from pick to pick.
+  const latencies = []
 
   function pick (candidates) {
     const n = candidates.length
