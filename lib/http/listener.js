@@ -38,7 +38,7 @@ function createHttpListener ({ config, upstream, log, via, tls = null, backendTl
     const silentLimit = timeout > 0 ? listener.ticksFor(timeout) : Infinity
     for (const session of listener.sessions) {
       const exchange = session.exchange
-      if (exchange !== null && exchange.conn !== null && !exchange.tunnel && ++exchange.silentTicks >= silentLimit) {
+      if (exchange !== null && backendMayBeSilent(exchange) && ++exchange.silentTicks >= silentLimit) {
         exchange.onUpstreamTimeout(exchange.conn)
       }
     }
@@ -47,6 +47,13 @@ function createHttpListener ({ config, upstream, log, via, tls = null, backendTl
   }
   listener.poolSnapshot = backend => pools.has(backend) ? pools.get(backend).snapshot() : null
   return listener
+}
+
+// Is a silent backend this exchange's to time out? Not in a tunnel (idle both ways is
+// --idle-timeout's), and not while lila holds the backend's socket paused for a client
+// that does not read: that silence is the client's, left to --idle-timeout too.
+function backendMayBeSilent (exchange) {
+  return exchange.conn !== null && !exchange.tunnel && !exchange.conn.socket.isPaused()
 }
 
 module.exports = { createHttpListener }
