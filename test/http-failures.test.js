@@ -192,3 +192,22 @@ t.test('a client that stops reading is left to --idle-timeout, not logged as the
   t.same(lines.filter(line => /timed out/.test(line)), [], 'no backend timeout logged')
   t.equal(lila.stats().backends[0].failures, 0, 'no failure counted against the backend')
 })
+
+t.test('a reason quoting non-ASCII bytes from the backend: the 502 body is as long as its Content-Length says', async t => {
+  const backend = await tcpBackend(t, 'odd', socket => socket.once('data', () => {
+    socket.end(Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\xe9\r\n\r\n', 'latin1'))
+  }))
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--retries', '0'])
+  const client = net.connect(lila.port, '127.0.0.1')
+  const chunks = []
+  client.on('data', chunk => chunks.push(chunk))
+  client.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await within(5000, 'lila to answer and close', new Promise(resolve => client.once('close', resolve)))
+  const raw = Buffer.concat(chunks)
+  const headEnd = raw.indexOf('\r\n\r\n') + 4
+  const head = raw.subarray(0, headEnd).toString('latin1')
+  t.match(head, /^HTTP\/1\.1 502 /)
+  const declared = Number(/\r\nContent-Length: (\d+)\r\n/.exec(head)[1])
+  t.equal(raw.length - headEnd, declared, 'body bytes = Content-Length')
+  t.match(raw.subarray(headEnd).toString(), /unsupported Transfer-Encoding "gzip\u00e9" from the backend/, 'the reason, in UTF-8')
+})

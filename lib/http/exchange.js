@@ -470,11 +470,11 @@ class Exchange {
     const { session, head } = this
     if (status >= 500 && !quiet) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     const keepAlive = head.keepAlive && this.requestDone && !session.closing
-    const text = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
-    this.bytesOut += text.length
+    const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
-    session.client.write(text, 'latin1')
+    session.client.write(bytes)
     this.finish(keepAlive)
   }
 
