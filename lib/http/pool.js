@@ -123,10 +123,13 @@ class Pool {
     conn.attach(exchange)
   }
 
-  // An exchange is done with a connection that can serve another request.
+  // An exchange is done with a connection that can serve another request. One the
+  // backend allows no more requests on goes, waiter or not: its close (removed) opens
+  // a fresh connection for the waiter.
   release (conn) {
     conn.owner = null
     if (conn.closed) return
+    if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
     conn.socket.resume() // it may have been paused for a slow client
     if (this.waiting.length > 0) {
       const exchange = this.waiting.shift()
@@ -135,7 +138,6 @@ class Pool {
       exchange.onUpstreamConnect(conn)
       return
     }
-    if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
     conn.idleSince = this.now()
     this.idle.push(conn)
   }
