@@ -336,12 +336,8 @@ class Exchange {
   responseDone () {
     const conn = this.conn
     this.conn = null
-    const pool = this.listener.poolFor(this.lease.backend)
-    if (this.reusable && this.requestDone) pool.release(conn)
-    else {
-      conn.owner = null
-      conn.destroy()
-    }
+    if (this.reusable && this.requestDone) conn.pool.release(conn)
+    else conn.destroy()
     this.releaseLease()
     this.finish(this.clientKeepAlive)
   }
@@ -396,7 +392,6 @@ class Exchange {
   // lila itself could not open a backend connection (out of descriptors): the backend
   // is not blamed, and another would fare no better: 503, to try again later.
   shortOf (conn, err) {
-    conn.owner = null
     conn.destroy()
     this.conn = null
     const lease = this.lease
@@ -416,10 +411,7 @@ class Exchange {
   upstreamFailed (reason, status, conn = this.conn) {
     if (this.done) return
     const backend = this.lease.backend
-    if (conn !== null) {
-      conn.owner = null
-      conn.destroy()
-    }
+    if (conn !== null) conn.destroy()
     this.conn = null
     const { log } = this.listener
     if (this.responseStarted) {
@@ -436,7 +428,7 @@ class Exchange {
     if (stale && !this.freshRetried && this.canReplay()) {
       this.freshRetried = true
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
-      return this.listener.poolFor(backend).acquire(this, { fresh: true })
+      return conn.pool.acquire(this, { fresh: true })
     }
     const failed = this.lease
     failed.failed(reason)
@@ -482,7 +474,6 @@ class Exchange {
     const conn = this.conn
     this.conn = null
     if (conn !== null) {
-      conn.owner = null
       conn.destroy()
     } else if (this.lease !== null) {
       this.listener.poolFor(this.lease.backend).cancel(this)

@@ -67,7 +67,9 @@ class UpstreamConnection {
     this.owner = owner
   }
 
+  // Its socket's remaining events (close, a late error) go to no exchange.
   destroy () {
+    this.owner = null
     this.socket.destroy()
   }
 }
