@@ -424,7 +424,7 @@ class Exchange {
     }
     // A pooled connection the backend had closed (the keep-alive race) is not the
     // backend failing: try once more on a fresh connection to the same backend.
-    const stale = conn !== null && conn.reused && !this.gotResponseBytes && status === 502
+    const stale = conn !== null && conn.reused && status === 502
     if (stale && !this.freshRetried && this.canReplay()) {
       this.freshRetried = true
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
@@ -440,7 +440,7 @@ class Exchange {
     // A slow backend (504) is not tried again elsewhere: that would double the load
     // on a struggling service; refused and broken connects are. The failed lease is
     // released after the retry took its slot, so a waiter does not take the retry's turn.
-    if (status === 502 && !this.gotResponseBytes && this.canReplay()) {
+    if (status === 502 && this.canReplay()) {
       log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
       this.freshRetried = false
       this.pickAndConnect()
