@@ -58,6 +58,7 @@ class Exchange {
     this.resLeft = 0 // bytes still to come, for a Content-Length response
     this.resUntilClose = false
     this.decode = false // strip chunked framing: an HTTP/1.0 client
+    this.sendDecoded = null // then, the ChunkedReader's onData: the data to the client
     this.gotResponseBytes = false
     this.responseStarted = false // some byte of the final response reached the client
     this.clientKeepAlive = false
@@ -264,15 +265,14 @@ class Exchange {
     if (res.chunked) {
       this.resReader = new ChunkedReader(502)
       this.decode = head.version === 0
+      if (this.decode) this.sendDecoded = (b, s, e) => this.toClient(b.subarray(s, e))
     } else if (res.bodyLength === -1) {
       this.resUntilClose = true
       this.reusable = false
     } else {
       this.resLeft = res.bodyLength
     }
-    const hint = parseKeepAlive(res.keepAliveHint)
-    if (hint.timeout !== -1) this.conn.idleMs = idleFromHint(hint.timeout)
-    if (hint.max !== -1) this.conn.requestsLeft = hint.max
+    if (res.keepAliveHint !== null) this.takeKeepAliveHint(res.keepAliveHint)
     this.conn.requestsLeft--
     if (!res.keepAlive) this.reusable = false
 
@@ -299,14 +299,19 @@ class Exchange {
     session.client.uncork()
   }
 
+  // "Keep-Alive: timeout=5, max=100": how long and how often the connection may serve.
+  takeKeepAliveHint (value) {
+    const hint = parseKeepAlive(value)
+    if (hint.timeout !== -1) this.conn.idleMs = idleFromHint(hint.timeout)
+    if (hint.max !== -1) this.conn.requestsLeft = hint.max
+  }
+
   forwardResponseBody (buf, start) {
     let end = buf.length
     if (this.resReader !== null) {
       let bodyEnd
       try {
-        bodyEnd = this.decode
-          ? this.resReader.read(buf, start, end, (b, s, e) => this.toClient(b.subarray(s, e)))
-          : this.resReader.read(buf, start, end)
+        bodyEnd = this.resReader.read(buf, start, end, this.sendDecoded)
       } catch (err) {
         return this.upstreamFailed(err.message, 502)
       }

@@ -109,9 +109,15 @@ function trimOws (line, start) {
   return line.slice(start, end)
 }
 
+// "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
 function connectionTokens (value) {
   if (value === '') return null
-  return value.toLowerCase().split(',').map(token => token.trim()).filter(Boolean)
+  const tokens = []
+  for (const part of value.toLowerCase().split(',')) {
+    const token = part.trim()
+    if (token !== '') tokens.push(token)
+  }
+  return tokens
 }
 
 function splitLines (buf, start, end) {
