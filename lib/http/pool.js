@@ -75,11 +75,10 @@ class UpstreamConnection {
 }
 
 class Pool {
-  constructor (backend, { connectTimeout, tls = null, now = Date.now }) {
+  constructor (backend, { connectTimeout, tls = null }) {
     this.backend = backend
     this.connectTimeout = connectTimeout
     this.tls = tls // tls.connect options with --backend-tls
-    this.now = now
     this.idle = []
     this.size = 0 // every socket: connecting, busy and idle
     this.waiting = [] // exchanges waiting for a socket (MAX_SOCKETS reached)
@@ -92,10 +91,9 @@ class Pool {
   // its turn and is called as soon as one frees.
   acquire (exchange, { fresh = false } = {}) {
     if (!fresh) {
-      const now = this.now()
+      const now = Date.now()
       while (this.idle.length > 0) {
         const conn = this.idle.pop()
-        if (conn.closed) continue
         // The idle timer may not have fired yet: do not reuse a connection the backend
         // may already be closing.
         if (now - conn.idleSince >= conn.idleMs) {
@@ -140,7 +138,7 @@ class Pool {
       exchange.onUpstreamConnect(conn)
       return
     }
-    conn.idleSince = this.now()
+    conn.idleSince = Date.now()
     this.idle.push(conn)
   }
 
