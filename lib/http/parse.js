@@ -114,7 +114,7 @@ function connectionTokens (value) {
   if (value === '') return null
   const tokens = []
   for (const part of value.toLowerCase().split(',')) {
-    const token = part.trim()
+    const token = trimOws(part, 0)
     if (token !== '') tokens.push(token)
   }
   return tokens
@@ -245,6 +245,8 @@ module.exports = {
   parseResponseHead,
   parseKeepAlive,
   hasToken,
+  trimOws,
+  TOKEN,
   MAX_HEAD,
   MAX_TARGET
 }
