@@ -14,6 +14,11 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 // can no longer be replayed and what was sent is let go.
 const REPLAY_LIMIT = 64 * 1024
 
+// buf[start, end), without a new view when that is all of it.
+function view (buf, start, end) {
+  return start === 0 && end === buf.length ? buf : buf.subarray(start, end)
+}
+
 // One request and its response: pick a backend, take a pooled connection, send the
 // rewritten head and stream the body, stream the response back. A failure before the
 // backend answered is retried where that is safe (see canReplay) on a fresh connection
@@ -130,7 +135,7 @@ class Exchange {
   // Bytes from the client while this exchange reads them: request body, or (tunnel)
   // anything.
   onClientData (buf, start) {
-    if (this.tunnel) return this.toUpstream(start === 0 ? buf : buf.subarray(start))
+    if (this.tunnel) return this.toUpstream(view(buf, start, buf.length))
     let end = buf.length
     let rest = null
     if (this.chunked !== null) {
@@ -153,7 +158,7 @@ class Exchange {
       this.bodyLeft -= end - start
       if (this.bodyLeft === 0) this.requestDone = true
     }
-    const piece = start === 0 && end === buf.length ? buf : buf.subarray(start, end)
+    const piece = view(buf, start, end)
     this.bytesIn += piece.length
     if (this.requestDone) this.wantsClientData = false
     if (piece.length > 0) this.sendBody(piece)
@@ -231,7 +236,7 @@ class Exchange {
       const end = findHeadEnd(buf, start)
       if (end === -1) {
         if (buf.length - start > MAX_HEAD) return this.upstreamFailed('sent a response head over 16 KiB', 502)
-        this.resBuf = start === 0 ? buf : buf.subarray(start)
+        this.resBuf = view(buf, start, buf.length)
         return
       }
       let res
@@ -319,17 +324,17 @@ class Exchange {
         if (bodyEnd < end) this.reusable = false // bytes after the response: not a clean connection
         end = bodyEnd
       }
-      if (!this.decode) this.toClient(start === 0 && end === buf.length ? buf : buf.subarray(start, end))
+      if (!this.decode) this.toClient(view(buf, start, end))
       if (bodyEnd !== -1) this.responseDone()
       return
     }
-    if (this.resUntilClose) return this.toClient(start === 0 ? buf : buf.subarray(start))
+    if (this.resUntilClose) return this.toClient(view(buf, start, end))
     if (end - start > this.resLeft) {
       this.reusable = false
       end = start + this.resLeft
     }
     this.resLeft -= end - start
-    this.toClient(start === 0 && end === buf.length ? buf : buf.subarray(start, end))
+    this.toClient(view(buf, start, end))
     if (this.resLeft === 0) this.responseDone()
   }
 
