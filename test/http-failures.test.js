@@ -6,7 +6,9 @@
 const t = require('tap')
 const http = require('http')
 const net = require('net')
-const { httpBackend, request, spawnLila, blackhole, within, tcpBackend } = require('./fixtures/helpers')
+const { httpBackend, request, spawnLila, blackhole, within, tcpBackend, captureLog, until } = require('./fixtures/helpers')
+const { createBalancer } = require('../lib/index')
+const { parseCommandLine } = require('../lib/config')
 
 const base = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0']
 
@@ -158,4 +160,54 @@ t.test('a client that closes mid-request does not disturb lila', async t => {
   const res = await request(lila.port)
   t.equal(res.status, 200)
   t.equal(res.body.toString(), 'late')
+})
+
+// In-process (the programmatic API), so the backend's counters can be read directly.
+async function startLila (t, args, options = {}) {
+  const { config } = parseCommandLine([...args, ...base, '--check', 'none'])
+  const lb = createBalancer(config, options)
+  const [address] = await lb.listen()
+  t.teardown(() => lb.close(0))
+  return { lb, port: Number(address.split(':').pop()), stats: () => lb.stats().listeners[0] }
+}
+
+t.test('a client that stops reading is left to --idle-timeout, not logged as the backend timing out', async t => {
+  // Writes as fast as it is read, far more than any socket buffer holds.
+  const backend = await httpBackend(t, 'big', (req, res) => {
+    res.setHeader('Content-Length', String(1024 ** 3))
+    const chunk = Buffer.alloc(1024 * 1024, 'x')
+    const more = () => { while (res.write(chunk)); }
+    res.on('drain', more)
+    more()
+  })
+  const { log, lines } = captureLog()
+  // --timeout elapses first, many times over, while lila holds the backend paused.
+  const lila = await startLila(t, ['rr', backend.address, '--timeout', '100ms', '--idle-timeout', '1s'], { log })
+  const client = net.connect(lila.port, '127.0.0.1')
+  await new Promise(resolve => client.once('connect', resolve))
+  client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+  client.pause() // and never reads (so it would not see lila close either)
+  t.teardown(() => client.destroy())
+  await until(() => lila.stats().active === 0, 'lila to close the stalled client', { timeout: 10000 })
+  t.same(lines.filter(line => /timed out/.test(line)), [], 'no backend timeout logged')
+  t.equal(lila.stats().backends[0].failures, 0, 'no failure counted against the backend')
+})
+
+t.test('a reason quoting non-ASCII bytes from the backend: the 502 body is as long as its Content-Length says', async t => {
+  const backend = await tcpBackend(t, 'odd', socket => socket.once('data', () => {
+    socket.end(Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\xe9\r\n\r\n', 'latin1'))
+  }))
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--retries', '0'])
+  const client = net.connect(lila.port, '127.0.0.1')
+  const chunks = []
+  client.on('data', chunk => chunks.push(chunk))
+  client.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await within(5000, 'lila to answer and close', new Promise(resolve => client.once('close', resolve)))
+  const raw = Buffer.concat(chunks)
+  const headEnd = raw.indexOf('\r\n\r\n') + 4
+  const head = raw.subarray(0, headEnd).toString('latin1')
+  t.match(head, /^HTTP\/1\.1 502 /)
+  const declared = Number(/\r\nContent-Length: (\d+)\r\n/.exec(head)[1])
+  t.equal(raw.length - headEnd, declared, 'body bytes = Content-Length')
+  t.match(raw.subarray(headEnd).toString(), /unsupported Transfer-Encoding "gzip\u00e9" from the backend/, 'the reason, in UTF-8')
 })

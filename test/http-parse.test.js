@@ -38,6 +38,8 @@ t.test('request heads: what is accepted', async t => {
   t.equal(req('GET / HTTP/1.0\r\n\r\n').keepAlive, false, 'HTTP/1.0 closes by default')
   t.equal(req('GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n').keepAlive, true)
   t.equal(req('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n').keepAlive, false)
+  t.same(req('GET / HTTP/1.1\r\nHost: x\r\nConnection: \tclose ,\xa0x-hop\xa0\r\n\r\n').connection, ['close', '\xa0x-hop\xa0'],
+    'tokens lose spaces and tabs around them, and only those')
   t.equal(req('GET http://example.test/x/y?z HTTP/1.1\r\nHost: example.test\r\n\r\n').path, '/x/y', 'absolute form')
   t.equal(req('OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n').path, '*', 'asterisk form')
   t.equal(req('POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n').chunked, true, 'coding names are case-insensitive')
@@ -213,5 +215,7 @@ t.test('loop detection looks for lila\'s own Via token only', async t => {
   t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.1 lila-abc\r\n\r\n'), 'lila-abc'), true)
   t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.0 a, 1.1 lila-abc (x)\r\n\r\n'), 'lila-abc'), true)
   t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.1 lila-abcd\r\n\r\n'), 'lila-abc'), false, 'another lila')
+  t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.0 a,\t1.1\tlila-abc\r\n\r\n'), 'lila-abc'), true, 'tabs are whitespace too')
+  t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.1\xa0lila-abc\r\n\r\n'), 'lila-abc'), false, 'a no-break space is not')
   t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 'lila-abc'), false)
 })

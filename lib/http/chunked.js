@@ -46,7 +46,6 @@ class ChunkedReader {
     this.digits = 0
     this.remaining = 0
     this.extra = 0 // bytes of extension or trailers so far
-    this.done = false
   }
 
   fail (message) {
@@ -108,7 +107,6 @@ class ChunkedReader {
           break
         case FINAL_LF:
           if (c !== 10) this.fail('CR without LF at the end of the body')
-          this.done = true
           return i
         default:
           if (state < TRAILER_START) this.extension(c)

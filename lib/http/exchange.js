@@ -14,6 +14,11 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 // can no longer be replayed and what was sent is let go.
 const REPLAY_LIMIT = 64 * 1024
 
+// buf[start, end), without a new view when that is all of it.
+function view (buf, start, end) {
+  return start === 0 && end === buf.length ? buf : buf.subarray(start, end)
+}
+
 // One request and its response: pick a backend, take a pooled connection, send the
 // rewritten head and stream the body, stream the response back. A failure before the
 // backend answered is retried where that is safe (see canReplay) on a fresh connection
@@ -58,6 +63,7 @@ class Exchange {
     this.resLeft = 0 // bytes still to come, for a Content-Length response
     this.resUntilClose = false
     this.decode = false // strip chunked framing: an HTTP/1.0 client
+    this.sendDecoded = null // then, the ChunkedReader's onData: the data to the client
     this.gotResponseBytes = false
     this.responseStarted = false // some byte of the final response reached the client
     this.clientKeepAlive = false
@@ -129,7 +135,7 @@ class Exchange {
   // Bytes from the client while this exchange reads them: request body, or (tunnel)
   // anything.
   onClientData (buf, start) {
-    if (this.tunnel) return this.toUpstream(start === 0 ? buf : buf.subarray(start))
+    if (this.tunnel) return this.toUpstream(view(buf, start, buf.length))
     let end = buf.length
     let rest = null
     if (this.chunked !== null) {
@@ -152,7 +158,7 @@ class Exchange {
       this.bodyLeft -= end - start
       if (this.bodyLeft === 0) this.requestDone = true
     }
-    const piece = start === 0 && end === buf.length ? buf : buf.subarray(start, end)
+    const piece = view(buf, start, end)
     this.bytesIn += piece.length
     if (this.requestDone) this.wantsClientData = false
     if (piece.length > 0) this.sendBody(piece)
@@ -230,7 +236,7 @@ class Exchange {
       const end = findHeadEnd(buf, start)
       if (end === -1) {
         if (buf.length - start > MAX_HEAD) return this.upstreamFailed('sent a response head over 16 KiB', 502)
-        this.resBuf = start === 0 ? buf : buf.subarray(start)
+        this.resBuf = view(buf, start, buf.length)
         return
       }
       let res
@@ -264,15 +270,14 @@ class Exchange {
     if (res.chunked) {
       this.resReader = new ChunkedReader(502)
       this.decode = head.version === 0
+      if (this.decode) this.sendDecoded = (b, s, e) => this.toClient(b.subarray(s, e))
     } else if (res.bodyLength === -1) {
       this.resUntilClose = true
       this.reusable = false
     } else {
       this.resLeft = res.bodyLength
     }
-    const hint = parseKeepAlive(res.keepAliveHint)
-    if (hint.timeout !== -1) this.conn.idleMs = idleFromHint(hint.timeout)
-    if (hint.max !== -1) this.conn.requestsLeft = hint.max
+    if (res.keepAliveHint !== null) this.takeKeepAliveHint(res.keepAliveHint)
     this.conn.requestsLeft--
     if (!res.keepAlive) this.reusable = false
 
@@ -299,14 +304,19 @@ class Exchange {
     session.client.uncork()
   }
 
+  // "Keep-Alive: timeout=5, max=100": how long and how often the connection may serve.
+  takeKeepAliveHint (value) {
+    const hint = parseKeepAlive(value)
+    if (hint.timeout !== -1) this.conn.idleMs = idleFromHint(hint.timeout)
+    if (hint.max !== -1) this.conn.requestsLeft = hint.max
+  }
+
   forwardResponseBody (buf, start) {
     let end = buf.length
     if (this.resReader !== null) {
       let bodyEnd
       try {
-        bodyEnd = this.decode
-          ? this.resReader.read(buf, start, end, (b, s, e) => this.toClient(b.subarray(s, e)))
-          : this.resReader.read(buf, start, end)
+        bodyEnd = this.resReader.read(buf, start, end, this.sendDecoded)
       } catch (err) {
         return this.upstreamFailed(err.message, 502)
       }
@@ -314,17 +324,17 @@ class Exchange {
         if (bodyEnd < end) this.reusable = false // bytes after the response: not a clean connection
         end = bodyEnd
       }
-      if (!this.decode) this.toClient(start === 0 && end === buf.length ? buf : buf.subarray(start, end))
+      if (!this.decode) this.toClient(view(buf, start, end))
       if (bodyEnd !== -1) this.responseDone()
       return
     }
-    if (this.resUntilClose) return this.toClient(start === 0 ? buf : buf.subarray(start))
+    if (this.resUntilClose) return this.toClient(view(buf, start, end))
     if (end - start > this.resLeft) {
       this.reusable = false
       end = start + this.resLeft
     }
     this.resLeft -= end - start
-    this.toClient(start === 0 && end === buf.length ? buf : buf.subarray(start, end))
+    this.toClient(view(buf, start, end))
     if (this.resLeft === 0) this.responseDone()
   }
 
@@ -336,12 +346,8 @@ class Exchange {
   responseDone () {
     const conn = this.conn
     this.conn = null
-    const pool = this.listener.poolFor(this.lease.backend)
-    if (this.reusable && this.requestDone) pool.release(conn)
-    else {
-      conn.owner = null
-      conn.destroy()
-    }
+    if (this.reusable && this.requestDone) conn.pool.release(conn)
+    else conn.destroy()
     this.releaseLease()
     this.finish(this.clientKeepAlive)
   }
@@ -396,7 +402,6 @@ class Exchange {
   // lila itself could not open a backend connection (out of descriptors): the backend
   // is not blamed, and another would fare no better: 503, to try again later.
   shortOf (conn, err) {
-    conn.owner = null
     conn.destroy()
     this.conn = null
     const lease = this.lease
@@ -416,10 +421,7 @@ class Exchange {
   upstreamFailed (reason, status, conn = this.conn) {
     if (this.done) return
     const backend = this.lease.backend
-    if (conn !== null) {
-      conn.owner = null
-      conn.destroy()
-    }
+    if (conn !== null) conn.destroy()
     this.conn = null
     const { log } = this.listener
     if (this.responseStarted) {
@@ -432,11 +434,11 @@ class Exchange {
     }
     // A pooled connection the backend had closed (the keep-alive race) is not the
     // backend failing: try once more on a fresh connection to the same backend.
-    const stale = conn !== null && conn.reused && !this.gotResponseBytes && status === 502
+    const stale = conn !== null && conn.reused && status === 502
     if (stale && !this.freshRetried && this.canReplay()) {
       this.freshRetried = true
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
-      return this.listener.poolFor(backend).acquire(this, { fresh: true })
+      return conn.pool.acquire(this, { fresh: true })
     }
     const failed = this.lease
     failed.failed(reason)
@@ -448,7 +450,7 @@ class Exchange {
     // A slow backend (504) is not tried again elsewhere: that would double the load
     // on a struggling service; refused and broken connects are. The failed lease is
     // released after the retry took its slot, so a waiter does not take the retry's turn.
-    if (status === 502 && !this.gotResponseBytes && this.canReplay()) {
+    if (status === 502 && this.canReplay()) {
       log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
       this.freshRetried = false
       this.pickAndConnect()
@@ -470,11 +472,11 @@ class Exchange {
     const { session, head } = this
     if (status >= 500 && !quiet) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     const keepAlive = head.keepAlive && this.requestDone && !session.closing
-    const text = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
-    this.bytesOut += text.length
+    const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
-    session.client.write(text, 'latin1')
+    session.client.write(bytes)
     this.finish(keepAlive)
   }
 
@@ -482,7 +484,6 @@ class Exchange {
     const conn = this.conn
     this.conn = null
     if (conn !== null) {
-      conn.owner = null
       conn.destroy()
     } else if (this.lease !== null) {
       this.listener.poolFor(this.lease.backend).cancel(this)

@@ -32,21 +32,43 @@ function createHttpListener ({ config, upstream, log, via, tls = null, backendTl
   // Idle backend connections must not outlive the listener.
   listener.onDrained = () => { for (const pool of pools.values()) pool.close() }
   // With every sweep: backends silent for --timeout (counted in sweeps by each
-  // exchange), and pooled connections idle past their limit.
+  // exchange), pooled connections idle past their limit, and the pools of backends
+  // gone for good.
   listener.onSweep = () => {
     const { timeout } = listener.config
     const silentLimit = timeout > 0 ? listener.ticksFor(timeout) : Infinity
     for (const session of listener.sessions) {
       const exchange = session.exchange
-      if (exchange !== null && exchange.conn !== null && !exchange.tunnel && ++exchange.silentTicks >= silentLimit) {
+      if (exchange !== null && backendMayBeSilent(exchange) && ++exchange.silentTicks >= silentLimit) {
         exchange.onUpstreamTimeout(exchange.conn)
       }
     }
     const now = Date.now()
-    for (const pool of pools.values()) pool.expire(now)
+    for (const [backend, pool] of pools) {
+      if (isForgotten(backend)) {
+        pool.close()
+        pools.delete(backend)
+      } else {
+        pool.expire(now)
+      }
+    }
   }
   listener.poolSnapshot = backend => pools.has(backend) ? pools.get(backend).snapshot() : null
   return listener
+}
+
+// A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
+// upstream has forgotten it, and an address that comes back is a new Backend. With no
+// lease left, its pool holds only idle connections no one will ask for.
+function isForgotten (backend) {
+  return backend.draining && backend.live === 0
+}
+
+// Is a silent backend this exchange's to time out? Not in a tunnel (idle both ways is
+// --idle-timeout's), and not while lila holds the backend's socket paused for a client
+// that does not read: that silence is the client's, left to --idle-timeout too.
+function backendMayBeSilent (exchange) {
+  return exchange.conn !== null && !exchange.tunnel && !exchange.conn.socket.isPaused()
 }
 
 module.exports = { createHttpListener }

@@ -109,9 +109,15 @@ function trimOws (line, start) {
   return line.slice(start, end)
 }
 
+// "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
 function connectionTokens (value) {
   if (value === '') return null
-  return value.toLowerCase().split(',').map(token => token.trim()).filter(Boolean)
+  const tokens = []
+  for (const part of value.toLowerCase().split(',')) {
+    const token = trimOws(part, 0)
+    if (token !== '') tokens.push(token)
+  }
+  return tokens
 }
 
 function splitLines (buf, start, end) {
@@ -159,9 +165,7 @@ function parseRequestHead (buf, start, end) {
     head.chunked = true
   }
   head.bodyLength = head.chunked ? -1 : Math.max(head.contentLength, 0)
-  head.keepAlive = head.version === 1
-    ? !hasToken(head.connection, 'close')
-    : hasToken(head.connection, 'keep-alive')
+  head.keepAlive = keepAliveOf(head)
   // h2c is not passed on: a client speaking HTTP/2 straight to a backend would be out
   // of lila's sight ("h2c smuggling"). Without the upgrade, Upgrade is just hop-by-hop.
   head.asksUpgrade = head.upgrade !== null && hasToken(head.connection, 'upgrade')
@@ -210,10 +214,15 @@ function parseResponseHead (buf, start, end, method) {
   } else if (head.contentLength !== -1) {
     head.bodyLength = head.contentLength
   }
-  head.keepAlive = head.version === 1
+  head.keepAlive = keepAliveOf(head)
+  return head
+}
+
+// HTTP/1.1 stays open unless told to close; HTTP/1.0 closes unless told otherwise.
+function keepAliveOf (head) {
+  return head.version === 1
     ? !hasToken(head.connection, 'close')
     : hasToken(head.connection, 'keep-alive')
-  return head
 }
 
 function hasToken (tokens, token) {
@@ -239,6 +248,8 @@ module.exports = {
   parseResponseHead,
   parseKeepAlive,
   hasToken,
+  trimOws,
+  TOKEN,
   MAX_HEAD,
   MAX_TARGET
 }

@@ -67,17 +67,18 @@ class UpstreamConnection {
     this.owner = owner
   }
 
+  // Its socket's remaining events (close, a late error) go to no exchange.
   destroy () {
+    this.owner = null
     this.socket.destroy()
   }
 }
 
 class Pool {
-  constructor (backend, { connectTimeout, tls = null, now = Date.now }) {
+  constructor (backend, { connectTimeout, tls = null }) {
     this.backend = backend
     this.connectTimeout = connectTimeout
     this.tls = tls // tls.connect options with --backend-tls
-    this.now = now
     this.idle = []
     this.size = 0 // every socket: connecting, busy and idle
     this.waiting = [] // exchanges waiting for a socket (MAX_SOCKETS reached)
@@ -90,10 +91,9 @@ class Pool {
   // its turn and is called as soon as one frees.
   acquire (exchange, { fresh = false } = {}) {
     if (!fresh) {
-      const now = this.now()
+      const now = Date.now()
       while (this.idle.length > 0) {
         const conn = this.idle.pop()
-        if (conn.closed) continue
         // The idle timer may not have fired yet: do not reuse a connection the backend
         // may already be closing.
         if (now - conn.idleSince >= conn.idleMs) {
@@ -123,10 +123,13 @@ class Pool {
     conn.attach(exchange)
   }
 
-  // An exchange is done with a connection that can serve another request.
+  // An exchange is done with a connection that can serve another request. One the
+  // backend allows no more requests on goes, waiter or not: its close (removed) opens
+  // a fresh connection for the waiter.
   release (conn) {
     conn.owner = null
     if (conn.closed) return
+    if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
     conn.socket.resume() // it may have been paused for a slow client
     if (this.waiting.length > 0) {
       const exchange = this.waiting.shift()
@@ -135,8 +138,7 @@ class Pool {
       exchange.onUpstreamConnect(conn)
       return
     }
-    if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
-    conn.idleSince = this.now()
+    conn.idleSince = Date.now()
     this.idle.push(conn)
   }
 

@@ -15,6 +15,8 @@ const REASONS = {
   508: 'Loop Detected'
 }
 
+// The response's bytes, in a Buffer: the detail may quote what a backend sent (any
+// byte), and the body is UTF-8, as its Content-Type says and its length counts.
 // { close: last response on the connection, retryAfter: seconds, head: HEAD request
 // (so no body, though the length is still told) }
 function reply (status, detail, { close = false, retryAfter = 0, head = false } = {}) {
@@ -23,7 +25,7 @@ function reply (status, detail, { close = false, retryAfter = 0, head = false } 
   let out = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n`
   if (retryAfter > 0) out += `Retry-After: ${retryAfter}\r\n`
   if (close) out += 'Connection: close\r\n'
-  return head ? `${out}\r\n` : `${out}\r\n${body}`
+  return Buffer.from(head ? `${out}\r\n` : `${out}\r\n${body}`)
 }
 
 module.exports = { reply, REASONS }

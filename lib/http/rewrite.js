@@ -4,6 +4,8 @@
 // facts to the text of the new head. Hop-by-hop fields (RFC 9110 section 7.6.1) stop
 // here in both directions; lila adds its own framing, X-Forwarded-* and Via.
 
+const { TOKEN, trimOws } = require('./parse')
+
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
 // Framing lila writes itself, once, from what it parsed: a repeated Content-Length
 // (allowed when the values agree) goes out as one field.
@@ -23,8 +25,9 @@ function forwardedNode (address) {
   return address.includes(':') ? `"[${address}]"` : address
 }
 
+// RFC 7239 value: a token as it is, anything else quoted.
 function forwardedValue (value) {
-  return /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`
+  return TOKEN.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`
 }
 
 // The request as the backend gets it: always HTTP/1.1 with keep-alive. `hostIfMissing`
@@ -103,7 +106,8 @@ function viaLoops (head, via) {
     const value = fields[i + 2]
     if (fields[i + 1] === 'via' && value.includes(via)) {
       for (const hop of value.split(',')) {
-        if (hop.trim().split(/\s+/)[1] === via) return true
+        // received-protocol RWS received-by [ RWS comment ]; RWS is spaces and tabs
+        if (trimOws(hop, 0).split(/[ \t]+/)[1] === via) return true
       }
     }
   }

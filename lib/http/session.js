@@ -103,7 +103,7 @@ class HttpSession {
       if (end < buf.length) {
         buf = buf.subarray(end)
         if (this.exchange === exchange && exchange.wantsClientData) exchange.onClientData(buf, 0)
-        else this.buf = this.buf === null ? buf : Buffer.concat([buf, this.buf])
+        else this.unread(buf)
       }
       // The client already half-closed: a body not complete by now never will be.
       if (this.clientEnded && this.exchange === exchange) exchange.onClientEnd()
@@ -113,7 +113,13 @@ class HttpSession {
 
   // The exchange has read its whole request body; `rest` is what followed it.
   bodyDone (rest) {
-    if (rest !== null) this.buf = this.buf === null ? rest : Buffer.concat([rest, this.buf])
+    if (rest !== null) this.unread(rest)
+  }
+
+  // Bytes taken off the front of the stream but not consumed go back in front of
+  // what arrived since.
+  unread (bytes) {
+    this.buf = this.buf === null ? bytes : Buffer.concat([bytes, this.buf])
   }
 
   // The exchange is over: its response is complete (or it failed and was answered).

@@ -1,0 +1,83 @@
+'use strict'
+
+// The keep-alive pools (lib/http/pool.js): on their own, with a real backend socket and
+// stand-in exchanges that only record the connections they are given; and in a
+// listener run in-process, where its pools can be looked at.
+
+const t = require('tap')
+const { Pool, MAX_SOCKETS } = require('../lib/http/pool')
+const { createBalancer } = require('../lib/index')
+const { parseCommandLine } = require('../lib/config')
+const { tcpBackend, within, until, captureLog, request } = require('./fixtures/helpers')
+
+// Stands in for an Exchange: `connected` resolves with the first connection it gets;
+// the socket's other events are of no interest here.
+function standIn () {
+  let resolve
+  const connected = new Promise(r => { resolve = r })
+  const ignore = () => {}
+  return {
+    connected,
+    onUpstreamConnect (conn) { if (conn.ready) resolve(conn) },
+    onUpstreamData: ignore,
+    onUpstreamDrain: ignore,
+    onUpstreamTimeout: ignore,
+    onUpstreamError: ignore,
+    onUpstreamEnd: ignore,
+    onUpstreamClose: ignore
+  }
+}
+
+async function poolFor (t) {
+  const backend = await tcpBackend(t, 'b', socket => {}) // accepts, says nothing
+  const pool = new Pool({ host: '127.0.0.1', port: backend.port }, { connectTimeout: 5000 })
+  t.teardown(() => {
+    pool.waiting.length = 0
+    pool.close()
+    for (const socket of backend.sockets) socket.destroy()
+  })
+  return pool
+}
+
+t.test('a used-up connection (Keep-Alive max reached) is not handed to a waiting exchange', async t => {
+  const pool = await poolFor(t)
+  const first = standIn()
+  pool.acquire(first)
+  const conn = await within(5000, 'the first connection', first.connected)
+  pool.size += MAX_SOCKETS - 1 // every other socket busy: the next exchange waits
+  const waiter = standIn()
+  pool.acquire(waiter)
+  t.equal(pool.waiting.length, 1, 'the second exchange waits')
+  conn.requestsLeft = 0 // the backend said max=1
+  pool.release(conn)
+  const next = await within(5000, 'a connection for the waiter', waiter.connected)
+  t.not(next, conn, 'the waiter got a fresh connection')
+  t.ok(conn.closed, 'the used-up one was closed')
+  pool.size -= MAX_SOCKETS - 1
+})
+
+t.test('a backend DNS took away, once drained, leaves no pool behind', async t => {
+  // Answers every request head with a small keep-alive response; closes when lila does.
+  const backend = await tcpBackend(t, 'b', socket => {
+    socket.on('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n'))
+    socket.on('end', () => socket.end())
+  })
+  const answers = { 'app.lila.test': ['127.0.0.1'] }
+  const { log, waitFor } = captureLog()
+  const { config } = parseCommandLine([
+    'rr', `app.lila.test:${backend.port}`, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0',
+    '--check', 'none', '--resolve-interval', '10ms'
+  ])
+  const lb = createBalancer(config, { log, resolve: async name => answers[name] })
+  const [address] = await lb.listen()
+  t.teardown(() => lb.close(0))
+  const listener = lb.listeners[0]
+  const [gone] = listener.upstream.all()
+  const res = await request(Number(address.split(':').pop()))
+  t.equal(res.status, 200)
+  t.match(listener.poolSnapshot(gone), { idle: 1 }, 'the connection waits in the pool')
+  answers['app.lila.test'] = ['127.0.0.2']
+  await waitFor(/removed 127\.0\.0\.1/)
+  await until(() => listener.poolSnapshot(gone) === null, 'the removed backend\'s pool to go')
+  await within(5000, 'its idle connection to close', backend.open === 0 ? Promise.resolve() : backend.nextClose())
+})
