@@ -5,22 +5,9 @@
 
 const t = require('tap')
 const net = require('net')
-const { createBalancer } = require('../lib/index')
-const { parseCommandLine } = require('../lib/config')
 const {
-  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend, request, isSettled
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend, request, isSettled, startLila
 } = require('./fixtures/helpers')
-
-// options: what createBalancer takes besides the config (a clock, a resolver, a log).
-async function startLila (t, args, options = {}) {
-  // No health probes unless a test asks: they would count as backend connections.
-  const checks = args.includes('--check') ? [] : ['--check', 'none']
-  const { config } = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0', ...checks])
-  const lb = createBalancer(config, options)
-  const [address] = await lb.listen()
-  t.teardown(() => lb.close(0))
-  return { lb, port: Number(address.split(':').pop()), stats: () => lb.stats().listeners[0] }
-}
 
 // Everything idle: no live connection on any backend, none active, waiting or queued.
 const idle = stats => isSettled({ listeners: [stats] })

@@ -6,9 +6,7 @@
 const t = require('tap')
 const http = require('http')
 const net = require('net')
-const { httpBackend, request, spawnLila, blackhole, within, tcpBackend, captureLog, until } = require('./fixtures/helpers')
-const { createBalancer } = require('../lib/index')
-const { parseCommandLine } = require('../lib/config')
+const { httpBackend, request, spawnLila, blackhole, within, tcpBackend, captureLog, until, startLila } = require('./fixtures/helpers')
 
 const base = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0']
 
@@ -163,14 +161,6 @@ t.test('a client that closes mid-request does not disturb lila', async t => {
 })
 
 // In-process (the programmatic API), so the backend's counters can be read directly.
-async function startLila (t, args, options = {}) {
-  const { config } = parseCommandLine([...args, ...base, '--check', 'none'])
-  const lb = createBalancer(config, options)
-  const [address] = await lb.listen()
-  t.teardown(() => lb.close(0))
-  return { lb, port: Number(address.split(':').pop()), stats: () => lb.stats().listeners[0] }
-}
-
 t.test('a client that stops reading is left to --idle-timeout, not logged as the backend timing out', async t => {
   // Writes as fast as it is read, far more than any socket buffer holds.
   const backend = await httpBackend(t, 'big', (req, res) => {
@@ -182,7 +172,7 @@ t.test('a client that stops reading is left to --idle-timeout, not logged as the
   })
   const { log, lines } = captureLog()
   // --timeout elapses first, many times over, while lila holds the backend paused.
-  const lila = await startLila(t, ['rr', backend.address, '--timeout', '100ms', '--idle-timeout', '1s'], { log })
+  const lila = await startLila(t, ['rr', backend.address, '--protocol', 'http', '--timeout', '100ms', '--idle-timeout', '1s'], { log })
   const client = net.connect(lila.port, '127.0.0.1')
   await new Promise(resolve => client.once('connect', resolve))
   client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
