@@ -15,7 +15,6 @@ const lazy = {
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('./control') },
   get createStatusServer () { return require('./status').createStatusServer },
-  get createAccessLog () { return require('./access-log').createAccessLog },
   get startDashboard () { return require('./terminal').startDashboard }
 }
 
@@ -67,6 +66,8 @@ async function main (argv, io = {}) {
 async function primary (config, io) {
   const { stderr, signals, cluster, reloadConfig } = io
   const log = lazy.createLogger({ level: config.logLevel, stderr })
+  // The workers write their log lines straight to stderr, which would tear the view.
+  if (config.dashboard) log.warn('--dashboard does not run with --workers; running without it')
   let status = null
   const onReady = async ({ gatherStats, broadcast }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
@@ -109,10 +110,9 @@ async function serve (config, io, onListening = () => {}) {
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
   const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })
-  const accessLog = config.accessLog ? lazy.createAccessLog({ format: config.accessLog, stdout }) : null
   let lb
   try {
-    lb = lazy.createBalancer(config, { log, accessLog })
+    lb = lazy.createBalancer(config, { log, stdout }) // with the access log config asks for
   } catch (err) {
     return usageError(err, stderr) // a certificate that cannot be read or used
   }
@@ -159,7 +159,6 @@ async function serve (config, io, onListening = () => {}) {
     logOut.target = stderr
   }
   if (status !== null) await status.close()
-  if (accessLog !== null) accessLog.flush()
   return code
 }
 

@@ -11,6 +11,7 @@ const { describeChanges } = require('./reload')
 const { RuntimeError, ControlError } = require('./errors')
 const { logsName } = require('./config')
 const { createControl, OPS } = require('./control')
+const { createAccessLog } = require('./access-log')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
@@ -21,7 +22,8 @@ const { createControl, OPS } = require('./control')
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
 // for tests. `via` is this lila's token in HTTP Via headers (loop detection). `table`
 // false leaves out the start-up table (workers after the first print none).
-// `accessLog` (access-log.js) writes a line per connection or request; null: none.
+// `accessLog` (access-log.js) writes a line per connection or request; by default the
+// one config.accessLog asks for, on `stdout`; null: none.
 // One factory per protocol, each making a Listener (listener.js) from
 // { config, upstream, log, via, tls, backendTls }.
 const LISTENERS = {
@@ -29,7 +31,7 @@ const LISTENERS = {
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true, accessLog = null } = {}) {
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true, stdout = process.stdout, accessLog = defaultAccessLog(config, stdout) } = {}) {
   const startedAt = now()
   let current = config
   let listeners = []
@@ -78,10 +80,13 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     return closed
   }
 
-  // Stop accepting and drain every listener; stats() still shows them.
+  // Stop accepting and drain every listener; stats() still shows them. The access log's
+  // last lines are written before it resolves: a process may exit right after.
   function close (timeout = current.shutdownTimeout) {
     const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
-    return Promise.all([...all, ...retiring.values()]).then(() => {})
+    return Promise.all([...all, ...retiring.values()]).then(() => {
+      if (accessLog !== null) accessLog.flush()
+    })
   }
 
   function destroy () {
@@ -199,6 +204,10 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     get listeners () { return listeners },
     get config () { return current }
   }
+}
+
+function defaultAccessLog (config, stdout) {
+  return config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
 }
 
 function sameAddress (a, b) {

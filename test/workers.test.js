@@ -216,3 +216,14 @@ t.test('--workers 2 --status-port: the primary reports the sum and controls ever
   t.same(after.workers.map(w => w.listeners[0].backends[0].status), ['drained', 'drained'])
   t.equal((await lila.stop()).code, 0)
 })
+
+t.test('--workers 2 --access-log: the workers write the access log; --dashboard is refused in words', async t => {
+  const a = await httpBackend(t, 'a')
+  const lila = await spawnLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--workers', '2', '--access-log', '--dashboard'])
+  t.ok(lila.lines.includes('lila: --dashboard does not run with --workers; running without it'), lila.stderr)
+  for (let i = 0; i < 3; i++) t.equal((await request(lila.port)).status, 200)
+  t.equal((await lila.stop()).code, 0)
+  const lines = lila.stdout.split('\n').filter(Boolean)
+  t.equal(lines.length, 3, `one access line per request, written before the workers exit:\n${lila.stdout}`)
+  t.ok(lines.every(line => / -> \S+ "GET \/ HTTP\/1\.1" 200 in=\d+ out=\d+ /.test(line)), lines.join('\n'))
+})
