@@ -128,12 +128,14 @@ async function serve (config, io, onListening = () => {}) {
     log.error(err.message)
     return 1
   }
+  // Signals are handled before the listening line: a script may send SIGHUP (or SIGTERM)
+  // the moment it reads it, and a signal with no handler yet would kill the process.
+  const stopper = untilStopped(lb, signals, log, reloadConfig)
   config.listeners.forEach((listener, i) => {
     const n = lb.listeners[i].upstream.backends.length
     const name = logsName(listener, config.listeners.length) ? `${listener.name}: ` : ''
     log.always(`${name}listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
   })
-  const stopper = untilStopped(lb, signals, log, reloadConfig)
   let dashboard = null
   if (config.dashboard && !stderr.isTTY) {
     log.warn('--dashboard needs a terminal on stderr; running without it')
