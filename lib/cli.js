@@ -1,6 +1,6 @@
 'use strict'
 
-const { parseCommandLine, logsName } = require('./config')
+const { parseCommandLine } = require('./config')
 const { UsageError, RuntimeError, ControlError } = require('./errors')
 const VERSION = require('./version')
 
@@ -10,12 +10,14 @@ const lazy = {
   get readConfigFile () { return require('./config-file').readConfigFile },
   get createLogger () { return require('./log').createLogger },
   get createBalancer () { return require('./index').createBalancer },
+  get listeningLines () { return require('./index').listeningLines },
   get workers () { return require('./workers') },
   get helpText () { return require('./help').helpText },
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('./control') },
   get createStatusServer () { return require('./status').createStatusServer },
-  get startDashboard () { return require('./terminal').startDashboard }
+  get startDashboard () { return require('./terminal').startDashboard },
+  get reloadLog () { return require('./reload') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -131,11 +133,7 @@ async function serve (config, io, onListening = () => {}) {
   // Signals are handled before the listening line: a script may send SIGHUP (or SIGTERM)
   // the moment it reads it, and a signal with no handler yet would kill the process.
   const stopper = untilStopped(lb, signals, log, reloadConfig)
-  config.listeners.forEach((listener, i) => {
-    const n = lb.listeners[i].upstream.backends.length
-    const name = logsName(listener, config.listeners.length) ? `${listener.name}: ` : ''
-    log.always(`${name}listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
-  })
+  for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
   let dashboard = null
   if (config.dashboard && !stderr.isTTY) {
     log.warn('--dashboard needs a terminal on stderr; running without it')
@@ -205,12 +203,10 @@ async function reload (lb, reloadConfig, log) {
   try {
     const next = reloadConfig()
     const lines = await lb.reload(next)
-    log.setLevel(next.logLevel)
-    for (const line of lines) log.info(`reload: ${line}`)
-    log.info(`reloaded (${lines.length} change${lines.length === 1 ? '' : 's'})`)
+    lazy.reloadLog.logReloaded(log, { lines, logLevel: next.logLevel })
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
-    log.error(`reload refused: ${err.message}; keeping the running config`)
+    lazy.reloadLog.logRefused(log, err.message)
   }
 }
 

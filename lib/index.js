@@ -157,11 +157,10 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     await Promise.all(fresh.map(listener => listener.upstream.start()))
     for (const listener of fresh) listener.open()
     for (const [listener, address] of bound) {
-      const n = listener.upstream.backends.length
       const left = replaced.get(listener.config.name)
       const how = left === undefined ? 'added' : 'replaced'
       const drain = left ? `; ${connections(left)} on the old one` : ''
-      lines.push(`listener ${listener.config.name} ${how}: listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'})${drain}`)
+      lines.push(`listener ${listener.config.name} ${how}: ${listeningOn(listener, address)}${drain}`)
     }
 
     // The running set, in the order of the new config.
@@ -206,6 +205,22 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
   }
 }
 
+// "listening on 0.0.0.0:80 (http, round-robin, 2 backends)": a listener of a balancer,
+// bound at `address`. `extra` ends the parentheses (the --workers primary's ", 4 workers").
+function listeningOn (listener, address, extra = '') {
+  const n = listener.upstream.backends.length
+  return `listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'}${extra})`
+}
+
+// What lila says once a balancer listens (lb.listen() gave `addresses`): a line per
+// listener, with its name when its other log lines have it.
+function listeningLines (lb, addresses, extra) {
+  return lb.listeners.map((listener, i) => {
+    const name = logsName(listener.config, lb.listeners.length) ? `${listener.config.name}: ` : ''
+    return name + listeningOn(listener, addresses[i], extra)
+  })
+}
+
 function defaultAccessLog (config, stdout) {
   return config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
 }
@@ -214,4 +229,4 @@ function sameAddress (a, b) {
   return a.protocol === b.protocol && a.port === b.port && a.host === b.host
 }
 
-module.exports = { createBalancer }
+module.exports = { createBalancer, listeningLines }
