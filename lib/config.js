@@ -26,8 +26,8 @@ const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json']
 
 // The options of a listener (everything but the process-wide and command-line ones).
-const LISTENER_OPTIONS = OPTIONS.filter(o => !o.pending && (o.scope === 'listener' || o.scope === 'own'))
-const GLOBAL_OPTIONS = OPTIONS.filter(o => !o.pending && o.scope === 'global')
+const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
+const GLOBAL_OPTIONS = OPTIONS.filter(o => o.scope === 'global')
 
 const quote = value => JSON.stringify(String(value))
 // Parsers name the flag a value came from; a value from the JSON file is named by its
@@ -452,17 +452,11 @@ function parseCommandLine (argv) {
   if (values.help) return { command: 'help' }
   if (values.version) return { command: 'version' }
 
-  for (const o of OPTIONS) {
-    if (o.pending && values[o.name] !== undefined) {
-      throw new UsageError(`option ${o.flag} is not supported yet`)
-    }
-  }
-
   if (values.config !== undefined) return configFileCommand(values, positionals)
 
   const entries = new Map()
   for (const o of OPTIONS) {
-    if (!o.pending && o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
+    if (o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
   }
 
   const words = positionals.slice()
