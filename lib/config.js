@@ -24,6 +24,7 @@ const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no s
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json']
+const MODE_NAMES = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ') // for "expected one of"
 
 // The options of a listener (everything but the process-wide and command-line ones).
 const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
@@ -115,12 +116,12 @@ const PARSERS = {
     return text
   },
   accessLog: (text, flag) => {
-    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)}${flag ? ` for ${flag}` : ''}: expected text or json`)
+    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text or json`)
     return text
   },
   token: (text, flag) => {
     if (!/^[\x21-\x7e]{8,256}$/.test(text)) {
-      throw new UsageError(`invalid token${flag ? ` for ${flag}` : ''}: expected 8 to 256 printable ASCII characters without spaces`)
+      throw new UsageError(`invalid token${forFlag(flag)}: expected 8 to 256 printable ASCII characters without spaces`)
     }
     return text
   },
@@ -252,8 +253,7 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     if (src.json && typeof modeEntry.value !== 'string') throw src.fail(modeEntry.at, `expected a mode name, got ${shown(modeEntry.value)}`)
     mode = modeName(modeEntry.value)
     if (mode === null) {
-      const names = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ')
-      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: expected one of ${names}`)
+      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: expected one of ${MODE_NAMES}`)
     }
   }
   const needs = MODES.find(m => m.name === mode).protocol
@@ -360,7 +360,7 @@ function buildGlobals (values, src) {
   }
   for (const name of ['status-host', 'status-token']) {
     const entry = values.get(name)
-    if (entry !== undefined && globals.statusPort === null) throw src.fail(entry.at, `option --${name} needs --status-port`)
+    if (entry !== undefined && globals.statusPort === null) throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('status-port')}`)
   }
   return globals
 }
@@ -472,8 +472,7 @@ function parseCommandLine (argv) {
   if (words.length && modeName(words[0])) {
     mode = { value: words.shift(), at: null }
   } else if (words.length && !words[0].includes(':')) {
-    const names = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ')
-    throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${names}, or a backend host:port`)
+    throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${MODE_NAMES}, or a backend host:port`)
   }
 
   const globals = buildGlobals(entries, ARGV)
