@@ -119,8 +119,11 @@ async function serve (config, io, onListening = () => {}) {
     return usageError(err, stderr) // a certificate that cannot be read or used
   }
   let addresses
+  // The status listener and the dashboard act through the balancer's own control, as
+  // the --workers primary's act through the workers'.
+  const control = lazy.control.controlFrom(lb.control)
   // The status listener is bound first: a taken port fails at once, in one line.
-  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control: lazy.control.createControl(lb), log })
+  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, log })
   try {
     if (status !== null) await status.listen()
     addresses = await lb.listen()
@@ -140,7 +143,7 @@ async function serve (config, io, onListening = () => {}) {
   } else if (config.dashboard) {
     dashboard = lazy.startDashboard({
       stats: lb.stats,
-      control: lazy.control.createControl(lb),
+      control,
       input: stdin,
       output: stderr,
       exitEvents: signals,
