@@ -46,6 +46,11 @@ function parseDuration (text, flag, min = 0) {
   return ms
 }
 
+// The other way: 30000 -> "30s", 1500 -> "1500ms" (for --help and the reload log).
+function formatDuration (ms) {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
+}
+
 function parseInteger (text, flag, min, max, expected) {
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
     throw new UsageError(`invalid value ${quote(text)}${forFlag(flag)}: expected ${expected}`)
@@ -506,6 +511,7 @@ module.exports = {
   ACCESS_LOG_FORMATS,
   parseCommandLine,
   parseBackend,
+  formatDuration,
   parseDuration,
   buildListener,
   buildGlobals,

@@ -2,11 +2,12 @@
 
 const { OPTIONS } = require('./options')
 const { MODES } = require('./balancers')
+const { formatDuration } = require('./config')
 const VERSION = require('./version')
 
 function formatDefault (option) {
   if (option.shown) return option.shown
-  if (option.type === 'duration') return option.default % 1000 === 0 ? `${option.default / 1000}s` : `${option.default}ms`
+  if (option.type === 'duration') return formatDuration(option.default)
   return String(option.default)
 }
 

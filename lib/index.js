@@ -7,7 +7,7 @@ const { TcpSession } = require('./tcp')
 const { createHttpListener } = require('./http/listener')
 const { loadTls, loadBackendTls } = require('./tls')
 const { silentLogger, prefixed } = require('./log')
-const { describeChanges } = require('./reload')
+const { describeChanges, sameAddress } = require('./reload')
 const { RuntimeError, ControlError } = require('./errors')
 const { logsName } = require('./config')
 const { createControl, OPS } = require('./control')
@@ -223,10 +223,6 @@ function listeningLines (lb, addresses, extra) {
 
 function defaultAccessLog (config, stdout) {
   return config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
-}
-
-function sameAddress (a, b) {
-  return a.protocol === b.protocol && a.port === b.port && a.host === b.host
 }
 
 module.exports = { createBalancer, listeningLines }
