@@ -508,11 +508,9 @@ function configFileCommand (values, positionals) {
 }
 
 module.exports = {
-  ACCESS_LOG_FORMATS,
   parseCommandLine,
   parseBackend,
   formatDuration,
-  parseDuration,
   buildListener,
   buildGlobals,
   buildConfig,
@@ -520,9 +518,6 @@ module.exports = {
   defaultName,
   logsName,
   LISTENER_OPTIONS,
-  GLOBAL_OPTIONS,
-  LOG_LEVELS,
-  BACKEND_SYNTAX,
   OPTIONS,
   BY_NAME
 }

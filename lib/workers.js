@@ -329,10 +329,7 @@ function runWorker (io) {
           log.setLevel(config.logLevel)
           return lines
         })
-        case 'control': return reply(message.id, () => {
-          if (typeof lb.control !== 'function') throw new Error('control actions are not supported by this lila')
-          return lb.control(message.action)
-        })
+        case 'control': return reply(message.id, () => lb.control(message.action))
         case 'stop': return stop()
         case 'destroy': return stop(true)
       }
