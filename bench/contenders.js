@@ -11,7 +11,7 @@
 const fs = require('fs')
 const path = require('path')
 const procs = require('./procs')
-const { waitForPort, tempPaths } = require('./backends')
+const { startOnFreePort, tempPaths } = require('./backends')
 
 const NGINX_STREAM_MODULE = '/usr/lib/nginx/modules/ngx_stream_module.so'
 // nginx keeps this many idle connections per upstream: at least the bench's
@@ -43,10 +43,7 @@ function lila (protocol, lilaPath) {
     layer: protocol,
     missing: () => fs.existsSync(lilaPath) ? null : `${lilaPath} not found (build it: npm run build, or pass --lila PATH)`,
     async start ({ backends, mode, cpu }) {
-      // Run the file itself when executable (as users do), else through node.
-      let executable = [lilaPath]
-      try { fs.accessSync(lilaPath, fs.constants.X_OK) } catch { executable = ['node', lilaPath] }
-      const argv = [...executable, mode === 'lc' ? 'least-connections' : 'round-robin', ...backends,
+      const argv = [...procs.lilaArgv(lilaPath), mode === 'lc' ? 'least-connections' : 'round-robin', ...backends,
         '--host', '127.0.0.1', '--port', '0']
       if (protocol !== 'tcp') argv.push('--protocol', protocol)
       const handle = await procs.start(argv, { cpu, ready: /listening on 127\.0\.0\.1:(\d+)/ })
@@ -177,23 +174,6 @@ function httpProxy () {
         cpu, ready: /listening on 127\.0\.0\.1:(\d+)/, cwd: __dirname
       })
       return { port: Number(handle.ready[1]), pid: handle.pid, stop: handle.stop }
-    }
-  }
-}
-
-// For programs that take a fixed port: pick a free one, start, wait until it accepts;
-// pick another if some other process took it meanwhile (bounded retries).
-async function startOnFreePort (startOn) {
-  for (let attempt = 0; ; attempt++) {
-    const port = await procs.freePort()
-    const handle = await startOn(port)
-    try {
-      await waitForPort(port, handle)
-      return { port, pid: handle.pid, stop: handle.stop }
-    } catch (err) {
-      await handle.stop()
-      if (attempt < 3 && /in use/i.test(handle.output())) continue
-      throw err
     }
   }
 }

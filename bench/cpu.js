@@ -86,4 +86,4 @@ function busyPercent (before, after, cpu) {
   return total > 0 ? 100 * (after[cpu].busy - before[cpu].busy) / total : null
 }
 
-module.exports = { treeCpuMicros, treeRssKiB, processTree, cpuJiffies, busyPercent, ticksPerSecond }
+module.exports = { treeCpuMicros, treeRssKiB, cpuJiffies, busyPercent }

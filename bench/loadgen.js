@@ -249,7 +249,7 @@ class ResponseParser {
   }
 }
 
-module.exports = { runLoad, generate, ResponseParser }
+module.exports = { runLoad }
 
 if (require.main === module) {
   const { parseArgs } = require('util')

@@ -15,7 +15,6 @@
 //
 // Start-up: median wall time of `lila --version` against `node -e 0`.
 
-const fs = require('fs')
 const net = require('net')
 const path = require('path')
 const { spawnSync } = require('child_process')
@@ -68,7 +67,7 @@ async function memoryProbe ({ lilaPath, count, protocol }) {
     const http = protocol === 'http'
     const { port: backendPort } = await backend.ask({ cmd: 'backend', http })
     const liveOnBackend = async () => (await backend.ask({ cmd: 'stats' })).live
-    const argv = [...lilaArgv(lilaPath), 'round-robin', `127.0.0.1:${backendPort}`, '--host', '127.0.0.1', '--port', '0']
+    const argv = [...procs.lilaArgv(lilaPath), 'round-robin', `127.0.0.1:${backendPort}`, '--host', '127.0.0.1', '--port', '0']
     if (protocol !== 'tcp') argv.push('--protocol', protocol)
     try {
       lila = await procs.start(argv, { cpu: 0, ulimitN: FD_LIMIT, ready: /listening on 127\.0\.0\.1:(\d+)/ })
@@ -112,15 +111,6 @@ async function memoryProbe ({ lilaPath, count, protocol }) {
   }
 }
 
-function lilaArgv (lilaPath) {
-  try {
-    fs.accessSync(lilaPath, fs.constants.X_OK)
-    return [lilaPath]
-  } catch {
-    return ['node', lilaPath]
-  }
-}
-
 function mib (kib) {
   return `${(kib / 1024).toFixed(1)} MiB`
 }
@@ -150,7 +140,7 @@ function startupProbe (lilaPath) {
     const lilaRuns = []
     for (let i = 0; i < STARTUP_RUNS; i++) {
       nodeRuns.push(once(['node', '-e', '0']))
-      lilaRuns.push(once([...lilaArgv(lilaPath), '--version']))
+      lilaRuns.push(once([...procs.lilaArgv(lilaPath), '--version']))
     }
     const node = median(nodeRuns)
     const lila = median(lilaRuns)

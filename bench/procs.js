@@ -29,6 +29,17 @@ function which (name) {
   return null
 }
 
+// The argv that runs lila at `lilaPath`: the file itself when executable (as users run
+// it), else through node.
+function lilaArgv (lilaPath) {
+  try {
+    fs.accessSync(lilaPath, fs.constants.X_OK)
+    return [lilaPath]
+  } catch {
+    return ['node', lilaPath]
+  }
+}
+
 // The argv that runs `argv` on `cpu` (when taskset exists and a cpu is given). taskset
 // execs the command, so the pid we get is the program's own.
 function pinned (cpu, argv) {
@@ -203,4 +214,4 @@ function runSync (argv, opts = {}) {
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
-module.exports = { which, pinned, start, run, stop, killAll, installCleanup, freePort, runSync, sleep, tail }
+module.exports = { which, lilaArgv, pinned, start, run, killAll, installCleanup, freePort, runSync, sleep, tail }

@@ -119,4 +119,4 @@ function glance (workloads, cells) {
   return any ? [...out, ''] : []
 }
 
-module.exports = { markdown, RATIO_PEERS }
+module.exports = { markdown }

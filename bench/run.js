@@ -146,7 +146,7 @@ async function main () {
 
 // One contender, one workload, one balance mode.
 async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }) {
-  const cell = { workload: w.id, contender: contender.name, layer: contender.layer, mode, status: 'ok' }
+  const cell = { workload: w.id, contender: contender.name, mode, status: 'ok' }
   const missing = contender.missing()
   if (missing) return { ...cell, status: 'skipped', reason: missing }
   let lb
@@ -253,7 +253,7 @@ function describeMachine (opts, { loadgen, backendKind, seconds }) {
   const hp = safe(() => require(require.resolve('http-proxy/package.json', { paths: [__dirname] })).version, null)
   if (hp) peers.push(`http-proxy ${hp}`)
   if (procs.which('wrk')) peers.push((firstLine(['wrk', '--version']) || 'wrk ?').replace(/ \[.*$/, '').replace(/ +Copyright.*$/, ''))
-  const lilaVersion = firstLine([opts.lilaPath, '--version']) || firstLine(['node', opts.lilaPath, '--version']) || 'lila (version unknown)'
+  const lilaVersion = firstLine([...procs.lilaArgv(opts.lilaPath), '--version']) || 'lila (version unknown)'
   const commit = firstLine(['git', '-C', path.dirname(opts.lilaPath), 'rev-parse', '--short', 'HEAD'])
   const filters = [opts.only && `--only ${opts.only.join(',')}`, opts.contenders && `--contenders ${opts.contenders.join(',')}`].filter(Boolean)
   return {

@@ -1,6 +1,6 @@
 'use strict'
 
-const { parseCommandLine, logsName } = require('./config')
+const { parseCommandLine } = require('./config')
 const { UsageError, RuntimeError, ControlError } = require('./errors')
 const VERSION = require('./version')
 
@@ -10,13 +10,14 @@ const lazy = {
   get readConfigFile () { return require('./config-file').readConfigFile },
   get createLogger () { return require('./log').createLogger },
   get createBalancer () { return require('./index').createBalancer },
+  get listeningLines () { return require('./index').listeningLines },
   get workers () { return require('./workers') },
   get helpText () { return require('./help').helpText },
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('./control') },
   get createStatusServer () { return require('./status').createStatusServer },
-  get createAccessLog () { return require('./access-log').createAccessLog },
-  get startDashboard () { return require('./terminal').startDashboard }
+  get startDashboard () { return require('./terminal').startDashboard },
+  get reloadLog () { return require('./reload') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -67,6 +68,8 @@ async function main (argv, io = {}) {
 async function primary (config, io) {
   const { stderr, signals, cluster, reloadConfig } = io
   const log = lazy.createLogger({ level: config.logLevel, stderr })
+  // The workers write their log lines straight to stderr, which would tear the view.
+  if (config.dashboard) log.warn('--dashboard does not run with --workers; running without it')
   let status = null
   const onReady = async ({ gatherStats, broadcast }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
@@ -109,16 +112,18 @@ async function serve (config, io, onListening = () => {}) {
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
   const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })
-  const accessLog = config.accessLog ? lazy.createAccessLog({ format: config.accessLog, stdout }) : null
   let lb
   try {
-    lb = lazy.createBalancer(config, { log, accessLog })
+    lb = lazy.createBalancer(config, { log, stdout }) // with the access log config asks for
   } catch (err) {
     return usageError(err, stderr) // a certificate that cannot be read or used
   }
   let addresses
+  // The status listener and the dashboard act through the balancer's own control, as
+  // the --workers primary's act through the workers'.
+  const control = lazy.control.controlFrom(lb.control)
   // The status listener is bound first: a taken port fails at once, in one line.
-  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control: lazy.control.createControl(lb), log })
+  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, log })
   try {
     if (status !== null) await status.listen()
     addresses = await lb.listen()
@@ -128,19 +133,17 @@ async function serve (config, io, onListening = () => {}) {
     log.error(err.message)
     return 1
   }
-  config.listeners.forEach((listener, i) => {
-    const n = lb.listeners[i].upstream.backends.length
-    const name = logsName(listener, config.listeners.length) ? `${listener.name}: ` : ''
-    log.always(`${name}listening on ${addresses[i]} (${listener.protocol}, ${listener.mode}, ${n} backend${n === 1 ? '' : 's'})`)
-  })
+  // Signals are handled before the listening line: a script may send SIGHUP (or SIGTERM)
+  // the moment it reads it, and a signal with no handler yet would kill the process.
   const stopper = untilStopped(lb, signals, log, reloadConfig)
+  for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
   let dashboard = null
   if (config.dashboard && !stderr.isTTY) {
     log.warn('--dashboard needs a terminal on stderr; running without it')
   } else if (config.dashboard) {
     dashboard = lazy.startDashboard({
       stats: lb.stats,
-      control: lazy.control.createControl(lb),
+      control,
       input: stdin,
       output: stderr,
       exitEvents: signals,
@@ -159,7 +162,6 @@ async function serve (config, io, onListening = () => {}) {
     logOut.target = stderr
   }
   if (status !== null) await status.close()
-  if (accessLog !== null) accessLog.flush()
   return code
 }
 
@@ -204,12 +206,10 @@ async function reload (lb, reloadConfig, log) {
   try {
     const next = reloadConfig()
     const lines = await lb.reload(next)
-    log.setLevel(next.logLevel)
-    for (const line of lines) log.info(`reload: ${line}`)
-    log.info(`reloaded (${lines.length} change${lines.length === 1 ? '' : 's'})`)
+    lazy.reloadLog.logReloaded(log, { lines, logLevel: next.logLevel })
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
-    log.error(`reload refused: ${err.message}; keeping the running config`)
+    lazy.reloadLog.logRefused(log, err.message)
   }
 }
 

@@ -19,7 +19,7 @@ const { OPTIONS, BY_NAME, LISTENER_OPTIONS, buildListener, buildGlobals, buildCo
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
 const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])
-const TOP_KEYS = new Set([...OPTIONS.filter(o => !o.pending && o.scope !== 'cli' && o.scope !== 'own').map(o => o.name), 'mode', 'certificates', 'listeners'])
+const TOP_KEYS = new Set([...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own').map(o => o.name), 'mode', 'certificates', 'listeners'])
 const INHERITED = new Set([...LISTENER_OPTIONS.filter(o => o.scope === 'listener').map(o => o.name), 'mode', 'certificates'])
 
 // A key in a JSON path: `a.b` for plain keys, `a["odd key"]` (quoted, one line) else.
@@ -130,7 +130,7 @@ function certificatesFrom ({ value, at }, src) {
 function checkKey (key, at, allowed, src, level) {
   if (allowed.has(key)) return
   const option = BY_NAME.get(key)
-  if (option !== undefined && !option.pending) {
+  if (option !== undefined) {
     if (option.scope === 'cli') throw src.fail(at, `${option.flag} is for the command line only: expected it not in the config file`)
     if (option.scope === 'own') throw src.fail(at, 'is set per listener: expected it in each of "listeners", not at the top level')
     if (option.scope === 'global') throw src.fail(at, 'applies to the whole process: expected it at the top level, not in a listener')

@@ -24,10 +24,11 @@ const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no s
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json']
+const MODE_NAMES = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ') // for "expected one of"
 
 // The options of a listener (everything but the process-wide and command-line ones).
-const LISTENER_OPTIONS = OPTIONS.filter(o => !o.pending && (o.scope === 'listener' || o.scope === 'own'))
-const GLOBAL_OPTIONS = OPTIONS.filter(o => !o.pending && o.scope === 'global')
+const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
+const GLOBAL_OPTIONS = OPTIONS.filter(o => o.scope === 'global')
 
 const quote = value => JSON.stringify(String(value))
 // Parsers name the flag a value came from; a value from the JSON file is named by its
@@ -43,6 +44,11 @@ function parseDuration (text, flag, min = 0) {
   if (ms < min) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at least ${min}ms`)
   if (ms > MAX_TIMER_MS) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at most 24d`)
   return ms
+}
+
+// The other way: 30000 -> "30s", 1500 -> "1500ms" (for --help and the reload log).
+function formatDuration (ms) {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
 }
 
 function parseInteger (text, flag, min, max, expected) {
@@ -115,12 +121,12 @@ const PARSERS = {
     return text
   },
   accessLog: (text, flag) => {
-    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)}${flag ? ` for ${flag}` : ''}: expected text or json`)
+    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text or json`)
     return text
   },
   token: (text, flag) => {
     if (!/^[\x21-\x7e]{8,256}$/.test(text)) {
-      throw new UsageError(`invalid token${flag ? ` for ${flag}` : ''}: expected 8 to 256 printable ASCII characters without spaces`)
+      throw new UsageError(`invalid token${forFlag(flag)}: expected 8 to 256 printable ASCII characters without spaces`)
     }
     return text
   },
@@ -252,8 +258,7 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     if (src.json && typeof modeEntry.value !== 'string') throw src.fail(modeEntry.at, `expected a mode name, got ${shown(modeEntry.value)}`)
     mode = modeName(modeEntry.value)
     if (mode === null) {
-      const names = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ')
-      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: expected one of ${names}`)
+      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: expected one of ${MODE_NAMES}`)
     }
   }
   const needs = MODES.find(m => m.name === mode).protocol
@@ -360,7 +365,7 @@ function buildGlobals (values, src) {
   }
   for (const name of ['status-host', 'status-token']) {
     const entry = values.get(name)
-    if (entry !== undefined && globals.statusPort === null) throw src.fail(entry.at, `option --${name} needs --status-port`)
+    if (entry !== undefined && globals.statusPort === null) throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('status-port')}`)
   }
   return globals
 }
@@ -452,17 +457,11 @@ function parseCommandLine (argv) {
   if (values.help) return { command: 'help' }
   if (values.version) return { command: 'version' }
 
-  for (const o of OPTIONS) {
-    if (o.pending && values[o.name] !== undefined) {
-      throw new UsageError(`option ${o.flag} is not supported yet`)
-    }
-  }
-
   if (values.config !== undefined) return configFileCommand(values, positionals)
 
   const entries = new Map()
   for (const o of OPTIONS) {
-    if (!o.pending && o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
+    if (o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
   }
 
   const words = positionals.slice()
@@ -478,8 +477,7 @@ function parseCommandLine (argv) {
   if (words.length && modeName(words[0])) {
     mode = { value: words.shift(), at: null }
   } else if (words.length && !words[0].includes(':')) {
-    const names = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ')
-    throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${names}, or a backend host:port`)
+    throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${MODE_NAMES}, or a backend host:port`)
   }
 
   const globals = buildGlobals(entries, ARGV)
@@ -510,10 +508,9 @@ function configFileCommand (values, positionals) {
 }
 
 module.exports = {
-  ACCESS_LOG_FORMATS,
   parseCommandLine,
   parseBackend,
-  parseDuration,
+  formatDuration,
   buildListener,
   buildGlobals,
   buildConfig,
@@ -521,9 +518,6 @@ module.exports = {
   defaultName,
   logsName,
   LISTENER_OPTIONS,
-  GLOBAL_OPTIONS,
-  LOG_LEVELS,
-  BACKEND_SYNTAX,
   OPTIONS,
   BY_NAME
 }

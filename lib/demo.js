@@ -1,13 +1,14 @@
 'use strict'
 
 const http = require('http')
+const { parseBackend } = require('./config')
 
 // `lila demo`: three small HTTP backends on free local ports, lila in front of them,
 // and a line saying what to run to watch the balancing. Everything stops on Ctrl-C.
 async function runDemo (config, io, serve) {
   const backends = await Promise.all([1, 2, 3].map(startDemoBackend))
   const listener = config.listeners[0]
-  listener.backends = backends.map(b => ({ host: '127.0.0.1', port: b.port, weight: 1, maxConn: null, slowStart: 0, backup: false }))
+  listener.backends = backends.map(b => parseBackend(`127.0.0.1:${b.port}`))
   if (listener.host === null) listener.host = '127.0.0.1'
   try {
     return await serve(config, io, ([address], log) => {

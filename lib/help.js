@@ -2,11 +2,12 @@
 
 const { OPTIONS } = require('./options')
 const { MODES } = require('./balancers')
+const { formatDuration } = require('./config')
 const VERSION = require('./version')
 
 function formatDefault (option) {
   if (option.shown) return option.shown
-  if (option.type === 'duration') return option.default % 1000 === 0 ? `${option.default / 1000}s` : `${option.default}ms`
+  if (option.type === 'duration') return formatDuration(option.default)
   return String(option.default)
 }
 
@@ -19,9 +20,8 @@ function optionSignature (option) {
 function helpText () {
   const pad = (text, width) => text + ' '.repeat(Math.max(1, width - text.length))
   const modes = MODES.map(m => `  ${pad([m.name, ...m.aliases].join(', '), 24)}${m.help}`)
-  const shown = OPTIONS.filter(o => !o.pending)
-  const width = Math.max(...shown.map(o => optionSignature(o).length)) + 2
-  const options = shown.map(o => {
+  const width = Math.max(...OPTIONS.map(o => optionSignature(o).length)) + 2
+  const options = OPTIONS.map(o => {
     const text = o.default !== undefined ? `${o.help} (default ${formatDefault(o)})` : o.help
     return `  ${pad(optionSignature(o), width)}${text}`
   })

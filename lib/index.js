@@ -7,10 +7,11 @@ const { TcpSession } = require('./tcp')
 const { createHttpListener } = require('./http/listener')
 const { loadTls, loadBackendTls } = require('./tls')
 const { silentLogger, prefixed } = require('./log')
-const { describeChanges } = require('./reload')
+const { describeChanges, sameAddress } = require('./reload')
 const { RuntimeError, ControlError } = require('./errors')
 const { logsName } = require('./config')
 const { createControl, OPS } = require('./control')
+const { createAccessLog } = require('./access-log')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
@@ -21,7 +22,8 @@ const { createControl, OPS } = require('./control')
 // `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
 // for tests. `via` is this lila's token in HTTP Via headers (loop detection). `table`
 // false leaves out the start-up table (workers after the first print none).
-// `accessLog` (access-log.js) writes a line per connection or request; null: none.
+// `accessLog` (access-log.js) writes a line per connection or request; by default the
+// one config.accessLog asks for, on `stdout`; null: none.
 // One factory per protocol, each making a Listener (listener.js) from
 // { config, upstream, log, via, tls, backendTls }.
 const LISTENERS = {
@@ -29,7 +31,7 @@ const LISTENERS = {
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true, accessLog = null } = {}) {
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true, stdout = process.stdout, accessLog = defaultAccessLog(config, stdout) } = {}) {
   const startedAt = now()
   let current = config
   let listeners = []
@@ -78,10 +80,13 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     return closed
   }
 
-  // Stop accepting and drain every listener; stats() still shows them.
+  // Stop accepting and drain every listener; stats() still shows them. The access log's
+  // last lines are written before it resolves: a process may exit right after.
   function close (timeout = current.shutdownTimeout) {
     const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
-    return Promise.all([...all, ...retiring.values()]).then(() => {})
+    return Promise.all([...all, ...retiring.values()]).then(() => {
+      if (accessLog !== null) accessLog.flush()
+    })
   }
 
   function destroy () {
@@ -152,11 +157,10 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     await Promise.all(fresh.map(listener => listener.upstream.start()))
     for (const listener of fresh) listener.open()
     for (const [listener, address] of bound) {
-      const n = listener.upstream.backends.length
       const left = replaced.get(listener.config.name)
       const how = left === undefined ? 'added' : 'replaced'
       const drain = left ? `; ${connections(left)} on the old one` : ''
-      lines.push(`listener ${listener.config.name} ${how}: listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'})${drain}`)
+      lines.push(`listener ${listener.config.name} ${how}: ${listeningOn(listener, address)}${drain}`)
     }
 
     // The running set, in the order of the new config.
@@ -201,8 +205,24 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
   }
 }
 
-function sameAddress (a, b) {
-  return a.protocol === b.protocol && a.port === b.port && a.host === b.host
+// "listening on 0.0.0.0:80 (http, round-robin, 2 backends)": a listener of a balancer,
+// bound at `address`. `extra` ends the parentheses (the --workers primary's ", 4 workers").
+function listeningOn (listener, address, extra = '') {
+  const n = listener.upstream.backends.length
+  return `listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'}${extra})`
 }
 
-module.exports = { createBalancer }
+// What lila says once a balancer listens (lb.listen() gave `addresses`): a line per
+// listener, with its name when its other log lines have it.
+function listeningLines (lb, addresses, extra) {
+  return lb.listeners.map((listener, i) => {
+    const name = logsName(listener.config, lb.listeners.length) ? `${listener.config.name}: ` : ''
+    return name + listeningOn(listener, addresses[i], extra)
+  })
+}
+
+function defaultAccessLog (config, stdout) {
+  return config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
+}
+
+module.exports = { createBalancer, listeningLines }

@@ -162,4 +162,4 @@ function parseJson (text) {
   return result
 }
 
-module.exports = { parseJson, JsonError, MAX_DEPTH }
+module.exports = { parseJson, JsonError }

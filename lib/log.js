@@ -16,7 +16,6 @@ function createLogger ({ level = 'info', stderr, prefix = '' }) {
     } catch {}
   }
   return {
-    get level () { return LEVELS_BY_RANK[threshold] },
     setLevel: name => { threshold = LEVELS[name] },
     enabled: name => LEVELS[name] <= threshold,
     error: message => { if (threshold >= 0) write(message) },
@@ -29,8 +28,6 @@ function createLogger ({ level = 'info', stderr, prefix = '' }) {
   }
 }
 
-const LEVELS_BY_RANK = Object.keys(LEVELS)
-
 // The same logger, its messages led by prefix() (a listener's name) unless it returns
 // null: whether a name is worth showing can change with a reload.
 function prefixed (log, prefix) {
@@ -39,8 +36,6 @@ function prefixed (log, prefix) {
     return p === null ? message : `${p}: ${message}`
   }
   return {
-    get level () { return log.level },
-    setLevel: log.setLevel,
     enabled: log.enabled,
     error: message => log.error(lead(message)),
     warn: message => log.warn(lead(message)),
@@ -76,4 +71,4 @@ function formatTable (rows) {
 // For the programmatic API and tests that want silence.
 const silentLogger = createLogger({ level: 'error', stderr: { write () {} } })
 
-module.exports = { createLogger, throttled, prefixed, silentLogger, formatTable, LEVELS }
+module.exports = { createLogger, throttled, prefixed, silentLogger, formatTable }

@@ -104,4 +104,4 @@ function number (value) {
   return Number.isInteger(value) ? String(value) : String(Math.round(value * 1e9) / 1e9)
 }
 
-module.exports = { renderMetrics, escapeLabel, CONTENT_TYPE, STATUSES }
+module.exports = { renderMetrics, escapeLabel, CONTENT_TYPE }

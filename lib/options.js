@@ -5,8 +5,7 @@
 // cannot drift. `key` is the camelCase name used in the normalised config; `type` names
 // a value parser in config.js (`min`: the least a duration may be; 'flag': a switch
 // that takes no value, off by default; 'boolean': --help and --version). `only: 'http'`
-// options need --protocol http. Options marked `pending` belong to later work: they are
-// recognised and refused with "not supported yet", never silently ignored.
+// options need --protocol http.
 // `scope` says where an option may go in the JSON config file (its key is the long name):
 //   'listener' (the default)  per listener, or at the top level as every listener's default
 //   'own'                     per listener only (port, name)

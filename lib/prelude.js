@@ -85,4 +85,4 @@ function readProxyHeader (socket, onHeader, onError) {
   socket.resume()
 }
 
-module.exports = { startPrelude, readProxyHeader }
+module.exports = { startPrelude }

@@ -4,20 +4,20 @@
 // of the listeners that stay. Pure. (Listeners added and removed, and backends, are
 // described by index.js and upstream.js as they apply them.)
 
-const { LISTENER_OPTIONS } = require('./config')
+const { LISTENER_OPTIONS, formatDuration } = require('./config')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
 const NOT_HERE = new Set(['name', 'port', 'host', 'protocol', 'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'])
 
 function describeChanges (before, after) {
   const lines = []
-  if (before.shutdownTimeout !== after.shutdownTimeout) lines.push(`shutdown-timeout ${seconds(before.shutdownTimeout)} -> ${seconds(after.shutdownTimeout)}`)
+  if (before.shutdownTimeout !== after.shutdownTimeout) lines.push(`shutdown-timeout ${formatDuration(before.shutdownTimeout)} -> ${formatDuration(after.shutdownTimeout)}`)
   if (before.logLevel !== after.logLevel) lines.push(`log-level ${before.logLevel} -> ${after.logLevel}`)
   if (before.workers !== after.workers) lines.push(`workers ${before.workers} -> ${after.workers}: takes a restart; the running workers stay`)
   const old = new Map(before.listeners.map(l => [l.name, l]))
   for (const listener of after.listeners) {
     const was = old.get(listener.name)
-    if (was === undefined || was.protocol !== listener.protocol || was.port !== listener.port || was.host !== listener.host) continue
+    if (was === undefined || !sameAddress(was, listener)) continue
     const changes = []
     if (was.mode !== listener.mode) changes.push(`mode ${was.mode} -> ${listener.mode}`)
     for (const o of LISTENER_OPTIONS) {
@@ -37,13 +37,29 @@ function describeChanges (before, after) {
   return lines
 }
 
-function seconds (ms) {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
+// What lila says about a reload (SIGHUP), alone or as the --workers primary: each
+// change, each worker that could not apply it (`failures`, in words), then the count.
+// The new log level already applies to these lines.
+function logReloaded (log, { lines, logLevel, failures = [] }) {
+  log.setLevel(logLevel)
+  for (const line of lines) log.info(`reload: ${line}`)
+  for (const failure of failures) log.error(`reload: ${failure}`)
+  log.info(`reloaded (${lines.length} change${lines.length === 1 ? '' : 's'})`)
+}
+
+function logRefused (log, reason) {
+  log.error(`reload refused: ${reason}; keeping the running config`)
+}
+
+// A listener that keeps its protocol, host and port keeps its socket across a reload
+// (matched by name); otherwise it is replaced.
+function sameAddress (a, b) {
+  return a.protocol === b.protocol && a.port === b.port && a.host === b.host
 }
 
 function show (option, value) {
   if (value === null) return 'none'
-  if (option.type === 'duration') return seconds(value)
+  if (option.type === 'duration') return formatDuration(value)
   if (option.type === 'check') return value.type === 'http' ? `http:${value.path}` : value.type
   return String(value)
 }
@@ -54,4 +70,4 @@ function tlsWords (backendTls) {
   return backendTls.ca === null ? 'on' : `on (CA ${backendTls.ca})`
 }
 
-module.exports = { describeChanges }
+module.exports = { describeChanges, sameAddress, logReloaded, logRefused }

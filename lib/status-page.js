@@ -105,4 +105,4 @@ function duration (msTotal) {
   return `${Math.floor(s / 86400)}d ${Math.floor(s / 3600) % 24}h`
 }
 
-module.exports = { renderPage, esc, bytes, duration, ms }
+module.exports = { renderPage }

@@ -106,9 +106,7 @@ function createStatusServer ({ stats, control, host = '127.0.0.1', port, token =
         }
       }
     } catch (err) {
-      if (err instanceof ControlError || (err && typeof err.status === 'number' && err.name === 'ControlError')) {
-        return send(res, err.status, err.message, {}, true)
-      }
+      if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
       throw err
     }
     send(res, 200, result.message, {}, true)
@@ -233,4 +231,4 @@ function isLoopbackHost (hostHeader) {
   return host.toLowerCase() === 'localhost' || isLoopbackAddress(host)
 }
 
-module.exports = { createStatusServer, isLoopbackAddress, isLoopbackHost }
+module.exports = { createStatusServer, isLoopbackHost }

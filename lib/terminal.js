@@ -53,8 +53,9 @@ function startDashboard ({ stats, control, input, output, onQuit, exitEvents = n
   const timer = setInterval(() => draw(true), interval)
   draw(true)
 
-  // Take a snapshot (with `sample`, also a rate sample) and redraw. One at a time.
-  async function draw (sample = false) {
+  // Take a snapshot (with `sample`, also a rate sample) and redraw; or redraw `given`,
+  // one just taken. One at a time.
+  async function draw (sample = false, given = null) {
     if (stopped) return
     if (drawing) {
       again = true
@@ -62,7 +63,7 @@ function startDashboard ({ stats, control, input, output, onQuit, exitEvents = n
     }
     drawing = true
     try {
-      snapshot = await stats()
+      snapshot = given !== null ? given : await stats()
       const at = Date.now()
       if (sample) {
         const now = totals(snapshot)
@@ -92,7 +93,7 @@ function startDashboard ({ stats, control, input, output, onQuit, exitEvents = n
   }
 
   // Keys are handled one after the other, each on a snapshot taken after the previous
-  // one's change, so "+ +" typed fast adds two.
+  // one's change, so "+ +" typed fast adds two. That snapshot is the one drawn.
   const keys = []
   let pumping = false
 
@@ -122,7 +123,7 @@ function startDashboard ({ stats, control, input, output, onQuit, exitEvents = n
           view = { ...view, message: err.message }
         }
       }
-      draw()
+      draw(false, snapshot)
     }
     pumping = false
   }

@@ -2,10 +2,11 @@
 
 const os = require('os')
 const crypto = require('crypto')
-const { createBalancer } = require('./index')
+const { createBalancer, listeningLines } = require('./index')
 const { createLogger } = require('./log')
 const { loadTls, loadBackendTls } = require('./tls')
 const { sumStats } = require('./sum-stats')
+const { logReloaded, logRefused } = require('./reload')
 const { UsageError, RuntimeError } = require('./errors')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
@@ -20,9 +21,9 @@ const { UsageError, RuntimeError } = require('./errors')
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
 // reload runs the config in force. IPC messages are plain objects { lila: type, ... }:
-//   primary -> worker  config { config, index, via, table }, reload { id, config },
+//   primary -> worker  config { config, index, via, table, workers }, reload { id, config },
 //                      stats { id }, control { id, action }, stop, destroy
-//   worker -> primary  ready, listening { addresses, listeners }, failed { code },
+//   worker -> primary  ready, listening { lines }, failed { code },
 //                      reply { id, value } | { id, error }
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
@@ -59,6 +60,7 @@ function runPrimary (config, io) {
   let starting = true
   let stopping = false
   let nextId = 1
+  let startLines = [] // the first worker's listening lines
   const slots = Array.from({ length: count }, (_, i) => ({ index: i + 1, worker: null, pid: null, listening: false, listeningAt: 0, failures: 0, timer: null, pending: new Map() }))
 
   return new Promise(resolve => {
@@ -97,13 +99,13 @@ function runPrimary (config, io) {
       switch (message.lila) {
         case 'ready':
           if (stopping) send(slot, { lila: 'destroy' })
-          else send(slot, { lila: 'config', config: current, index: slot.index, via, table: slot.index === 1 })
+          else send(slot, { lila: 'config', config: current, index: slot.index, via, table: slot.index === 1, workers: count })
           break
         case 'listening':
           slot.listening = true
           slot.listeningAt = Date.now()
           if (starting) {
-            slot.summary = message
+            if (slot.index === 1) startLines = message.lines // the workers run the same listeners
             if (slots.every(s => s.listening)) started()
           } else {
             log.info(`worker ${slot.index} is back (pid ${slot.pid})`)
@@ -126,10 +128,7 @@ function runPrimary (config, io) {
 
     const started = () => {
       starting = false
-      const [first] = slots
-      first.summary.listeners.forEach(l => {
-        log.always(`listening on ${l.address} (${l.protocol}, ${l.mode}, ${l.backends} backend${l.backends === 1 ? '' : 's'}, ${count} workers)`)
-      })
+      for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
       onReady({ gatherStats, broadcast })
     }
@@ -203,7 +202,7 @@ function runPrimary (config, io) {
         }
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
-        log.error(`reload refused: ${err.message}; keeping the running config`)
+        logRefused(log, err.message)
         return
       }
       // A worker started from now on gets the new config; those running are told.
@@ -217,13 +216,10 @@ function runPrimary (config, io) {
       const done = results.find(r => r.lines !== undefined)
       if (done === undefined) {
         current = previous
-        log.error(`reload refused: ${failed[0] ? failed[0].error : 'no worker running'}; keeping the running config`)
+        logRefused(log, failed[0] ? failed[0].error : 'no worker running')
         return
       }
-      log.setLevel(next.logLevel)
-      for (const line of done.lines) log.info(`reload: ${line}`)
-      for (const { slot, error } of failed) log.error(`reload: worker ${slot.index}: ${error}`)
-      log.info(`reloaded (${done.lines.length} change${done.lines.length === 1 ? '' : 's'})`)
+      logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures: failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`) })
     }
 
     signals.on('SIGTERM', onStop)
@@ -309,11 +305,7 @@ function runWorker (io) {
       try {
         lb = createBalancer(config, { log, via: message.via, table: message.table })
         const addresses = await lb.listen()
-        send({
-          lila: 'listening',
-          addresses,
-          listeners: config.listeners.map((l, i) => ({ address: addresses[i], protocol: l.protocol, mode: l.mode, backends: lb.listeners[i].upstream.backends.length }))
-        })
+        send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
       } catch (err) {
         if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
         log.error(err.message)
@@ -337,10 +329,7 @@ function runWorker (io) {
           log.setLevel(config.logLevel)
           return lines
         })
-        case 'control': return reply(message.id, () => {
-          if (typeof lb.control !== 'function') throw new Error('control actions are not supported by this lila')
-          return lb.control(message.action)
-        })
+        case 'control': return reply(message.id, () => lb.control(message.action))
         case 'stop': return stop()
         case 'destroy': return stop(true)
       }

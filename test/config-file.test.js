@@ -196,6 +196,7 @@ const ERRORS = [
   [{ 'log-level': 'loud', listeners: [{ backends: [':1'] }] }, 'log-level: invalid log level "loud": expected one of error, warn, info, debug'],
   [{ 'connect-timeout': '1x', listeners: [{ backends: [':1'] }] }, 'connect-timeout: invalid duration "1x": expected a number with a unit, e.g. 500ms, 2s or 1m'],
   [{ 'proxy-protocol': 'v1', protocol: 'http', listeners: [{ backends: [':1'] }] }, 'proxy-protocol: needs "protocol": "tcp"'],
+  [{ 'status-token': 'a-long-token', listeners: [{ backends: [':1'] }] }, 'status-token: needs "status-port"'],
   [{ listeners: [{ port: 80, backends: [':1'] }, { port: 80, protocol: 'http', backends: [':2'] }] }, 'listeners[1]: port 80 is taken by listener "tcp:80": expected each listener on its own port'],
   [{ listeners: [{ port: 0, backends: [':1'] }, { port: 0, backends: [':2'] }] }, 'listeners[1]: duplicate listener name "tcp:0": expected each listener to have its own (set "name")']
 ]

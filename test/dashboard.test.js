@@ -121,7 +121,9 @@ t.test('the TTY loop: raw mode and the alternate screen while it runs, given bac
   const requests = []
   let quit = 0
   const control = { drain: async request => { requests.push(request); return { message: 'drained it' } } }
-  const view = startDashboard({ stats: async () => SNAPSHOT, control, input, output, exitEvents, onQuit: () => quit++, interval: 60000 })
+  let snapshots = 0
+  const stats = async () => { snapshots++; return SNAPSHOT }
+  const view = startDashboard({ stats, control, input, output, exitEvents, onQuit: () => quit++, interval: 60000 })
   t.equal(input.raw, true)
   await until(() => output.text.includes('10.0.0.3:80'), 'a first frame')
   t.match(output.text, /^\x1b\[\?1049h\x1b\[\?25l/, 'alternate screen, cursor hidden')
@@ -129,6 +131,7 @@ t.test('the TTY loop: raw mode and the alternate screen while it runs, given bac
   input.emit('data', '\x1b[Bd')
   await until(() => output.text.includes('drained it'), 'the answer shown')
   t.same(requests, [{ listener: '127.0.0.1:4444', backend: '10.0.0.2:80' }])
+  t.equal(snapshots, 2, 'one snapshot for the first frame, one after the drain; key redraws paint those')
   input.emit('data', 'q')
   t.equal(quit, 1)
   t.equal(input.raw, false, 'raw mode off')

@@ -11,7 +11,7 @@ const net = require('net')
 const path = require('path')
 const { createBalancer } = require('../lib/index')
 const { parseConfigFile } = require('../lib/config-file')
-const { tcpBackend, greetThenEcho, openGreeted, exchange, deadPort, captureLog, spawnLila, within, until } = require('./fixtures/helpers')
+const { tcpBackend, greetThenEcho, openGreeted, exchange, deadPort, captureLog, spawnLila, within, until, LILA } = require('./fixtures/helpers')
 
 // A config from listener objects as they would be written in the file.
 function config (listeners, top = {}) {
@@ -183,6 +183,31 @@ t.test('SIGHUP: a backend joins while a connection from before goes on; a broken
   t.equal(echoed.toString(), 'undisturbed', 'the connection from before both reloads still works')
   long.socket.end()
   t.equal((await lila.stop()).code, 0)
+})
+
+// A script that starts lila and reloads it as soon as it says where it listens: the
+// handler must be in place by the time that line can be read (a few tries, as the
+// race it guards against is a window of microseconds). Run through `env -u
+// NODE_OPTIONS`: tap preloads a module into every node child it spawns, and that module
+// handles signals itself, early, which would hide the race.
+t.test('SIGHUP at once on the listening line reloads, never kills', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-reload-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'lila.json')
+  fs.writeFileSync(file, JSON.stringify({ check: 'none', listeners: [{ host: '127.0.0.1', port: 0, backends: [`127.0.0.1:${await deadPort()}`] }] }))
+  for (let i = 0; i < 5; i++) {
+    const lila = await spawnLila(t, ['-u', 'NODE_OPTIONS', LILA, '--config', file], { lila: '/usr/bin/env', waitForListening: false })
+    let stderr = ''
+    const onData = chunk => {
+      stderr += chunk
+      if (!/listening on/.test(stderr)) return
+      lila.child.stderr.off('data', onData)
+      lila.child.kill('SIGHUP') // in the same turn as the line arrives
+    }
+    lila.child.stderr.on('data', onData)
+    await lila.waitForLine(/^lila: reloaded \(0 changes\)$/)
+    t.equal((await lila.stop()).code, 0, `try ${i + 1}: alive, reloaded, then stopped`)
+  }
 })
 
 t.test('a reload that shortens --idle-timeout reaches connections already open', async t => {

@@ -48,7 +48,7 @@ function fakeCluster (dying = () => false) {
       worker.connected = true
       worker.isConnected = () => worker.connected
       worker.send = message => setImmediate(() => {
-        if (message.lila === 'config') worker.emit('message', { lila: 'listening', addresses: ['127.0.0.1:1'], listeners: [{ address: '127.0.0.1:1', protocol: 'tcp', mode: 'random', backends: 1 }] })
+        if (message.lila === 'config') worker.emit('message', { lila: 'listening', lines: [`listening on 127.0.0.1:1 (tcp, random, 1 backend, ${message.workers} workers)`] })
         if (message.lila === 'stop' || message.lila === 'destroy') worker.exit(0)
       })
       worker.exit = (code, signal = null) => {
@@ -214,5 +214,31 @@ t.test('--workers 2 --status-port: the primary reports the sum and controls ever
   t.equal(b.requests, bBefore + 10)
   const after = await statusJson(lila)
   t.same(after.workers.map(w => w.listeners[0].backends[0].status), ['drained', 'drained'])
+  t.equal((await lila.stop()).code, 0)
+})
+
+t.test('--workers 2 --access-log: the workers write the access log; --dashboard is refused in words', async t => {
+  const a = await httpBackend(t, 'a')
+  const lila = await spawnLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--workers', '2', '--access-log', '--dashboard'])
+  t.ok(lila.lines.includes('lila: --dashboard does not run with --workers; running without it'), lila.stderr)
+  for (let i = 0; i < 3; i++) t.equal((await request(lila.port)).status, 200)
+  t.equal((await lila.stop()).code, 0)
+  const lines = lila.stdout.split('\n').filter(Boolean)
+  t.equal(lines.length, 3, `one access line per request, written before the workers exit:\n${lila.stdout}`)
+  t.ok(lines.every(line => / -> \S+ "GET \/ HTTP\/1\.1" 200 in=\d+ out=\d+ /.test(line)), lines.join('\n'))
+})
+
+t.test('--workers with several listeners: each listening line carries the listener\'s name', async t => {
+  const fs = require('fs')
+  const os = require('os')
+  const path = require('path')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-workers-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'lila.json')
+  const listener = name => ({ name, host: '127.0.0.1', port: 0, backends: ['127.0.0.1:9'] })
+  fs.writeFileSync(file, JSON.stringify({ workers: 2, check: 'none', listeners: [listener('web'), listener('db')] }))
+  const lila = await spawnLila(t, ['--config', file])
+  t.match(lila.listening, /^lila: web: listening on 127\.0\.0\.1:\d+ \(tcp, random, 1 backend, 2 workers\)$/)
+  await lila.waitForLine(/^lila: db: listening on 127\.0\.0\.1:\d+ \(tcp, random, 1 backend, 2 workers\)$/)
   t.equal((await lila.stop()).code, 0)
 })
