@@ -124,10 +124,14 @@ async function serve (config, io, onListening = () => {}) {
   const control = lazy.control.controlFrom(lb.control)
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, log })
+  // Its line comes before the listening line, and a script may signal on either: a
+  // SIGHUP while starting is kept for when reloads can be done, not fatal.
+  const early = holdSighup(signals, reloadConfig !== null)
   try {
     if (status !== null) await status.listen()
     addresses = await lb.listen()
   } catch (err) {
+    early.release(false)
     if (status !== null) await status.close()
     if (!(err instanceof RuntimeError)) throw err
     log.error(err.message)
@@ -136,6 +140,7 @@ async function serve (config, io, onListening = () => {}) {
   // Signals are handled before the listening line: a script may send SIGHUP (or SIGTERM)
   // the moment it reads it, and a signal with no handler yet would kill the process.
   const stopper = untilStopped(lb, signals, log, reloadConfig)
+  early.release(true)
   for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
   let dashboard = null
   if (config.dashboard && !stderr.isTTY) {
@@ -163,6 +168,21 @@ async function serve (config, io, onListening = () => {}) {
   }
   if (status !== null) await status.close()
   return code
+}
+
+// Catch SIGHUP (when `on`) until release(replay): then stop catching and, with replay,
+// pass on one that came meanwhile.
+function holdSighup (signals, on) {
+  let caught = false
+  const hold = () => { caught = true }
+  if (on) signals.on('SIGHUP', hold)
+  return {
+    release (replay) {
+      if (!on) return
+      signals.off('SIGHUP', hold)
+      if (replay && caught) signals.emit('SIGHUP', 'SIGHUP')
+    }
+  }
 }
 
 // First SIGTERM/SIGINT (or stop(), from the dashboard's quit): stop accepting and

@@ -190,17 +190,19 @@ t.test('SIGHUP: a backend joins while a connection from before goes on; a broken
 // race it guards against is a window of microseconds). Run through `env -u
 // NODE_OPTIONS`: tap preloads a module into every node child it spawns, and that module
 // handles signals itself, early, which would hide the race.
-t.test('SIGHUP at once on the listening line reloads, never kills', async t => {
+t.test('SIGHUP at once on the status or the listening line reloads, never kills', async t => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-reload-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const file = path.join(dir, 'lila.json')
-  fs.writeFileSync(file, JSON.stringify({ check: 'none', listeners: [{ host: '127.0.0.1', port: 0, backends: [`127.0.0.1:${await deadPort()}`] }] }))
-  for (let i = 0; i < 5; i++) {
+  fs.writeFileSync(file, JSON.stringify({ check: 'none', 'status-port': 0, listeners: [{ host: '127.0.0.1', port: 0, backends: [`127.0.0.1:${await deadPort()}`] }] }))
+  for (let i = 0; i < 10; i++) {
+    // The status line comes first, while the listeners are still being bound.
+    const line = i % 2 === 0 ? /listening on/ : /status on/
     const lila = await spawnLila(t, ['-u', 'NODE_OPTIONS', LILA, '--config', file], { lila: '/usr/bin/env', waitForListening: false })
     let stderr = ''
     const onData = chunk => {
       stderr += chunk
-      if (!/listening on/.test(stderr)) return
+      if (!line.test(stderr)) return
       lila.child.stderr.off('data', onData)
       lila.child.kill('SIGHUP') // in the same turn as the line arrives
     }
