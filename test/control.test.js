@@ -5,21 +5,9 @@
 // no. Real TCP backends only where probes matter.
 
 const t = require('tap')
-const { Upstream } = require('../lib/upstream')
 const { createControl } = require('../lib/control')
 const { ControlError } = require('../lib/errors')
-const { captureLog, tcpBackend, deadPort, until } = require('./fixtures/helpers')
-
-function spec (host, extra = {}) {
-  return { host, port: 80, weight: 1, maxConn: null, slowStart: 0, backup: false, ...extra }
-}
-
-function make (t, config, options = {}) {
-  const capture = captureLog()
-  const upstream = new Upstream({ mode: 'round-robin', ...config }, { log: capture.log, ...options })
-  t.teardown(() => upstream.close())
-  return { upstream, ...capture }
-}
+const { tcpBackend, deadPort, until, backendSpec: spec, makeUpstream: make } = require('./fixtures/helpers')
 
 // Who the next n picks go to.
 function picks (upstream, n) {

@@ -4,19 +4,7 @@
 // injected resolver. Health is driven by hand through the Backend's probe reports.
 
 const t = require('tap')
-const { Upstream } = require('../lib/upstream')
-const { captureLog, until, within } = require('./fixtures/helpers')
-
-function spec (host, extra = {}) {
-  return { host, port: 80, weight: 1, maxConn: null, slowStart: 0, backup: false, ...extra }
-}
-
-function make (t, config, options = {}) {
-  const capture = captureLog()
-  const upstream = new Upstream({ mode: 'round-robin', ...config }, { log: capture.log, ...options })
-  t.teardown(() => upstream.close())
-  return { upstream, ...capture }
-}
+const { until, within, backendSpec: spec, makeUpstream: make } = require('./fixtures/helpers')
 
 // Collects what a waiter is handed.
 function waiter () {
