@@ -77,9 +77,7 @@ class Upstream {
   async start () {
     await Promise.all(this.groups.filter(g => g.name !== null).map(group => this.#watchName(group)))
     this.checking = true
-    if (this.checker !== null && !this.closed) {
-      await Promise.all(this.backends.filter(b => b.admin !== 'disabled').map(b => this.checker.watch(b)))
-    }
+    await Promise.all(this.backends.map(b => this.#watch(b)))
     this.started = true
     if (this.table) for (const line of formatTable(this.#table())) this.log.info(line)
     this.panic = this.#computePanic()
@@ -364,7 +362,7 @@ class Upstream {
     }
     if (this.checker === null) {
       this.checker = new HealthChecker(options)
-      if (this.checking) for (const backend of this.backends) this.checker.watch(backend)
+      for (const backend of this.backends) this.#watch(backend)
       return
     }
     this.checker.configure(options)
@@ -416,8 +414,9 @@ class Upstream {
   // connection ends.
   drain (backend) {
     if (backend.admin === 'draining') return
-    if (backend.admin === 'disabled') this.#watch(backend)
+    const was = backend.admin
     backend.setAdmin('draining')
+    if (was === 'disabled') this.#watch(backend) // its probes resume
     this.log.info(`backend ${backend.address} draining (by an operator)${leftOpen(backend)}`)
     if (backend.live === 0) this.log.info(`backend ${backend.address} drained`)
     this.#updatePanic()
@@ -511,8 +510,10 @@ class Upstream {
 
   // Probe a backend now (unless probes are off or already on it); resolves once the
   // first probe has reported.
+  // Probe a backend, unless there is nothing to probe with yet, or an operator disabled
+  // it (probes pause until it is enabled).
   #watch (backend) {
-    if (this.checker === null || this.closed || !this.checking) return Promise.resolve()
+    if (this.checker === null || this.closed || !this.checking || backend.admin === 'disabled') return Promise.resolve()
     return this.checker.watch(backend)
   }
 

@@ -103,6 +103,22 @@ t.test('disable pauses the probes; enable checks again before any traffic', asyn
   t.equal(lines.slice(0, mark).filter(l => /down/.test(l)).length, 0, 'nothing was said while it was disabled')
 })
 
+t.test('a reload that turns checks on leaves a disabled backend unprobed until enabled', async t => {
+  const a = await tcpBackend(t, 'a', socket => socket.destroy())
+  const b = await tcpBackend(t, 'b', socket => socket.destroy())
+  const backends = [spec('127.0.0.1', { port: a.port }), spec('127.0.0.1', { port: b.port })]
+  const { upstream } = make(t, { backends })
+  await upstream.start()
+  const [ba] = upstream.backends
+  upstream.disable(ba)
+  upstream.update({ mode: 'round-robin', backends, check: { type: 'tcp' }, checkInterval: 20, checkTimeout: 20 })
+  await until(() => b.connections >= 3, 'three probes of b')
+  t.equal(a.connections, 0, 'none of a, disabled')
+  await upstream.enable(ba)
+  t.ok(a.connections >= 1, 'probed once enabled')
+  t.match(ba.snapshot(), { status: 'up' })
+})
+
 t.test('enable after disable with --check none: up at once', async t => {
   const { upstream } = make(t, { backends: [spec('10.0.4.1')] })
   const [a] = upstream.backends
