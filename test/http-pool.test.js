@@ -56,6 +56,24 @@ t.test('a used-up connection (Keep-Alive max reached) is not handed to a waiting
   pool.size -= MAX_SOCKETS - 1
 })
 
+t.test('an idle connection the backend has ended is not reused, even before its close', async t => {
+  const backend = await tcpBackend(t, 'b', socket => {})
+  const pool = new Pool({ host: '127.0.0.1', port: backend.port }, { connectTimeout: 5000 })
+  t.teardown(() => pool.close())
+  const first = standIn()
+  pool.acquire(first)
+  const conn = await within(5000, 'the first connection', first.connected)
+  pool.release(conn) // idle now
+  await until(() => backend.sockets.size === 1, 'the backend to hold it')
+  const second = standIn()
+  conn.socket.once('end', () => pool.acquire(second)) // the FIN is in; the close is not yet
+  for (const socket of backend.sockets) socket.end()
+  const next = await within(5000, 'a connection for the second exchange', second.connected)
+  t.not(next, conn, 'a fresh connection, not the ended one')
+  t.equal(pool.reuses, 0)
+  next.destroy()
+})
+
 t.test('a backend DNS took away, once drained, leaves no pool behind', async t => {
   // Answers every request head with a small keep-alive response; closes when lila does.
   const backend = await tcpBackend(t, 'b', socket => {

@@ -94,9 +94,9 @@ class Pool {
       const now = Date.now()
       while (this.idle.length > 0) {
         const conn = this.idle.pop()
-        // The idle timer may not have fired yet: do not reuse a connection the backend
-        // may already be closing.
-        if (now - conn.idleSince >= conn.idleMs) {
+        // Not one the backend has ended (its close comes a turn later), nor one past its
+        // idle time (the backend may be closing it; the timer may not have fired yet).
+        if (conn.socket.readableEnded || now - conn.idleSince >= conn.idleMs) {
           conn.destroy()
           continue
         }
