@@ -1,17 +1,17 @@
 'use strict'
 
 const crypto = require('crypto')
-const { Upstream } = require('./upstream')
-const { Listener } = require('./listener')
-const { TcpSession } = require('./tcp')
-const { createHttpListener } = require('./http/listener')
-const { loadTls, loadBackendTls } = require('./tls')
+const { Upstream } = require('./upstream/upstream')
+const { Listener } = require('./proxy/listener')
+const { TcpSession } = require('./proxy/tcp')
+const { createHttpListener } = require('./proxy/http1/protocol')
+const { loadTls, loadBackendTls } = require('./proxy/tls')
 const { silentLogger, prefixed } = require('./log')
-const { describeChanges, sameAddress } = require('./reload')
+const { describeChanges, sameAddress } = require('./config/changes')
 const { RuntimeError, ControlError } = require('./errors')
-const { logsName } = require('./config')
-const { createControl, OPS } = require('./control')
-const { createAccessLog } = require('./access-log')
+const { logsName } = require('./config/builder')
+const { createControl, OPS } = require('./admin/control')
+const { createAccessLog } = require('./admin/access-log')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })

@@ -11,7 +11,7 @@ const fs = require('fs')
 const path = require('path')
 
 const root = path.join(__dirname, '..')
-const ENTRY = 'lib/bin.js'
+const ENTRY = 'lib/cli/bin.js'
 
 function listModules (dir) {
   const out = []

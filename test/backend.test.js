@@ -4,7 +4,7 @@
 // traffic (passive), slow start and latency, all on a hand-driven clock. No sockets.
 
 const t = require('tap')
-const { Backend, FIRST_COOL_OFF_MS } = require('../lib/backend')
+const { Backend, FIRST_COOL_OFF_MS } = require('../lib/upstream/backend')
 
 function setup (spec = {}, options = {}) {
   const clock = { now: 1000 }

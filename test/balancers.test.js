@@ -4,9 +4,9 @@
 // Backend objects whose live counts the tests set by hand.
 
 const t = require('tap')
-const { Backend } = require('../lib/backend')
-const { Upstream } = require('../lib/upstream')
-const { createMode, modeName, MODES } = require('../lib/balancers')
+const { Backend } = require('../lib/upstream/backend')
+const { Upstream } = require('../lib/upstream/upstream')
+const { createMode, modeName, MODES } = require('../lib/upstream/balancers')
 const { prng } = require('./fixtures/http-fuzz')
 
 function backends (...specs) {

@@ -7,9 +7,9 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { parseConfigFile, readConfigFile } = require('../lib/config-file')
-const { parseCommandLine, LISTENER_OPTIONS } = require('../lib/config')
-const { parseJson } = require('../lib/json')
+const { parseConfigFile, readConfigFile } = require('../lib/config/file')
+const { parseCommandLine, LISTENER_OPTIONS } = require('../lib/config/builder')
+const { parseJson } = require('../lib/config/json')
 const { ROOT } = require('./fixtures/helpers')
 
 function readmeExample () {

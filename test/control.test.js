@@ -5,7 +5,7 @@
 // no. Real TCP backends only where probes matter.
 
 const t = require('tap')
-const { createControl } = require('../lib/control')
+const { createControl } = require('../lib/admin/control')
 const { ControlError } = require('../lib/errors')
 const { tcpBackend, deadPort, until, backendSpec: spec, makeUpstream: make } = require('./fixtures/helpers')
 
@@ -241,8 +241,8 @@ t.test('control: finds the backend, by listener when it must, and says no precis
 
 t.test('lb.control(action) and controlFrom(perform): one function of { op, ...request }', async t => {
   const { createBalancer } = require('../lib/index')
-  const { parseCommandLine } = require('../lib/config')
-  const { controlFrom } = require('../lib/control')
+  const { parseCommandLine } = require('../lib/config/builder')
+  const { controlFrom } = require('../lib/admin/control')
   const { config } = parseCommandLine(['rr', '127.0.0.1:9', '127.0.0.1:10', '--host', '127.0.0.1', '--port', '0', '--check', 'none'])
   const lb = createBalancer(config)
   await lb.listen()

@@ -9,9 +9,9 @@ const os = require('os')
 const path = require('path')
 const { EventEmitter } = require('events')
 const { spawnSync } = require('child_process')
-const { Backend } = require('../lib/backend')
-const { createView, backendRows, totals, rates, parseKeys, handleKey, render, stripAnsi, HELP } = require('../lib/dashboard')
-const { startDashboard } = require('../lib/terminal')
+const { Backend } = require('../lib/upstream/backend')
+const { createView, backendRows, totals, rates, parseKeys, handleKey, render, stripAnsi, HELP } = require('../lib/admin/dashboard')
+const { startDashboard } = require('../lib/admin/terminal')
 const { LILA, tcpBackend, exchange, until, within } = require('./fixtures/helpers')
 
 function backend (address, extra = {}) {
@@ -176,7 +176,7 @@ t.test('for real, under a pseudo-terminal: drain, enable, reweight, quit', async
 })
 
 t.test('without a terminal on stderr: a note, and lila runs without the dashboard', async t => {
-  const { main } = require('../lib/cli')
+  const { main } = require('../lib/cli/main')
   const a = await tcpBackend(t, 'a')
   const signals = new EventEmitter()
   let text = ''

@@ -110,7 +110,7 @@ t.test('IP literals are never resolved; a name next to them is', async t => {
 })
 
 t.test('Discovery: a watch ended by unwatch never reports, even when its key is watched again', async t => {
-  const { Discovery } = require('../lib/discovery')
+  const { Discovery } = require('../lib/upstream/discovery')
   const answers = [] // the resolutions under way, each answered by hand
   const discovery = new Discovery({ interval: 0, resolve: () => new Promise(resolve => answers.push(resolve)) })
   t.teardown(() => discovery.close())

@@ -9,9 +9,9 @@
 const t = require('tap')
 const net = require('net')
 const { EventEmitter } = require('events')
-const { main } = require('../lib/cli')
-const { OPTIONS } = require('../lib/options')
-const { MODES } = require('../lib/balancers')
+const { main } = require('../lib/cli/main')
+const { OPTIONS } = require('../lib/config/options')
+const { MODES } = require('../lib/upstream/balancers')
 const { prng } = require('./fixtures/http-fuzz')
 const { within, runLila } = require('./fixtures/helpers')
 

@@ -6,9 +6,9 @@
 //   CONFIG_CASES=50000 CONFIG_SEED=7 npx tap test/fuzz-config.test.js   (a longer run)
 
 const t = require('tap')
-const { parseConfigFile } = require('../lib/config-file')
-const { OPTIONS } = require('../lib/options')
-const { MODES } = require('../lib/balancers')
+const { parseConfigFile } = require('../lib/config/file')
+const { OPTIONS } = require('../lib/config/options')
+const { MODES } = require('../lib/upstream/balancers')
 const { prng } = require('./fixtures/http-fuzz')
 
 const CASES = Number(process.env.CONFIG_CASES || 4000)

@@ -4,8 +4,8 @@
 // of backends that die, come back, fail their /health, and backups.
 
 const t = require('tap')
-const { probe, HealthChecker } = require('../lib/health')
-const { Backend } = require('../lib/backend')
+const { probe, HealthChecker } = require('../lib/upstream/health')
+const { Backend } = require('../lib/upstream/backend')
 const {
   tcpBackend, httpBackend, request, deadPort, blackhole, exchange, spawnLila, closeServer, within, until
 } = require('./fixtures/helpers')

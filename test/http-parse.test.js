@@ -3,10 +3,10 @@
 // The HTTP framing layer as pure functions: heads, chunked bodies, rewritten heads.
 
 const t = require('tap')
-const { findHeadEnd, parseRequestHead, parseResponseHead, parseKeepAlive, hasBareLf } = require('../lib/http/parse')
-const { ChunkedReader } = require('../lib/http/chunked')
-const { requestHead, responseHead, viaLoops } = require('../lib/http/rewrite')
-const { idleFromHint } = require('../lib/http/pool')
+const { findHeadEnd, parseRequestHead, parseResponseHead, parseKeepAlive, hasBareLf } = require('../lib/proxy/http1/parse')
+const { ChunkedReader } = require('../lib/proxy/http1/chunked')
+const { requestHead, responseHead, viaLoops } = require('../lib/proxy/http1/rewrite')
+const { idleFromHint } = require('../lib/proxy/http1/connection-pool')
 
 function req (text) {
   const buf = Buffer.from(text, 'latin1')

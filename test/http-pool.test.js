@@ -5,9 +5,9 @@
 // listener run in-process, where its pools can be looked at.
 
 const t = require('tap')
-const { Pool, MAX_SOCKETS } = require('../lib/http/pool')
+const { Pool, MAX_SOCKETS } = require('../lib/proxy/http1/connection-pool')
 const { createBalancer } = require('../lib/index')
-const { parseCommandLine } = require('../lib/config')
+const { parseCommandLine } = require('../lib/config/builder')
 const { tcpBackend, within, until, captureLog, request } = require('./fixtures/helpers')
 
 // Stands in for an Exchange: `connected` resolves with the first connection it gets;

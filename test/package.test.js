@@ -10,9 +10,9 @@ const path = require('path')
 const { execFileSync, spawnSync } = require('child_process')
 const pkg = require('../package.json')
 const VERSION = require('../lib/version')
-const { OPTIONS } = require('../lib/options')
-const { MODES } = require('../lib/balancers')
-const { optionSignature, formatDefault } = require('../lib/help')
+const { OPTIONS } = require('../lib/config/options')
+const { MODES } = require('../lib/upstream/balancers')
+const { optionSignature, formatDefault } = require('../lib/cli/help')
 const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila } = require('./fixtures/helpers')
 
 function tempDir (t) {

@@ -10,7 +10,7 @@ const os = require('os')
 const net = require('net')
 const path = require('path')
 const { createBalancer } = require('../lib/index')
-const { parseConfigFile } = require('../lib/config-file')
+const { parseConfigFile } = require('../lib/config/file')
 const { tcpBackend, greetThenEcho, openGreeted, exchange, deadPort, captureLog, spawnLila, within, until, LILA } = require('./fixtures/helpers')
 
 // A config from listener objects as they would be written in the file.

@@ -7,9 +7,9 @@
 const t = require('tap')
 const { spawnSync } = require('child_process')
 const histogram = require('../lib/histogram')
-const { Backend } = require('../lib/backend')
-const { renderMetrics, escapeLabel } = require('../lib/metrics')
-const { renderPage } = require('../lib/status-page')
+const { Backend } = require('../lib/upstream/backend')
+const { renderMetrics, escapeLabel } = require('../lib/admin/metrics')
+const { renderPage } = require('../lib/admin/status-page')
 
 function promtool (text) {
   const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })

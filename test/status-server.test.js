@@ -5,7 +5,7 @@
 // balancer. (test/status.test.js runs the real thing end to end.)
 
 const t = require('tap')
-const { createStatusServer, isLoopbackHost } = require('../lib/status')
+const { createStatusServer, isLoopbackHost } = require('../lib/admin/status-server')
 const { ControlError } = require('../lib/errors')
 const { request, captureLog } = require('./fixtures/helpers')
 

@@ -13,9 +13,9 @@ const https = require('https')
 const { spawn } = require('child_process')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { httpBackend, tcpBackend, spawnLila, runLila, listenOn, within, request } = require('./fixtures/helpers')
-const { formatProxyHeader } = require('../lib/proxy-protocol')
-const { startPrelude } = require('../lib/prelude')
-const { clientAddress } = require('../lib/listen')
+const { formatProxyHeader } = require('../lib/proxy/proxy-protocol')
+const { startPrelude } = require('../lib/proxy/prelude')
+const { clientAddress } = require('../lib/proxy/bind')
 const { silentLogger } = require('../lib/log')
 
 const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none']

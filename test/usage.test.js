@@ -7,8 +7,8 @@
 const t = require('tap')
 const fs = require('fs')
 const path = require('path')
-const { main } = require('../lib/cli')
-const { helpText } = require('../lib/help')
+const { main } = require('../lib/cli/main')
+const { helpText } = require('../lib/cli/help')
 const { runLila } = require('./fixtures/helpers')
 
 function split (command) {

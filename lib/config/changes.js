@@ -4,7 +4,7 @@
 // of the listeners that stay. Pure. (Listeners added and removed, and backends, are
 // described by index.js and upstream.js as they apply them.)
 
-const { LISTENER_OPTIONS, formatDuration } = require('./config')
+const { LISTENER_OPTIONS, formatDuration } = require('./builder')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
 const NOT_HERE = new Set(['name', 'port', 'host', 'protocol', 'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'])

@@ -3,14 +3,14 @@
 const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
-const { listen } = require('./listen')
-const { RuntimeError, UsageError, ControlError } = require('./errors')
-const { formatAddress } = require('./address')
-const { parseBackend } = require('./config')
+const { listen } = require('../proxy/bind')
+const { RuntimeError, UsageError, ControlError } = require('../errors')
+const { formatAddress } = require('../address')
+const { parseBackend } = require('../config/builder')
 const { renderPage } = require('./status-page')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
-const { silentLogger } = require('./log')
-const VERSION = require('./version')
+const { silentLogger } = require('../log')
+const VERSION = require('../version')
 
 // The admin listener (--status-port): read-only pages for people and scrapers, and
 // POST endpoints that change backends at run time. It knows the balancer only through

@@ -1,9 +1,9 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { reasonOf, isLocalShortage } = require('./errors')
-const { clientAddress, originOf } = require('./listen')
-const { dial, readyEvent, resetOrDestroy } = require('./dial')
+const { reasonOf, isLocalShortage } = require('../errors')
+const { clientAddress, originOf } = require('./bind')
+const { dial, readyEvent, resetOrDestroy } = require('../upstream/dial')
 const { formatProxyHeader } = require('./proxy-protocol')
 
 // While a backend is being connected, what the client sends is held here (and replayed

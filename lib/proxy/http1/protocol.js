@@ -2,7 +2,7 @@
 
 const { Listener } = require('../listener')
 const { HttpSession } = require('./session')
-const { Pool } = require('./pool')
+const { Pool } = require('./connection-pool')
 
 // An HTTP listener: the generic Listener serving HttpSessions, plus what its exchanges
 // share: a keep-alive connection pool per backend and the settings of the heads it

@@ -1,6 +1,6 @@
 'use strict'
 
-const { dial, readyEvent } = require('../dial')
+const { dial, readyEvent } = require('../../upstream/dial')
 
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
 // the bottom of the stack go idle long enough to expire. A connection is idle in the

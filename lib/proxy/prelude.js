@@ -2,7 +2,7 @@
 
 const tls = require('tls')
 const { parseProxyHeader } = require('./proxy-protocol')
-const { setOrigin } = require('./listen')
+const { setOrigin } = require('./bind')
 
 // What a connection goes through before a session serves it, when the listener asks
 // for it: a PROXY protocol header (--accept-proxy), then the TLS handshake (TLS

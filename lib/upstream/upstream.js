@@ -6,9 +6,9 @@ const { createMode } = require('./balancers')
 const { WaitQueue } = require('./queue')
 const { HealthChecker } = require('./health')
 const { Discovery } = require('./discovery')
-const { formatAddress } = require('./address')
-const { reasonOf } = require('./errors')
-const { silentLogger, formatTable } = require('./log')
+const { formatAddress } = require('../address')
+const { reasonOf } = require('../errors')
+const { silentLogger, formatTable } = require('../log')
 
 // The backends of one listener, and everything that decides which of them may take
 // traffic now: health (active checks, passive ejection, panic), max-conn and the wait

@@ -8,7 +8,7 @@
 const fs = require('fs')
 const tls = require('tls')
 const { X509Certificate } = require('crypto')
-const { UsageError } = require('./errors')
+const { UsageError } = require('../errors')
 
 const quote = value => JSON.stringify(String(value))
 

@@ -13,9 +13,9 @@
 
 const fs = require('fs')
 const path = require('path')
-const { UsageError } = require('./errors')
+const { UsageError } = require('../errors')
 const { parseJson, JsonError } = require('./json')
-const { OPTIONS, BY_NAME, LISTENER_OPTIONS, buildListener, buildGlobals, buildConfig, jsonSource } = require('./config')
+const { OPTIONS, BY_NAME, LISTENER_OPTIONS, buildListener, buildGlobals, buildConfig, jsonSource } = require('./builder')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
 const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])

@@ -10,10 +10,10 @@
 
 const net = require('net')
 const { parseArgs } = require('util')
-const { UsageError } = require('./errors')
-const { formatAddress, isHostName } = require('./address')
+const { UsageError } = require('../errors')
+const { formatAddress, isHostName } = require('../address')
 const { OPTIONS, BY_NAME, parseArgsOptions } = require('./options')
-const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('./balancers')
+const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('../upstream/balancers')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/

@@ -1,7 +1,7 @@
 'use strict'
 
 // The process glue, and the only place that touches process.exit.
-const { main } = require('./cli')
+const { main } = require('./main')
 
 // A reader that went away (lila --help | head) is not an error worth a stack trace.
 process.stdout.on('error', err => { if (err.code !== 'EPIPE') throw err })

@@ -1,6 +1,6 @@
 'use strict'
 
-const { ControlError } = require('./errors')
+const { ControlError } = require('../errors')
 
 // Runtime control of one balancer's backends, for the status listener and the
 // dashboard: the functions status.js is given, over the listeners of one process.

@@ -2,12 +2,12 @@
 
 const os = require('os')
 const crypto = require('crypto')
-const { createBalancer, listeningLines } = require('./index')
-const { createLogger } = require('./log')
-const { loadTls, loadBackendTls } = require('./tls')
-const { sumStats } = require('./sum-stats')
-const { logReloaded, logRefused } = require('./reload')
-const { UsageError, RuntimeError } = require('./errors')
+const { createBalancer, listeningLines } = require('../index')
+const { createLogger } = require('../log')
+const { loadTls, loadBackendTls } = require('../proxy/tls')
+const { sumStats } = require('../admin/sum-stats')
+const { logReloaded, logRefused } = require('../config/changes')
+const { UsageError, RuntimeError } = require('../errors')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
 // module; each worker runs every listener, and the primary hands them connections in

@@ -1,7 +1,7 @@
 'use strict'
 
-const { clientAddress } = require('../listen')
-const { reasonOf } = require('../errors')
+const { clientAddress } = require('../bind')
+const { reasonOf } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
 const { Exchange } = require('./exchange')

@@ -3,8 +3,8 @@
 const net = require('net')
 const http = require('http')
 const https = require('https')
-const { reasonOf } = require('./errors')
-const VERSION = require('./version')
+const { reasonOf } = require('../errors')
+const VERSION = require('../version')
 
 // Active health checks: every watched backend is probed every `interval`, each probe
 // given up after `timeout`. A probe is started only when the previous one of the same

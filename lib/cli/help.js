@@ -1,9 +1,9 @@
 'use strict'
 
-const { OPTIONS } = require('./options')
-const { MODES } = require('./balancers')
-const { formatDuration } = require('./config')
-const VERSION = require('./version')
+const { OPTIONS } = require('../config/options')
+const { MODES } = require('../upstream/balancers')
+const { formatDuration } = require('../config/builder')
+const VERSION = require('../version')
 
 function formatDefault (option) {
   if (option.shown) return option.shown

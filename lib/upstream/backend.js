@@ -2,8 +2,8 @@
 
 const { EventEmitter } = require('events')
 const { hashString } = require('./balancers/hash')
-const { formatAddress } = require('./address')
-const histogram = require('./histogram')
+const { formatAddress } = require('../address')
+const histogram = require('../histogram')
 
 // Passive health: this many consecutive failures of real traffic take a backend out for
 // a cool-off; after it, one trial connection is let through (half-open) and its success

@@ -1,23 +1,23 @@
 'use strict'
 
-const { parseCommandLine } = require('./config')
-const { UsageError, RuntimeError, ControlError } = require('./errors')
-const VERSION = require('./version')
+const { parseCommandLine } = require('../config/builder')
+const { UsageError, RuntimeError, ControlError } = require('../errors')
+const VERSION = require('../version')
 
 // The rest is required where it is used: `lila --version` and usage errors then load
 // none of the balancer (nor net, tls, cluster, crypto...), which keeps start-up short.
 const lazy = {
-  get readConfigFile () { return require('./config-file').readConfigFile },
-  get createLogger () { return require('./log').createLogger },
-  get createBalancer () { return require('./index').createBalancer },
-  get listeningLines () { return require('./index').listeningLines },
+  get readConfigFile () { return require('../config/file').readConfigFile },
+  get createLogger () { return require('../log').createLogger },
+  get createBalancer () { return require('../index').createBalancer },
+  get listeningLines () { return require('../index').listeningLines },
   get workers () { return require('./workers') },
   get helpText () { return require('./help').helpText },
   get runDemo () { return require('./demo').runDemo },
-  get control () { return require('./control') },
-  get createStatusServer () { return require('./status').createStatusServer },
-  get startDashboard () { return require('./terminal').startDashboard },
-  get reloadLog () { return require('./reload') }
+  get control () { return require('../admin/control') },
+  get createStatusServer () { return require('../admin/status-server').createStatusServer },
+  get startDashboard () { return require('../admin/terminal').startDashboard },
+  get reloadLog () { return require('../config/changes') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls

@@ -1,11 +1,11 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { reasonOf, isLocalShortage } = require('../errors')
+const { reasonOf, isLocalShortage } = require('../../errors')
 const { findHeadEnd, parseResponseHead, parseKeepAlive, MAX_HEAD } = require('./parse')
 const { ChunkedReader } = require('./chunked')
 const { requestHead, responseHead, interimHead, viaLoops } = require('./rewrite')
-const { idleFromHint } = require('./pool')
+const { idleFromHint } = require('./connection-pool')
 const { reply } = require('./replies')
 
 // RFC 9110 9.2.2: a request with one of these methods may be sent again.

@@ -1,8 +1,8 @@
 'use strict'
 
-const { RuntimeError, reasonOf } = require('./errors')
-const { throttled } = require('./log')
-const { formatAddress, plainAddress } = require('./address')
+const { RuntimeError, reasonOf } = require('../errors')
+const { throttled } = require('../log')
+const { formatAddress, plainAddress } = require('../address')
 
 // Bind `server` to the listener's host and port. Resolves with the bound address as
 // text ("0.0.0.0:4444", "[::]:4444"); a bind failure becomes a RuntimeError that says

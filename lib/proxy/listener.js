@@ -1,10 +1,10 @@
 'use strict'
 
 const net = require('net')
-const { listen } = require('./listen')
-const { throttled } = require('./log')
-const { formatAddress } = require('./address')
-const { defaultName } = require('./config')
+const { listen } = require('./bind')
+const { throttled } = require('../log')
+const { formatAddress } = require('../address')
+const { defaultName } = require('../config/builder')
 const { startPrelude } = require('./prelude')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot; past
