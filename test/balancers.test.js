@@ -8,6 +8,7 @@ const { Backend } = require('../lib/upstream/backend')
 const { Upstream } = require('../lib/upstream/upstream')
 const { createMode, modeName, MODES } = require('../lib/upstream/balancers')
 const { prng } = require('./fixtures/http-fuzz')
+const { listenerConfig } = require('./fixtures/helpers')
 
 function backends (...specs) {
   return specs.map((spec, i) => new Backend({ host: '10.0.0.' + (i + 1), port: 80, weight: 1, ...spec }))
@@ -331,10 +332,11 @@ t.test('bounded loads for hash modes (--hash-balance-factor)', async t => {
 })
 
 t.test('upstream: which backends are candidates', async t => {
-  const make = (mode, ...specs) => new Upstream({
+  const make = (mode, ...specs) => new Upstream(listenerConfig({
     mode,
+    check: null,
     backends: specs.map((spec, i) => ({ host: '10.0.1.' + (i + 1), port: 80, weight: 1, maxConn: null, backup: false, ...spec }))
-  })
+  }))
 
   t.test('backups only when no primary can take the connection', async t => {
     const up = make('round-robin', {}, {}, { backup: true })

@@ -192,7 +192,7 @@ t.test('discovery: addresses join and drain as the name changes', async t => {
   answers['app.lila.test'] = ['10.0.8.3', '10.0.8.1']
   await waitFor(/resolves to 10\.0\.8\.3, 10\.0\.8\.1 \(added 10\.0\.8\.1\)/)
   t.equal(upstream.backends[2], old, 'back while still draining: the same backend, one max-conn')
-  t.notOk(old.draining)
+  t.notOk(old.retired)
   open.release()
   t.equal(old.live, 0)
   t.notOk(lines.some(l => /drained/.test(l)), 'it was revived, not drained')

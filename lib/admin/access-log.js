@@ -49,8 +49,8 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
   return {
     // session: TcpSession (tcp.js), at its finish().
     tcp (session) {
-      const { client, lease } = session
-      const backend = lease === null ? null : lease.backend.address
+      const { client, attempt } = session
+      const backend = attempt.backend === null ? null : attempt.backend.address
       const ms = round(performance.now() - session.openedAt)
       const time = new Date().toISOString()
       if (json) {
@@ -65,7 +65,8 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
     // exchange: Exchange (http/exchange.js), when it is done, whichever way.
     http (exchange) {
       const { head } = exchange
-      const backend = exchange.lease !== null ? exchange.lease.backend.address : exchange.lastBackend
+      const { attempt } = exchange
+      const backend = attempt.backend !== null ? attempt.backend.address : attempt.lastBackend
       const status = exchange.res !== null ? exchange.res.status : exchange.tunnel ? 101 : exchange.replied || CLIENT_CLOSED
       const version = head.version === 1 ? 'HTTP/1.1' : 'HTTP/1.0'
       const ms = round(performance.now() - exchange.openedAt)

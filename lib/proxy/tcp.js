@@ -5,6 +5,7 @@ const { reasonOf, isLocalShortage } = require('../errors')
 const { clientAddress, originOf } = require('./bind')
 const { dial, readyEvent, resetOrDestroy } = require('../upstream/dial')
 const { formatProxyHeader } = require('./proxy-protocol')
+const { Attempt } = require('../upstream/attempt')
 
 // While a backend is being connected, what the client sends is held here (and replayed
 // to the next backend if the connect fails). Past this much, the client is paused.
@@ -41,10 +42,7 @@ class TcpSession {
     this.clientAddress = clientAddress(client) // read by ip-hash
     this.upstream = null // the backend socket, once an attempt starts
     this.proxyHeader = null // --proxy-protocol: written first on every attempt
-    this.lease = null
-    this.waiter = null // while queued for a backend slot
-    this.tried = null
-    this.attempts = 0
+    this.attempt = new Attempt(listener.upstream, this, this, listener.config.retries)
     this.piping = false
     this.answered = false // the backend sent something (or closed cleanly)
     this.startedAt = 0 // for the latency sample: the connect began, it completed, the
@@ -83,7 +81,7 @@ class TcpSession {
     if (socket !== this.upstream) return
     this.idleTicks = 0
     if (!this.answered) this.onAnswer(true)
-    if (!this.client.write(chunk)) this.upstream.pause()
+    if (!this.client.write(chunk)) socket.pause()
   }
 
   // A FIN from the client: passed on once a backend is connected (half-close).
@@ -109,37 +107,25 @@ class TcpSession {
 
   start () {
     this.client.resume()
-    this.connectNext()
+    this.attempt.start()
   }
 
-  // Take a slot on the next backend the mode picks (waiting in the queue if every
-  // backend is at its max-conn), or give up.
-  connectNext () {
-    const { upstream, config } = this.listener
-    if (this.attempts <= config.retries && upstream.seat(this)) return
-    this.giveUp(`no backend could take a connection from ${this.clientAddress} (${this.attempts} tried)`)
-  }
-
-  onQueued (lease, reason) {
-    this.waiter = null
-    if (lease === null) return this.giveUp(`a connection from ${this.clientAddress} left the queue: ${reason}`)
-    this.connect(lease)
-  }
-
-  // Close a client no backend could take.
-  giveUp (message) {
+  // No backend could take the client (attempt.js): close it.
+  unserved (queueReason) {
     const { listener } = this
+    const message = queueReason === null
+      ? `no backend could take a connection from ${this.clientAddress} (${this.attempt.attempts} tried)`
+      : `a connection from ${this.clientAddress} left the queue: ${queueReason}`
     listener.unserved++
     if (listener.closing) listener.log.debug(message)
     else listener.log.warn(message)
     this.client.destroy()
   }
 
-  connect (lease) {
+  // A slot on a backend (attempt.js): connect to it.
+  seated (lease) {
     const { config } = this.listener
     const backend = lease.backend
-    this.attempts++
-    this.lease = lease
     this.startedAt = performance.now()
     if (config.proxyProtocol && this.proxyHeader === null) this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
     const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: this.proxyHeader })
@@ -178,39 +164,29 @@ class TcpSession {
   onAnswer (gotData) {
     if (this.answered) return
     this.answered = true
-    this.lease.succeeded()
-    if (!gotData) return
+    if (!gotData) return this.attempt.succeeded()
     const now = performance.now()
     const connect = this.connectedAt - this.startedAt
-    this.lease.backend.observeLatency(connect + now - Math.max(this.connectedAt, this.sentAt))
+    this.attempt.succeeded(connect + now - Math.max(this.connectedAt, this.sentAt))
   }
 
-  // A connect that fails is retried on another backend; the client never notices. The
-  // failed lease is released after the retry took its slot, so that a waiter in the
-  // queue does not take the retry's turn.
+  // A connect that fails is retried on another backend (attempt.js); the client never
+  // notices.
   connectFailed (socket, reason) {
-    const { log } = this.listener
-    const failed = this.lease
-    log.debug(`connect to ${failed.backend.address} failed: ${reason}`)
-    failed.failed(reason)
-    this.lease = null
+    this.listener.log.debug(`connect to ${this.attempt.backend.address} failed: ${reason}`)
     this.upstream = null
     socket.destroy()
-    ;(this.tried ||= new Set()).add(failed.backend)
-    if (!this.clientClosed) this.connectNext()
-    failed.release()
+    this.attempt.failed(reason, { replayable: !this.clientClosed })
     if (this.clientClosed) this.finish()
   }
 
-  // lila itself could not open a backend connection (out of descriptors): not the
-  // backend's fault, and no other backend would do better. The client is closed.
+  // lila itself could not open a backend connection (out of descriptors): nobody is
+  // blamed, and no other backend would do better. The client is closed.
   shortOf (socket, err) {
     const { listener } = this
-    const lease = this.lease
-    this.lease = null
     this.upstream = null
     socket.destroy()
-    lease.release()
+    this.attempt.shortage()
     listener.unserved++
     listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
     this.client.destroy()
@@ -233,11 +209,11 @@ class TcpSession {
       this.piping = false
       return this.connectFailed(socket, `${reasonOf(err)} before any data`)
     }
-    this.listener.log.debug(`${this.lease.backend.address} connection error: ${reasonOf(err)}`)
+    this.listener.log.debug(`${this.attempt.backend.address} connection error: ${reasonOf(err)}`)
     // A backend that resets a connection before answering anything failed it.
     if (!this.answered) {
       this.answered = true
-      this.lease.failed(reasonOf(err))
+      this.attempt.blame(reasonOf(err))
     }
     // Pass a reset on as a reset, so the client sees what the backend did.
     if (err.code === 'ECONNRESET') resetOrDestroy(this.client)
@@ -261,10 +237,7 @@ class TcpSession {
 
   onClientClose () {
     this.clientClosed = true
-    if (this.waiter !== null) {
-      this.waiter.cancel()
-      this.waiter = null
-    }
+    this.attempt.cancel()
     const { upstream } = this
     if (upstream !== null && !upstream.destroyed && (!this.piping || !this.client.readableEnded)) upstream.destroy()
     this.maybeFinish()
@@ -278,12 +251,12 @@ class TcpSession {
   finish () {
     if (this.finished) return
     this.finished = true
-    const { client, lease, listener } = this
-    if (lease !== null) lease.release(client.bytesRead, client.bytesWritten)
+    const { client, attempt, listener } = this
+    attempt.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
     if (listener.accessLog !== null) listener.accessLog.tcp(this)
     if (listener.log.enabled('debug')) {
-      const backend = this.piping ? lease.backend.address : 'no backend'
+      const backend = this.piping ? attempt.backend.address : 'no backend'
       listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)
     }
   }

@@ -33,7 +33,7 @@ const SLOW_START_FLOOR = 0.1
 // changes, and 'down' again when probes take over a backend that traffic took out;
 // 'trial-failed' (reason) when the one connection let through an ejection failed.
 class Backend extends EventEmitter {
-  constructor (spec, { now = Date.now, checked = false, rise = 2, fall = 3, rampOnFirstUp = false } = {}) {
+  constructor (spec, { now = Date.now, checked = false, rise = 2, fall = 3, rampOnFirstUp = false, onFree = null } = {}) {
     super()
     const { host, port, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
     this.host = host
@@ -62,10 +62,10 @@ class Backend extends EventEmitter {
     this.downSource = null
     this.downReason = null
     this.changedAt = now()
-    this.draining = false // removed from the upstream (DNS): no new traffic
+    this.retired = false // taken out of the upstream (DNS, reload, operator): no new traffic
     this.admin = null // set by an operator (control.js): 'draining' | 'disabled'; no new traffic
     this.adminAt = null
-    this.onFree = null // called when a lease is released (the upstream serves its queue)
+    this.onFree = onFree // called when a lease is released (the upstream serves its queue)
 
     this.checkPasses = 0 // consecutive probes passed / failed
     this.checkFails = 0
@@ -108,7 +108,7 @@ class Backend extends EventEmitter {
   // backend down) health is ignored. An ejected backend lets one trial through once
   // its cool-off is over.
   available (now, panic = false) {
-    if (this.weight === 0 || this.draining || this.admin !== null) return false
+    if (this.weight === 0 || this.retired || this.admin !== null) return false
     if (panic || this.state === 'up') return true
     return this.downSource === 'traffic' && now >= this.ejectedUntil && this.trial === null
   }
@@ -239,6 +239,35 @@ class Backend extends EventEmitter {
     return this.latency * Math.exp(-Math.max(0, this.now() - this.latencyAt) / LATENCY_DECAY_MS)
   }
 
+  // --- settings: the command line, a reload, an operator ---
+
+  // New settings from a reload (weight, max-conn, slow-start, backup), at once.
+  configure ({ weight, maxConn, slowStart, backup }) {
+    this.weight = weight
+    this.maxConn = maxConn
+    this.slowStart = slowStart
+    this.backup = backup
+  }
+
+  setThresholds (rise, fall) {
+    this.rise = rise
+    this.fall = fall
+  }
+
+  setWeight (weight) {
+    this.weight = weight
+  }
+
+  // Taken out of the upstream (no new traffic; open connections finish), or back in
+  // before its last connection ended.
+  retire () {
+    this.retired = true
+  }
+
+  revive () {
+    this.retired = false
+  }
+
   // --- what an operator sets (control.js) ---
 
   // 'draining' or 'disabled': no new traffic either way, open connections go on. null
@@ -267,7 +296,7 @@ class Backend extends EventEmitter {
   // it, else its health.
   get status () {
     if (this.admin === 'disabled') return 'disabled'
-    if (this.admin === 'draining' || this.draining) return this.live > 0 ? 'draining' : 'drained'
+    if (this.admin === 'draining' || this.retired) return this.live > 0 ? 'draining' : 'drained'
     return this.state
   }
 
@@ -276,7 +305,7 @@ class Backend extends EventEmitter {
     const left = this.live === 1 ? '1 connection left' : `${this.live} connections left`
     if (this.admin === 'disabled') return `by an operator${this.live > 0 ? `; ${left} open` : ''}`
     if (this.admin === 'draining') return `by an operator${this.live > 0 ? `; ${left}` : ''}`
-    if (this.draining) return `no longer in DNS${this.name ? ` for ${this.name}` : ''}${this.live > 0 ? `; ${left}` : ''}`
+    if (this.retired) return `no longer in DNS${this.name ? ` for ${this.name}` : ''}${this.live > 0 ? `; ${left}` : ''}`
     if (this.state === 'pending') return 'not checked yet'
     if (this.state === 'down') return this.downSource === 'traffic' ? `ejected: ${this.downReason}` : this.downReason
     if (this.weight === 0) return 'weight 0: no new traffic'
@@ -302,7 +331,7 @@ class Backend extends EventEmitter {
       downReason: this.downReason,
       changedAt: this.changedAt,
       lastCheck: this.lastCheck,
-      draining: this.draining,
+      draining: this.retired,
       latency: latency === null ? null : Math.round(latency * 1000) / 1000,
       live: this.live,
       total: this.total,

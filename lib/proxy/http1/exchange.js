@@ -7,6 +7,7 @@ const { ChunkedReader } = require('./chunked')
 const { requestHead, responseHead, interimHead, viaLoops } = require('./rewrite')
 const { idleFromHint } = require('./connection-pool')
 const { reply } = require('./replies')
+const { Attempt } = require('../../upstream/attempt')
 
 // RFC 9110 9.2.2: a request with one of these methods may be sent again.
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
@@ -43,17 +44,11 @@ class Exchange {
     this.bytesIn = headBytes
 
     // Where it goes.
-    this.lease = null
-    this.waiter = null // while queued for a backend slot
+    this.attempt = new Attempt(this.listener.upstream, this, this, this.listener.config.retries)
     this.sentAt = 0 // when the head went to the backend: latency for least-time
-    this.lastBackend = null
-    this.lastFailure = null
-    this.lastStatus = 502
+    this.lastStatus = 502 // what the last failure answers if nothing else will
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
     this.conn = null
-    this.tried = null
-    this.attempts = 0
-    this.freshRetried = false
     this.upstreamHead = null
 
     // The response.
@@ -78,35 +73,23 @@ class Exchange {
   start () {
     const { head, listener } = this
     if (viaLoops(head, listener.via)) return this.answer(508, `request already passed through this lila (Via: ${listener.via})`)
-    this.pickAndConnect()
+    this.attempt.start()
   }
 
-  // Take a slot on the backend the mode picks (waiting in the queue when every
-  // backend is at its max-conn), then a connection to it.
-  pickAndConnect () {
-    const { upstream, config } = this.listener
-    if (this.attempts <= config.retries && upstream.seat(this)) return
-    this.unserved('no backend available')
-  }
-
-  onQueued (lease, reason) {
-    this.waiter = null
-    if (lease === null) return this.unserved(`no backend available (${reason})`)
-    this.connect(lease)
-  }
-
-  // Nothing could take the request: 503 if nothing was tried, else the failure seen.
-  unserved (detail) {
-    if (this.attempts === 0) {
+  // Nothing could take the request (attempt.js): 503 if nothing was tried, else the
+  // failure seen.
+  unserved (queueReason) {
+    const { attempt } = this
+    if (attempt.attempts === 0) {
       this.listener.unserved++
+      const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
       return this.answer(503, detail, { retryAfter: 5 })
     }
-    this.answer(this.lastStatus, `backend ${this.lastBackend} ${this.lastFailure}`)
+    this.answer(this.lastStatus, `backend ${attempt.lastBackend} ${attempt.lastReason}`)
   }
 
-  connect (lease) {
-    this.attempts++
-    this.lease = lease
+  // A slot on a backend (attempt.js): take a connection to it.
+  seated (lease) {
     this.upstreamHead = null
     this.listener.poolFor(lease.backend).acquire(this)
   }
@@ -117,7 +100,7 @@ class Exchange {
     this.conn = conn
     this.silentTicks = 0
     if (this.upstreamHead === null) {
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, this.listener.rewrite)
+      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.address, this.listener.rewrite)
     }
     this.sentAt = performance.now()
     const socket = conn.socket
@@ -265,8 +248,7 @@ class Exchange {
   startResponse (res, buf, end) {
     const { head, session } = this
     this.res = res
-    this.lease.succeeded()
-    this.lease.backend.observeLatency(performance.now() - this.sentAt)
+    this.attempt.succeeded(performance.now() - this.sentAt)
     if (res.chunked) {
       this.resReader = new ChunkedReader(502)
       this.decode = head.version === 0
@@ -356,7 +338,7 @@ class Exchange {
   // closes; the backend connection is no longer HTTP and never goes back to the pool.
   startTunnel (res, buf, end) {
     const { session } = this
-    this.lease.succeeded()
+    this.attempt.succeeded()
     this.tunnel = true
     this.responseStarted = true
     this.wantsClientData = true
@@ -404,9 +386,7 @@ class Exchange {
   shortOf (conn, err) {
     conn.destroy()
     this.conn = null
-    const lease = this.lease
-    this.lease = null
-    lease.release(this.bytesIn, 0)
+    this.attempt.shortage(this.bytesIn)
     this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
@@ -420,13 +400,14 @@ class Exchange {
   // the response started, cut the client so it cannot mistake the rest for complete.
   upstreamFailed (reason, status, conn = this.conn) {
     if (this.done) return
-    const backend = this.lease.backend
+    const { attempt } = this
+    const backend = attempt.backend
     if (conn !== null) conn.destroy()
     this.conn = null
     const { log } = this.listener
     if (this.responseStarted) {
       log.warn(`${this.head.method} ${this.path} from ${this.clientAddress}: backend ${backend.address} ${reason}; response cut`)
-      this.lease.failed(reason)
+      attempt.blame(reason)
       this.releaseLease()
       this.session.destroy()
       this.finish(false)
@@ -434,30 +415,16 @@ class Exchange {
     }
     // A pooled connection the backend had closed (the keep-alive race) is not the
     // backend failing: try once more on a fresh connection to the same backend.
+    const replayable = this.canReplay()
     const stale = conn !== null && conn.reused && status === 502
-    if (stale && !this.freshRetried && this.canReplay()) {
-      this.freshRetried = true
+    if (stale && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
       return conn.pool.acquire(this, { fresh: true })
     }
-    const failed = this.lease
-    failed.failed(reason)
-    this.lease = null
-    ;(this.tried ||= new Set()).add(backend)
-    this.lastBackend = backend.address
-    this.lastFailure = reason
     this.lastStatus = status
-    // A slow backend (504) is not tried again elsewhere: that would double the load
-    // on a struggling service; refused and broken connects are. The failed lease is
-    // released after the retry took its slot, so a waiter does not take the retry's turn.
-    if (status === 502 && this.canReplay()) {
-      log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
-      this.freshRetried = false
-      this.pickAndConnect()
-    } else {
-      this.answer(status, `backend ${backend.address} ${reason}`)
-    }
-    failed.release(this.bytesIn, 0)
+    if (replayable && status === 502) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+    const retried = attempt.failed(reason, { replayable, slow: status === 504, bytesIn: this.bytesIn })
+    if (!retried) this.answer(status, `backend ${backend.address} ${reason}`)
   }
 
   // Safe to send again: nothing of the response came back, all body bytes sent are
@@ -485,13 +452,10 @@ class Exchange {
     this.conn = null
     if (conn !== null) {
       conn.destroy()
-    } else if (this.lease !== null) {
-      this.listener.poolFor(this.lease.backend).cancel(this)
+    } else if (this.attempt.backend !== null) {
+      this.listener.poolFor(this.attempt.backend).cancel(this)
     }
-    if (this.waiter !== null) {
-      this.waiter.cancel()
-      this.waiter = null
-    }
+    this.attempt.cancel()
   }
 
   // The client went away: drop the backend connection (its response would have
@@ -505,7 +469,7 @@ class Exchange {
   }
 
   releaseLease () {
-    if (this.lease !== null) this.lease.release(this.bytesIn, this.bytesOut)
+    this.attempt.release(this.bytesIn, this.bytesOut)
   }
 
   finish (keepAlive) {

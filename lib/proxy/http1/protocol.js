@@ -61,7 +61,7 @@ function createHttpListener ({ config, upstream, log, via, tls = null, backendTl
 // upstream has forgotten it, and an address that comes back is a new Backend. With no
 // lease left, its pool holds only idle connections no one will ask for.
 function isForgotten (backend) {
-  return backend.draining && backend.live === 0
+  return backend.retired && backend.live === 0
 }
 
 // Is a silent backend this exchange's to time out? Not in a tunnel (idle both ways is

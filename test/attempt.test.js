@@ -1,0 +1,232 @@
+'use strict'
+
+// The one attempt path (lib/upstream/attempt.js), in process and without sockets: an
+// Upstream of backends A, B, C (round-robin, so the order is known) and a scripted owner
+// that plays each backend's part as the tcp session or the http exchange would. A table
+// in the manner of undici's balanced-pool tests: who refuses, who is slow, who goes down
+// on which connection; then the expected order of backends and the outcome.
+
+const t = require('tap')
+const { Attempt } = require('../lib/upstream/attempt')
+const { makeUpstream, backendSpec } = require('./fixtures/helpers')
+
+const NAMES = ['A', 'B', 'C']
+
+// An upstream of A, B, C at 127.0.0.1:1..3 (nothing is dialled: the owner only plays).
+function upstreamOf (t, { specs = [{}, {}, {}], ...config } = {}) {
+  const backends = specs.map((extra, i) => backendSpec('127.0.0.1', { port: i + 1, ...extra }))
+  const { upstream } = makeUpstream(t, { backends, ...config })
+  return upstream
+}
+
+const nameOf = backend => NAMES[backend.port - 1]
+
+// A client that plays `script`: { A: ['refuse', 'ok'], ... } says what backend A does
+// on its first, second... connection (the last entry repeats; 'ok' by default).
+//   ok       answers                     refuse   fails before answering (retried)
+//   slow     times out (not retried)     short    lila is out of descriptors
+// `replayable` false: the client's bytes went out, nothing may be sent again.
+function client (upstream, script, seen, { retries = 2, replayable = true } = {}) {
+  const c = {
+    order: [],
+    outcome: null,
+    seated (lease) {
+      const name = nameOf(lease.backend)
+      const n = seen[name] = (seen[name] || 0) + 1
+      const plays = script[name] || ['ok']
+      const play = plays[Math.min(n, plays.length) - 1]
+      c.order.push(name)
+      if (play === 'ok') {
+        c.attempt.succeeded(1)
+        c.outcome = `served by ${name}`
+      } else if (play === 'short') {
+        c.attempt.shortage()
+        c.outcome = 'short'
+      } else if (!c.attempt.failed(`${name} ${play}`, { replayable, slow: play === 'slow' })) {
+        c.outcome = `answered: ${c.attempt.lastBackend === lease.backend.address ? name : '?'} ${play}`
+      }
+    },
+    unserved (reason) {
+      c.outcome = reason === null ? `unserved after ${c.attempt.attempts}` : `left the queue: ${reason}`
+    }
+  }
+  c.attempt = new Attempt(upstream, { clientAddress: '127.0.0.1' }, c, retries)
+  return c
+}
+
+const live = upstream => upstream.backends.reduce((sum, b) => sum + b.live, 0)
+
+const CASES = [
+  { name: 'all answer: the first pick serves', script: {}, order: ['A'], outcome: 'served by A' },
+  { name: 'A refuses: B serves', script: { A: ['refuse'] }, order: ['A', 'B'], outcome: 'served by B' },
+  { name: 'A and B refuse: C serves', script: { A: ['refuse'], B: ['refuse'] }, order: ['A', 'B', 'C'], outcome: 'served by C' },
+  {
+    name: 'all refuse: three tries, then unserved',
+    script: { A: ['refuse'], B: ['refuse'], C: ['refuse'] },
+    order: ['A', 'B', 'C'],
+    outcome: 'unserved after 3'
+  },
+  {
+    name: '--retries 1: two tries at most',
+    script: { A: ['refuse'], B: ['refuse'] },
+    options: { retries: 1 },
+    order: ['A', 'B'],
+    outcome: 'unserved after 2'
+  },
+  {
+    name: 'never the same failed backend twice, whatever the budget',
+    specs: [{}, {}],
+    script: { A: ['refuse'], B: ['refuse'] },
+    options: { retries: 9 },
+    order: ['A', 'B'],
+    outcome: 'unserved after 2'
+  },
+  { name: 'a slow backend is not tried elsewhere', script: { A: ['slow'] }, order: ['A'], outcome: 'answered: A slow' },
+  {
+    name: 'bytes already sent: not replayed',
+    script: { A: ['refuse'] },
+    options: { replayable: false },
+    order: ['A'],
+    outcome: 'answered: A refuse'
+  },
+  { name: 'a backup only when no primary can take it', specs: [{}, { backup: true }, {}], script: { A: ['refuse'], C: ['refuse'] }, order: ['A', 'C', 'B'], outcome: 'served by B' },
+  { name: 'lila short of descriptors: nobody is blamed, nothing retried', script: { A: ['short'] }, order: ['A'], outcome: 'short', blamed: [] }
+]
+
+for (const c of CASES) {
+  t.test(c.name, async t => {
+    const upstream = upstreamOf(t, { specs: c.specs })
+    const one = client(upstream, c.script, {}, c.options)
+    one.attempt.start()
+    t.same(one.order, c.order, 'backends in this order')
+    t.equal(one.outcome, c.outcome)
+    one.attempt.release(0, 0)
+    t.equal(live(upstream), 0, 'every slot released')
+    const blamed = upstream.backends.filter(b => b.failures > 0).map(nameOf)
+    const expected = c.blamed || c.order.filter(name => (c.script[name] || ['ok'])[0] !== 'ok')
+    t.same(blamed, expected, 'blamed: the backends that failed, and only them')
+  })
+}
+
+t.test('a backend that goes down on its third connection is passed over from then on', async t => {
+  const upstream = upstreamOf(t)
+  const seen = {}
+  const script = { C: ['ok', 'refuse'] }
+  const served = []
+  for (let i = 0; i < 9; i++) {
+    const one = client(upstream, script, seen)
+    one.attempt.start()
+    served.push(one.order.join('>'))
+    one.attempt.release(0, 0)
+  }
+  // Round-robin A B C; C fails its second connection on: each failure passes the client
+  // to the next backend, and three failures in a row eject C.
+  t.same(served, ['A', 'B', 'C', 'A', 'B', 'C>A', 'B', 'C>A', 'B'])
+  const c = upstream.backends[2]
+  t.equal(c.failures, 2)
+  for (let i = 0; i < 10 && c.failures < 3; i++) {
+    const more = client(upstream, script, seen)
+    more.attempt.start()
+    more.attempt.release(0, 0)
+  }
+  t.equal(c.state, 'down', 'the third failure in a row ejects C')
+  const after = []
+  for (let i = 0; i < 6; i++) {
+    const more = client(upstream, script, seen)
+    more.attempt.start()
+    after.push(more.order.join('>'))
+    more.attempt.release(0, 0)
+  }
+  t.notOk(after.some(order => order.includes('C')), `C is passed over: ${after.join(' ')}`)
+  t.equal(live(upstream), 0)
+})
+
+t.test('queue: every backend full, the client waits and takes the first freed slot', async t => {
+  const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }, { maxConn: 1 }], queueTimeout: 5000 })
+  const [a, b] = upstream.backends
+  const holdA = a.acquire()
+  const holdB = b.acquire()
+  const one = client(upstream, {}, {})
+  one.attempt.start()
+  t.same(one.order, [], 'waiting')
+  t.equal(upstream.stats().queued, 1)
+  holdB.release()
+  t.same(one.order, ['B'], 'seated on the slot that freed')
+  t.equal(one.outcome, 'served by B')
+  holdA.release()
+  one.attempt.release(0, 0)
+  t.equal(live(upstream), 0)
+})
+
+t.test('queue: waiters are served oldest first', async t => {
+  const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }], queueTimeout: 5000 })
+  const [a] = upstream.backends
+  let hold = a.acquire()
+  const clients = [0, 1, 2].map(() => client(upstream, {}, {}))
+  const served = []
+  for (const c of clients) c.attempt.start()
+  for (let i = 0; i < clients.length; i++) {
+    hold.release()
+    const next = clients.findIndex(c => c.order.length > 0 && !served.includes(c))
+    served.push(clients[next])
+    hold = clients[next].attempt
+  }
+  hold.release(0, 0)
+  t.same(served.map(c => clients.indexOf(c)), [0, 1, 2])
+  t.equal(live(upstream), 0)
+})
+
+t.test('queue: a client that gives up waiting hears why', async t => {
+  const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }], queueTimeout: 20 })
+  const hold = upstream.backends[0].acquire()
+  const one = client(upstream, {}, {})
+  const done = new Promise(resolve => { one.unserved = reason => resolve(reason) })
+  one.attempt.start()
+  t.equal(await done, 'no backend slot within 20ms')
+  t.equal(upstream.stats().queueTimeouts, 1)
+  hold.release()
+  t.equal(live(upstream), 0)
+})
+
+t.test('queue: a client that leaves while waiting takes no slot', async t => {
+  const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }], queueTimeout: 5000 })
+  const hold = upstream.backends[0].acquire()
+  const one = client(upstream, {}, {})
+  one.attempt.start()
+  one.attempt.cancel()
+  hold.release()
+  t.same(one.order, [], 'never seated')
+  t.equal(upstream.stats().queued, 0)
+  t.equal(live(upstream), 0)
+})
+
+t.test('a retry queues behind those already waiting, and its failed slot goes to them', async t => {
+  // A and B take one connection each. X holds A, Y holds B, W waits. X fails on A: its
+  // retry may not overtake W, and A's slot (released after X's retry queued) goes to W.
+  const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }, { maxConn: 1 }], queueTimeout: 5000 })
+  const seen = {}
+  const x = client(upstream, {}, seen)
+  x.seated = lease => { x.order.push(nameOf(lease.backend)) }
+  x.attempt.start()
+  const y = client(upstream, {}, seen)
+  y.attempt.start()
+  const w = client(upstream, {}, seen)
+  w.attempt.start()
+  t.same([x.order, y.order, w.order], [['A'], ['B'], []])
+  x.attempt.failed('refused')
+  t.same(w.order, ['A'], 'W, the older waiter, takes A')
+  t.same(x.order, ['A'], 'X waits for another backend than A')
+  y.attempt.release(0, 0)
+  t.same(x.order, ['A', 'B'], 'X is seated on B once it frees')
+  for (const c of [x, w]) c.attempt.release(0, 0)
+  t.equal(live(upstream), 0)
+})
+
+t.test('every backend down or tried: no waiting, unserved at once', async t => {
+  const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }], queueTimeout: 5000 })
+  const one = client(upstream, { A: ['refuse'] }, {})
+  one.attempt.start()
+  t.equal(one.outcome, 'unserved after 1', 'A failed it; waiting for A is pointless')
+  t.equal(upstream.stats().queued, 0)
+  t.equal(live(upstream), 0)
+})
