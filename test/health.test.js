@@ -73,7 +73,7 @@ t.test('probes', async t => {
   t.test('a slow probe is never started again before it finished', async t => {
     const b = await healthBackend(t, 'b')
     b.hang = true
-    const backend = new Backend({ host: '127.0.0.1', port: b.port }, { checked: true, fall: 1 })
+    const backend = new Backend({ host: '127.0.0.1', port: b.port }, { checked: true, rise: 1, fall: 1 })
     const checker = new HealthChecker({ check: { type: 'http', path: '/health' }, interval: 20, timeout: 20 })
     t.teardown(() => checker.close())
     await checker.watch(backend)

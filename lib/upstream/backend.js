@@ -33,7 +33,8 @@ const SLOW_START_FLOOR = 0.1
 // changes, and 'down' again when probes take over a backend that traffic took out;
 // 'trial-failed' (reason) when the one connection let through an ejection failed.
 class Backend extends EventEmitter {
-  constructor (spec, { now = Date.now, checked = false, rise = 2, fall = 3, rampOnFirstUp = false, onFree = null } = {}) {
+  // `rise` and `fall` (--rise, --fall) matter only to a `checked` backend.
+  constructor (spec, { now = Date.now, checked = false, rise = null, fall = null, rampOnFirstUp = false, onFree = null } = {}) {
     super()
     const { host, port, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
     this.host = host
