@@ -9,7 +9,7 @@ const { loadTls, loadBackendTls } = require('./proxy/tls')
 const { silentLogger, prefixed } = require('./log')
 const { describeChanges, sameAddress } = require('./config/changes')
 const { RuntimeError, ControlError } = require('./errors')
-const { logsName } = require('./config/builder')
+const { logsName } = require('./config/names')
 const { createControl, OPS } = require('./admin/control')
 const { createAccessLog } = require('./admin/access-log')
 

@@ -241,7 +241,7 @@ t.test('control: finds the backend, by listener when it must, and says no precis
 
 t.test('lb.control(action) and controlFrom(perform): one function of { op, ...request }', async t => {
   const { createBalancer } = require('../lib/index')
-  const { parseCommandLine } = require('../lib/config/builder')
+  const { parseCommandLine } = require('../lib/config/argv')
   const { controlFrom } = require('../lib/admin/control')
   const { config } = parseCommandLine(['rr', '127.0.0.1:9', '127.0.0.1:10', '--host', '127.0.0.1', '--port', '0', '--check', 'none'])
   const lb = createBalancer(config)

@@ -1,6 +1,7 @@
 'use strict'
 
-const { parseCommandLine } = require('../config/builder')
+const { parseCommandLine } = require('../config/argv')
+const { parseBackend } = require('../config/parsers')
 const { UsageError, RuntimeError, ControlError } = require('../errors')
 const VERSION = require('../version')
 
@@ -17,7 +18,7 @@ const lazy = {
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
   get startDashboard () { return require('../admin/terminal').startDashboard },
-  get reloadLog () { return require('../config/changes') }
+  get reloadLog () { return require('./reload-log') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -74,7 +75,8 @@ async function primary (config, io) {
   const onReady = async ({ gatherStats, broadcast }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
     if (config.status === null) return
-    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control: lazy.control.controlFrom(action => everyWorker(broadcast, action)), log })
+    const control = lazy.control.controlFrom(action => everyWorker(broadcast, action))
+    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, parseBackend, log })
     try {
       await status.listen()
     } catch (err) {
@@ -123,7 +125,7 @@ async function serve (config, io, onListening = () => {}) {
   // the --workers primary's act through the workers'.
   const control = lazy.control.controlFrom(lb.control)
   // The status listener is bound first: a taken port fails at once, in one line.
-  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, log })
+  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, parseBackend, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP while starting is kept for when reloads can be done, not fatal.
   const early = holdSighup(signals, reloadConfig !== null)

@@ -6,7 +6,7 @@ const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
 const { loadTls, loadBackendTls } = require('../proxy/tls')
 const { sumStats } = require('../admin/sum-stats')
-const { logReloaded, logRefused } = require('../config/changes')
+const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, RuntimeError } = require('../errors')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
