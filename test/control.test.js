@@ -7,7 +7,7 @@
 const t = require('tap')
 const { createControl } = require('../lib/admin/control')
 const { ControlError } = require('../lib/errors')
-const { tcpBackend, deadPort, until, backendSpec: spec, makeUpstream: make } = require('./fixtures/helpers')
+const { tcpBackend, deadPort, until, backendSpec: spec, makeUpstream: make, upstreamConfig } = require('./fixtures/helpers')
 
 // Who the next n picks go to.
 function picks (upstream, n) {
@@ -111,7 +111,7 @@ t.test('a reload that turns checks on leaves a disabled backend unprobed until e
   await upstream.start()
   const [ba] = upstream.backends
   upstream.disable(ba)
-  upstream.update({ mode: 'round-robin', backends, check: { type: 'tcp' }, checkInterval: 20, checkTimeout: 20 })
+  upstream.update(upstreamConfig({ backends, check: { type: 'tcp' }, checkInterval: 20, checkTimeout: 20 }))
   await until(() => b.connections >= 3, 'three probes of b')
   t.equal(a.connections, 0, 'none of a, disabled')
   await upstream.enable(ba)
