@@ -2,7 +2,7 @@
 
 const { parseCommandLine } = require('../config/argv')
 const { parseBackend } = require('../config/parsers')
-const { UsageError, RuntimeError, ControlError } = require('../errors')
+const { UsageError, RuntimeError, ControlError, fromPlain } = require('../errors')
 const VERSION = require('../version')
 
 // The rest is required where it is used: `lila --version` and usage errors then load
@@ -90,13 +90,15 @@ async function primary (config, io) {
 }
 
 // One control action on every worker: the first worker's answer, or its error (each
-// applies the same change to the same config, so they answer alike).
+// applies the same change to the same config, so they answer alike). An error that is
+// not a control error (a worker gone, a timeout) is answered 500 with its message.
 async function everyWorker (broadcast, action) {
   const answers = await broadcast(action)
   const done = answers.find(a => a.error === undefined)
   if (done !== undefined) return done.value
-  const { error, status = 500 } = answers[0] || { error: 'no worker to ask' }
-  throw new ControlError(status, error)
+  const { error, code, status = 500 } = answers[0] || { error: 'no worker to ask' }
+  const err = fromPlain({ code, message: error, status })
+  throw err instanceof ControlError ? err : new ControlError(status, error)
 }
 
 function usageError (err, stderr) {

@@ -7,7 +7,7 @@ const { createLogger } = require('../log')
 const { loadTls, loadBackendTls } = require('../proxy/tls')
 const { sumStats } = require('../admin/sum-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, RuntimeError } = require('../errors')
+const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
 // module; each worker runs every listener, and the primary hands them connections in
@@ -24,7 +24,8 @@ const { UsageError, RuntimeError } = require('../errors')
 //   primary -> worker  config { config, index, via, table, workers }, reload { id, config },
 //                      stats { id }, control { id, action }, stop, destroy
 //   worker -> primary  ready, listening { lines }, failed { code },
-//                      reply { id, value } | { id, error }
+//                      reply { id, value } | { id, error: { code, message, status } }
+// (an error crosses as plain data and is made again as its class: errors.js fromPlain)
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
 // broadcast(action).
@@ -119,7 +120,7 @@ function runPrimary (config, io) {
           if (waiter === undefined) return
           slot.pending.delete(message.id)
           clearTimeout(waiter.timer)
-          if (message.error !== undefined) waiter.reject(Object.assign(new Error(message.error), { status: message.status }))
+          if (message.error !== undefined) waiter.reject(fromPlain(message.error))
           else waiter.resolve(message.value)
           break
         }
@@ -254,11 +255,12 @@ function runPrimary (config, io) {
   }
 
   // A control action (the status listener's drain, enable, weight, ...) for every
-  // worker: resolves with [{ index, pid, value } | { index, pid, error }].
+  // worker: resolves with [{ index, pid, value } | { index, pid, error, code, status }]
+  // (error: the message; code and status as the error had them).
   function broadcast (action, { timeout = REPLY_TIMEOUT_MS } = {}) {
     return Promise.all(slots.map(slot => request(slot, { lila: 'control', action }, timeout).then(
       value => ({ index: slot.index, pid: slot.pid, value }),
-      err => ({ index: slot.index, pid: slot.pid, error: err.message, status: err.status })
+      err => ({ index: slot.index, pid: slot.pid, error: err.message, code: err.code, status: err.status })
     )))
   }
 }
@@ -278,8 +280,8 @@ function runWorker (io) {
     const reply = (id, fn) => {
       Promise.resolve().then(fn).then(
         value => send({ lila: 'reply', id, value }),
-        // A control error keeps its HTTP status across the channel.
-        err => send({ lila: 'reply', id, error: err.message, status: err.status })
+        // A control error keeps its class and HTTP status across the channel.
+        err => send({ lila: 'reply', id, error: toPlain(err) })
       )
     }
 
