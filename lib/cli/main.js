@@ -18,7 +18,8 @@ const lazy = {
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
   get startDashboard () { return require('../admin/terminal').startDashboard },
-  get reloadLog () { return require('./reload-log') }
+  get reloadLog () { return require('./reload-log') },
+  get signals () { return require('./signals') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -130,7 +131,7 @@ async function serve (config, io, onListening = () => {}) {
   const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, parseBackend, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP while starting is kept for when reloads can be done, not fatal.
-  const early = holdSighup(signals, reloadConfig !== null)
+  const early = lazy.signals.holdSighup(signals, reloadConfig !== null)
   try {
     if (status !== null) await status.listen()
     addresses = await lb.listen()
@@ -174,56 +175,29 @@ async function serve (config, io, onListening = () => {}) {
   return code
 }
 
-// Catch SIGHUP (when `on`) until release(replay): then stop catching and, with replay,
-// pass on one that came meanwhile.
-function holdSighup (signals, on) {
-  let caught = false
-  const hold = () => { caught = true }
-  if (on) signals.on('SIGHUP', hold)
-  return {
-    release (replay) {
-      if (!on) return
-      signals.off('SIGHUP', hold)
-      if (replay && caught) signals.emit('SIGHUP', 'SIGHUP')
-    }
-  }
-}
-
 // First SIGTERM/SIGINT (or stop(), from the dashboard's quit): stop accepting and
 // drain for up to shutdownTimeout. A second one: cut every connection now. SIGHUP
 // (with a config file): reload it; one reload at a time, an invalid file changes
-// nothing.
+// nothing. (signals.js)
 function untilStopped (lb, signals, log, reloadConfig) {
-  let onSignal
+  let handle
   const done = new Promise(resolve => {
-    let stopping = false
-    let reloading = Promise.resolve()
-    onSignal = name => {
-      if (stopping) {
-        log.warn(`${name} again: closing every connection now`)
-        lb.destroy()
-        return
-      }
-      stopping = true
-      const timeout = lb.config.shutdownTimeout
-      const closed = lb.close(timeout)
-      log.info(`${name}: stopped accepting; letting open connections finish (up to ${timeout / 1000}s)`)
-      closed.then(() => {
-        signals.off('SIGTERM', onSignal)
-        signals.off('SIGINT', onSignal)
-        if (reloadConfig !== null) signals.off('SIGHUP', onHup)
-        log.info('stopped')
-        resolve(0)
-      })
-    }
-    const onHup = () => {
-      reloading = reloading.then(() => stopping ? null : reload(lb, reloadConfig, log))
-    }
-    signals.on('SIGTERM', onSignal)
-    signals.on('SIGINT', onSignal)
-    if (reloadConfig !== null) signals.on('SIGHUP', onHup)
+    handle = lazy.signals.onSignals(signals, log, {
+      stop: name => {
+        const timeout = lb.config.shutdownTimeout
+        const closed = lb.close(timeout)
+        log.info(`${name}: stopped accepting; letting open connections finish (up to ${timeout / 1000}s)`)
+        closed.then(() => {
+          handle.off()
+          log.info('stopped')
+          resolve(0)
+        })
+      },
+      destroy: () => lb.destroy(),
+      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log)
+    })
   })
-  return { done, stop: name => onSignal(name) }
+  return { done, stop: name => handle.stop(name) }
 }
 
 async function reload (lb, reloadConfig, log) {

@@ -1,10 +1,11 @@
 'use strict'
 
 const os = require('os')
-const crypto = require('crypto')
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
-const { loadTls, loadBackendTls } = require('../proxy/tls')
+const { loadListenerTls } = require('../proxy/tls')
+const { viaToken } = require('../proxy/via')
+const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
 const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
@@ -46,7 +47,7 @@ function runPrimary (config, io) {
   const { stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {} } = io
   const log = createLogger({ level: config.logLevel, stderr })
   const count = workerCount(config.workers)
-  const via = `lila-${crypto.randomBytes(4).toString('hex')}`
+  const via = viaToken()
   const settings = { silent: false }
   if (io.exec) settings.exec = io.exec
   if (io.args) settings.args = io.args
@@ -71,9 +72,7 @@ function runPrimary (config, io) {
       if (resolved) return
       resolved = true
       const code = failure !== null ? failure : slots.some(s => s.exitCode) ? 1 : 0
-      signals.off('SIGTERM', onStop)
-      signals.off('SIGINT', onStop)
-      if (reloadConfig !== null) signals.off('SIGHUP', onHup)
+      handle.off()
       resolve(code)
     }
 
@@ -176,31 +175,12 @@ function runPrimary (config, io) {
       if (slots.every(s => s.worker === null && s.timer === null)) finish()
     }
 
-    let stopSignals = 0
-    const onStop = name => {
-      stopSignals++
-      if (stopSignals > 1) {
-        log.warn(`${name} again: closing every connection now`)
-        return stopAll('destroy')
-      }
-      log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${current.shutdownTimeout / 1000}s)`)
-      stopAll('stop')
-    }
-
     // SIGHUP: the file is read and checked here, once; the workers get the result.
-    let reloading = null
-    const onHup = () => {
-      if (stopping || starting) return
-      reloading = (reloading || Promise.resolve()).then(reload)
-    }
     const reload = async () => {
       let next
       try {
         next = reloadConfig()
-        for (const l of next.listeners) {
-          loadTls(l.tls)
-          loadBackendTls(l.backendTls)
-        }
+        for (const l of next.listeners) loadListenerTls(l)
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
         logRefused(log, err.message)
@@ -223,9 +203,15 @@ function runPrimary (config, io) {
       logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures: failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`) })
     }
 
-    signals.on('SIGTERM', onStop)
-    signals.on('SIGINT', onStop)
-    if (reloadConfig !== null) signals.on('SIGHUP', onHup)
+    const handle = onSignals(signals, log, {
+      stop: name => {
+        log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${current.shutdownTimeout / 1000}s)`)
+        stopAll('stop')
+      },
+      destroy: () => stopAll('destroy'),
+      // While starting, SIGHUP is ignored; once stopping (a worker failed), too.
+      reload: reloadConfig === null ? null : () => starting || stopping ? null : reload()
+    })
     for (const slot of slots) fork(slot)
   })
 
