@@ -24,7 +24,8 @@ t.test('defaults.js: the config of defaults is what the command line builds when
   const { config } = parseCommandLine(['10.0.0.1:80'])
   const backends = config.listeners[0].backends
   t.same(config, configWith({ listeners: [listenerConfig({ backends })] }))
-  const given = parseCommandLine(['rr', '10.0.0.1:80', '--port', '0', '--check-interval', '1s', '--protocol', 'http']).config.listeners[0]
+  const args = ['rr', '10.0.0.1:80', '--port', '0', '--check-interval', '1s', '--protocol', 'http']
+  const given = parseCommandLine(args).config.listeners[0]
   t.same(given, listenerConfig({ mode: 'round-robin', port: 0, protocol: 'http', checkInterval: 1000, backends }),
     'derived values (name, checkTimeout) follow the overrides')
 })

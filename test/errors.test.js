@@ -33,20 +33,26 @@ t.test('every class: a LilaError with its name and code, and docs/errors.md list
 })
 
 t.test('toPlain/fromPlain: the same class, message and status on the other side', async t => {
-  for (const err of [new UsageError('u'), new RuntimeError('r'), new ControlError(409, 'c'), new ConflictError('x'), new HttpError(414, 'h'), new ProxyHeaderError('p')]) {
+  const all = [
+    new UsageError('u'), new RuntimeError('r'), new ControlError(409, 'c'), new ConflictError('x'), new HttpError(414, 'h'),
+    new ProxyHeaderError('p')
+  ]
+  for (const err of all) {
     const plain = JSON.parse(JSON.stringify(toPlain(err))) // as IPC carries it
     const back = fromPlain(plain)
     t.equal(back.constructor, err.constructor, err.name)
     t.same([back.message, back.status, back.code], [err.message, err.status, err.code])
   }
   const other = fromPlain(toPlain(Object.assign(new Error('worker 1 exited'), { code: 'ECHILD' })))
-  t.same([other.constructor, other.message, other.code, other.status], [Error, 'worker 1 exited', 'ECHILD', undefined], 'an error of no known code: a plain Error')
+  t.same([other.constructor, other.message, other.code, other.status], [Error, 'worker 1 exited', 'ECHILD', undefined],
+    'an error of no known code: a plain Error')
 })
 
 t.test('control: a ConflictError from the upstream is answered 409 (as a RangeError still is)', async t => {
-  for (const thrown of [new ConflictError('backend 10.0.0.1:80 is already there'), new RangeError('backend 10.0.0.1:80 is already there')]) {
+  const message = '10.0.0.1:80 is already a backend'
+  for (const thrown of [new ConflictError(message), new RangeError(message)]) {
     const upstream = { addBackend: async () => { throw thrown } }
     const control = createControl({ listeners: [{ name: 'web', upstream }] })
-    await t.rejects(control.add({ spec: { host: '10.0.0.1', port: 80 } }), { name: 'ControlError', status: 409, message: thrown.message })
+    await t.rejects(control.add({ spec: { host: '10.0.0.1', port: 80 } }), { name: 'ControlError', status: 409, message })
   }
 })

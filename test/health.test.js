@@ -73,7 +73,8 @@ t.test('probes', async t => {
     const b = await healthBackend(t, 'b')
     b.hang = true
     const backend = makeBackend({ host: '127.0.0.1', port: b.port }, { checked: true, fall: 1 })
-    const checker = new HealthChecker({ check: { type: 'http', path: '/health' }, interval: 20, timeout: 20, host: null, tls: null })
+    const check = { type: 'http', path: '/health' }
+    const checker = new HealthChecker({ check, interval: 20, timeout: 20, host: null, tls: null })
     t.teardown(() => checker.close())
     await checker.watch(backend)
     t.equal(backend.downReason, 'http /health timed out')

@@ -42,7 +42,10 @@ t.test('first SIGTERM/SIGINT stops, another destroys; SIGHUP reloads one at a ti
 t.test('stop(name) counts as a signal; no reload given: SIGHUP is not caught', async t => {
   const signals = new EventEmitter()
   const calls = []
-  const handle = onSignals(signals, captureLog().log, { stop: name => calls.push(`stop ${name}`), destroy: () => calls.push('destroy') })
+  const handle = onSignals(signals, captureLog().log, {
+    stop: name => calls.push(`stop ${name}`),
+    destroy: () => calls.push('destroy')
+  })
   t.equal(signals.listenerCount('SIGHUP'), 0)
   handle.stop('quit')
   signals.emit('SIGTERM', 'SIGTERM')

@@ -37,7 +37,9 @@ const ACTIONS = ['drain', 'enable', 'disable', 'weight']
 const MAX_BODY = 4096
 const READ = 'GET, HEAD'
 
-function createStatusServer ({ stats, control, parseBackend, host = '127.0.0.1', port, token = null, log = silentLogger, version = VERSION, now = Date.now }) {
+function createStatusServer ({
+  stats, control, parseBackend, host = '127.0.0.1', port, token = null, log = silentLogger, version = VERSION, now = Date.now
+}) {
   const tokenDigest = token === null ? null : digest(token)
   let loopback = false
   let url = null
@@ -102,7 +104,8 @@ function createStatusServer ({ stats, control, parseBackend, host = '127.0.0.1',
         if (parts.length === 3) {
           result = await control.remove({ backend: normalise(parseBackend, address), listener })
         } else if (parts[3] === 'weight') {
-          result = await control.weight({ backend: normalise(parseBackend, address), listener, value: weightOf(query.get('value')) })
+          const value = weightOf(query.get('value'))
+          result = await control.weight({ backend: normalise(parseBackend, address), listener, value })
         } else {
           result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener })
         }

@@ -128,7 +128,9 @@ async function serve (config, io, onListening = () => {}) {
   // the --workers primary's act through the workers'.
   const control = lazy.control.controlFrom(lb.control)
   // The status listener is bound first: a taken port fails at once, in one line.
-  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, parseBackend, log })
+  const status = config.status === null
+    ? null
+    : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, parseBackend, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP while starting is kept for when reloads can be done, not fatal.
   const early = lazy.signals.holdSighup(signals, reloadConfig !== null)

@@ -205,7 +205,8 @@ function runPrimary (config, io) {
 
     const handle = onSignals(signals, log, {
       stop: name => {
-        log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${current.shutdownTimeout / 1000}s)`)
+        const timeout = current.shutdownTimeout
+        log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${timeout / 1000}s)`)
         stopAll('stop')
       },
       destroy: () => stopAll('destroy'),

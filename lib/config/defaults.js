@@ -62,7 +62,9 @@ function configFrom (globals, listeners) {
     shutdownTimeout: globals.shutdownTimeout,
     workers: globals.workers,
     accessLog: globals.accessLog, // null (off), 'text' or 'json'
-    status: globals.statusPort === null ? null : { host: globals.statusHost, port: globals.statusPort, token: globals.statusToken },
+    status: globals.statusPort === null
+      ? null
+      : { host: globals.statusHost, port: globals.statusPort, token: globals.statusToken },
     dashboard: globals.dashboard,
     listeners
   }
