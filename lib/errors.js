@@ -1,10 +1,21 @@
 'use strict'
 
-// The two kinds of error a user can see. Each carries a one-line message that names
-// the bad value and what was expected; cli.js prints it and picks the exit code.
+// lila's errors: one family, as undici's lib/core/errors.js. Every error lila makes on
+// purpose is a LilaError with a stable `code` (docs/errors.md lists them all) and a
+// one-line message that names the bad value and what was expected. Callers tell them
+// apart with instanceof, or by `code` once an error crossed a process boundary
+// (toPlain/fromPlain: the --workers IPC).
+
+class LilaError extends Error {
+  constructor (message) {
+    super(message)
+    this.name = 'LilaError'
+    this.code = 'LILA_ERROR'
+  }
+}
 
 // Bad input on the command line or in the config file: exit 2.
-class UsageError extends Error {
+class UsageError extends LilaError {
   constructor (message) {
     super(message)
     this.name = 'UsageError'
@@ -13,7 +24,7 @@ class UsageError extends Error {
 }
 
 // Something the environment refused at run time (port taken, permission denied): exit 1.
-class RuntimeError extends Error {
+class RuntimeError extends LilaError {
   constructor (message, cause) {
     super(message)
     this.name = 'RuntimeError'
@@ -23,15 +34,79 @@ class RuntimeError extends Error {
 }
 
 // A control request (status listener, dashboard) that cannot be done: `status` is the
-// HTTP status that says why (400 bad value, 404 unknown backend, 409 conflict), the
-// message one line naming the value. Plain data, so it can cross a process boundary.
-class ControlError extends Error {
+// HTTP status that says why (400 bad value, 404 unknown backend, 409 conflict, 413 body
+// too large).
+class ControlError extends LilaError {
   constructor (status, message) {
     super(message)
     this.name = 'ControlError'
     this.code = 'LILA_CONTROL'
     this.status = status
   }
+}
+
+// A change that contradicts the running state, e.g. a backend added twice: control.js
+// answers it with 409.
+class ConflictError extends LilaError {
+  constructor (message) {
+    super(message)
+    this.name = 'ConflictError'
+    this.code = 'LILA_CONFLICT'
+  }
+}
+
+// An HTTP message head lila refuses (proxy/http1/parse.js): `status` is the answer to
+// give, 4xx for a client's request, 502 for a backend's response.
+class HttpError extends LilaError {
+  constructor (status, message) {
+    super(message)
+    this.name = 'HttpError'
+    this.code = 'LILA_HTTP_PARSE'
+    this.status = status
+  }
+}
+
+// A PROXY protocol header that is missing or malformed (proxy/proxy-protocol.js): the
+// connection is refused.
+class ProxyHeaderError extends LilaError {
+  constructor (message) {
+    super(message)
+    this.name = 'ProxyHeaderError'
+    this.code = 'LILA_PROXY_HEADER'
+  }
+}
+
+// Text that is not strict JSON (config/json.js), at `line` and `column`; file.js makes
+// it a UsageError naming the file.
+class JsonError extends LilaError {
+  constructor (message, line, column) {
+    super(`line ${line}, column ${column}: ${message}`)
+    this.name = 'JsonError'
+    this.code = 'LILA_JSON'
+    this.line = line
+    this.column = column
+  }
+}
+
+// Across a process boundary an error travels as plain data, { code, message, status },
+// and is made again as the same class on the other side. An error of no known code
+// comes back as a plain Error with its code and status.
+const REBUILD = {
+  LILA_USAGE: ({ message }) => new UsageError(message),
+  LILA_RUNTIME: ({ message }) => new RuntimeError(message),
+  LILA_CONTROL: ({ message, status }) => new ControlError(status, message),
+  LILA_CONFLICT: ({ message }) => new ConflictError(message),
+  LILA_HTTP_PARSE: ({ message, status }) => new HttpError(status, message),
+  LILA_PROXY_HEADER: ({ message }) => new ProxyHeaderError(message)
+}
+
+function toPlain (err) {
+  return { code: err.code, message: err.message, status: err.status }
+}
+
+function fromPlain (plain) {
+  if (Object.hasOwn(REBUILD, plain.code)) return REBUILD[plain.code](plain)
+  return Object.assign(new Error(plain.message), { code: plain.code, status: plain.status })
 }
 
 // Plain-words reasons for the socket errors users meet most.
@@ -67,4 +142,17 @@ function reasonOf (err) {
   return REASONS[err.code] || err.code || err.message
 }
 
-module.exports = { UsageError, RuntimeError, isLocalShortage, ControlError, reasonOf }
+module.exports = {
+  LilaError,
+  UsageError,
+  RuntimeError,
+  ControlError,
+  ConflictError,
+  HttpError,
+  ProxyHeaderError,
+  JsonError,
+  toPlain,
+  fromPlain,
+  isLocalShortage,
+  reasonOf
+}

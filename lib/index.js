@@ -1,15 +1,15 @@
 'use strict'
 
-const crypto = require('crypto')
 const { Upstream } = require('./upstream/upstream')
 const { Listener } = require('./proxy/listener')
 const { TcpSession } = require('./proxy/tcp')
 const { createHttpListener } = require('./proxy/http1/protocol')
-const { loadTls, loadBackendTls } = require('./proxy/tls')
+const { loadListenerTls } = require('./proxy/tls')
+const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
 const { describeChanges, sameAddress } = require('./config/changes')
 const { RuntimeError, ControlError } = require('./errors')
-const { logsName } = require('./config/builder')
+const { logsName } = require('./config/names')
 const { createControl, OPS } = require('./admin/control')
 const { createAccessLog } = require('./admin/access-log')
 
@@ -31,7 +31,7 @@ const LISTENERS = {
   http: createHttpListener
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = `lila-${crypto.randomBytes(4).toString('hex')}`, table = true, stdout = process.stdout, accessLog = defaultAccessLog(config, stdout) } = {}) {
+function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = viaToken(), table = true, stdout = process.stdout, accessLog = defaultAccessLog(config, stdout) } = {}) {
   const startedAt = now()
   let current = config
   let listeners = []
@@ -41,7 +41,7 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
   // TLS files are read here (and again on every reload): a UsageError if one cannot be
   // read or used.
   function material (listenerConfig) {
-    return { tls: loadTls(listenerConfig.tls), backendTls: loadBackendTls(listenerConfig.backendTls) }
+    return loadListenerTls(listenerConfig)
   }
 
   // Log lines about a listener carry its name when it has one or there are several

@@ -4,11 +4,13 @@
 // traffic (passive), slow start and latency, all on a hand-driven clock. No sockets.
 
 const t = require('tap')
-const { Backend, FIRST_COOL_OFF_MS } = require('../lib/upstream/backend')
+const { FIRST_COOL_OFF_MS } = require('../lib/upstream/backend')
+const { makeBackend } = require('./fixtures/helpers')
 
 function setup (spec = {}, options = {}) {
   const clock = { now: 1000 }
-  const backend = new Backend({ host: '10.0.3.1', port: 80, ...spec }, { now: () => clock.now, checked: true, rise: 2, fall: 3, ...options })
+  const settings = { now: () => clock.now, checked: true, rise: 2, fall: 3, ...options }
+  const backend = makeBackend({ host: '10.0.3.1', ...spec }, settings)
   const events = []
   backend.on('down', (reason, previous) => events.push(`down from ${previous}: ${reason}`))
   backend.on('up', (reason, previous) => events.push(`up from ${previous}: ${reason}`))

@@ -4,14 +4,13 @@
 // Backend objects whose live counts the tests set by hand.
 
 const t = require('tap')
-const { Backend } = require('../lib/upstream/backend')
 const { Upstream } = require('../lib/upstream/upstream')
 const { createMode, modeName, MODES } = require('../lib/upstream/balancers')
 const { prng } = require('./fixtures/http-fuzz')
-const { listenerConfig } = require('./fixtures/helpers')
+const { makeBackend, backendSpec, upstreamConfig } = require('./fixtures/helpers')
 
 function backends (...specs) {
-  return specs.map((spec, i) => new Backend({ host: '10.0.0.' + (i + 1), port: 80, weight: 1, ...spec }))
+  return specs.map((spec, i) => makeBackend({ host: '10.0.0.' + (i + 1), ...spec }))
 }
 
 // Three failed connections in a row take a backend out (passive health).
@@ -209,7 +208,7 @@ t.test('ip-hash (rendezvous hashing)', async t => {
 t.test('least-time (peak-EWMA × in-flight)', async t => {
   const clocked = (...specs) => {
     const clock = { now: 0 }
-    const list = specs.map((spec, i) => new Backend({ host: '10.0.4.' + (i + 1), port: 80, ...spec }, { now: () => clock.now }))
+    const list = specs.map((spec, i) => makeBackend({ host: '10.0.4.' + (i + 1), ...spec }, { now: () => clock.now }))
     return { list, clock }
   }
 
@@ -332,10 +331,9 @@ t.test('bounded loads for hash modes (--hash-balance-factor)', async t => {
 })
 
 t.test('upstream: which backends are candidates', async t => {
-  const make = (mode, ...specs) => new Upstream(listenerConfig({
+  const make = (mode, ...specs) => new Upstream(upstreamConfig({
     mode,
-    check: null,
-    backends: specs.map((spec, i) => ({ host: '10.0.1.' + (i + 1), port: 80, weight: 1, maxConn: null, backup: false, ...spec }))
+    backends: specs.map((spec, i) => backendSpec('10.0.1.' + (i + 1), spec))
   }))
 
   t.test('backups only when no primary can take the connection', async t => {
@@ -382,7 +380,7 @@ t.test('upstream: which backends are candidates', async t => {
 t.test('backend: passive health and leases', async t => {
   let clock = 1000
   const now = () => clock
-  const make = () => new Backend({ host: '10.0.2.1', port: 80 }, { now })
+  const make = () => makeBackend({ host: '10.0.2.1' }, { now })
 
   t.test('a lease counts once and releases once', async t => {
     const b = make()

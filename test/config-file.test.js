@@ -8,8 +8,10 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { parseConfigFile, readConfigFile } = require('../lib/config/file')
-const { parseCommandLine, LISTENER_OPTIONS } = require('../lib/config/builder')
+const { parseCommandLine } = require('../lib/config/argv')
+const { LISTENER_OPTIONS } = require('../lib/config/options')
 const { parseJson } = require('../lib/config/json')
+const { listenerConfig, configWith } = require('../lib/config/defaults')
 const { ROOT } = require('./fixtures/helpers')
 
 function readmeExample () {
@@ -17,6 +19,16 @@ function readmeExample () {
   const match = /<!-- config-example:start -->\n```json\n([\s\S]*?)```\n<!-- config-example:end -->/.exec(readme)
   return match[1]
 }
+
+t.test('defaults.js: the config of defaults is what the command line builds when told nothing else', async t => {
+  const { config } = parseCommandLine(['10.0.0.1:80'])
+  const backends = config.listeners[0].backends
+  t.same(config, configWith({ listeners: [listenerConfig({ backends })] }))
+  const args = ['rr', '10.0.0.1:80', '--port', '0', '--check-interval', '1s', '--protocol', 'http']
+  const given = parseCommandLine(args).config.listeners[0]
+  t.same(given, listenerConfig({ mode: 'round-robin', port: 0, protocol: 'http', checkInterval: 1000, backends }),
+    'derived values (name, checkTimeout) follow the overrides')
+})
 
 t.test('the README example: two listeners, defaults at the top, overrides below', async t => {
   const config = parseConfigFile(readmeExample(), '/etc/lila/lila.json')

@@ -6,8 +6,8 @@
 
 const t = require('tap')
 const { createControl } = require('../lib/admin/control')
-const { ControlError } = require('../lib/errors')
-const { tcpBackend, deadPort, until, backendSpec: spec, makeUpstream: make } = require('./fixtures/helpers')
+const { ControlError, ConflictError } = require('../lib/errors')
+const { tcpBackend, deadPort, until, backendSpec: spec, makeUpstream: make, upstreamConfig } = require('./fixtures/helpers')
 
 // Who the next n picks go to.
 function picks (upstream, n) {
@@ -111,7 +111,7 @@ t.test('a reload that turns checks on leaves a disabled backend unprobed until e
   await upstream.start()
   const [ba] = upstream.backends
   upstream.disable(ba)
-  upstream.update({ mode: 'round-robin', backends, check: { type: 'tcp' }, checkInterval: 20, checkTimeout: 20 })
+  upstream.update(upstreamConfig({ backends, check: { type: 'tcp' }, checkInterval: 20, checkTimeout: 20 }))
   await until(() => b.connections >= 3, 'three probes of b')
   t.equal(a.connections, 0, 'none of a, disabled')
   await upstream.enable(ba)
@@ -139,7 +139,7 @@ t.test('addBackend: checked first, then in the rotation; twice is refused', asyn
   t.ok(lines.includes(`backend 127.0.0.1:${c.port} added (by an operator)`))
   t.same(portsPicked(upstream, 3).sort(), [a.port, c.port, c.port].sort(), 'in the rotation, at its weight of 2')
   t.equal(upstream.backends.length, 2)
-  await t.rejects(upstream.addBackend(spec('127.0.0.1', { port: c.port })), new RangeError(`127.0.0.1:${c.port} is already a backend`))
+  await t.rejects(upstream.addBackend(spec('127.0.0.1', { port: c.port })), new ConflictError(`127.0.0.1:${c.port} is already a backend`))
 
   const dead = await deadPort()
   const [down] = await upstream.addBackend(spec('127.0.0.1', { port: dead }))
@@ -154,7 +154,7 @@ t.test('addBackend and removeBackend of a name; removal drains', async t => {
   const added = await upstream.addBackend(spec('svc.lila.test'))
   t.same(added.map(b => b.address), ['10.0.6.1:80', '10.0.6.2:80'])
   t.same(upstream.backends.map(b => b.host), ['10.0.6.9', '10.0.6.1', '10.0.6.2'])
-  await t.rejects(upstream.addBackend(spec('svc.lila.test')), new RangeError('svc.lila.test:80 is already a backend'))
+  await t.rejects(upstream.addBackend(spec('svc.lila.test')), new ConflictError('svc.lila.test:80 is already a backend'))
   t.equal(upstream.given('svc.lila.test:80'), true)
   t.equal(upstream.given('10.0.6.1:80'), false, 'an address of a name was not given as such')
 
@@ -241,7 +241,7 @@ t.test('control: finds the backend, by listener when it must, and says no precis
 
 t.test('lb.control(action) and controlFrom(perform): one function of { op, ...request }', async t => {
   const { createBalancer } = require('../lib/index')
-  const { parseCommandLine } = require('../lib/config/builder')
+  const { parseCommandLine } = require('../lib/config/argv')
   const { controlFrom } = require('../lib/admin/control')
   const { config } = parseCommandLine(['rr', '127.0.0.1:9', '127.0.0.1:10', '--host', '127.0.0.1', '--port', '0', '--check', 'none'])
   const lb = createBalancer(config)

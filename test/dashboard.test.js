@@ -9,14 +9,13 @@ const os = require('os')
 const path = require('path')
 const { EventEmitter } = require('events')
 const { spawnSync } = require('child_process')
-const { Backend } = require('../lib/upstream/backend')
 const { createView, backendRows, totals, rates, parseKeys, handleKey, render, stripAnsi, HELP } = require('../lib/admin/dashboard')
 const { startDashboard } = require('../lib/admin/terminal')
-const { LILA, tcpBackend, exchange, until, within } = require('./fixtures/helpers')
+const { LILA, tcpBackend, exchange, until, within, makeBackend } = require('./fixtures/helpers')
 
 function backend (address, extra = {}) {
   const [host, port] = address.split(':')
-  return { ...new Backend({ host, port: Number(port) }).snapshot(), ...extra }
+  return { ...makeBackend({ host, port: Number(port) }).snapshot(), ...extra }
 }
 
 function snapshotOf (backends, extra = {}) {

@@ -12,7 +12,7 @@ const t = require('tap')
 const http = require('http')
 const net = require('net')
 const { createBalancer } = require('../lib/index')
-const { parseCommandLine } = require('../lib/config/builder')
+const { parseCommandLine } = require('../lib/config/argv')
 const { fuzzCase } = require('./fixtures/http-fuzz')
 const { listenOn, within, until } = require('./fixtures/helpers')
 

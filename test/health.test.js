@@ -5,9 +5,8 @@
 
 const t = require('tap')
 const { probe, HealthChecker } = require('../lib/upstream/health')
-const { Backend } = require('../lib/upstream/backend')
 const {
-  tcpBackend, httpBackend, request, deadPort, blackhole, exchange, spawnLila, closeServer, within, until
+  tcpBackend, httpBackend, request, deadPort, blackhole, exchange, spawnLila, closeServer, within, until, makeBackend
 } = require('./fixtures/helpers')
 
 const base = ['--host', '127.0.0.1', '--port', '0']
@@ -44,7 +43,7 @@ async function get (port, path = '/') {
 t.test('probes', async t => {
   t.test('tcp: connect ok, refused, timed out', async t => {
     const up = await tcpBackend(t, 'up')
-    const at = port => new Backend({ host: '127.0.0.1', port })
+    const at = port => makeBackend({ host: '127.0.0.1', port })
     t.same(await probeOnce(at(up.port), { type: 'tcp' }), { ok: true, reason: 'tcp connect ok' })
     t.same(await probeOnce(at(await deadPort()), { type: 'tcp' }), { ok: false, reason: 'tcp connection refused' })
     t.same(await probeOnce(at(await blackhole(t)), { type: 'tcp' }, 100), { ok: false, reason: 'tcp connect timed out' })
@@ -52,29 +51,30 @@ t.test('probes', async t => {
 
   t.test('http: 2xx and 3xx pass, others fail, with the status in the reason', async t => {
     const b = await healthBackend(t, 'b')
-    const backend = new Backend({ host: '127.0.0.1', port: b.port })
+    const backend = makeBackend({ host: '127.0.0.1', port: b.port })
     for (const [status, ok] of [[200, true], [204, true], [302, true], [404, false], [500, false], [503, false]]) {
       b.status = status
       t.same(await probeOnce(backend, { type: 'http', path: '/health' }), { ok, reason: `http /health ${status}` })
     }
     b.hang = true
     t.same(await probeOnce(backend, { type: 'http', path: '/health' }, 100), { ok: false, reason: 'http /health timed out' })
-    const refused = new Backend({ host: '127.0.0.1', port: await deadPort() })
+    const refused = makeBackend({ host: '127.0.0.1', port: await deadPort() })
     t.same(await probeOnce(refused, { type: 'http', path: '/health' }), { ok: false, reason: 'http /health connection refused' })
   })
 
   t.test('http: the Host header is the name the backend was given by', async t => {
     const b = await healthBackend(t, 'b')
-    await probeOnce(new Backend({ host: '127.0.0.1', port: b.port }), { type: 'http', path: '/health' })
-    await probeOnce(new Backend({ host: '127.0.0.1', port: b.port, name: 'app.lila.test' }), { type: 'http', path: '/health' })
+    await probeOnce(makeBackend({ host: '127.0.0.1', port: b.port }), { type: 'http', path: '/health' })
+    await probeOnce(makeBackend({ host: '127.0.0.1', port: b.port, name: 'app.lila.test' }), { type: 'http', path: '/health' })
     t.same(b.hosts, [`127.0.0.1:${b.port}`, `app.lila.test:${b.port}`])
   })
 
   t.test('a slow probe is never started again before it finished', async t => {
     const b = await healthBackend(t, 'b')
     b.hang = true
-    const backend = new Backend({ host: '127.0.0.1', port: b.port }, { checked: true, rise: 1, fall: 1 })
-    const checker = new HealthChecker({ check: { type: 'http', path: '/health' }, interval: 20, timeout: 20 })
+    const backend = makeBackend({ host: '127.0.0.1', port: b.port }, { checked: true, fall: 1 })
+    const check = { type: 'http', path: '/health' }
+    const checker = new HealthChecker({ check, interval: 20, timeout: 20, host: null, tls: null })
     t.teardown(() => checker.close())
     await checker.watch(backend)
     t.equal(backend.downReason, 'http /health timed out')

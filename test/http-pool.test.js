@@ -7,7 +7,7 @@
 const t = require('tap')
 const { Pool, MAX_SOCKETS } = require('../lib/proxy/http1/connection-pool')
 const { createBalancer } = require('../lib/index')
-const { parseCommandLine } = require('../lib/config/builder')
+const { parseCommandLine } = require('../lib/config/argv')
 const { tcpBackend, within, until, captureLog, request } = require('./fixtures/helpers')
 
 // Stands in for an Exchange: `connected` resolves with the first connection it gets;

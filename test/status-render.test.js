@@ -7,7 +7,7 @@
 const t = require('tap')
 const { spawnSync } = require('child_process')
 const histogram = require('../lib/histogram')
-const { Backend } = require('../lib/upstream/backend')
+const { makeBackend } = require('./fixtures/helpers')
 const { renderMetrics, escapeLabel } = require('../lib/admin/metrics')
 const { renderPage } = require('../lib/admin/status-page')
 
@@ -41,7 +41,7 @@ t.test('histogram: buckets, quantiles, the cumulative form and back', async t =>
 })
 
 t.test('a backend records each latency sample in its histogram', async t => {
-  const backend = new Backend({ host: '10.0.0.1', port: 80 })
+  const backend = makeBackend({ host: '10.0.0.1' })
   for (const ms of [0.1, 0.4, 3, 3, 700]) backend.observeLatency(ms)
   const { responseTime } = backend.snapshot()
   t.equal(responseTime.count, 5)
@@ -53,7 +53,7 @@ t.test('a backend records each latency sample in its histogram', async t => {
 
 // A snapshot as index.js stats() makes it, with the values a test wants.
 function backendSnapshot (address, extra = {}) {
-  const backend = new Backend({ host: '10.0.0.1', port: 80 })
+  const backend = makeBackend({ host: '10.0.0.1' })
   return { ...backend.snapshot(), address, ...extra }
 }
 
@@ -67,7 +67,7 @@ function snapshotOf (listeners) {
 }
 
 t.test('metrics: names, types, labels, histogram; promtool accepts them', async t => {
-  const measured = new Backend({ host: '10.0.0.2', port: 80 })
+  const measured = makeBackend({ host: '10.0.0.2' })
   measured.total = 12
   measured.failures = 2
   measured.bytesIn = 1000

@@ -6,6 +6,7 @@
 
 const t = require('tap')
 const { createStatusServer, isLoopbackHost } = require('../lib/admin/status-server')
+const { parseBackend } = require('../lib/config/parsers')
 const { ControlError } = require('../lib/errors')
 const { request, captureLog } = require('./fixtures/helpers')
 
@@ -48,6 +49,7 @@ async function start (t, options = {}) {
   const server = createStatusServer({
     stats: async () => SNAPSHOT,
     control,
+    parseBackend,
     host: '127.0.0.1',
     port: 0,
     log: capture.log,
@@ -217,6 +219,6 @@ t.test('stats may be a plain function; a failing one is a 500', async t => {
 
 t.test('a port already taken: one line naming the option', async t => {
   const first = await start(t)
-  const second = createStatusServer({ stats: () => SNAPSHOT, control: fakeControl().control, port: first.port })
+  const second = createStatusServer({ stats: () => SNAPSHOT, control: fakeControl().control, parseBackend, port: first.port })
   await t.rejects(second.listen(), { message: `cannot listen on 127.0.0.1:${first.port} (--status-port): address already in use` })
 })

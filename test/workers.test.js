@@ -8,7 +8,7 @@ const t = require('tap')
 const { EventEmitter } = require('events')
 const { sumStats } = require('../lib/admin/sum-stats')
 const { runPrimary } = require('../lib/cli/workers')
-const { parseCommandLine } = require('../lib/config/builder')
+const { parseCommandLine } = require('../lib/config/argv')
 const { LILA, tcpBackend, httpBackend, greetThenEcho, openGreeted, exchange, spawnLila, runLila, request, within } = require('./fixtures/helpers')
 
 const backend = (address, extra = {}) => ({ address, name: null, weight: 1, state: 'up', up: true, downReason: null, draining: false, latency: null, live: 0, total: 0, failures: 0, bytesIn: 0, bytesOut: 0, changedAt: 0, ...extra })

@@ -1,6 +1,6 @@
 'use strict'
 
-const { ControlError } = require('../errors')
+const { ControlError, ConflictError } = require('../errors')
 
 // Runtime control of one balancer's backends, for the status listener and the
 // dashboard: the functions status.js is given, over the listeners of one process.
@@ -86,7 +86,7 @@ function createControl (lb) {
       try {
         backends = await listeners[0].upstream.addBackend(spec)
       } catch (err) {
-        if (err instanceof RangeError) throw new ControlError(409, err.message)
+        if (err instanceof ConflictError) throw new ControlError(409, err.message)
         throw err
       }
       if (backends.length === 0) return { message: `added ${spec.host}:${spec.port}: it resolves to no address yet`, backends: [] }

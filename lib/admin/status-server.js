@@ -6,7 +6,6 @@ const crypto = require('crypto')
 const { listen } = require('../proxy/bind')
 const { RuntimeError, UsageError, ControlError } = require('../errors')
 const { formatAddress } = require('../address')
-const { parseBackend } = require('../config/builder')
 const { renderPage } = require('./status-page')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
 const { silentLogger } = require('../log')
@@ -17,11 +16,14 @@ const VERSION = require('../version')
 // what it is given, so the same server works over one process or, in the cluster
 // primary, over snapshots gathered from workers:
 //
-//   createStatusServer({ stats, control, host, port, token, log })
+//   createStatusServer({ stats, control, parseBackend, host, port, token, log })
 //     stats()    -> a snapshot as index.js stats() returns it (or a promise of one)
 //     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
 //                   them: each takes a plain request object and returns a promise of
 //                   { message }, or rejects with a ControlError carrying the status
+//     parseBackend(text) -> spec, or throws a UsageError: the command line's backend
+//                   syntax (config/parsers.js), given so that the admin side imports
+//                   no parser of its own
 //   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status"
 //   .close()    -> promise; open admin connections are cut
 //
@@ -35,7 +37,9 @@ const ACTIONS = ['drain', 'enable', 'disable', 'weight']
 const MAX_BODY = 4096
 const READ = 'GET, HEAD'
 
-function createStatusServer ({ stats, control, host = '127.0.0.1', port, token = null, log = silentLogger, version = VERSION, now = Date.now }) {
+function createStatusServer ({
+  stats, control, parseBackend, host = '127.0.0.1', port, token = null, log = silentLogger, version = VERSION, now = Date.now
+}) {
   const tokenDigest = token === null ? null : digest(token)
   let loopback = false
   let url = null
@@ -89,7 +93,7 @@ function createStatusServer ({ stats, control, host = '127.0.0.1', port, token =
     try {
       if (parts.length === 2) {
         const text = query.get('address') || await readAddress(req)
-        result = await control.add({ spec: backendSpec(text, 'backend'), listener })
+        result = await control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener })
       } else {
         let address
         try {
@@ -98,11 +102,12 @@ function createStatusServer ({ stats, control, host = '127.0.0.1', port, token =
           throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
         }
         if (parts.length === 3) {
-          result = await control.remove({ backend: normalise(address), listener })
+          result = await control.remove({ backend: normalise(parseBackend, address), listener })
         } else if (parts[3] === 'weight') {
-          result = await control.weight({ backend: normalise(address), listener, value: weightOf(query.get('value')) })
+          const value = weightOf(query.get('value'))
+          result = await control.weight({ backend: normalise(parseBackend, address), listener, value })
         } else {
-          result = await control[parts[3]]({ backend: normalise(address), listener })
+          result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener })
         }
       }
     } catch (err) {
@@ -191,7 +196,7 @@ function readAddress (req) {
 }
 
 // The backend syntax of the command line -> spec; bad input -> 400 with lila's message.
-function backendSpec (text, what) {
+function backendSpec (parseBackend, text, what) {
   if (!text) throw new ControlError(400, `no ${what} given: expected host:port[,weight=N]... in the body or ?address=`)
   try {
     return parseBackend(text)
@@ -203,9 +208,9 @@ function backendSpec (text, what) {
 
 // "127.0.0.1:80", ":80" or "[::1]:80" -> the address as backends show it. Settings
 // (",weight=2") have no place in a path.
-function normalise (text) {
+function normalise (parseBackend, text) {
   if (text.includes(',')) throw new ControlError(400, `invalid backend address ${JSON.stringify(text)}: expected host:port without settings`)
-  const spec = backendSpec(text, 'backend address')
+  const spec = backendSpec(parseBackend, text, 'backend address')
   return formatAddress(spec.host, spec.port)
 }
 

@@ -1,7 +1,7 @@
 'use strict'
 
 const http = require('http')
-const { parseBackend } = require('../config/builder')
+const { parseBackend } = require('../config/parsers')
 
 // `lila demo`: three small HTTP backends on free local ports, lila in front of them,
 // and a line saying what to run to watch the balancing. Everything stops on Ctrl-C.

@@ -2,7 +2,7 @@
 
 const { OPTIONS } = require('../config/options')
 const { MODES } = require('../upstream/balancers')
-const { formatDuration } = require('../config/builder')
+const { formatDuration } = require('../format')
 const VERSION = require('../version')
 
 function formatDefault (option) {

@@ -1,7 +1,8 @@
 'use strict'
 
-const { parseCommandLine } = require('../config/builder')
-const { UsageError, RuntimeError, ControlError } = require('../errors')
+const { parseCommandLine } = require('../config/argv')
+const { parseBackend } = require('../config/parsers')
+const { UsageError, RuntimeError, ControlError, fromPlain } = require('../errors')
 const VERSION = require('../version')
 
 // The rest is required where it is used: `lila --version` and usage errors then load
@@ -17,7 +18,8 @@ const lazy = {
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
   get startDashboard () { return require('../admin/terminal').startDashboard },
-  get reloadLog () { return require('../config/changes') }
+  get reloadLog () { return require('./reload-log') },
+  get signals () { return require('./signals') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -74,7 +76,8 @@ async function primary (config, io) {
   const onReady = async ({ gatherStats, broadcast }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
     if (config.status === null) return
-    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control: lazy.control.controlFrom(action => everyWorker(broadcast, action)), log })
+    const control = lazy.control.controlFrom(action => everyWorker(broadcast, action))
+    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, parseBackend, log })
     try {
       await status.listen()
     } catch (err) {
@@ -88,13 +91,15 @@ async function primary (config, io) {
 }
 
 // One control action on every worker: the first worker's answer, or its error (each
-// applies the same change to the same config, so they answer alike).
+// applies the same change to the same config, so they answer alike). An error that is
+// not a control error (a worker gone, a timeout) is answered 500 with its message.
 async function everyWorker (broadcast, action) {
   const answers = await broadcast(action)
   const done = answers.find(a => a.error === undefined)
   if (done !== undefined) return done.value
-  const { error, status = 500 } = answers[0] || { error: 'no worker to ask' }
-  throw new ControlError(status, error)
+  const { error, code, status = 500 } = answers[0] || { error: 'no worker to ask' }
+  const err = fromPlain({ code, message: error, status })
+  throw err instanceof ControlError ? err : new ControlError(status, error)
 }
 
 function usageError (err, stderr) {
@@ -123,10 +128,12 @@ async function serve (config, io, onListening = () => {}) {
   // the --workers primary's act through the workers'.
   const control = lazy.control.controlFrom(lb.control)
   // The status listener is bound first: a taken port fails at once, in one line.
-  const status = config.status === null ? null : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, log })
+  const status = config.status === null
+    ? null
+    : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, parseBackend, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP while starting is kept for when reloads can be done, not fatal.
-  const early = holdSighup(signals, reloadConfig !== null)
+  const early = lazy.signals.holdSighup(signals, reloadConfig !== null)
   try {
     if (status !== null) await status.listen()
     addresses = await lb.listen()
@@ -170,56 +177,29 @@ async function serve (config, io, onListening = () => {}) {
   return code
 }
 
-// Catch SIGHUP (when `on`) until release(replay): then stop catching and, with replay,
-// pass on one that came meanwhile.
-function holdSighup (signals, on) {
-  let caught = false
-  const hold = () => { caught = true }
-  if (on) signals.on('SIGHUP', hold)
-  return {
-    release (replay) {
-      if (!on) return
-      signals.off('SIGHUP', hold)
-      if (replay && caught) signals.emit('SIGHUP', 'SIGHUP')
-    }
-  }
-}
-
 // First SIGTERM/SIGINT (or stop(), from the dashboard's quit): stop accepting and
 // drain for up to shutdownTimeout. A second one: cut every connection now. SIGHUP
 // (with a config file): reload it; one reload at a time, an invalid file changes
-// nothing.
+// nothing. (signals.js)
 function untilStopped (lb, signals, log, reloadConfig) {
-  let onSignal
+  let handle
   const done = new Promise(resolve => {
-    let stopping = false
-    let reloading = Promise.resolve()
-    onSignal = name => {
-      if (stopping) {
-        log.warn(`${name} again: closing every connection now`)
-        lb.destroy()
-        return
-      }
-      stopping = true
-      const timeout = lb.config.shutdownTimeout
-      const closed = lb.close(timeout)
-      log.info(`${name}: stopped accepting; letting open connections finish (up to ${timeout / 1000}s)`)
-      closed.then(() => {
-        signals.off('SIGTERM', onSignal)
-        signals.off('SIGINT', onSignal)
-        if (reloadConfig !== null) signals.off('SIGHUP', onHup)
-        log.info('stopped')
-        resolve(0)
-      })
-    }
-    const onHup = () => {
-      reloading = reloading.then(() => stopping ? null : reload(lb, reloadConfig, log))
-    }
-    signals.on('SIGTERM', onSignal)
-    signals.on('SIGINT', onSignal)
-    if (reloadConfig !== null) signals.on('SIGHUP', onHup)
+    handle = lazy.signals.onSignals(signals, log, {
+      stop: name => {
+        const timeout = lb.config.shutdownTimeout
+        const closed = lb.close(timeout)
+        log.info(`${name}: stopped accepting; letting open connections finish (up to ${timeout / 1000}s)`)
+        closed.then(() => {
+          handle.off()
+          log.info('stopped')
+          resolve(0)
+        })
+      },
+      destroy: () => lb.destroy(),
+      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log)
+    })
   })
-  return { done, stop: name => onSignal(name) }
+  return { done, stop: name => handle.stop(name) }
 }
 
 async function reload (lb, reloadConfig, log) {

@@ -1,13 +1,14 @@
 'use strict'
 
 const os = require('os')
-const crypto = require('crypto')
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
-const { loadTls, loadBackendTls } = require('../proxy/tls')
+const { loadListenerTls } = require('../proxy/tls')
+const { viaToken } = require('../proxy/via')
+const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
-const { logReloaded, logRefused } = require('../config/changes')
-const { UsageError, RuntimeError } = require('../errors')
+const { logReloaded, logRefused } = require('./reload-log')
+const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
 // module; each worker runs every listener, and the primary hands them connections in
@@ -24,7 +25,8 @@ const { UsageError, RuntimeError } = require('../errors')
 //   primary -> worker  config { config, index, via, table, workers }, reload { id, config },
 //                      stats { id }, control { id, action }, stop, destroy
 //   worker -> primary  ready, listening { lines }, failed { code },
-//                      reply { id, value } | { id, error }
+//                      reply { id, value } | { id, error: { code, message, status } }
+// (an error crosses as plain data and is made again as its class: errors.js fromPlain)
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
 // broadcast(action).
@@ -45,7 +47,7 @@ function runPrimary (config, io) {
   const { stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {} } = io
   const log = createLogger({ level: config.logLevel, stderr })
   const count = workerCount(config.workers)
-  const via = `lila-${crypto.randomBytes(4).toString('hex')}`
+  const via = viaToken()
   const settings = { silent: false }
   if (io.exec) settings.exec = io.exec
   if (io.args) settings.args = io.args
@@ -70,9 +72,7 @@ function runPrimary (config, io) {
       if (resolved) return
       resolved = true
       const code = failure !== null ? failure : slots.some(s => s.exitCode) ? 1 : 0
-      signals.off('SIGTERM', onStop)
-      signals.off('SIGINT', onStop)
-      if (reloadConfig !== null) signals.off('SIGHUP', onHup)
+      handle.off()
       resolve(code)
     }
 
@@ -119,7 +119,7 @@ function runPrimary (config, io) {
           if (waiter === undefined) return
           slot.pending.delete(message.id)
           clearTimeout(waiter.timer)
-          if (message.error !== undefined) waiter.reject(Object.assign(new Error(message.error), { status: message.status }))
+          if (message.error !== undefined) waiter.reject(fromPlain(message.error))
           else waiter.resolve(message.value)
           break
         }
@@ -175,31 +175,12 @@ function runPrimary (config, io) {
       if (slots.every(s => s.worker === null && s.timer === null)) finish()
     }
 
-    let stopSignals = 0
-    const onStop = name => {
-      stopSignals++
-      if (stopSignals > 1) {
-        log.warn(`${name} again: closing every connection now`)
-        return stopAll('destroy')
-      }
-      log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${current.shutdownTimeout / 1000}s)`)
-      stopAll('stop')
-    }
-
     // SIGHUP: the file is read and checked here, once; the workers get the result.
-    let reloading = null
-    const onHup = () => {
-      if (stopping || starting) return
-      reloading = (reloading || Promise.resolve()).then(reload)
-    }
     const reload = async () => {
       let next
       try {
         next = reloadConfig()
-        for (const l of next.listeners) {
-          loadTls(l.tls)
-          loadBackendTls(l.backendTls)
-        }
+        for (const l of next.listeners) loadListenerTls(l)
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
         logRefused(log, err.message)
@@ -222,9 +203,16 @@ function runPrimary (config, io) {
       logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures: failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`) })
     }
 
-    signals.on('SIGTERM', onStop)
-    signals.on('SIGINT', onStop)
-    if (reloadConfig !== null) signals.on('SIGHUP', onHup)
+    const handle = onSignals(signals, log, {
+      stop: name => {
+        const timeout = current.shutdownTimeout
+        log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${timeout / 1000}s)`)
+        stopAll('stop')
+      },
+      destroy: () => stopAll('destroy'),
+      // While starting, SIGHUP is ignored; once stopping (a worker failed), too.
+      reload: reloadConfig === null ? null : () => starting || stopping ? null : reload()
+    })
     for (const slot of slots) fork(slot)
   })
 
@@ -254,11 +242,12 @@ function runPrimary (config, io) {
   }
 
   // A control action (the status listener's drain, enable, weight, ...) for every
-  // worker: resolves with [{ index, pid, value } | { index, pid, error }].
+  // worker: resolves with [{ index, pid, value } | { index, pid, error, code, status }]
+  // (error: the message; code and status as the error had them).
   function broadcast (action, { timeout = REPLY_TIMEOUT_MS } = {}) {
     return Promise.all(slots.map(slot => request(slot, { lila: 'control', action }, timeout).then(
       value => ({ index: slot.index, pid: slot.pid, value }),
-      err => ({ index: slot.index, pid: slot.pid, error: err.message, status: err.status })
+      err => ({ index: slot.index, pid: slot.pid, error: err.message, code: err.code, status: err.status })
     )))
   }
 }
@@ -278,8 +267,8 @@ function runWorker (io) {
     const reply = (id, fn) => {
       Promise.resolve().then(fn).then(
         value => send({ lila: 'reply', id, value }),
-        // A control error keeps its HTTP status across the channel.
-        err => send({ lila: 'reply', id, error: err.message, status: err.status })
+        // A control error keeps its class and HTTP status across the channel.
+        err => send({ lila: 'reply', id, error: toPlain(err) })
       )
     }
 

@@ -2,9 +2,10 @@
 
 // What a reload changes, in words, for the log: process-wide settings and the options
 // of the listeners that stay. Pure. (Listeners added and removed, and backends, are
-// described by index.js and upstream.js as they apply them.)
+// described by index.js and upstream.js as they apply them; cli/reload-log.js logs it all.)
 
-const { LISTENER_OPTIONS, formatDuration } = require('./builder')
+const { LISTENER_OPTIONS } = require('./options')
+const { formatDuration } = require('../format')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
 const NOT_HERE = new Set(['name', 'port', 'host', 'protocol', 'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'])
@@ -37,20 +38,6 @@ function describeChanges (before, after) {
   return lines
 }
 
-// What lila says about a reload (SIGHUP), alone or as the --workers primary: each
-// change, each worker that could not apply it (`failures`, in words), then the count.
-// The new log level already applies to these lines.
-function logReloaded (log, { lines, logLevel, failures = [] }) {
-  log.setLevel(logLevel)
-  for (const line of lines) log.info(`reload: ${line}`)
-  for (const failure of failures) log.error(`reload: ${failure}`)
-  log.info(`reloaded (${lines.length} change${lines.length === 1 ? '' : 's'})`)
-}
-
-function logRefused (log, reason) {
-  log.error(`reload refused: ${reason}; keeping the running config`)
-}
-
 // A listener that keeps its protocol, host and port keeps its socket across a reload
 // (matched by name); otherwise it is replaced.
 function sameAddress (a, b) {
@@ -70,4 +57,4 @@ function tlsWords (backendTls) {
   return backendTls.ca === null ? 'on' : `on (CA ${backendTls.ca})`
 }
 
-module.exports = { describeChanges, sameAddress, logReloaded, logRefused }
+module.exports = { describeChanges, sameAddress }

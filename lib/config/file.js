@@ -8,14 +8,15 @@
 //   parseConfigFile(text, file) -> config, or a one-line UsageError naming the JSON path
 //   readConfigFile(file)        -> the same, reading the file first
 //
-// Values go through config.js (buildListener, buildGlobals), as the command line's do.
+// Values go through builder.js (buildListener, buildGlobals), as the command line's do.
 // Relative file names (certificates) are relative to the config file's folder.
 
 const fs = require('fs')
 const path = require('path')
 const { UsageError } = require('../errors')
 const { parseJson, JsonError } = require('./json')
-const { OPTIONS, BY_NAME, LISTENER_OPTIONS, buildListener, buildGlobals, buildConfig, jsonSource } = require('./builder')
+const { OPTIONS, BY_NAME, LISTENER_OPTIONS } = require('./options')
+const { buildListener, buildGlobals, buildConfig, jsonSource } = require('./builder')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
 const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])

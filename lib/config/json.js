@@ -7,16 +7,9 @@
 // input can exhaust the stack. Objects come out with a null prototype, so a key such as
 // "__proto__" is only a key.
 
-const MAX_DEPTH = 64
+const { JsonError } = require('../errors')
 
-class JsonError extends Error {
-  constructor (message, line, column) {
-    super(`line ${line}, column ${column}: ${message}`)
-    this.name = 'JsonError'
-    this.line = line
-    this.column = column
-  }
-}
+const MAX_DEPTH = 64
 
 const ESCAPES = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y

@@ -1,9 +1,9 @@
 'use strict'
 
 // The one list of command-line options. It feeds util.parseArgs, `lila --help` and the
-// validation in config.js; a test checks the README's table against it, so the three
+// validation in lib/config/; a test checks the README's table against it, so the three
 // cannot drift. `key` is the camelCase name used in the normalised config; `type` names
-// a value parser in config.js (`min`: the least a duration may be; 'flag': a switch
+// a value parser in parsers.js (`min`: the least a duration may be; 'flag': a switch
 // that takes no value, off by default; 'boolean': --help and --version). `only: 'http'`
 // options need --protocol http.
 // `scope` says where an option may go in the JSON config file (its key is the long name):
@@ -60,9 +60,12 @@ for (const option of OPTIONS) {
 }
 
 const BY_NAME = new Map(OPTIONS.map(o => [o.name, o]))
+// The options of a listener (everything but the process-wide and command-line ones).
+const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
+const GLOBAL_OPTIONS = OPTIONS.filter(o => o.scope === 'global')
 
 // The shape util.parseArgs wants. Every valued option is parsed as a string here and
-// validated by config.js, so error messages stay ours.
+// validated by parsers.js, so error messages stay ours.
 function parseArgsOptions () {
   const spec = {}
   for (const o of OPTIONS) {
@@ -72,4 +75,4 @@ function parseArgsOptions () {
   return spec
 }
 
-module.exports = { OPTIONS, BY_NAME, parseArgsOptions }
+module.exports = { OPTIONS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, parseArgsOptions }

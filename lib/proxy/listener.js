@@ -4,7 +4,7 @@ const net = require('net')
 const { listen } = require('./bind')
 const { throttled } = require('../log')
 const { formatAddress } = require('../address')
-const { defaultName } = require('../config/builder')
+const { defaultName } = require('../config/names')
 const { startPrelude } = require('./prelude')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot; past

@@ -13,6 +13,7 @@
 //     header says nothing usable about the client; source and destination are null.
 
 const net = require('net')
+const { ProxyHeaderError } = require('../errors')
 
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a])
 const V1_PREFIX = Buffer.from('PROXY ')
@@ -21,13 +22,6 @@ const V2_COMMAND_LOCAL = 0x20
 const V2_COMMAND_PROXY = 0x21
 const V2_INET_STREAM = 0x11
 const V2_INET6_STREAM = 0x21
-
-class ProxyHeaderError extends Error {
-  constructor (message) {
-    super(message)
-    this.name = 'ProxyHeaderError'
-  }
-}
 
 // --- formatting ---
 

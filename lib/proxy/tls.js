@@ -80,8 +80,14 @@ function loadBackendTls (config) {
   return options
 }
 
+// A listener's TLS material, both kinds: what createBalancer builds listeners with, and
+// what the --workers primary reads once to check a new config before the workers get it.
+function loadListenerTls (listenerConfig) {
+  return { tls: loadTls(listenerConfig.tls), backendTls: loadBackendTls(listenerConfig.backendTls) }
+}
+
 function oneLine (text) {
   return String(text).split('\n')[0]
 }
 
-module.exports = { loadTls, loadBackendTls }
+module.exports = { loadTls, loadBackendTls, loadListenerTls }

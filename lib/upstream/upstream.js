@@ -5,6 +5,7 @@ const { WaitQueue } = require('./queue')
 const { Membership, leftOpen } = require('./membership')
 const { silentLogger, formatTable } = require('../log')
 const { formatAddress } = require('../address')
+const { ConflictError } = require('../errors')
 
 // The backends of one listener, and who of them may take traffic now: health (through
 // each Backend's state), panic (every backend down: use them anyway), max-conn and the
@@ -236,10 +237,10 @@ class Upstream {
 
   // Add a backend as given on the command line: an IP address is one backend, a name
   // as many as it resolves to. Resolves with them once each was checked (their state
-  // says how it went). Throws a RangeError if it is already a backend.
+  // says how it went). Throws a ConflictError if it is already a backend.
   async addBackend (spec) {
     const backends = await this.members.add(spec)
-    if (backends === null) throw new RangeError(`${formatAddress(spec.host, spec.port)} is already a backend`)
+    if (backends === null) throw new ConflictError(`${formatAddress(spec.host, spec.port)} is already a backend`)
     this.#serveQueue()
     return backends
   }

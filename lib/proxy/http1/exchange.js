@@ -1,7 +1,7 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { reasonOf, isLocalShortage } = require('../../errors')
+const { reasonOf, isLocalShortage, HttpError } = require('../../errors')
 const { findHeadEnd, parseResponseHead, parseKeepAlive, MAX_HEAD } = require('./parse')
 const { ChunkedReader } = require('./chunked')
 const { requestHead, responseHead, interimHead, viaLoops } = require('./rewrite')
@@ -226,7 +226,7 @@ class Exchange {
       try {
         res = parseResponseHead(buf, start, end, this.head.method)
       } catch (err) {
-        if (err.status === undefined) throw err
+        if (!(err instanceof HttpError)) throw err
         return this.upstreamFailed(`sent an invalid response (${err.message})`, 502)
       }
       if (res.status === 101) {

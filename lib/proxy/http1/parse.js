@@ -10,6 +10,8 @@
 //
 // A parse returns a head object, or throws an HttpError carrying the status to answer.
 
+const { HttpError } = require('../../errors')
+
 const MAX_HEAD = 16 * 1024 // bytes, request line and headers (Node's default too)
 const MAX_TARGET = 8 * 1024 // bytes of request-target: beyond, 414
 const MAX_HEADERS = 100
@@ -19,13 +21,6 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(\d)\.(\d)$/
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t -~\x80-\xff]*))?$/
-
-class HttpError extends Error {
-  constructor (status, message) {
-    super(message)
-    this.status = status
-  }
-}
 
 const HEAD_END = Buffer.from('\r\n\r\n')
 // A CR not followed by LF, or a LF not preceded by CR.

@@ -1,7 +1,7 @@
 'use strict'
 
 const { clientAddress } = require('../bind')
-const { reasonOf } = require('../../errors')
+const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
 const { Exchange } = require('./exchange')
@@ -92,7 +92,7 @@ class HttpSession {
       try {
         head = parseRequestHead(buf, start, end)
       } catch (err) {
-        if (err.status === undefined) throw err
+        if (!(err instanceof HttpError)) throw err
         return this.refuse(err.status, err.message)
       }
       this.buf = null

@@ -1,0 +1,136 @@
+'use strict'
+
+// The command line: argv (without node and script) -> what to do, with a checked config.
+// Values go through the parsers and the builder the config file uses too.
+
+const { parseArgs } = require('util')
+const { UsageError } = require('../errors')
+const { OPTIONS, parseArgsOptions } = require('./options')
+const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, quote } = require('./parsers')
+const { buildListener, buildGlobals, buildConfig } = require('./builder')
+const { modeName } = require('../upstream/balancers')
+
+// The command line as a source of values (builder.js jsonSource() is the file): a
+// value is named by its flag, so `at` is null.
+const ARGV = {
+  json: false,
+  fail: (at, message) => new UsageError(message),
+  about: option => `option ${option.flag} `, // the subject of a message about an option
+  setting: (name, value) => value === undefined || value === true ? `--${name}` : `--${name} ${value}`
+}
+
+// parseArgs' own messages are long and mention its internals; say it our way.
+function rethrowParseError (err) {
+  const option = /'(-[^' ]+)/.exec(err.message)
+  const name = option ? option[1] : 'option'
+  switch (err.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      throw new UsageError(`unknown option ${quote(name)}`)
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+      const flag = (/--[a-z-]+/.exec(err.message) || [name])[0]
+      if (/does not take an argument/.test(err.message)) throw new UsageError(`option ${flag} takes no value`)
+      if (/ambiguous/.test(err.message)) throw new UsageError(`missing value for ${flag} (a value starting with "-" is written ${flag}=VALUE)`)
+      throw new UsageError(`missing value for ${flag}`)
+    }
+    default:
+      throw new UsageError(err.message.split('\n')[0])
+  }
+}
+
+// `--access-log` takes an optional value, which parseArgs cannot express: a bare
+// `--access-log` becomes `--access-log=text`, and `--access-log json` (or any word that
+// is neither an option, a mode nor a backend, so that a typo is named as a bad format)
+// `--access-log=json`.
+function normaliseArgv (argv) {
+  const out = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--') {
+      out.push(...argv.slice(i))
+      break
+    }
+    if (arg !== '--access-log') {
+      out.push(arg)
+      continue
+    }
+    const next = argv[i + 1]
+    const isValue = next !== undefined && !next.startsWith('-') && !next.includes(':') && !modeName(next) && next !== 'demo'
+    out.push(`--access-log=${isValue ? next : 'text'}`)
+    if (isValue) i++
+  }
+  return out
+}
+
+// argv (without node and script) ->
+//   { command: 'help' | 'version' }
+//   { command: 'run' | 'demo', config }
+//   { command: 'run', configFile, logLevel }   (--config: main.js reads the file; a
+//                                               --log-level given beside it wins)
+function parseCommandLine (argv) {
+  let parsed
+  try {
+    parsed = parseArgs({ args: normaliseArgv(argv), options: parseArgsOptions(), allowPositionals: true, strict: true })
+  } catch (err) {
+    rethrowParseError(err)
+  }
+  const { values, positionals } = parsed
+  if (values.help) return { command: 'help' }
+  if (values.version) return { command: 'version' }
+
+  if (values.config !== undefined) return configFileCommand(values, positionals)
+
+  const entries = new Map()
+  for (const o of OPTIONS) {
+    if (o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
+  }
+
+  const words = positionals.slice()
+  const command = words[0] === 'demo' ? 'demo' : 'run'
+  if (command === 'demo') {
+    words.shift()
+    // The demo shows per-request balancing unless told otherwise.
+    if (values.protocol === undefined) entries.set('protocol', { value: 'http', at: null })
+  }
+
+  // The demo shows balancing best in turns, so its default mode is round-robin.
+  let mode = command === 'demo' ? { value: 'round-robin', at: null } : undefined
+  if (words.length && modeName(words[0])) {
+    mode = { value: words.shift(), at: null }
+  } else if (words.length && !words[0].includes(':')) {
+    throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${MODE_NAMES}, or a backend host:port`)
+  }
+
+  const globals = buildGlobals(entries, ARGV)
+  if (command === 'demo') {
+    if (words.length) throw new UsageError(`unexpected argument ${quote(words[0])}: lila demo starts its own backends`)
+    if (values.workers !== undefined) throw new UsageError('option --workers does not apply to lila demo: it runs in one process')
+    return { command, config: buildConfig(globals, [buildListener({ values: entries, mode, backends: [] }, ARGV)], ARGV) }
+  }
+  // Options are checked before backends are missed: "--port x" says what is wrong with it.
+  const listener = buildListener({ values: entries, mode, backends: words.map(value => ({ value, at: null })) }, ARGV)
+  if (words.length === 0) throw new UsageError(`no backend given: expected lila [mode] ${BACKEND_SYNTAX}...`)
+  return { command, config: buildConfig(globals, [listener], ARGV) }
+}
+
+// --config FILE: everything else is in the file, but for --log-level.
+function configFileCommand (values, positionals) {
+  const file = PARSERS.file(values.config, '--config')
+  if (positionals.length > 0) {
+    throw new UsageError(`unexpected argument ${quote(positionals[0])}: with --config, modes and backends are in the config file`)
+  }
+  for (const o of OPTIONS) {
+    if (values[o.name] !== undefined && o.name !== 'config' && o.name !== 'log-level') {
+      throw new UsageError(`option ${o.flag} cannot be combined with --config: put it in the config file (only --log-level may be given beside it)`)
+    }
+  }
+  const logLevel = values['log-level'] === undefined ? null : PARSERS.logLevel(values['log-level'], '--log-level')
+  return { command: 'run', configFile: file, logLevel }
+}
+
+module.exports = {
+  parseCommandLine,
+  normaliseArgv,
+  rethrowParseError,
+  configFileCommand,
+  ARGV
+}

@@ -1,0 +1,83 @@
+'use strict'
+
+// Defaults, once. The OPTIONS table (options.js) is the only place a default is written;
+// this module puts it in the normalised shape the rest of lila runs on, the same shape
+// buildListener() and buildConfig() return:
+//   listenerFrom(settings, parts)   settings (option key -> value) -> a listener
+//   configFrom(globals, listeners)  globals (option key -> value) -> the whole config
+//   listenerConfig(overrides)       a complete listener: the defaults, then `overrides`
+//                                   (normalised keys: mode, backends, checkInterval...)
+//   configWith(overrides)           a complete config: the defaults, no listeners
+//                                   unless `overrides` has them
+// No parsing here: what is given is taken as already checked.
+
+const { LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
+const { DEFAULT_MODE } = require('../upstream/balancers')
+const { defaultName } = require('./names')
+
+const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.default]))
+
+// `settings` has every listener option; `parts` what no single option says: the mode,
+// the backends (as parseBackend returns them), and TLS as the builder put it together
+// (tls: { certificates } or null, backendTls: { ca, caAt, insecure } or null).
+function listenerFrom (settings, { mode, backends, tls, backendTls }) {
+  return {
+    name: settings.name === null ? defaultName(settings.protocol, settings.port) : settings.name,
+    port: settings.port,
+    host: settings.host,
+    protocol: settings.protocol,
+    mode,
+    backends,
+    connectTimeout: settings.connectTimeout,
+    idleTimeout: settings.idleTimeout,
+    retries: settings.retries,
+    maxConn: settings.maxConn,
+    timeout: settings.timeout,
+    headerTimeout: settings.headerTimeout,
+    forwarded: settings.forwarded,
+    check: settings.check,
+    checkHost: settings.checkHost,
+    checkInterval: settings.checkInterval,
+    // A probe gives up after this long: never longer than the interval (so probes
+    // cannot pile up) nor than a real connection would wait.
+    checkTimeout: Math.min(settings.checkInterval, settings.connectTimeout),
+    rise: settings.rise,
+    fall: settings.fall,
+    queueTimeout: settings.queueTimeout,
+    resolveInterval: settings.resolveInterval,
+    dnsServer: settings.dnsServer,
+    hashBalanceFactor: settings.hashBalanceFactor,
+    // TLS termination: the first certificate is the default, the others are chosen by
+    // the name the client asks for (SNI). Paths; tls.js reads them.
+    tls,
+    backendTls,
+    proxyProtocol: settings.proxyProtocol,
+    acceptProxy: settings.acceptProxy
+  }
+}
+
+function configFrom (globals, listeners) {
+  return {
+    logLevel: globals.logLevel,
+    shutdownTimeout: globals.shutdownTimeout,
+    workers: globals.workers,
+    accessLog: globals.accessLog, // null (off), 'text' or 'json'
+    status: globals.statusPort === null
+      ? null
+      : { host: globals.statusHost, port: globals.statusPort, token: globals.statusToken },
+    dashboard: globals.dashboard,
+    listeners
+  }
+}
+
+// Derived values (the name, checkTimeout) follow the overrides unless given themselves.
+function listenerConfig (overrides = {}) {
+  const settings = { ...defaultsOf(LISTENER_OPTIONS), ...overrides }
+  return { ...listenerFrom(settings, { mode: DEFAULT_MODE, backends: [], tls: null, backendTls: null }), ...overrides }
+}
+
+function configWith (overrides = {}) {
+  return { ...configFrom(defaultsOf(GLOBAL_OPTIONS), []), ...overrides }
+}
+
+module.exports = { listenerFrom, configFrom, listenerConfig, configWith }

@@ -1,0 +1,185 @@
+'use strict'
+
+// Value parsers: one text (from argv, or a JSON value made text) in, one checked value
+// out, or a UsageError with one line that names the bad value and what was expected.
+// The config side only (argv.js, builder.js), and the admin listener's backend bodies:
+// the running balancer takes values already parsed.
+
+const net = require('net')
+const { UsageError } = require('../errors')
+const { formatAddress, isHostName } = require('../address')
+const { MODES } = require('../upstream/balancers')
+
+const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/
+const UNIT_MS = { ms: 1, s: 1000, m: 60000, h: 3600000 }
+const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
+const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]'
+const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
+const MAX_WORKERS = 256
+const ACCESS_LOG_FORMATS = ['text', 'json']
+
+const MODE_NAMES = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ') // for "expected one of"
+
+const quote = value => JSON.stringify(String(value))
+// Parsers name the flag a value came from; a value from the JSON file is named by its
+// path instead (flag null), which the caller puts in front of the message.
+const forFlag = flag => flag ? ` for ${flag}` : ''
+
+function parseDuration (text, flag, min = 0) {
+  const match = DURATION.exec(text)
+  if (!match) {
+    throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected a number with a unit, e.g. 500ms, 2s or 1m`)
+  }
+  const ms = Math.round(Number(match[1]) * UNIT_MS[match[2]])
+  if (ms < min) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at least ${min}ms`)
+  if (ms > MAX_TIMER_MS) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at most 24d`)
+  return ms
+}
+
+function parseInteger (text, flag, min, max, expected) {
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new UsageError(`invalid value ${quote(text)}${forFlag(flag)}: expected ${expected}`)
+  }
+  return Number(text)
+}
+
+// host, IPv4 or [IPv6], with an optional :port: what a Host header may say.
+function isHostHeader (text) {
+  const match = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(text) || /^([^:[\]]+)(?::(\d{1,5}))?$/.exec(text)
+  if (!match || (match[2] !== undefined && Number(match[2]) > 65535)) return false
+  return text.startsWith('[') ? net.isIPv6(match[1]) : isHostName(match[1])
+}
+
+// One parser per option `type` in options.js: (text, flag, option) -> value.
+const PARSERS = {
+  port: (text, flag) => parseInteger(text, flag, 0, 65535, 'a port number from 0 to 65535'),
+  count: (text, flag) => parseInteger(text, flag, 0, 100, 'a whole number from 0 to 100'),
+  positive: (text, flag) => parseInteger(text, flag, 1, 1e9, 'a whole number of at least 1'),
+  threshold: (text, flag) => parseInteger(text, flag, 1, 100, 'a whole number from 1 to 100'),
+  duration: (text, flag, option) => parseDuration(text, flag, option.min || 0),
+  check: (text, flag) => {
+    if (text === 'tcp') return { type: 'tcp' }
+    if (text === 'none') return null
+    if (text.startsWith('http:') && CHECK_PATH.test(text.slice(5))) return { type: 'http', path: text.slice(5) }
+    throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: expected tcp, http:/path or none`)
+  },
+  hostHeader: (text, flag) => {
+    if (!isHostHeader(text)) throw new UsageError(`invalid host ${quote(text)}${forFlag(flag)}: expected a host name or address, with an optional :port`)
+    return text
+  },
+  dnsServer: (text, flag) => {
+    // 10.0.0.2, 10.0.0.2:5353, ::1 or [::1]:5353
+    const match = /^\[([^\]]+)\](?::(\d+))?$/.exec(text) || /^([\d.]+):(\d+)$/.exec(text) || [text, text]
+    const [, host, port = '53'] = match
+    if (!(text.startsWith('[') ? net.isIPv6(host) : net.isIP(host)) || Number(port) < 1 || Number(port) > 65535) {
+      throw new UsageError(`invalid DNS server ${quote(text)}${forFlag(flag)}: expected an IP address and an optional :port, e.g. 10.0.0.2 or 127.0.0.1:5353`)
+    }
+    return formatAddress(host, Number(port))
+  },
+  factor: (text, flag) => {
+    if (!/^\d+(\.\d+)?$/.test(text) || Number(text) < 1 || Number(text) > 100) {
+      throw new UsageError(`invalid value ${quote(text)}${forFlag(flag)}: expected a number from 1 to 100, e.g. 1.25`)
+    }
+    return Number(text)
+  },
+  host: (text, flag) => {
+    const host = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text
+    if (!net.isIP(host) && !isHostName(host)) {
+      throw new UsageError(`invalid address ${quote(text)}${forFlag(flag)}: expected an IP address or host name`)
+    }
+    return host
+  },
+  protocol: (text, flag) => {
+    if (text !== 'tcp' && text !== 'http') throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp or http`)
+    return text
+  },
+  name: (text, flag) => {
+    if (!NAME.test(text)) throw new UsageError(`invalid name ${quote(text)}${forFlag(flag)}: expected up to 64 letters, digits, ".", "_", ":" or "-"`)
+    return text
+  },
+  file: (text, flag) => {
+    if (text === '' || text.includes('\0')) throw new UsageError(`invalid file name ${quote(text)}${forFlag(flag)}: expected a path`)
+    return text
+  },
+  proxyProtocol: (text, flag) => {
+    if (text !== 'v1' && text !== 'v2') throw new UsageError(`invalid PROXY protocol version ${quote(text)}${forFlag(flag)}: expected v1 or v2`)
+    return text
+  },
+  accessLog: (text, flag) => {
+    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text or json`)
+    return text
+  },
+  token: (text, flag) => {
+    if (!/^[\x21-\x7e]{8,256}$/.test(text)) {
+      throw new UsageError(`invalid token${forFlag(flag)}: expected 8 to 256 printable ASCII characters without spaces`)
+    }
+    return text
+  },
+  workers: (text, flag) => {
+    if (text === 'auto') return 'auto'
+    return parseInteger(text, flag, 1, MAX_WORKERS, `a whole number from 1 to ${MAX_WORKERS}, or auto`)
+  },
+  flag: value => value === true,
+  logLevel: (text, flag) => {
+    if (!LOG_LEVELS.includes(text)) {
+      throw new UsageError(`invalid log level ${quote(text)}${forFlag(flag)}: expected one of ${LOG_LEVELS.join(', ')}`)
+    }
+    return text
+  }
+}
+
+// Option types whose JSON value may be a number as well as a string.
+const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers'])
+
+// "host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]"
+//   -> { host, port, weight, maxConn, slowStart, backup }
+function parseBackend (text) {
+  const invalid = expected => new UsageError(`invalid backend ${quote(text)}: expected ${expected}`)
+  const [address, ...settings] = text.split(',')
+  const match = /^\[([^\]]*)\]:([^:]*)$/.exec(address) || /^([^:[\]]*):([^:]*)$/.exec(address)
+  if (!match) throw invalid(BACKEND_SYNTAX)
+  const host = match[1] === '' ? '127.0.0.1' : match[1]
+  const bracketed = address.startsWith('[')
+  if (bracketed ? !net.isIPv6(host) : !isHostName(host)) {
+    throw invalid(bracketed ? 'an IPv6 address in [brackets]' : 'a host name or IPv4 address before the ":"')
+  }
+  if (!/^\d+$/.test(match[2]) || Number(match[2]) < 1 || Number(match[2]) > 65535) {
+    throw invalid('a port number from 1 to 65535 after the ":"')
+  }
+  const backend = { host, port: Number(match[2]), weight: 1, maxConn: null, slowStart: 0, backup: false }
+  for (const setting of settings) {
+    const [key, value] = setting.split('=')
+    if (key === 'backup' && value === undefined) {
+      backend.backup = true
+    } else if (key === 'weight' && /^\d+$/.test(value) && Number(value) <= 1000) {
+      backend.weight = Number(value)
+    } else if (key === 'max-conn' && /^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 1e9) {
+      backend.maxConn = Number(value)
+    } else if (key === 'slow-start' && value !== undefined && DURATION.test(value)) {
+      backend.slowStart = parseDuration(value, 'slow-start')
+    } else if (key === 'weight' || key === 'max-conn' || key === 'slow-start') {
+      throw invalid({
+        weight: 'weight=N with N from 0 to 1000',
+        'max-conn': 'max-conn=N with N of at least 1',
+        'slow-start': 'slow-start=DUR with a unit, e.g. 30s'
+      }[key])
+    } else {
+      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: expected weight=N, max-conn=N, slow-start=DUR or backup`)
+    }
+  }
+  return backend
+}
+
+module.exports = {
+  parseDuration,
+  parseInteger,
+  parseBackend,
+  PARSERS,
+  NUMERIC,
+  DURATION,
+  BACKEND_SYNTAX,
+  MODE_NAMES,
+  quote
+}
