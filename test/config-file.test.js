@@ -1,6 +1,6 @@
 'use strict'
 
-// The JSON config file: the README's example, inheritance, the command line and the
+// The JSON config file: the example in docs/config.md, inheritance, the command line and the
 // file giving the same listener through the same function, and every error pinned.
 
 const t = require('tap')
@@ -14,9 +14,10 @@ const { parseJson } = require('../lib/config/json')
 const { listenerConfig, configWith } = require('../lib/config/defaults')
 const { ROOT } = require('./fixtures/helpers')
 
-function readmeExample () {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
-  const match = /<!-- config-example:start -->\n```json\n([\s\S]*?)```\n<!-- config-example:end -->/.exec(readme)
+function docsExample () {
+  const docs = fs.readFileSync(path.join(ROOT, 'docs', 'config.md'), 'utf8')
+  const match = /<!-- config-example:start -->\n```json\n([\s\S]*?)```\n<!-- config-example:end -->/.exec(docs)
+  if (match === null) throw new Error('docs/config.md has no config-example block')
   return match[1]
 }
 
@@ -30,8 +31,8 @@ t.test('defaults.js: the config of defaults is what the command line builds when
     'derived values (name, checkTimeout) follow the overrides')
 })
 
-t.test('the README example: two listeners, defaults at the top, overrides below', async t => {
-  const config = parseConfigFile(readmeExample(), '/etc/lila/lila.json')
+t.test('the example in docs/config.md: two listeners, defaults at the top, overrides below', async t => {
+  const config = parseConfigFile(docsExample(), '/etc/lila/lila.json')
   t.equal(config.logLevel, 'info')
   t.equal(config.shutdownTimeout, 30000)
   t.equal(config.workers, 'auto')

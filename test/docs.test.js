@@ -1,0 +1,89 @@
+'use strict'
+
+// The docs hold together: every relative link in README.md, ARCHITECTURE.md,
+// CONTRIBUTING.md, CHANGELOG.md and docs/*.md points at a file that exists (and, with a
+// #fragment, at a heading that file has, as GitHub makes its anchors), each docs/ page
+// links back to the README, and no code block is wider than 100 columns.
+
+const t = require('tap')
+const fs = require('fs')
+const path = require('path')
+const { ROOT } = require('./fixtures/helpers')
+
+const DOCS = ['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', 'CHANGELOG.md']
+  .concat(fs.readdirSync(path.join(ROOT, 'docs')).filter(f => f.endsWith('.md')).map(f => `docs/${f}`))
+
+// The text outside fenced code blocks, and the code blocks' lines.
+function split (text) {
+  const prose = []
+  const code = []
+  let fence = null
+  for (const line of text.split('\n')) {
+    const open = /^\s*(`{3,}|~{3,})/.exec(line)
+    if (fence === null && open) fence = open[1]
+    else if (fence !== null && line.trim().startsWith(fence)) fence = null
+    else (fence === null ? prose : code).push(line)
+  }
+  return { prose: prose.join('\n'), code }
+}
+
+// GitHub's anchors: lower case, punctuation but - and _ dropped, spaces to -, repeats -1, -2...
+function anchors (text) {
+  const seen = new Map()
+  const out = new Set()
+  for (const [, heading] of split(text).prose.matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const base = heading.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+    const n = seen.get(base) || 0
+    seen.set(base, n + 1)
+    out.add(n === 0 ? base : `${base}-${n}`)
+  }
+  return out
+}
+
+function links (text) {
+  const prose = split(text).prose.replace(/`[^`\n]*`/g, '')
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map(m => m[1])
+    .filter(target => !/^[a-z][a-z0-9+.-]*:/i.test(target))
+}
+
+t.test('every relative link points at a file, and a #fragment at a heading in it', async t => {
+  let checked = 0
+  for (const doc of DOCS) {
+    const text = fs.readFileSync(path.join(ROOT, doc), 'utf8')
+    for (const target of links(text)) {
+      const [file, fragment] = target.split('#')
+      const resolved = file === '' ? doc : path.posix.normalize(path.posix.join(path.posix.dirname(doc), file))
+      const exists = fs.existsSync(path.join(ROOT, resolved))
+      t.ok(exists, `${doc}: ${target} -> ${resolved} exists`)
+      if (exists && fragment !== undefined && resolved.endsWith('.md')) {
+        const heads = anchors(fs.readFileSync(path.join(ROOT, resolved), 'utf8'))
+        t.ok(heads.has(fragment), `${doc}: ${target}: ${resolved} has a heading #${fragment}`)
+      }
+      checked++
+    }
+  }
+  t.ok(checked > 100, `${checked} links checked`)
+})
+
+t.test('each docs/ page starts with its title and a summary that links back to the README', async t => {
+  for (const doc of DOCS.filter(d => d.startsWith('docs/') && d !== 'docs/errors.md')) {
+    const [title, blank, summary] = fs.readFileSync(path.join(ROOT, doc), 'utf8').split('\n')
+    t.match(title, /^# \S/, `${doc} starts with a title`)
+    t.equal(blank, '', `${doc}: a blank line after the title`)
+    t.match(summary, /\]\(\.\.\/README\.md\)/, `${doc}: the summary links back to the README`)
+  }
+})
+
+t.test('code blocks are at most 100 columns wide', async t => {
+  for (const doc of DOCS) {
+    const { code } = split(fs.readFileSync(path.join(ROOT, doc), 'utf8'))
+    const wide = code.filter(line => [...line].length > 100)
+    t.same(wide, [], `${doc}: no code line over 100 columns`)
+  }
+})
+
+t.test('the README stays a front page: at most 350 lines', async t => {
+  const lines = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('\n').length
+  t.ok(lines <= 350, `README.md has ${lines} lines`)
+})
