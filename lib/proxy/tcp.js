@@ -281,10 +281,24 @@ class TcpSession {
     const { client, lease, listener } = this
     if (lease !== null) lease.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
-    if (listener.accessLog !== null) listener.accessLog.tcp(this)
+    if (listener.accessLog !== null) listener.accessLog.log(this.record())
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? lease.backend.address : 'no backend'
       listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)
+    }
+  }
+
+  // What the access log (access-log.js) prints of this connection.
+  record () {
+    const { client, lease } = this
+    return {
+      listener: this.listener.name,
+      protocol: 'tcp',
+      client: this.clientAddress,
+      backend: lease === null ? null : lease.backend.address,
+      bytesIn: client.bytesRead,
+      bytesOut: client.bytesWritten,
+      ms: performance.now() - this.openedAt
     }
   }
 
@@ -297,4 +311,21 @@ class TcpSession {
   closeIfIdle () {}
 }
 
-module.exports = { TcpSession }
+const NO_TIMEOUTS = []
+
+// TCP as a Listener's protocol (listener.js): TcpSessions, and nothing of its own to
+// configure, sweep or clean up. One per listener.
+function createTcpProtocol () {
+  return {
+    name: 'tcp',
+    Session: TcpSession,
+    alpn: undefined,
+    reconfigure (config, listener) {},
+    timeouts (config) { return NO_TIMEOUTS },
+    sweep (listener) {},
+    drained () {},
+    snapshotBackend (backend) { return backend.snapshot() }
+  }
+}
+
+module.exports = { TcpSession, createTcpProtocol }

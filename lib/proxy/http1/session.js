@@ -48,6 +48,53 @@ class HttpSession {
     this.client.resume()
   }
 
+  // What the exchange being served may do with the client's connection.
+
+  write (bytes, encoding) {
+    return this.client.write(bytes, encoding)
+  }
+
+  // Writes between cork() and uncork() leave in one syscall.
+  cork () {
+    this.client.cork()
+  }
+
+  uncork () {
+    this.client.uncork()
+  }
+
+  // Stop reading the client (its bytes have nowhere to go yet), and read on.
+  pause () {
+    this.client.pause()
+  }
+
+  resume () {
+    if (this.client.isPaused()) this.client.resume()
+  }
+
+  // A byte moved for this connection (not idle, see onIdle).
+  touch () {
+    this.idleTicks = 0
+  }
+
+  // The bytes read past the request head that no exchange took yet: for a tunnel, the
+  // client's first bytes in the new protocol.
+  takeBuffered () {
+    const buf = this.buf
+    this.buf = null
+    return buf
+  }
+
+  // End lila's side of the connection (a tunnel's half-close).
+  end () {
+    if (!this.client.destroyed) this.client.end()
+  }
+
+  // The listener's sweep, for the exchange's --timeout (see Exchange#onSweep).
+  onSweep (silentLimit) {
+    if (this.exchange !== null) this.exchange.onSweep(silentLimit)
+  }
+
   onData (chunk) {
     this.idleTicks = 0
     if (this.lingerTimer !== null) return // closing: drop what still comes
@@ -126,7 +173,7 @@ class HttpSession {
   exchangeDone (keepAlive) {
     this.exchange = null
     if (!keepAlive || this.closing) return this.shut()
-    if (this.client.isPaused()) this.client.resume()
+    this.resume()
     this.nextRequest()
   }
 
