@@ -78,8 +78,11 @@ class Exchange {
     this.pickAndConnect()
   }
 
-  // Take a slot on the backend the mode picks (waiting in the queue when every
-  // backend is at its max-conn), then a connection to it.
+  // Attempts (with upstream.js): take a slot on the backend the mode picks (waiting in
+  // the queue when every backend is at its max-conn), then a connection to it; on a
+  // failure before any response byte, blame that backend and retry elsewhere where safe
+  // (canReplay), else answer why. From here to releaseLease: what
+  // lib/upstream/attempt.js is to take over.
   pickAndConnect () {
     const { upstream, config } = this.listener
     if (this.attempts <= config.retries && upstream.seat(this)) return
@@ -106,6 +109,86 @@ class Exchange {
     this.lease = lease
     this.upstreamHead = null
     this.listener.protocol.poolFor(lease.backend).acquire(this)
+  }
+
+  // The backend connection failed. Before any response byte, retry where safe; after
+  // the response started, cut the client so it cannot mistake the rest for complete.
+  upstreamFailed (reason, status, conn = this.conn) {
+    if (this.done) return
+    const backend = this.lease.backend
+    if (conn !== null) conn.destroy()
+    this.conn = null
+    const { log } = this.listener
+    if (this.responseStarted) {
+      log.warn(`${this.head.method} ${this.path} from ${this.clientAddress}: backend ${backend.address} ${reason}; response cut`)
+      this.lease.failed(reason)
+      this.releaseLease()
+      this.session.destroy()
+      this.finish(false)
+      return
+    }
+    // A pooled connection the backend had closed (the keep-alive race) is not the
+    // backend failing: try once more on a fresh connection to the same backend.
+    const stale = conn !== null && conn.reused && status === 502
+    if (stale && !this.freshRetried && this.canReplay()) {
+      this.freshRetried = true
+      log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
+      return conn.pool.acquire(this, { fresh: true })
+    }
+    const failed = this.lease
+    failed.failed(reason)
+    this.lease = null
+    ;(this.tried ||= new Set()).add(backend)
+    this.lastBackend = backend.address
+    this.lastFailure = reason
+    this.lastStatus = status
+    // A slow backend (504) is not tried again elsewhere: that would double the load
+    // on a struggling service; refused and broken connects are. The failed lease is
+    // released after the retry took its slot, so a waiter does not take the retry's turn.
+    if (status === 502 && this.canReplay()) {
+      log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+      this.freshRetried = false
+      this.pickAndConnect()
+    } else {
+      this.answer(status, `backend ${backend.address} ${reason}`)
+    }
+    failed.release(this.bytesIn, 0)
+  }
+
+  // Safe to send again: nothing of the response came back, all body bytes sent are
+  // still held, and the method is idempotent or no body byte went out yet.
+  canReplay () {
+    return !this.response.gotBytes && this.body.canReplay(IDEMPOTENT.has(this.head.method))
+  }
+
+  // lila itself could not open a backend connection (out of descriptors): the backend
+  // is not blamed, and another would fare no better: 503, to try again later.
+  shortOf (conn, err) {
+    conn.destroy()
+    this.conn = null
+    const lease = this.lease
+    this.lease = null
+    lease.release(this.bytesIn, 0)
+    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
+  }
+
+  abandonUpstream () {
+    const conn = this.conn
+    this.conn = null
+    if (conn !== null) {
+      conn.destroy()
+    } else if (this.lease !== null) {
+      this.listener.protocol.poolFor(this.lease.backend).cancel(this)
+    }
+    if (this.waiter !== null) {
+      this.waiter.cancel()
+      this.waiter = null
+    }
+  }
+
+  releaseLease () {
+    if (this.lease !== null) this.lease.release(this.bytesIn, this.bytesOut)
   }
 
   // A connection to the backend is ready (pooled and idle, or newly connected).
@@ -279,71 +362,9 @@ class Exchange {
     this.upstreamFailed(reasonOf(err), 502, conn)
   }
 
-  // lila itself could not open a backend connection (out of descriptors): the backend
-  // is not blamed, and another would fare no better: 503, to try again later.
-  shortOf (conn, err) {
-    conn.destroy()
-    this.conn = null
-    const lease = this.lease
-    this.lease = null
-    lease.release(this.bytesIn, 0)
-    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
-    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
-  }
-
   onUpstreamTimeout (conn) {
     if (!conn.ready) return this.upstreamFailed('connect timed out', 502, conn)
     this.upstreamFailed('timed out', 504)
-  }
-
-  // The backend connection failed. Before any response byte, retry where safe; after
-  // the response started, cut the client so it cannot mistake the rest for complete.
-  upstreamFailed (reason, status, conn = this.conn) {
-    if (this.done) return
-    const backend = this.lease.backend
-    if (conn !== null) conn.destroy()
-    this.conn = null
-    const { log } = this.listener
-    if (this.responseStarted) {
-      log.warn(`${this.head.method} ${this.path} from ${this.clientAddress}: backend ${backend.address} ${reason}; response cut`)
-      this.lease.failed(reason)
-      this.releaseLease()
-      this.session.destroy()
-      this.finish(false)
-      return
-    }
-    // A pooled connection the backend had closed (the keep-alive race) is not the
-    // backend failing: try once more on a fresh connection to the same backend.
-    const stale = conn !== null && conn.reused && status === 502
-    if (stale && !this.freshRetried && this.canReplay()) {
-      this.freshRetried = true
-      log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
-      return conn.pool.acquire(this, { fresh: true })
-    }
-    const failed = this.lease
-    failed.failed(reason)
-    this.lease = null
-    ;(this.tried ||= new Set()).add(backend)
-    this.lastBackend = backend.address
-    this.lastFailure = reason
-    this.lastStatus = status
-    // A slow backend (504) is not tried again elsewhere: that would double the load
-    // on a struggling service; refused and broken connects are. The failed lease is
-    // released after the retry took its slot, so a waiter does not take the retry's turn.
-    if (status === 502 && this.canReplay()) {
-      log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
-      this.freshRetried = false
-      this.pickAndConnect()
-    } else {
-      this.answer(status, `backend ${backend.address} ${reason}`)
-    }
-    failed.release(this.bytesIn, 0)
-  }
-
-  // Safe to send again: nothing of the response came back, all body bytes sent are
-  // still held, and the method is idempotent or no body byte went out yet.
-  canReplay () {
-    return !this.response.gotBytes && this.body.canReplay(IDEMPOTENT.has(this.head.method))
   }
 
   // lila answers the request itself (error statuses).
@@ -359,20 +380,6 @@ class Exchange {
     this.finish(keepAlive)
   }
 
-  abandonUpstream () {
-    const conn = this.conn
-    this.conn = null
-    if (conn !== null) {
-      conn.destroy()
-    } else if (this.lease !== null) {
-      this.listener.protocol.poolFor(this.lease.backend).cancel(this)
-    }
-    if (this.waiter !== null) {
-      this.waiter.cancel()
-      this.waiter = null
-    }
-  }
-
   // The client went away: drop the backend connection (its response would have
   // nowhere to go) and release the count.
   onClientClose () {
@@ -381,10 +388,6 @@ class Exchange {
     this.releaseLease()
     this.done = true
     this.logged()
-  }
-
-  releaseLease () {
-    if (this.lease !== null) this.lease.release(this.bytesIn, this.bytesOut)
   }
 
   finish (keepAlive) {

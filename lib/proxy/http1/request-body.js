@@ -17,7 +17,8 @@ class RequestBody {
     this.done = !head.chunked && head.bodyLength === 0 // every byte of it read
     this.received = 0 // body bytes read from the client
     this.kept = true // every byte sent so far is still held: a replay is possible
-    this.held = null // the body pieces held, once there is one
+    this.first = null // the first piece held: a body that came in one piece needs no array
+    this.held = null // the pieces after it
     this.heldBytes = 0
     this.started = false // some body byte was written to a backend
   }
@@ -46,7 +47,8 @@ class RequestBody {
   // may keep: a caller still connecting stops reading then.
   keep (piece) {
     if (this.kept) {
-      ;(this.held ||= []).push(piece)
+      if (this.first === null) this.first = piece
+      else (this.held ||= []).push(piece)
       this.heldBytes += piece.length
     }
     return this.heldBytes > REPLAY_LIMIT
@@ -62,6 +64,7 @@ class RequestBody {
   // gets every byte held so far.
   replay (socket) {
     if (!this.kept) return
+    if (this.first !== null) socket.write(this.first)
     if (this.held !== null) for (const chunk of this.held) socket.write(chunk)
     this.started = this.heldBytes > 0
     this.dropPastLimit()
@@ -70,6 +73,7 @@ class RequestBody {
   dropPastLimit () {
     if (this.kept && this.heldBytes > REPLAY_LIMIT) {
       this.kept = false
+      this.first = null
       this.held = null
     }
   }

@@ -23,6 +23,10 @@ function clientDrain () { if (this.session.exchange !== null) this.session.excha
 // request to an Exchange that balances it on its own, and keeps the connection alive
 // between requests. Pipelined requests wait, unread past one head's worth, until the
 // response before them is done, so responses go out in order.
+//
+// The exchange being served uses the client's connection through write, cork/uncork,
+// pause/resume, end, touch and takeBuffered, and reads `clientAddress` and `closing`;
+// it hands back with bodyDone(rest), exchangeDone(keepAlive) and refuse(status, detail).
 class HttpSession {
   constructor (listener, client) {
     this.listener = listener
