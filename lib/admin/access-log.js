@@ -58,7 +58,8 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
         const request = `${record.method} ${record.target} ${record.version}`.replace(/[\\"]/g, c => `\\${c}`)
         what = `"${request}" ${record.status}`
       }
-      write(`${time} ${record.client} -> ${record.backend || '-'} ${what} in=${record.bytesIn} out=${record.bytesOut} ${ms.toFixed(2)}ms\n`)
+      const { client, backend, bytesIn, bytesOut } = record
+      write(`${time} ${client} -> ${backend || '-'} ${what} in=${bytesIn} out=${bytesOut} ${ms.toFixed(2)}ms\n`)
     },
 
     flush

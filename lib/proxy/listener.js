@@ -32,7 +32,9 @@ const MAX_WAITING = 1024
 // its prelude (prelude.js: the PROXY header, the TLS handshake); the session then reads
 // the TLSSocket, and the client's address is the one the header gave.
 class Listener {
-  constructor ({ config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null }) {
+  constructor ({
+    config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null
+  }) {
     this.config = config
     this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
     this.backendTls = backendTls // tls.connect options for backends, or null

@@ -197,7 +197,8 @@ class Exchange {
     this.conn = conn
     this.silentTicks = 0
     if (this.upstreamHead === null) {
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, this.listener.protocol.rewrite)
+      const { rewrite } = this.listener.protocol
+      this.upstreamHead = requestHead(this.head, this.clientAddress, this.lease.backend.address, rewrite)
     }
     this.sentAt = performance.now()
     const socket = conn.socket
@@ -352,7 +353,8 @@ class Exchange {
       this.releaseLease()
       return
     }
-    this.upstreamFailed(this.response.gotBytes ? 'closed the connection mid-response' : 'closed the connection without answering', 502)
+    const reason = this.response.gotBytes ? 'closed the connection mid-response' : 'closed the connection without answering'
+    this.upstreamFailed(reason, 502)
   }
 
   onUpstreamError (conn, err) {
@@ -407,6 +409,7 @@ class Exchange {
   // the client left before any of its response.
   record () {
     const { head, lease, response } = this
+    const status = response.head !== null ? response.head.status : this.tunnel !== null ? 101 : this.replied || CLIENT_CLOSED
     return {
       listener: this.listener.name,
       protocol: 'http',
@@ -415,7 +418,7 @@ class Exchange {
       method: head.method,
       target: head.target,
       version: head.version === 1 ? 'HTTP/1.1' : 'HTTP/1.0',
-      status: response.head !== null ? response.head.status : this.tunnel !== null ? 101 : this.replied || CLIENT_CLOSED,
+      status,
       bytesIn: this.bytesIn,
       bytesOut: this.bytesOut,
       ms: performance.now() - this.openedAt
