@@ -2,8 +2,8 @@
 
 const { Upstream } = require('./upstream/upstream')
 const { Listener } = require('./proxy/listener')
-const { TcpSession } = require('./proxy/tcp')
-const { createHttpListener } = require('./proxy/http1/protocol')
+const { createTcpProtocol } = require('./proxy/tcp')
+const { createHttp1Protocol } = require('./proxy/http1/protocol')
 const { loadListenerTls } = require('./proxy/tls')
 const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
@@ -24,11 +24,11 @@ const { createAccessLog } = require('./admin/access-log')
 // false leaves out the start-up table (workers after the first print none).
 // `accessLog` (access-log.js) writes a line per connection or request; by default the
 // one config.accessLog asks for, on `stdout`; null: none.
-// One factory per protocol, each making a Listener (listener.js) from
-// { config, upstream, log, via, tls, backendTls }.
-const LISTENERS = {
-  tcp: ({ config, upstream, log, tls, backendTls }) => new Listener({ config, upstream, log, protocol: 'tcp', Session: TcpSession, tls, backendTls }),
-  http: createHttpListener
+// One factory per protocol (config.protocol), each making the protocol object a new
+// Listener serves (listener.js) from { via }.
+const PROTOCOLS = {
+  tcp: createTcpProtocol,
+  http: createHttp1Protocol
 }
 
 function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = viaToken(), table = true, stdout = process.stdout, accessLog = defaultAccessLog(config, stdout) } = {}) {
@@ -49,9 +49,8 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
   function make (listenerConfig, { tls, backendTls }) {
     const listenerLog = prefixed(log, () => logsName(listenerConfig, current.listeners.length) ? listenerConfig.name : null)
     const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
-    const listener = LISTENERS[listenerConfig.protocol]({ config: listenerConfig, upstream, log: listenerLog, via, tls, backendTls })
-    listener.accessLog = accessLog
-    return listener
+    const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
+    return new Listener({ config: listenerConfig, upstream, log: listenerLog, protocol, tls, backendTls, accessLog })
   }
 
   listeners = config.listeners.map(l => make(l, material(l)))
@@ -170,16 +169,15 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     return lines
   }
 
-  // A fresh plain snapshot (README: "Status, metrics and control"). HTTP backends add
-  // their keep-alive pool: { sockets, idle, connects, reuses }.
+  // A fresh plain snapshot (README: "Status, metrics and control"). A backend is as its
+  // listener's protocol shows it (HTTP adds its keep-alive pool: { sockets, idle,
+  // connects, reuses }).
   function stats () {
     return {
       startedAt,
       listeners: listeners.map(listener => ({
         ...listener.snapshot(),
-        backends: listener.poolSnapshot === undefined
-          ? listener.upstream.snapshot()
-          : listener.upstream.all().map(b => ({ ...b.snapshot(), pool: listener.poolSnapshot(b) }))
+        backends: listener.upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
       }))
     }
   }
@@ -209,7 +207,7 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
 // bound at `address`. `extra` ends the parentheses (the --workers primary's ", 4 workers").
 function listeningOn (listener, address, extra = '') {
   const n = listener.upstream.backends.length
-  return `listening on ${address} (${listener.protocol}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'}${extra})`
+  return `listening on ${address} (${listener.protocol.name}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'}${extra})`
 }
 
 // What lila says once a balancer listens (lb.listen() gave `addresses`): a line per

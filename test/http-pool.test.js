@@ -93,9 +93,9 @@ t.test('a backend DNS took away, once drained, leaves no pool behind', async t =
   const [gone] = listener.upstream.all()
   const res = await request(Number(address.split(':').pop()))
   t.equal(res.status, 200)
-  t.match(listener.poolSnapshot(gone), { idle: 1 }, 'the connection waits in the pool')
+  t.match(listener.protocol.snapshotBackend(gone).pool, { idle: 1 }, 'the connection waits in the pool')
   answers['app.lila.test'] = ['127.0.0.2']
   await waitFor(/removed 127\.0\.0\.1/)
-  await until(() => listener.poolSnapshot(gone) === null, 'the removed backend\'s pool to go')
+  await until(() => listener.protocol.snapshotBackend(gone).pool === null, 'the removed backend\'s pool to go')
   await within(5000, 'its idle connection to close', backend.open === 0 ? Promise.resolve() : backend.nextClose())
 })

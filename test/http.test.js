@@ -262,6 +262,27 @@ t.test('WebSocket: the handshake is balanced once, then frames flow raw both way
   t.equal(backend.last.headers.upgrade, 'websocket')
 })
 
+t.test('a tunnel whose backend closed drops what the client still sends', async t => {
+  const backend = await httpBackend(t, 'ws')
+  backend.server.on('upgrade', (req, socket) => {
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n')
+    setTimeout(() => socket.destroy(), 20) // closed without a FIN passed on yet to the client
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const socket = net.connect({ port: lila.port, host: '127.0.0.1', allowHalfOpen: true })
+  socket.on('error', () => {})
+  socket.resume()
+  t.teardown(() => socket.destroy())
+  socket.write('GET / HTTP/1.1\r\nHost: x\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n')
+  // The client half-open: still writing after lila ended its side.
+  const writing = setInterval(() => { if (!socket.destroyed) socket.write('more') }, 5)
+  t.teardown(() => clearInterval(writing))
+  await within(5000, 'lila to end the client', new Promise(resolve => socket.once('end', resolve)))
+  await new Promise(resolve => setTimeout(resolve, 100))
+  t.equal(lila.child.exitCode, null, 'lila is still running')
+  t.equal((await request(lila.port)).status, 200, 'and serving')
+})
+
 t.test('uri-hash: each path sticks to one backend, and paths spread', async t => {
   const backends = await Promise.all(['a', 'b', 'c'].map(name => httpBackend(t, name)))
   const lila = await spawnLila(t, ['uri-hash', ...backends.map(b => b.address), ...base])

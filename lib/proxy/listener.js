@@ -12,44 +12,53 @@ const { startPrelude } = require('./prelude')
 const MAX_WAITING = 1024
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
-// --max-conn, track sessions, and drain them on close. The protocol comes in as a
-// Session class: `new Session(listener, client)`, then `start()`, serves one client
+// --max-conn, track sessions, and drain them on close. The protocol comes in as an
+// object made for this listener (tcp.js createTcpProtocol, http1/protocol.js
+// createHttp1Protocol), of which the listener uses only this:
+//   name                         'tcp', 'http': what snapshots and log lines say
+//   Session                      serves one client connection (below)
+//   alpn                         what TLS offers clients to speak (undefined: nothing)
+//   reconfigure(config, listener)  settings derived from the config: at the start and
+//                                on every reload (after the listener took the new ones)
+//   timeouts(config)             the ms the protocol's own timeouts need sweeps for
+//   sweep(listener)              those timeouts, run with every sweep (see startSweep)
+//   drained()                    clean-up once every session is gone after close()
+//   snapshotBackend(backend)     a backend as stats() shows it (index.js)
+// A Session: `new Session(listener, client)`, then `start()`, serves one client
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
 // has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
-// requests), an `idleTicks` counter it zeroes when bytes move, and `onIdle()` (see
-// startSweep). With --accept-proxy or TLS termination a connection first goes through
+// requests), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
+// move for `idleLimit` sweeps (--idle-timeout) closes itself (see startSweep). With --accept-proxy or TLS termination a connection first goes through
 // its prelude (prelude.js: the PROXY header, the TLS handshake); the session then reads
 // the TLSSocket, and the client's address is the one the header gave.
 class Listener {
-  constructor ({ config, upstream, log, protocol, Session, serverOptions = {}, tls = null, backendTls = null }) {
+  constructor ({
+    config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null
+  }) {
     this.config = config
     this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
     this.backendTls = backendTls // tls.connect options for backends, or null
-    this.alpn = undefined // what TLS offers clients to speak (http: http/1.1)
     this.prelude = new Set() // connections in their prelude: closed with the listener
     this.upstream = upstream
     this.log = log
     this.protocol = protocol
-    this.Session = Session
     this.sessions = new Set()
     this.waiting = new Set() // held clients, oldest first (a Set keeps insertion order)
     this.bound = null // "host:port" once listening
-    this.accessLog = null // access-log.js writer, or null: off (then it costs nothing)
+    this.accessLog = accessLog // access-log.js writer, or null: off (then it costs nothing)
     this.accepted = 0
-    this.unserved = 0 // clients no backend could take
+    this.unserved = 0 // clients no backend could take (countUnserved)
     this.closing = false
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
-    this.onDrained = () => {} // protocol clean-up once every session is gone
-    this.onSweep = null // protocol timeouts, run with every sweep (see startSweep)
     // lila short of descriptors or memory for backend connections: said once a second.
     this.sayShortage = throttled(message => this.log.error(message))
-    this.sweptTimeouts = [] // and how often those need a sweep
     this.sweep = null
     this.sweepEvery = 1000
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
+    protocol.reconfigure(config, this)
   }
 
   arrive (client) {
@@ -58,7 +67,7 @@ class Listener {
     const prelude = startPrelude(client, {
       acceptProxy: this.config.acceptProxy,
       tls: this.tls,
-      ALPNProtocols: this.alpn,
+      ALPNProtocols: this.protocol.alpn,
       timeout: this.config.headerTimeout,
       log: this.log
     }, socket => {
@@ -75,12 +84,10 @@ class Listener {
     this.config = config
     this.tls = tls
     this.backendTls = backendTls
-    this.onReconfigure(config)
+    this.protocol.reconfigure(config, this)
     if (this.sweep !== null) this.startSweep() // timeouts may have changed
     this.serveWaiting() // --max-conn may have grown
   }
-
-  onReconfigure () {} // protocol settings derived from the config
 
   async listen () {
     this.bound = await listen(this.server, this.config, this.log)
@@ -105,27 +112,32 @@ class Listener {
   }
 
   // Timeouts by sweeping rather than per-socket timers: a timer per socket is re-armed
-  // on every read and write, a sweep costs a counter store per chunk. Each sweep counts
-  // up a session's `idleTicks` (zeroed by the session whenever a byte moves); one that
-  // reaches --idle-timeout hears onIdle(). `onSweep` lets the protocol sweep its own
-  // timeouts (HTTP: backends silent for --timeout, idle pooled connections). Sweeps
+  // on every read and write, a sweep costs a counter store per chunk. Each sweep tells
+  // every session (onIdleSweep), which counts its own idle sweeps. The protocol's
+  // sweep() keeps its own timeouts (HTTP: backends silent for --timeout, idle pooled connections). Sweeps
   // come every eighth of the shortest timeout (10 ms to 1 s): a timeout fires between
   // its time and one sweep later.
   startSweep () {
     clearInterval(this.sweep)
     this.sweep = null
-    const timeouts = [this.config.idleTimeout, ...this.sweptTimeouts].filter(ms => ms > 0)
-    if (timeouts.length === 0 && this.onSweep === null) return
+    const { protocol } = this
+    const timeouts = [this.config.idleTimeout, ...protocol.timeouts(this.config)].filter(ms => ms > 0)
+    if (timeouts.length === 0) return
     this.sweepEvery = Math.min(1000, Math.max(10, Math.floor(Math.min(...timeouts, 8000) / 8)))
     const idle = this.config.idleTimeout
     const idleLimit = idle > 0 ? this.ticksFor(idle) : Infinity
     this.sweep = setInterval(() => {
       for (const session of this.sessions) {
-        if (++session.idleTicks >= idleLimit) session.onIdle()
+        session.onIdleSweep(idleLimit)
       }
-      if (this.onSweep !== null) this.onSweep()
+      protocol.sweep(this)
     }, this.sweepEvery)
     this.sweep.unref()
+  }
+
+  // A client (tcp) or request (http) that no backend could take.
+  countUnserved () {
+    this.unserved++
   }
 
   // How many sweeps make `ms`: never fewer than it takes.
@@ -146,7 +158,7 @@ class Listener {
   }
 
   serve (client) {
-    const session = new this.Session(this, client)
+    const session = new this.protocol.Session(this, client)
     this.sessions.add(session)
     session.start()
   }
@@ -194,7 +206,7 @@ class Listener {
     const done = () => {
       clearInterval(this.sweep)
       this.sweep = null
-      this.onDrained()
+      this.protocol.drained()
     }
     if (this.sessions.size === 0) {
       done()
@@ -218,7 +230,7 @@ class Listener {
   snapshot () {
     return {
       name: this.name,
-      protocol: this.protocol,
+      protocol: this.protocol.name,
       tls: this.tls !== null,
       mode: this.upstream.mode,
       address: this.server.address(),

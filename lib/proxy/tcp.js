@@ -100,9 +100,10 @@ class TcpSession {
     this.client.end()
   }
 
-  // The listener's idle sweep: no byte either way for --idle-timeout.
-  onIdle () {
-    if (this.piping) this.destroy()
+  // The listener's sweep: no byte either way for --idle-timeout closes a connection
+  // that is piping (one still connecting has --connect-timeout).
+  onIdleSweep (idleLimit) {
+    if (++this.idleTicks >= idleLimit && this.piping) this.destroy()
   }
 
   start () {
@@ -116,7 +117,7 @@ class TcpSession {
     const message = queueReason === null
       ? `no backend could take a connection from ${this.clientAddress} (${this.attempt.attempts} tried)`
       : `a connection from ${this.clientAddress} left the queue: ${queueReason}`
-    listener.unserved++
+    listener.countUnserved()
     if (listener.closing) listener.log.debug(message)
     else listener.log.warn(message)
     this.client.destroy()
@@ -187,7 +188,7 @@ class TcpSession {
     this.upstream = null
     socket.destroy()
     this.attempt.shortage()
-    listener.unserved++
+    listener.countUnserved()
     listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
     this.client.destroy()
     if (this.clientClosed) this.finish()
@@ -254,10 +255,24 @@ class TcpSession {
     const { client, attempt, listener } = this
     attempt.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
-    if (listener.accessLog !== null) listener.accessLog.tcp(this)
+    if (listener.accessLog !== null) listener.accessLog.log(this.record())
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? attempt.backend.address : 'no backend'
       listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)
+    }
+  }
+
+  // What the access log (access-log.js) prints of this connection.
+  record () {
+    const { client, attempt } = this
+    return {
+      listener: this.listener.name,
+      protocol: 'tcp',
+      client: this.clientAddress,
+      backend: attempt.backend === null ? null : attempt.backend.address,
+      bytesIn: client.bytesRead,
+      bytesOut: client.bytesWritten,
+      ms: performance.now() - this.openedAt
     }
   }
 
@@ -270,4 +285,21 @@ class TcpSession {
   closeIfIdle () {}
 }
 
-module.exports = { TcpSession }
+const NO_TIMEOUTS = []
+
+// TCP as a Listener's protocol (listener.js): TcpSessions, and nothing of its own to
+// configure, sweep or clean up. One per listener.
+function createTcpProtocol () {
+  return {
+    name: 'tcp',
+    Session: TcpSession,
+    alpn: undefined,
+    reconfigure (config, listener) {},
+    timeouts (config) { return NO_TIMEOUTS },
+    sweep (listener) {},
+    drained () {},
+    snapshotBackend (backend) { return backend.snapshot() }
+  }
+}
+
+module.exports = { TcpSession, createTcpProtocol }

@@ -67,6 +67,14 @@ class UpstreamConnection {
     this.owner = owner
   }
 
+  // A response came on it: one request fewer left, within what the backend's
+  // "Keep-Alive: timeout=N, max=M" allows (-1: not said).
+  answered (timeoutMs, max) {
+    if (timeoutMs !== -1) this.idleMs = idleFromHint(timeoutMs)
+    if (max !== -1) this.requestsLeft = max
+    this.requestsLeft--
+  }
+
   // Its socket's remaining events (close, a late error) go to no exchange.
   destroy () {
     this.owner = null
@@ -84,6 +92,12 @@ class Pool {
     this.waiting = [] // exchanges waiting for a socket (MAX_SOCKETS reached)
     this.connects = 0
     this.reuses = 0
+  }
+
+  // A reload: new connections use the new settings.
+  configure (connectTimeout, tls) {
+    this.connectTimeout = connectTimeout
+    this.tls = tls
   }
 
   // Give `exchange` a connection: an idle one (exchange.onUpstreamConnect runs at once)

@@ -235,8 +235,14 @@ function parseKeepAlive (value) {
   return out
 }
 
+// buf[start, end), without a new view when that is all of it.
+function view (buf, start, end) {
+  return start === 0 && end === buf.length ? buf : buf.subarray(start, end)
+}
+
 module.exports = {
   HttpError,
+  view,
   findHeadEnd,
   hasBareLf,
   parseRequestHead,

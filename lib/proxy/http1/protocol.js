@@ -1,60 +1,83 @@
 'use strict'
 
-const { Listener } = require('../listener')
 const { HttpSession } = require('./session')
 const { Pool } = require('./connection-pool')
 
-// An HTTP listener: the generic Listener serving HttpSessions, plus what its exchanges
-// share: a keep-alive connection pool per backend and the settings of the heads it
-// rewrites. `via` is this lila's Via token, used to detect loops.
-function createHttpListener ({ config, upstream, log, via, tls = null, backendTls = null }) {
-  const listener = new Listener({ config, upstream, log, protocol: 'http', Session: HttpSession, tls, backendTls })
-  const pools = new Map()
-  listener.via = via
-  listener.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
-  listener.onReconfigure = config => {
-    listener.rewrite = { proto: listener.tls === null ? 'http' : 'https', via, forwarded: config.forwarded }
-    listener.sweptTimeouts = [config.timeout, 1000] // --timeout, and pooled idle expiry
-    for (const pool of pools.values()) {
-      pool.connectTimeout = config.connectTimeout
-      pool.tls = listener.backendTls
-    }
+// Pooled backend connections idle past their limit are closed by the sweep: this often.
+const POOL_EXPIRY_MS = 1000
+
+// HTTP/1.1 as a Listener's protocol (listener.js): HttpSessions, plus what their
+// exchanges share: a keep-alive connection pool per backend, the settings of the heads
+// they rewrite (`rewrite`), and `via`, this lila's Via token, to detect loops.
+// One per listener: createHttp1Protocol({ via }).
+class Http1Protocol {
+  constructor ({ via }) {
+    this.name = 'http'
+    this.Session = HttpSession
+    this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
+    this.via = via
+    this.rewrite = null // { proto, via, forwarded } for requestHead (rewrite.js)
+    this.pools = new Map() // Backend -> Pool
+    this.connectTimeout = 0
+    this.backendTls = null
   }
-  listener.onReconfigure(config)
-  listener.poolFor = backend => {
-    let pool = pools.get(backend)
-    if (pool === undefined) {
-      pool = new Pool(backend, { connectTimeout: listener.config.connectTimeout, tls: listener.backendTls })
-      pools.set(backend, pool)
-    }
-    return pool
+
+  // The listener's settings, at its start and on every reload.
+  reconfigure (config, listener) {
+    this.rewrite = { proto: listener.tls === null ? 'http' : 'https', via: this.via, forwarded: config.forwarded }
+    this.connectTimeout = config.connectTimeout
+    this.backendTls = listener.backendTls
+    for (const pool of this.pools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
-  // Idle backend connections must not outlive the listener.
-  listener.onDrained = () => { for (const pool of pools.values()) pool.close() }
-  // With every sweep: backends silent for --timeout (counted in sweeps by each
-  // exchange), pooled connections idle past their limit, and the pools of backends
-  // gone for good.
-  listener.onSweep = () => {
+
+  // The timeouts (ms) sweep() keeps: --timeout, and pooled idle expiry.
+  timeouts (config) {
+    return [config.timeout, POOL_EXPIRY_MS]
+  }
+
+  // With every sweep of the listener: backends silent for --timeout (counted in sweeps
+  // by each exchange), pooled connections idle past their limit, and the pools of
+  // backends gone for good.
+  sweep (listener) {
     const { timeout } = listener.config
     const silentLimit = timeout > 0 ? listener.ticksFor(timeout) : Infinity
-    for (const session of listener.sessions) {
-      const exchange = session.exchange
-      if (exchange !== null && backendMayBeSilent(exchange) && ++exchange.silentTicks >= silentLimit) {
-        exchange.onUpstreamTimeout(exchange.conn)
-      }
-    }
+    for (const session of listener.sessions) session.onSweep(silentLimit)
     const now = Date.now()
-    for (const [backend, pool] of pools) {
+    for (const [backend, pool] of this.pools) {
       if (isForgotten(backend)) {
         pool.close()
-        pools.delete(backend)
+        this.pools.delete(backend)
       } else {
         pool.expire(now)
       }
     }
   }
-  listener.poolSnapshot = backend => pools.has(backend) ? pools.get(backend).snapshot() : null
-  return listener
+
+  // Every session is gone: idle backend connections must not outlive the listener.
+  drained () {
+    for (const pool of this.pools.values()) pool.close()
+  }
+
+  // A backend as status pages and metrics show it, with its keep-alive pool:
+  // { sockets, idle, connects, reuses }, or null when it has none.
+  snapshotBackend (backend) {
+    const pool = this.pools.get(backend)
+    return { ...backend.snapshot(), pool: pool === undefined ? null : pool.snapshot() }
+  }
+
+  // The pool of connections to `backend`, for an exchange.
+  poolFor (backend) {
+    let pool = this.pools.get(backend)
+    if (pool === undefined) {
+      pool = new Pool(backend, { connectTimeout: this.connectTimeout, tls: this.backendTls })
+      this.pools.set(backend, pool)
+    }
+    return pool
+  }
+}
+
+function createHttp1Protocol ({ via }) {
+  return new Http1Protocol({ via })
 }
 
 // A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
@@ -64,11 +87,4 @@ function isForgotten (backend) {
   return backend.retired && backend.live === 0
 }
 
-// Is a silent backend this exchange's to time out? Not in a tunnel (idle both ways is
-// --idle-timeout's), and not while lila holds the backend's socket paused for a client
-// that does not read: that silence is the client's, left to --idle-timeout too.
-function backendMayBeSilent (exchange) {
-  return exchange.conn !== null && !exchange.tunnel && !exchange.conn.socket.isPaused()
-}
-
-module.exports = { createHttpListener }
+module.exports = { createHttp1Protocol, Http1Protocol }

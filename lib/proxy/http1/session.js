@@ -23,6 +23,10 @@ function clientDrain () { if (this.session.exchange !== null) this.session.excha
 // request to an Exchange that balances it on its own, and keeps the connection alive
 // between requests. Pipelined requests wait, unread past one head's worth, until the
 // response before them is done, so responses go out in order.
+//
+// The exchange being served uses the client's connection through write, cork/uncork,
+// pause/resume, end, touch and takeBuffered, and reads `clientAddress` and `closing`;
+// it hands back with bodyDone(rest), exchangeDone(keepAlive) and refuse(status, detail).
 class HttpSession {
   constructor (listener, client) {
     this.listener = listener
@@ -46,6 +50,53 @@ class HttpSession {
 
   start () {
     this.client.resume()
+  }
+
+  // What the exchange being served may do with the client's connection.
+
+  write (bytes, encoding) {
+    return this.client.write(bytes, encoding)
+  }
+
+  // Writes between cork() and uncork() leave in one syscall.
+  cork () {
+    this.client.cork()
+  }
+
+  uncork () {
+    this.client.uncork()
+  }
+
+  // Stop reading the client (its bytes have nowhere to go yet), and read on.
+  pause () {
+    this.client.pause()
+  }
+
+  resume () {
+    if (this.client.isPaused()) this.client.resume()
+  }
+
+  // A byte moved for this connection (not idle, see onIdleSweep).
+  touch () {
+    this.idleTicks = 0
+  }
+
+  // The bytes read past the request head that no exchange took yet: for a tunnel, the
+  // client's first bytes in the new protocol.
+  takeBuffered () {
+    const buf = this.buf
+    this.buf = null
+    return buf
+  }
+
+  // End lila's side of the connection (a tunnel's half-close).
+  end () {
+    if (!this.client.destroyed) this.client.end()
+  }
+
+  // The listener's sweep, for the exchange's --timeout (see Exchange#onSweep).
+  onSweep (silentLimit) {
+    if (this.exchange !== null) this.exchange.onSweep(silentLimit)
   }
 
   onData (chunk) {
@@ -126,7 +177,7 @@ class HttpSession {
   exchangeDone (keepAlive) {
     this.exchange = null
     if (!keepAlive || this.closing) return this.shut()
-    if (this.client.isPaused()) this.client.resume()
+    this.resume()
     this.nextRequest()
   }
 
@@ -143,9 +194,11 @@ class HttpSession {
     if (this.exchange === null) this.refuse(408, 'request head not received in time')
   }
 
-  // No traffic for --idle-timeout (the listener's sweep). While a backend works on the
-  // request, the client has nothing to say: the exchange's own timeouts apply then.
-  onIdle () {
+  // The listener's sweep: no traffic for --idle-timeout closes the connection. While a
+  // backend works on the request, the client has nothing to say: the exchange's own
+  // timeouts apply then.
+  onIdleSweep (idleLimit) {
+    if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
   }

@@ -1,0 +1,88 @@
+'use strict'
+
+const { ChunkedReader } = require('./chunked')
+
+// Request body bytes kept for a replay on another connection. Past this, the request
+// can no longer be replayed and what was sent is let go.
+const REPLAY_LIMIT = 64 * 1024
+
+// The client's request body, as its Exchange (exchange.js) reads it: framed by
+// Content-Length or chunked, and held while a replay on another connection is still
+// possible. It moves no bytes itself: the exchange sends what read() framed, tells it
+// with sent(), and on a new connection has replay() write what is held.
+class RequestBody {
+  constructor (head) {
+    this.chunked = head.chunked ? new ChunkedReader(400) : null
+    this.left = head.bodyLength // bytes still to come, for a Content-Length body
+    this.done = !head.chunked && head.bodyLength === 0 // every byte of it read
+    this.received = 0 // body bytes read from the client
+    this.kept = true // every byte sent so far is still held: a replay is possible
+    this.first = null // the first piece held: a body that came in one piece needs no array
+    this.held = null // the pieces after it
+    this.heldBytes = 0
+    this.started = false // some body byte was written to a backend
+  }
+
+  // Frame the client's bytes from buf[start]: returns where the body's bytes end in
+  // buf (buf.length while more is to come; `done` says when it is complete). Throws
+  // the chunked framing's HttpError (400) on a malformed body.
+  read (buf, start) {
+    let end = buf.length
+    if (this.chunked !== null) {
+      const bodyEnd = this.chunked.read(buf, start, end)
+      if (bodyEnd !== -1) {
+        end = bodyEnd
+        this.done = true
+      }
+    } else {
+      if (end - start > this.left) end = start + this.left
+      this.left -= end - start
+      if (this.left === 0) this.done = true
+    }
+    this.received += end - start
+    return end
+  }
+
+  // Hold a piece read, while a replay is possible. True once more is held than a replay
+  // may keep: a caller still connecting stops reading then.
+  keep (piece) {
+    if (this.kept) {
+      if (this.first === null) this.first = piece
+      else (this.held ||= []).push(piece)
+      this.heldBytes += piece.length
+    }
+    return this.heldBytes > REPLAY_LIMIT
+  }
+
+  // A piece went out to the backend as it came.
+  sent () {
+    this.started = true
+    this.dropPastLimit()
+  }
+
+  // A backend connection is ready (the first, or one the request is replayed on): it
+  // gets every byte held so far.
+  replay (socket) {
+    if (!this.kept) return
+    if (this.first !== null) socket.write(this.first)
+    if (this.held !== null) for (const chunk of this.held) socket.write(chunk)
+    this.started = this.heldBytes > 0
+    this.dropPastLimit()
+  }
+
+  dropPastLimit () {
+    if (this.kept && this.heldBytes > REPLAY_LIMIT) {
+      this.kept = false
+      this.first = null
+      this.held = null
+    }
+  }
+
+  // Can the body be sent again? Every byte sent is still held, and either no byte went
+  // out yet or the method is one that may be repeated (`idempotent`).
+  canReplay (idempotent) {
+    return this.kept && (idempotent || !this.started)
+  }
+}
+
+module.exports = { RequestBody, REPLAY_LIMIT }
