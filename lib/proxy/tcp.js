@@ -6,25 +6,30 @@ const { clientAddress, originOf } = require('./bind')
 const { dial, readyEvent, resetOrDestroy } = require('../upstream/dial')
 const { formatProxyHeader } = require('./proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
+const { handlers, addListeners } = require('./socket-events')
 
 // While a backend is being connected, what the client sends is held here (and replayed
 // to the next backend if the connect fails). Past this much, the client is paused.
 const EARLY_LIMIT = 64 * 1024
 
-// Socket event handlers shared by every session: `this` is the socket and its session
-// hangs off it, so a connection costs no closures (two sockets, a dozen events).
-function clientData (chunk) { this.session.fromClient(chunk) }
-function clientEnd () { this.session.onClientEnd() }
-function clientDrain () { this.session.onClientDrain() }
-function clientError (err) { this.session.onClientError(err) }
-function clientClose () { this.session.onClientClose() }
+// Socket event handlers shared by every session (socket-events.js): `this` is the
+// socket and its session hangs off it.
+const CLIENT = handlers({
+  data (chunk) { this.session.fromClient(chunk) },
+  end () { this.session.onClientEnd() },
+  drain () { this.session.onClientDrain() },
+  error (err) { this.session.onClientError(err) },
+  close () { this.session.onClientClose() }
+})
+const BACKEND = handlers({
+  timeout () { this.session.onUpstreamTimeout(this) },
+  error (err) { this.session.onUpstreamError(this, err) },
+  close () { this.session.onUpstreamClose(this) },
+  data (chunk) { this.session.fromUpstream(this, chunk) },
+  end () { this.session.onUpstreamEnd(this) },
+  drain () { this.session.onUpstreamDrain() }
+})
 function upstreamConnect () { this.session.onConnect(this) }
-function upstreamData (chunk) { this.session.fromUpstream(this, chunk) }
-function upstreamEnd () { this.session.onUpstreamEnd(this) }
-function upstreamDrain () { this.session.client.resume() }
-function upstreamTimeout () { this.session.onUpstreamTimeout(this) }
-function upstreamError (err) { this.session.onUpstreamError(this, err) }
-function upstreamClose () { this.session.onUpstreamClose(this) }
 
 // L4 balancing, one client connection and its (current) backend connection: pick a
 // backend, connect (trying others when that fails), then pass bytes both ways until
@@ -58,11 +63,7 @@ class TcpSession {
     this.early = null
     this.earlyBytes = 0
     client.session = this
-    client.on('data', clientData)
-    client.on('end', clientEnd)
-    client.on('drain', clientDrain)
-    client.on('error', clientError)
-    client.on('close', clientClose)
+    addListeners(client, CLIENT)
   }
 
   fromClient (chunk) {
@@ -88,6 +89,10 @@ class TcpSession {
   onClientEnd () {
     this.clientEnded = true
     if (this.piping) this.upstream.end()
+  }
+
+  onUpstreamDrain () {
+    this.client.resume()
   }
 
   onClientDrain () {
@@ -134,13 +139,8 @@ class TcpSession {
     // Until connected, the socket timeout is the connect timeout.
     socket.setTimeout(config.connectTimeout)
     socket.session = this
-    socket.on('timeout', upstreamTimeout)
-    socket.on('error', upstreamError)
-    socket.on('close', upstreamClose)
+    addListeners(socket, BACKEND)
     socket.once(readyEvent(socket), upstreamConnect)
-    socket.on('data', upstreamData)
-    socket.on('end', upstreamEnd)
-    socket.on('drain', upstreamDrain)
   }
 
   onConnect (socket) {

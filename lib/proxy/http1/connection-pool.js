@@ -1,6 +1,7 @@
 'use strict'
 
 const { dial, readyEvent } = require('../../upstream/dial')
+const { handlers, addListeners } = require('../socket-events')
 
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
 // the bottom of the stack go idle long enough to expire. A connection is idle in the
@@ -29,17 +30,36 @@ function connConnect () {
   c.ready = true
   if (c.owner !== null) c.owner.onUpstreamConnect(c)
 }
-function connData (chunk) { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamData(c, chunk); else c.destroy() }
-function connDrain () { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamDrain(c) }
-function connTimeout () { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamTimeout(c); else c.destroy() }
-function connError (err) { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamError(c, err) }
-function connEnd () { const c = this.conn; if (c.owner !== null) c.owner.onUpstreamEnd(c) }
-function connClose () {
-  const c = this.conn
-  c.closed = true
-  c.pool.removed(c)
-  if (c.owner !== null) c.owner.onUpstreamClose(c)
-}
+const CONN = handlers({
+  data (chunk) {
+    const c = this.conn
+    if (c.owner !== null) c.owner.onUpstreamData(c, chunk)
+    else c.destroy()
+  },
+  drain () {
+    const c = this.conn
+    if (c.owner !== null) c.owner.onUpstreamDrain(c)
+  },
+  timeout () {
+    const c = this.conn
+    if (c.owner !== null) c.owner.onUpstreamTimeout(c)
+    else c.destroy()
+  },
+  error (err) {
+    const c = this.conn
+    if (c.owner !== null) c.owner.onUpstreamError(c, err)
+  },
+  end () {
+    const c = this.conn
+    if (c.owner !== null) c.owner.onUpstreamEnd(c)
+  },
+  close () {
+    const c = this.conn
+    c.closed = true
+    c.pool.removed(c)
+    if (c.owner !== null) c.owner.onUpstreamClose(c)
+  }
+})
 
 class UpstreamConnection {
   constructor (pool, socket) {
@@ -54,12 +74,7 @@ class UpstreamConnection {
     this.closed = false
     socket.conn = this
     socket.on(readyEvent(socket), connConnect)
-    socket.on('data', connData)
-    socket.on('drain', connDrain)
-    socket.on('timeout', connTimeout)
-    socket.on('error', connError)
-    socket.on('end', connEnd)
-    socket.on('close', connClose)
+    addListeners(socket, CONN)
   }
 
   // Hand the connection to an exchange; it drives the socket until release.

@@ -5,19 +5,22 @@ const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
 const { Exchange } = require('./exchange')
+const { handlers, addListeners } = require('../socket-events')
 
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for this long, so the client reads the response before
 // the connection is reset.
 const LINGER_MS = 2000
 
-// Client socket handlers shared by every session (`this` is the socket): a connection
-// costs no closures.
-function clientData (chunk) { this.session.onData(chunk) }
-function clientEnd () { this.session.onEnd() }
-function clientError (err) { this.session.onError(err) }
-function clientClose () { this.session.onClose() }
-function clientDrain () { if (this.session.exchange !== null) this.session.exchange.onClientDrain() }
+// Client socket handlers shared by every session (socket-events.js): `this` is the
+// socket.
+const CLIENT = handlers({
+  data (chunk) { this.session.onData(chunk) },
+  end () { this.session.onEnd() },
+  error (err) { this.session.onError(err) },
+  close () { this.session.onClose() },
+  drain () { if (this.session.exchange !== null) this.session.exchange.onClientDrain() }
+})
 
 // One client connection in HTTP mode: reads request heads (strictly), hands each
 // request to an Exchange that balances it on its own, and keeps the connection alive
@@ -41,11 +44,7 @@ class HttpSession {
     this.lingerTimer = null
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
     client.session = this
-    client.on('data', clientData)
-    client.on('end', clientEnd)
-    client.on('error', clientError)
-    client.on('close', clientClose)
-    client.on('drain', clientDrain)
+    addListeners(client, CLIENT)
   }
 
   start () {
