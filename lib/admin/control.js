@@ -28,7 +28,8 @@ function createControl (lb) {
     if (qualifier === undefined || qualifier === null || qualifier === '') return lb.listeners
     const found = lb.listeners.filter(l => l.name === qualifier || l.bound === qualifier || portOf(l) === qualifier)
     if (found.length === 0) {
-      throw new ControlError(404, `no listener ${JSON.stringify(qualifier)}: expected one of ${lb.listeners.map(l => l.name).join(', ')} (or its port)`)
+      const names = lb.listeners.map(l => l.name).join(', ')
+      throw new ControlError(404, `no listener ${JSON.stringify(qualifier)}: expected one of ${names} (or its port)`)
     }
     return found
   }
@@ -42,10 +43,13 @@ function createControl (lb) {
     }
     if (hits.length === 0) {
       const where = qualifier ? ` in listener ${qualifier}` : ''
-      throw new ControlError(404, `no backend ${JSON.stringify(address)}${where}: expected an address listed in /status.json`)
+      const message = `no backend ${JSON.stringify(address)}${where}: expected an address listed in /status.json`
+      throw new ControlError(404, message)
     }
     if (hits.length > 1) {
-      throw new ControlError(400, `backend ${address} is in ${hits.length} listeners (${hits.map(h => h.listener.name).join(', ')}): say which with ?listener=NAME`)
+      const names = hits.map(h => h.listener.name).join(', ')
+      const message = `backend ${address} is in ${hits.length} listeners (${names}): say which with ?listener=NAME`
+      throw new ControlError(400, message)
     }
     return hits[0]
   }
@@ -80,7 +84,8 @@ function createControl (lb) {
     async add ({ spec, listener: qualifier }) {
       const listeners = listenersFor(qualifier)
       if (listeners.length > 1) {
-        throw new ControlError(400, `there are ${listeners.length} listeners (${listeners.map(l => l.name).join(', ')}): say which with ?listener=NAME`)
+        const names = listeners.map(l => l.name).join(', ')
+        throw new ControlError(400, `there are ${listeners.length} listeners (${names}): say which with ?listener=NAME`)
       }
       let backends
       try {
@@ -89,22 +94,30 @@ function createControl (lb) {
         if (err instanceof ConflictError) throw new ControlError(409, err.message)
         throw err
       }
-      if (backends.length === 0) return { message: `added ${spec.host}:${spec.port}: it resolves to no address yet`, backends: [] }
+      if (backends.length === 0) {
+        return { message: `added ${spec.host}:${spec.port}: it resolves to no address yet`, backends: [] }
+      }
       const result = done(backends)
       return { ...result, message: `added ${result.message}` }
     },
     async remove ({ backend: address, listener: qualifier }) {
       const hits = listenersFor(qualifier).filter(l => l.upstream.given(address))
       if (hits.length === 0) {
-        throw new ControlError(404, `no backend given as ${JSON.stringify(address)}: expected an address or name:port as given on the command line or added`)
+        const message = `no backend given as ${JSON.stringify(address)}: ` +
+          'expected an address or name:port as given on the command line or added'
+        throw new ControlError(404, message)
       }
       if (hits.length > 1) {
-        throw new ControlError(400, `backend ${address} is in ${hits.length} listeners (${hits.map(l => l.name).join(', ')}): say which with ?listener=NAME`)
+        const names = hits.map(l => l.name).join(', ')
+        const message = `backend ${address} is in ${hits.length} listeners (${names}): say which with ?listener=NAME`
+        throw new ControlError(400, message)
       }
       const removed = hits[0].upstream.removeBackend(address)
       const left = b => b.live > 0 ? `; ${b.live} connection${b.live === 1 ? '' : 's'} left to finish` : ''
       return {
-        message: removed.length === 0 ? `removed ${address}` : `removed ${removed.map(b => b.address + left(b)).join(', ')}`,
+        message: removed.length === 0
+          ? `removed ${address}`
+          : `removed ${removed.map(b => b.address + left(b)).join(', ')}`,
         backends: removed.map(b => b.snapshot())
       }
     }

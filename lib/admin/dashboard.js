@@ -83,6 +83,7 @@ function parseKeys (text) {
     }
     if (text[i] === '\x1b') {
       // another escape sequence (another arrow, a function key): skip it whole
+      // eslint-disable-next-line no-control-regex -- ESC starts the sequence to skip
       const match = /^\x1b(\[[0-9;]*[A-Za-z~]|O[A-Za-z])?/.exec(text.slice(i))
       i += match[0].length
       continue
@@ -106,10 +107,14 @@ function handleKey (view, key, snapshot) {
   if (rows.length === 0) return { view, action: null }
   const { listener, backend } = rows[selected]
   const target = { listener: listener.name, backend: backend.address }
-  if (key === 'drain' || key === 'enable' || key === 'disable') return { view: { ...view, selected }, action: { op: key, ...target } }
+  if (key === 'drain' || key === 'enable' || key === 'disable') {
+    return { view: { ...view, selected }, action: { op: key, ...target } }
+  }
   if (key === 'more' || key === 'less') {
     const value = Math.min(1000, Math.max(0, backend.weight + (key === 'more' ? 1 : -1)))
-    if (value === backend.weight) return { view: { ...view, selected, message: `weight stays ${value} (0 to 1000)` }, action: null }
+    if (value === backend.weight) {
+      return { view: { ...view, selected, message: `weight stays ${value} (0 to 1000)` }, action: null }
+    }
     return { view: { ...view, selected }, action: { op: 'weight', ...target, value } }
   }
   return { view, action: null }
@@ -120,21 +125,37 @@ const clamp = (i, n) => n === 0 ? 0 : Math.min(Math.max(i, 0), n - 1)
 // The screen, as lines of at most `width` visible characters (ANSI colours aside).
 // options: { width, height, rates (Map from rates()), version, now, log (recent log
 // lines), colour }
-function render (snapshot, view, { width = 100, height = 30, rates: perSecond = new Map(), version = '', now = Date.now(), log = [], colour = true } = {}) {
+function render (snapshot, view, {
+  width = 100, height = 30, rates: perSecond = new Map(), version = '', now = Date.now(), log = [], colour = true
+} = {}) {
   const paint = (code, text) => colour ? `${code}${text}${code === BOLD ? RESET : FG_DEFAULT}` : text
   const rows = backendRows(snapshot)
   const selected = clamp(view.selected, rows.length)
   const up = rows.filter(r => r.backend.status === 'up').length
   const lines = []
   const clock = new Date(now).toISOString().slice(11, 19)
-  lines.push(fit(paint(BOLD, version ? `lila ${version}` : 'lila') + ` · ${snapshot.listeners.length} listener${snapshot.listeners.length === 1 ? '' : 's'} · ${up}/${rows.length} backends up`, width, clock, colour))
+  const count = snapshot.listeners.length
+  const title = paint(BOLD, version ? `lila ${version}` : 'lila') +
+    ` · ${count} listener${count === 1 ? '' : 's'} · ${up}/${rows.length} backends up`
+  lines.push(fit(title, width, clock, colour))
 
   const nameWidth = Math.max(7, ...rows.map(r => r.backend.address.length))
-  const header = '  ' + [pad('BACKEND', nameWidth), pad('STATUS', 9), lpad('WT', 4), lpad('LIVE', 5), lpad('REQ/S', 7), lpad('TOTAL', 8), lpad('FAIL', 6), lpad('P99', 8)].join(' ') + '  WHY'
+  const header = '  ' + [
+    pad('BACKEND', nameWidth),
+    pad('STATUS', 9),
+    lpad('WT', 4),
+    lpad('LIVE', 5),
+    lpad('REQ/S', 7),
+    lpad('TOTAL', 8),
+    lpad('FAIL', 6),
+    lpad('P99', 8)
+  ].join(' ') + '  WHY'
   let index = 0
   const tableRows = []
   for (const listener of snapshot.listeners) {
-    tableRows.push({ text: `${listener.name} ${listener.protocol} ${listener.mode} · active ${listener.active} · queued ${listener.queued} · unserved ${listener.unserved}${listener.panic ? ' · PANIC: every backend is down' : ''}` })
+    const counts = `active ${listener.active} · queued ${listener.queued} · unserved ${listener.unserved}`
+    const panic = listener.panic ? ' · PANIC: every backend is down' : ''
+    tableRows.push({ text: `${listener.name} ${listener.protocol} ${listener.mode} · ${counts}${panic}` })
     tableRows.push({ text: header, dim: true })
     for (const backend of listener.backends) {
       const rate = perSecond.get(rowKey(listener, backend))
@@ -190,6 +211,7 @@ function fit (left, width, right, colour) {
 }
 
 function stripAnsi (text) {
+  // eslint-disable-next-line no-control-regex -- ESC starts the colour codes to strip
   return text.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')
 }
 

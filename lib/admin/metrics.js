@@ -11,26 +11,44 @@ const STATUSES = ['up', 'down', 'pending', 'draining', 'drained', 'disabled']
 
 // [name, type, help, value(listener) -> number | null (no sample)]
 const LISTENER_FAMILIES = [
-  ['lila_listener_accepted_connections_total', 'counter', 'Client connections accepted.', l => l.accepted],
-  ['lila_listener_active_connections', 'gauge', 'Client connections being served now.', l => l.active],
-  ['lila_listener_waiting_connections', 'gauge', 'Client connections held unread over --max-conn.', l => l.waiting],
-  ['lila_listener_unserved_total', 'counter', 'Connections (tcp) or requests (http) that no backend could take.', l => l.unserved],
-  ['lila_listener_queue_length', 'gauge', 'Connections or requests waiting in the queue for a backend slot.', l => l.queued],
-  ['lila_listener_queue_timeouts_total', 'counter', 'Connections or requests that gave up waiting in the queue.', l => l.queueTimeouts],
-  ['lila_listener_panic', 'gauge', '1 while every backend is down and traffic goes to them anyway.', l => l.panic ? 1 : 0]
+  ['lila_listener_accepted_connections_total', 'counter',
+    'Client connections accepted.', l => l.accepted],
+  ['lila_listener_active_connections', 'gauge',
+    'Client connections being served now.', l => l.active],
+  ['lila_listener_waiting_connections', 'gauge',
+    'Client connections held unread over --max-conn.', l => l.waiting],
+  ['lila_listener_unserved_total', 'counter',
+    'Connections (tcp) or requests (http) that no backend could take.', l => l.unserved],
+  ['lila_listener_queue_length', 'gauge',
+    'Connections or requests waiting in the queue for a backend slot.', l => l.queued],
+  ['lila_listener_queue_timeouts_total', 'counter',
+    'Connections or requests that gave up waiting in the queue.', l => l.queueTimeouts],
+  ['lila_listener_panic', 'gauge',
+    '1 while every backend is down and traffic goes to them anyway.', l => l.panic ? 1 : 0]
 ]
 
 const BACKEND_FAMILIES = [
-  ['lila_backend_up', 'gauge', '1 when the backend is up by its health checks and traffic, else 0.', b => b.state === 'up' ? 1 : 0],
-  ['lila_backend_weight', 'gauge', 'Configured weight.', b => b.weight],
-  ['lila_backend_effective_weight', 'gauge', 'Weight in use now (lower while slow start ramps it up).', b => b.effectiveWeight],
-  ['lila_backend_max_conn', 'gauge', 'The backend\'s max-conn, when it has one.', b => b.maxConn],
-  ['lila_backend_live', 'gauge', 'Connections (tcp) or requests in flight (http) on the backend now.', b => b.live],
-  ['lila_backend_requests_total', 'counter', 'Connections (tcp) or requests (http) sent to the backend, retries included.', b => b.total],
-  ['lila_backend_failures_total', 'counter', 'Failed connects, resets before an answer, and (http) 502 and 504 answers.', b => b.failures],
-  ['lila_backend_in_bytes_total', 'counter', 'Bytes from clients to the backend.', b => b.bytesIn],
-  ['lila_backend_out_bytes_total', 'counter', 'Bytes from the backend to clients.', b => b.bytesOut],
-  ['lila_backend_latency_estimate_seconds', 'gauge', 'least-time\'s decaying peak average of response time, once measured.', b => b.latency === null ? null : b.latency / 1000]
+  ['lila_backend_up', 'gauge',
+    '1 when the backend is up by its health checks and traffic, else 0.', b => b.state === 'up' ? 1 : 0],
+  ['lila_backend_weight', 'gauge',
+    'Configured weight.', b => b.weight],
+  ['lila_backend_effective_weight', 'gauge',
+    'Weight in use now (lower while slow start ramps it up).', b => b.effectiveWeight],
+  ['lila_backend_max_conn', 'gauge',
+    'The backend\'s max-conn, when it has one.', b => b.maxConn],
+  ['lila_backend_live', 'gauge',
+    'Connections (tcp) or requests in flight (http) on the backend now.', b => b.live],
+  ['lila_backend_requests_total', 'counter',
+    'Connections (tcp) or requests (http) sent to the backend, retries included.', b => b.total],
+  ['lila_backend_failures_total', 'counter',
+    'Failed connects, resets before an answer, and (http) 502 and 504 answers.', b => b.failures],
+  ['lila_backend_in_bytes_total', 'counter',
+    'Bytes from clients to the backend.', b => b.bytesIn],
+  ['lila_backend_out_bytes_total', 'counter',
+    'Bytes from the backend to clients.', b => b.bytesOut],
+  ['lila_backend_latency_estimate_seconds', 'gauge',
+    'least-time\'s decaying peak average of response time, once measured.',
+    b => b.latency === null ? null : b.latency / 1000]
 ]
 
 function renderMetrics (snapshot, { version = null } = {}) {
@@ -52,11 +70,15 @@ function renderMetrics (snapshot, { version = null } = {}) {
   }
 
   const backends = []
-  for (const l of snapshot.listeners) for (const b of l.backends) backends.push([{ listener: l.name, backend: b.address }, b])
+  for (const l of snapshot.listeners) {
+    for (const b of l.backends) backends.push([{ listener: l.name, backend: b.address }, b])
+  }
 
   family('lila_backend_status', 'gauge', `1 for the backend's status (${STATUSES.join(', ')}), 0 for the others.`)
   for (const [base, b] of backends) {
-    for (const status of STATUSES) out.push(`lila_backend_status${labels({ ...base, status })} ${b.status === status ? 1 : 0}`)
+    for (const status of STATUSES) {
+      out.push(`lila_backend_status${labels({ ...base, status })} ${b.status === status ? 1 : 0}`)
+    }
   }
   for (const [name, type, help, value] of BACKEND_FAMILIES) {
     family(name, type, help)
@@ -64,7 +86,8 @@ function renderMetrics (snapshot, { version = null } = {}) {
   }
 
   const histogram = 'lila_backend_response_time_seconds'
-  family(histogram, 'histogram', 'Response time: http, until the response head; tcp, the connect plus the wait for the first byte.')
+  family(histogram, 'histogram',
+    'Response time: http, until the response head; tcp, the connect plus the wait for the first byte.')
   for (const [base, b] of backends) {
     const rt = b.responseTime
     for (let i = 0; i < rt.counts.length; i++) {

@@ -8,39 +8,56 @@
 
 const REFRESH_S = 2
 
-const STYLE = `
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
-h1{font-size:1.3em;margin:0}h2{font-size:1.1em;margin:1.6em 0 .3em}h2 small{font-weight:normal;color:#666}
-.meta,.facts{color:#555;margin:.2em 0}.problems{background:#fff3f0;border-left:4px solid #c0392b;padding:.4em .8em;margin:1em 0}
-.ok{background:#f0faf2;border-left:4px solid #27ae60;padding:.4em .8em;margin:1em 0}
-table{border-collapse:collapse;background:#fff;box-shadow:0 0 0 1px #ddd}th,td{padding:.3em .7em;text-align:right;white-space:nowrap}
-th{background:#f0f0f0;font-weight:600}td:first-child,th:first-child,td.st,th.st{text-align:left}tr+tr td{border-top:1px solid #eee}
-.st b{display:inline-block;min-width:5.5em;padding:0 .4em;border-radius:3px;color:#fff;text-align:center;font-weight:600}
-.up b{background:#27ae60}.down b{background:#c0392b}.pending b{background:#7f8c8d}.draining b,.drained b{background:#d68910}.disabled b{background:#5d6d7e}
-.why{color:#666;white-space:normal;max-width:28em;display:inline-block;vertical-align:top;margin-left:.5em}
-.bar{display:inline-block;height:.7em;background:#3498db;vertical-align:middle;margin-right:.4em}.panic{color:#c0392b;font-weight:600}
-footer{margin-top:2em;color:#777}a{color:#2471a3}`
+const STYLE = '\n' + [
+  'body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}',
+  'h1{font-size:1.3em;margin:0}h2{font-size:1.1em;margin:1.6em 0 .3em}h2 small{font-weight:normal;color:#666}',
+  '.meta,.facts{color:#555;margin:.2em 0}' +
+    '.problems{background:#fff3f0;border-left:4px solid #c0392b;padding:.4em .8em;margin:1em 0}',
+  '.ok{background:#f0faf2;border-left:4px solid #27ae60;padding:.4em .8em;margin:1em 0}',
+  'table{border-collapse:collapse;background:#fff;box-shadow:0 0 0 1px #ddd}' +
+    'th,td{padding:.3em .7em;text-align:right;white-space:nowrap}',
+  'th{background:#f0f0f0;font-weight:600}' +
+    'td:first-child,th:first-child,td.st,th.st{text-align:left}tr+tr td{border-top:1px solid #eee}',
+  '.st b{display:inline-block;min-width:5.5em;padding:0 .4em;' +
+    'border-radius:3px;color:#fff;text-align:center;font-weight:600}',
+  '.up b{background:#27ae60}.down b{background:#c0392b}.pending b{background:#7f8c8d}' +
+    '.draining b,.drained b{background:#d68910}.disabled b{background:#5d6d7e}',
+  '.why{color:#666;white-space:normal;max-width:28em;display:inline-block;vertical-align:top;margin-left:.5em}',
+  '.bar{display:inline-block;height:.7em;background:#3498db;vertical-align:middle;margin-right:.4em}' +
+    '.panic{color:#c0392b;font-weight:600}',
+  'footer{margin-top:2em;color:#777}a{color:#2471a3}'
+].join('\n')
 
 function renderPage (snapshot, { version = null, now = Date.now() } = {}) {
   const problems = []
   let backends = 0
   let up = 0
   for (const l of snapshot.listeners) {
-    if (l.panic) problems.push(`<li class=panic>${esc(l.name)}: panic, every backend is down; traffic goes to them anyway</li>`)
+    if (l.panic) {
+      problems.push(`<li class=panic>${esc(l.name)}: panic, every backend is down; traffic goes to them anyway</li>`)
+    }
     for (const b of l.backends) {
       backends++
-      if (b.status === 'up') up++
-      else problems.push(`<li>${esc(l.name)} → ${esc(b.address)}: <b>${esc(b.status)}</b>${b.reason ? ` (${esc(b.reason)})` : ''}</li>`)
+      if (b.status === 'up') {
+        up++
+      } else {
+        const why = b.reason ? ` (${esc(b.reason)})` : ''
+        problems.push(`<li>${esc(l.name)} → ${esc(b.address)}: <b>${esc(b.status)}</b>${why}</li>`)
+      }
     }
   }
   const uptime = snapshot.startedAt !== undefined ? ` · up ${duration(now - snapshot.startedAt)}` : ''
-  const summary = `${snapshot.listeners.length} listener${snapshot.listeners.length === 1 ? '' : 's'}, ${up} of ${backends} backend${backends === 1 ? '' : 's'} up`
+  const listeners = snapshot.listeners.length
+  const summary = `${listeners} listener${listeners === 1 ? '' : 's'}, ` +
+    `${up} of ${backends} backend${backends === 1 ? '' : 's'} up`
+  const viewport = '<meta name="viewport" content="width=device-width,initial-scale=1">'
+  const clock = new Date(now).toISOString().replace('T', ' ').slice(0, 19)
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="${REFRESH_S}">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
+${viewport}<title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
 <body>
 <h1>lila${version ? ` ${esc(version)}` : ''}</h1>
-<p class="meta">${esc(summary)}${uptime} · ${new Date(now).toISOString().replace('T', ' ').slice(0, 19)} UTC · refreshes every ${REFRESH_S}s</p>
+<p class="meta">${esc(summary)}${uptime} · ${clock} UTC · refreshes every ${REFRESH_S}s</p>
 ${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class="ok">Every backend is up.</p>'}
 ${snapshot.listeners.map(listenerSection).join('\n')}
 <footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
@@ -56,9 +73,12 @@ function listenerSection (l) {
   ].join(' · ')
   const times = l.protocol === 'http' ? 'response time' : 'connect + first byte'
   const live = l.protocol === 'http' ? 'in flight' : 'live'
+  const header = '<tr><th>backend</th><th class="st">status</th><th>weight</th>' +
+    `<th>${live}</th><th>share</th><th>total</th><th>failures</th><th>in</th><th>out</th>` +
+    `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th></tr>`
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
-<table><tr><th>backend</th><th class="st">status</th><th>weight</th><th>${live}</th><th>share</th><th>total</th><th>failures</th><th>in</th><th>out</th><th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th></tr>
+<table>${header}
 ${l.backends.map(b => backendRow(b, total)).join('\n')}
 </table>`
 }
@@ -68,8 +88,9 @@ function backendRow (b, total) {
   const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
   const weight = b.effectiveWeight !== b.weight ? `${b.weight} (now ${round(b.effectiveWeight)})` : String(b.weight)
   const rt = b.responseTime
+  const why = b.reason ? `<span class="why">${esc(b.reason)}</span>` : ''
   return `<tr><td>${esc(b.address)}${notes.length ? ` <small>(${esc(notes.join(', '))})</small>` : ''}</td>` +
-    `<td class="st ${esc(b.status)}"><b>${esc(b.status)}</b>${b.reason ? `<span class="why">${esc(b.reason)}</span>` : ''}</td>` +
+    `<td class="st ${esc(b.status)}"><b>${esc(b.status)}</b>${why}</td>` +
     `<td>${weight}</td><td>${b.live}${b.maxConn !== null ? ` / ${b.maxConn}` : ''}</td>` +
     `<td><span class="bar" style="width:${share}px"></span>${share}%</td><td>${b.total}</td><td>${b.failures}</td>` +
     `<td>${bytes(b.bytesIn)}</td><td>${bytes(b.bytesOut)}</td>` +
@@ -77,7 +98,12 @@ function backendRow (b, total) {
 }
 
 function esc (text) {
-  return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+  return String(text)
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;')
 }
 
 const round = n => String(Math.round(n * 100) / 100)

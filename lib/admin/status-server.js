@@ -38,7 +38,8 @@ const MAX_BODY = 4096
 const READ = 'GET, HEAD'
 
 function createStatusServer ({
-  stats, control, parseBackend, host = '127.0.0.1', port, token = null, log = silentLogger, version = VERSION, now = Date.now
+  stats, control, parseBackend, host = '127.0.0.1', port, token = null,
+  log = silentLogger, version = VERSION, now = Date.now
 }) {
   const tokenDigest = token === null ? null : digest(token)
   let loopback = false
@@ -74,14 +75,23 @@ function createStatusServer ({
           'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'"
         })
       }
-      if (path === '/metrics') return send(res, 200, renderMetrics(snapshot, { version }), { 'Content-Type': METRICS_TYPE })
-      return send(res, 200, JSON.stringify({ version, time: now(), ...snapshot }, null, 2) + '\n', { 'Content-Type': 'application/json' })
+      if (path === '/metrics') {
+        return send(res, 200, renderMetrics(snapshot, { version }), { 'Content-Type': METRICS_TYPE })
+      }
+      const json = JSON.stringify({ version, time: now(), ...snapshot }, null, 2) + '\n'
+      return send(res, 200, json, { 'Content-Type': 'application/json' })
     }
 
     // /backends, /backends/ADDRESS, /backends/ADDRESS/ACTION
     const parts = path.split('/')
-    if (parts[1] !== 'backends' || parts.length > 4 || (parts.length === 4 && !ACTIONS.includes(parts[3])) || (parts.length >= 3 && parts[2] === '')) {
-      return send(res, 404, `no such page ${JSON.stringify(path)}: expected /status, /status.json, /metrics or /backends/ADDRESS/{${ACTIONS.join(',')}}`, {}, true)
+    if (
+      parts[1] !== 'backends' ||
+      parts.length > 4 ||
+      (parts.length === 4 && !ACTIONS.includes(parts[3])) ||
+      (parts.length >= 3 && parts[2] === '')
+    ) {
+      const expected = `/status, /status.json, /metrics or /backends/ADDRESS/{${ACTIONS.join(',')}}`
+      return send(res, 404, `no such page ${JSON.stringify(path)}: expected ${expected}`, {}, true)
     }
     const allowed = parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
     if (req.method !== allowed) return notAllowed(res, req.method, path, allowed)
@@ -126,11 +136,17 @@ function createStatusServer ({
     if (tokenDigest !== null) {
       const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization || '')
       if (match === null) return 'refused: changes need the --status-token, sent as "Authorization: Bearer TOKEN"'
-      if (!crypto.timingSafeEqual(digest(match[1]), tokenDigest)) return 'refused: wrong token in the Authorization header'
+      if (!crypto.timingSafeEqual(digest(match[1]), tokenDigest)) {
+        return 'refused: wrong token in the Authorization header'
+      }
       return null
     }
-    if (!loopback) return `refused: changes need --status-token when the status listener is not on loopback (it is on ${url})`
-    if (!isLoopbackHost(req.headers.host || '')) return `refused: Host ${JSON.stringify(req.headers.host || '')} is not a loopback name`
+    if (!loopback) {
+      return `refused: changes need --status-token when the status listener is not on loopback (it is on ${url})`
+    }
+    if (!isLoopbackHost(req.headers.host || '')) {
+      return `refused: Host ${JSON.stringify(req.headers.host || '')} is not a loopback name`
+    }
     return null
   }
 
@@ -172,7 +188,8 @@ function send (res, status, body, headers = {}, line = false) {
 }
 
 function notAllowed (res, method, path, allow) {
-  send(res, 405, `method ${method} not allowed on ${path}: expected ${allow.replace(', ', ' or ')}`, { Allow: allow }, true)
+  const message = `method ${method} not allowed on ${path}: expected ${allow.replace(', ', ' or ')}`
+  send(res, 405, message, { Allow: allow }, true)
 }
 
 // The body of POST /backends: "host:port[,weight=N]..." as plain text, or a form field
@@ -209,14 +226,17 @@ function backendSpec (parseBackend, text, what) {
 // "127.0.0.1:80", ":80" or "[::1]:80" -> the address as backends show it. Settings
 // (",weight=2") have no place in a path.
 function normalise (parseBackend, text) {
-  if (text.includes(',')) throw new ControlError(400, `invalid backend address ${JSON.stringify(text)}: expected host:port without settings`)
+  if (text.includes(',')) {
+    throw new ControlError(400, `invalid backend address ${JSON.stringify(text)}: expected host:port without settings`)
+  }
   const spec = backendSpec(parseBackend, text, 'backend address')
   return formatAddress(spec.host, spec.port)
 }
 
 function weightOf (text) {
   if (text === null || !/^\d+$/.test(text) || Number(text) > 1000) {
-    throw new ControlError(400, `invalid weight ${JSON.stringify(text === null ? '' : text)}: expected ?value=N with N a whole number from 0 to 1000`)
+    const given = JSON.stringify(text === null ? '' : text)
+    throw new ControlError(400, `invalid weight ${given}: expected ?value=N with N a whole number from 0 to 1000`)
   }
   return Number(text)
 }

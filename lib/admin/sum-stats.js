@@ -5,7 +5,8 @@
 // backends by address; one that only some workers have (DNS changing under them) is
 // still there. The rules go by key, so fields added to the snapshots later are summed
 // as counts unless listed here:
-const SAME = new Set(['port', 'weight', 'maxConn', 'slowStart', 'family', 'bounds', 'buckets', 'le']) // settings: the first worker's
+// settings: the first worker's
+const SAME = new Set(['port', 'weight', 'maxConn', 'slowStart', 'family', 'bounds', 'buckets', 'le'])
 const MEAN = new Set(['latency', 'effectiveWeight']) // estimates: the mean over workers that have one
 const LATEST = new Set(['changedAt']) // times: the latest
 const PERCENTILE = /^p\d+(\.\d+)?$/ // p50, p99: the worst (an upper bound of the true one)
@@ -51,9 +52,12 @@ function mergeArrays (lists, key) {
   const sample = lists.find(list => list.length > 0)
   if (sample === undefined) return []
   const item = sample[0]
-  const by = typeof item !== 'object' || item === null ? null
-    : typeof item.address === 'string' ? 'address' // a backend
-      : typeof item.name === 'string' ? 'name' // a listener
+  const by = typeof item !== 'object' || item === null
+    ? null
+    : typeof item.address === 'string'
+      ? 'address' // a backend
+      : typeof item.name === 'string'
+        ? 'name' // a listener
         : null
   if (by !== null) {
     const groups = new Map()

@@ -16,7 +16,9 @@ const { createView, totals, rates, parseKeys, handleKey, render } = require('./d
 const REDRAW_MS = 1000
 const LOG_KEPT = 200
 
-function startDashboard ({ stats, control, input, output, onQuit, exitEvents = null, version = '', interval = REDRAW_MS }) {
+function startDashboard ({
+  stats, control, input, output, onQuit, exitEvents = null, version = '', interval = REDRAW_MS
+}) {
   let view = createView()
   let snapshot = null
   let before = null

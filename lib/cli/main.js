@@ -60,7 +60,9 @@ async function main (argv, io = {}) {
     case 'demo':
       return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
-      if (lazy.workers.workerCount(config.workers) > 1) return primary(config, { ...io, stderr, signals, cluster: io.cluster || require('cluster'), reloadConfig })
+      if (lazy.workers.workerCount(config.workers) > 1) {
+        return primary(config, { ...io, stderr, signals, cluster: io.cluster || require('cluster'), reloadConfig })
+      }
       return serve(config, { ...io, stdout, stderr, signals, reloadConfig })
   }
 }
@@ -85,7 +87,9 @@ async function primary (config, io) {
       signals.emit('SIGTERM')
     }
   }
-  const code = await lazy.workers.runPrimary(config, { stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady })
+  const code = await lazy.workers.runPrimary(config, {
+    stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady
+  })
   if (status !== null) await status.close()
   return code
 }
@@ -113,7 +117,9 @@ function usageError (err, stderr) {
 // `onListening(addresses, log)` runs once every listener is bound. io: { stdout,
 // stderr, stdin, signals, reloadConfig } (the process's streams by default).
 async function serve (config, io, onListening = () => {}) {
-  const { stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null } = io
+  const {
+    stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null
+  } = io
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
   const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })

@@ -63,7 +63,16 @@ function runPrimary (config, io) {
   let stopping = false
   let nextId = 1
   let startLines = [] // the first worker's listening lines
-  const slots = Array.from({ length: count }, (_, i) => ({ index: i + 1, worker: null, pid: null, listening: false, listeningAt: 0, failures: 0, timer: null, pending: new Map() }))
+  const slots = Array.from({ length: count }, (_, i) => ({
+    index: i + 1,
+    worker: null,
+    pid: null,
+    listening: false,
+    listeningAt: 0,
+    failures: 0,
+    timer: null,
+    pending: new Map()
+  }))
 
   return new Promise(resolve => {
     let resolved = false
@@ -98,8 +107,13 @@ function runPrimary (config, io) {
       if (worker !== slot.worker || message === null || typeof message !== 'object') return
       switch (message.lila) {
         case 'ready':
-          if (stopping) send(slot, { lila: 'destroy' })
-          else send(slot, { lila: 'config', config: current, index: slot.index, via, table: slot.index === 1, workers: count })
+          if (stopping) {
+            send(slot, { lila: 'destroy' })
+          } else {
+            send(slot, {
+              lila: 'config', config: current, index: slot.index, via, table: slot.index === 1, workers: count
+            })
+          }
           break
         case 'listening':
           slot.listening = true
@@ -161,7 +175,8 @@ function runPrimary (config, io) {
       if (slot.listeningAt > 0 && Date.now() - slot.listeningAt > STABLE_MS) slot.failures = 0
       const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** slot.failures)
       slot.failures++
-      log.warn(`worker ${slot.index} (pid ${slot.pid}) ${how}; starting another in ${delay < 1000 ? `${delay}ms` : `${delay / 1000}s`}`)
+      const wait = delay < 1000 ? `${delay}ms` : `${delay / 1000}s`
+      log.warn(`worker ${slot.index} (pid ${slot.pid}) ${how}; starting another in ${wait}`)
       slot.timer = setTimeout(() => fork(slot), delay)
     }
 
@@ -189,7 +204,8 @@ function runPrimary (config, io) {
       // A worker started from now on gets the new config; those running are told.
       const previous = current
       current = next
-      const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)).then(
+      const timeout = Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)
+      const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, timeout).then(
         lines => ({ slot, lines }),
         err => ({ slot, error: err.message })
       )))
@@ -200,7 +216,8 @@ function runPrimary (config, io) {
         logRefused(log, failed[0] ? failed[0].error : 'no worker running')
         return
       }
-      logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures: failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`) })
+      const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
+      logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures })
     }
 
     const handle = onSignals(signals, log, {
@@ -220,7 +237,9 @@ function runPrimary (config, io) {
   // its exit or a timeout.
   function request (slot, message, timeout = REPLY_TIMEOUT_MS) {
     return new Promise((resolve, reject) => {
-      if (slot.worker === null || !slot.listening || !slot.worker.isConnected()) return reject(new Error(`worker ${slot.index} is not running`))
+      if (slot.worker === null || !slot.listening || !slot.worker.isConnected()) {
+        return reject(new Error(`worker ${slot.index} is not running`))
+      }
       const id = nextId++
       const timer = setTimeout(() => {
         slot.pending.delete(id)
@@ -238,7 +257,8 @@ function runPrimary (config, io) {
       stats => ({ index: slot.index, pid: slot.pid, ...stats }),
       err => ({ index: slot.index, pid: slot.pid, error: err.message })
     )))
-    return { ...sumStats(replies.filter(r => r.error === undefined).map(({ index, pid, ...stats }) => stats)), workers: replies }
+    const answered = replies.filter(r => r.error === undefined).map(({ index, pid, ...stats }) => stats)
+    return { ...sumStats(answered), workers: replies }
   }
 
   // A control action (the status listener's drain, enable, weight, ...) for every

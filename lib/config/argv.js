@@ -29,7 +29,9 @@ function rethrowParseError (err) {
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
       const flag = (/--[a-z-]+/.exec(err.message) || [name])[0]
       if (/does not take an argument/.test(err.message)) throw new UsageError(`option ${flag} takes no value`)
-      if (/ambiguous/.test(err.message)) throw new UsageError(`missing value for ${flag} (a value starting with "-" is written ${flag}=VALUE)`)
+      if (/ambiguous/.test(err.message)) {
+        throw new UsageError(`missing value for ${flag} (a value starting with "-" is written ${flag}=VALUE)`)
+      }
       throw new UsageError(`missing value for ${flag}`)
     }
     default:
@@ -54,7 +56,8 @@ function normaliseArgv (argv) {
       continue
     }
     const next = argv[i + 1]
-    const isValue = next !== undefined && !next.startsWith('-') && !next.includes(':') && !modeName(next) && next !== 'demo'
+    const isValue = next !== undefined && !next.startsWith('-') && !next.includes(':') &&
+      !modeName(next) && next !== 'demo'
     out.push(`--access-log=${isValue ? next : 'text'}`)
     if (isValue) i++
   }
@@ -103,8 +106,11 @@ function parseCommandLine (argv) {
   const globals = buildGlobals(entries, ARGV)
   if (command === 'demo') {
     if (words.length) throw new UsageError(`unexpected argument ${quote(words[0])}: lila demo starts its own backends`)
-    if (values.workers !== undefined) throw new UsageError('option --workers does not apply to lila demo: it runs in one process')
-    return { command, config: buildConfig(globals, [buildListener({ values: entries, mode, backends: [] }, ARGV)], ARGV) }
+    if (values.workers !== undefined) {
+      throw new UsageError('option --workers does not apply to lila demo: it runs in one process')
+    }
+    const listeners = [buildListener({ values: entries, mode, backends: [] }, ARGV)]
+    return { command, config: buildConfig(globals, listeners, ARGV) }
   }
   // Options are checked before backends are missed: "--port x" says what is wrong with it.
   const listener = buildListener({ values: entries, mode, backends: words.map(value => ({ value, at: null })) }, ARGV)
@@ -116,11 +122,14 @@ function parseCommandLine (argv) {
 function configFileCommand (values, positionals) {
   const file = PARSERS.file(values.config, '--config')
   if (positionals.length > 0) {
-    throw new UsageError(`unexpected argument ${quote(positionals[0])}: with --config, modes and backends are in the config file`)
+    const arg = quote(positionals[0])
+    throw new UsageError(`unexpected argument ${arg}: with --config, modes and backends are in the config file`)
   }
   for (const o of OPTIONS) {
     if (values[o.name] !== undefined && o.name !== 'config' && o.name !== 'log-level') {
-      throw new UsageError(`option ${o.flag} cannot be combined with --config: put it in the config file (only --log-level may be given beside it)`)
+      const message = `option ${o.flag} cannot be combined with --config: ` +
+        'put it in the config file (only --log-level may be given beside it)'
+      throw new UsageError(message)
     }
   }
   const logLevel = values['log-level'] === undefined ? null : PARSERS.logLevel(values['log-level'], '--log-level')

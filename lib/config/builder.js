@@ -46,7 +46,9 @@ function parseValue (option, { value, at }, src) {
   } else if (NUMERIC.has(option.type) && typeof value === 'number') {
     text = String(value)
   } else if (typeof value !== 'string') {
-    const expected = option.type === 'duration' ? 'a duration with a unit, e.g. "3s"' : NUMERIC.has(option.type) ? 'a number' : 'a string'
+    const expected = option.type === 'duration'
+      ? 'a duration with a unit, e.g. "3s"'
+      : NUMERIC.has(option.type) ? 'a number' : 'a string'
     throw src.fail(at, `expected ${expected}, got ${shown(value)}`)
   }
   try {
@@ -79,7 +81,9 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
 
   let mode = DEFAULT_MODE
   if (modeEntry !== undefined) {
-    if (src.json && typeof modeEntry.value !== 'string') throw src.fail(modeEntry.at, `expected a mode name, got ${shown(modeEntry.value)}`)
+    if (src.json && typeof modeEntry.value !== 'string') {
+      throw src.fail(modeEntry.at, `expected a mode name, got ${shown(modeEntry.value)}`)
+    }
     mode = modeName(modeEntry.value)
     if (mode === null) {
       throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: expected one of ${MODE_NAMES}`)
@@ -90,13 +94,17 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     throw src.fail(modeEntry.at, `mode ${mode} needs ${src.setting('protocol', needs)}`)
   }
   if (settings.hashBalanceFactor !== null && !HASH_MODES.includes(mode)) {
-    throw src.fail(at('hash-balance-factor'), `${src.about(BY_NAME.get('hash-balance-factor'))}does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_MODES.join(', ')})`)
+    const subject = src.about(BY_NAME.get('hash-balance-factor'))
+    const message = `${subject}does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_MODES.join(', ')})`
+    throw src.fail(at('hash-balance-factor'), message)
   }
 
   const backends = []
   const seen = new Set()
   for (const { value, at } of backendEntries) {
-    if (typeof value !== 'string') throw src.fail(at, `expected a backend such as "10.0.0.1:80,weight=2", got ${shown(value)}`)
+    if (typeof value !== 'string') {
+      throw src.fail(at, `expected a backend such as "10.0.0.1:80,weight=2", got ${shown(value)}`)
+    }
     let backend
     try {
       backend = parseBackend(value)
@@ -104,21 +112,28 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
       throw src.fail(at, err.message)
     }
     const address = formatAddress(backend.host, backend.port)
-    if (seen.has(address)) throw src.fail(at, `duplicate backend ${quote(address)}: expected each backend once (use weight=N to send it more)`)
+    if (seen.has(address)) {
+      const message = `duplicate backend ${quote(address)}: expected each backend once (use weight=N to send it more)`
+      throw src.fail(at, message)
+    }
     seen.add(address)
     backends.push(backend)
   }
 
   // Options that only make sense together.
   const pair = (name, other, otherValue) => {
-    if (given(name) && !given(other)) throw src.fail(at(name), `${src.about(BY_NAME.get(name))}needs ${src.setting(other, otherValue)}`)
+    if (given(name) && !given(other)) {
+      throw src.fail(at(name), `${src.about(BY_NAME.get(name))}needs ${src.setting(other, otherValue)}`)
+    }
   }
   pair('tls-cert', 'tls-key')
   pair('tls-key', 'tls-cert')
   pair('backend-tls-ca', 'backend-tls', true)
   pair('backend-tls-insecure', 'backend-tls', true)
   if (given('backend-tls-ca') && given('backend-tls-insecure')) {
-    throw src.fail(at('backend-tls-insecure'), `${src.about(BY_NAME.get('backend-tls-insecure'))}contradicts ${src.setting('backend-tls-ca')}: expected one of them`)
+    const subject = src.about(BY_NAME.get('backend-tls-insecure'))
+    const message = `${subject}contradicts ${src.setting('backend-tls-ca')}: expected one of them`
+    throw src.fail(at('backend-tls-insecure'), message)
   }
 
   const tlsCertificates = []
@@ -132,10 +147,15 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
   }
   tlsCertificates.push(...certificates)
 
-  const backendTls = settings.backendTls
-    ? { ca: settings.backendTlsCa, caAt: src.json && settings.backendTlsCa !== null ? `${src.file}: ${at('backend-tls-ca')}` : '--backend-tls-ca', insecure: settings.backendTlsInsecure }
-    : null
-  return listenerFrom(settings, { mode, backends, tls: tlsCertificates.length === 0 ? null : { certificates: tlsCertificates }, backendTls })
+  let backendTls = null
+  if (settings.backendTls) {
+    const caAt = src.json && settings.backendTlsCa !== null
+      ? `${src.file}: ${at('backend-tls-ca')}`
+      : '--backend-tls-ca'
+    backendTls = { ca: settings.backendTlsCa, caAt, insecure: settings.backendTlsInsecure }
+  }
+  const tls = tlsCertificates.length === 0 ? null : { certificates: tlsCertificates }
+  return listenerFrom(settings, { mode, backends, tls, backendTls })
 }
 
 // The process-wide settings, from { name -> { value, at } }.
@@ -147,7 +167,9 @@ function buildGlobals (values, src) {
   }
   for (const name of ['status-host', 'status-token']) {
     const entry = values.get(name)
-    if (entry !== undefined && globals.statusPort === null) throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('status-port')}`)
+    if (entry !== undefined && globals.statusPort === null) {
+      throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('status-port')}`)
+    }
   }
   return globals
 }
@@ -159,10 +181,12 @@ function buildConfig (globals, listeners, src, listenerAt = () => null) {
     for (let j = 0; j < i; j++) {
       const [a, b] = [listeners[j], listeners[i]]
       if (a.port !== 0 && a.port === b.port && (a.host === b.host || isWildcard(a.host) || isWildcard(b.host))) {
-        throw src.fail(listenerAt(i), `port ${b.port} is taken by listener ${quote(a.name)}: expected each listener on its own port`)
+        throw src.fail(listenerAt(i),
+          `port ${b.port} is taken by listener ${quote(a.name)}: expected each listener on its own port`)
       }
       if (a.name === b.name) {
-        throw src.fail(listenerAt(i), `duplicate listener name ${quote(b.name)}: expected each listener to have its own (set "name")`)
+        throw src.fail(listenerAt(i),
+          `duplicate listener name ${quote(b.name)}: expected each listener to have its own (set "name")`)
       }
     }
   }

@@ -8,13 +8,20 @@ const { LISTENER_OPTIONS } = require('./options')
 const { formatDuration } = require('../format')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
-const NOT_HERE = new Set(['name', 'port', 'host', 'protocol', 'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'])
+const NOT_HERE = new Set([
+  'name', 'port', 'host', 'protocol',
+  'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'
+])
 
 function describeChanges (before, after) {
   const lines = []
-  if (before.shutdownTimeout !== after.shutdownTimeout) lines.push(`shutdown-timeout ${formatDuration(before.shutdownTimeout)} -> ${formatDuration(after.shutdownTimeout)}`)
+  if (before.shutdownTimeout !== after.shutdownTimeout) {
+    lines.push(`shutdown-timeout ${formatDuration(before.shutdownTimeout)} -> ${formatDuration(after.shutdownTimeout)}`)
+  }
   if (before.logLevel !== after.logLevel) lines.push(`log-level ${before.logLevel} -> ${after.logLevel}`)
-  if (before.workers !== after.workers) lines.push(`workers ${before.workers} -> ${after.workers}: takes a restart; the running workers stay`)
+  if (before.workers !== after.workers) {
+    lines.push(`workers ${before.workers} -> ${after.workers}: takes a restart; the running workers stay`)
+  }
   const old = new Map(before.listeners.map(l => [l.name, l]))
   for (const listener of after.listeners) {
     const was = old.get(listener.name)
@@ -26,7 +33,9 @@ function describeChanges (before, after) {
       const [a, b] = [show(o, was[o.key]), show(o, listener[o.key])]
       if (a !== b) changes.push(`${o.name} ${a} -> ${b}`)
     }
-    if (JSON.stringify(was.backendTls) !== JSON.stringify(listener.backendTls)) changes.push(`backend-tls ${tlsWords(was.backendTls)} -> ${tlsWords(listener.backendTls)}`)
+    if (JSON.stringify(was.backendTls) !== JSON.stringify(listener.backendTls)) {
+      changes.push(`backend-tls ${tlsWords(was.backendTls)} -> ${tlsWords(listener.backendTls)}`)
+    }
     if (listener.tls !== null) {
       const n = listener.tls.certificates.length
       changes.push(was.tls === null ? 'TLS on' : `${n} certificate${n === 1 ? '' : 's'} read again`)

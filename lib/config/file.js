@@ -20,13 +20,27 @@ const { buildListener, buildGlobals, buildConfig, jsonSource } = require('./buil
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
 const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])
-const TOP_KEYS = new Set([...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own').map(o => o.name), 'mode', 'certificates', 'listeners'])
-const INHERITED = new Set([...LISTENER_OPTIONS.filter(o => o.scope === 'listener').map(o => o.name), 'mode', 'certificates'])
+const TOP_KEYS = new Set([
+  ...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own').map(o => o.name),
+  'mode', 'certificates', 'listeners'
+])
+const INHERITED = new Set([
+  ...LISTENER_OPTIONS.filter(o => o.scope === 'listener').map(o => o.name),
+  'mode', 'certificates'
+])
 
 // A key in a JSON path: `a.b` for plain keys, `a["odd key"]` (quoted, one line) else.
-const keyPath = (base, key) => /^[A-Za-z0-9_-]+$/.test(key) ? (base === '' ? key : `${base}.${key}`) : `${base}[${JSON.stringify(key)}]`
+const keyPath = (base, key) => /^[A-Za-z0-9_-]+$/.test(key)
+  ? (base === '' ? key : `${base}.${key}`)
+  : `${base}[${JSON.stringify(key)}]`
 const isObject = value => value !== null && typeof value === 'object' && !Array.isArray(value)
-const typeName = value => value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : typeof value === 'string' ? 'a string' : `${typeof value} ${JSON.stringify(value)}`
+const typeName = value => {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'object') return 'an object'
+  if (typeof value === 'string') return 'a string'
+  return `${typeof value} ${JSON.stringify(value)}`
+}
 
 function readConfigFile (file, { readFile = fs.readFileSync } = {}) {
   let text
@@ -39,7 +53,8 @@ function readConfigFile (file, { readFile = fs.readFileSync } = {}) {
 }
 
 function readReason (err) {
-  return { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }[err.code] || err.code || err.message
+  const reasons = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }
+  return reasons[err.code] || err.code || err.message
 }
 
 function parseConfigFile (text, file) {
@@ -65,8 +80,11 @@ function parseConfigFile (text, file) {
 
   const listenersValue = doc.listeners
   if (!Array.isArray(listenersValue) || listenersValue.length === 0) {
-    const got = listenersValue === undefined ? 'none' : Array.isArray(listenersValue) ? 'an empty list' : typeName(listenersValue)
-    throw new UsageError(`${file}: listeners: expected a list of at least one listener, e.g. "listeners": [{ "port": 80, "backends": ["10.0.0.1:80"] }], got ${got}`)
+    const got = listenersValue === undefined
+      ? 'none'
+      : Array.isArray(listenersValue) ? 'an empty list' : typeName(listenersValue)
+    const example = '"listeners": [{ "port": 80, "backends": ["10.0.0.1:80"] }]'
+    throw new UsageError(`${file}: listeners: expected a list of at least one listener, e.g. ${example}, got ${got}`)
   }
   const dir = path.dirname(file)
   const listeners = listenersValue.map((raw, i) => listenerFrom(raw, `listeners[${i}]`, inherited, src, dir))
@@ -74,7 +92,10 @@ function parseConfigFile (text, file) {
 }
 
 function listenerFrom (raw, where, inherited, src, dir) {
-  if (!isObject(raw)) throw src.fail(where, `expected a listener object, e.g. { "port": 80, "backends": ["10.0.0.1:80"] }, got ${typeName(raw)}`)
+  if (!isObject(raw)) {
+    const example = '{ "port": 80, "backends": ["10.0.0.1:80"] }'
+    throw src.fail(where, `expected a listener object, e.g. ${example}, got ${typeName(raw)}`)
+  }
   const values = new Map(inherited)
   for (const key of Object.keys(raw)) {
     checkKey(key, keyPath(where, key), LISTENER_KEYS, src, 'listener')
@@ -86,9 +107,12 @@ function listenerFrom (raw, where, inherited, src, dir) {
   values.delete('mode')
   values.delete('backends')
   values.delete('certificates')
-  if (backends === undefined) throw src.fail(where, 'missing "backends": expected a list such as ["10.0.0.1:80", "10.0.0.2:80,weight=2"]')
+  if (backends === undefined) {
+    throw src.fail(where, 'missing "backends": expected a list such as ["10.0.0.1:80", "10.0.0.2:80,weight=2"]')
+  }
   if (!Array.isArray(backends.value) || backends.value.length === 0) {
-    throw src.fail(backends.at, `expected a list of at least one backend such as ["10.0.0.1:80"], got ${Array.isArray(backends.value) ? 'an empty list' : typeName(backends.value)}`)
+    const got = Array.isArray(backends.value) ? 'an empty list' : typeName(backends.value)
+    throw src.fail(backends.at, `expected a list of at least one backend such as ["10.0.0.1:80"], got ${got}`)
   }
   const listener = buildListener({
     values,
@@ -103,27 +127,40 @@ function listenerFrom (raw, where, inherited, src, dir) {
       c.key = path.resolve(dir, c.key)
     }
   }
-  if (listener.backendTls !== null && listener.backendTls.ca !== null) listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)
+  if (listener.backendTls !== null && listener.backendTls.ca !== null) {
+    listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)
+  }
   return listener
 }
 
 // "certificates": [{ "cert": "a.pem", "key": "a.key" }, ...]: more certificates for
 // TLS termination, chosen by the name a client asks for.
 function certificatesFrom ({ value, at }, src) {
-  if (!Array.isArray(value)) throw src.fail(at, `expected a list such as [{ "cert": "site.pem", "key": "site.key" }], got ${typeName(value)}`)
+  if (!Array.isArray(value)) {
+    throw src.fail(at, `expected a list such as [{ "cert": "site.pem", "key": "site.key" }], got ${typeName(value)}`)
+  }
   return value.map((entry, i) => {
     const where = `${at}[${i}]`
     if (!isObject(entry)) throw src.fail(where, `expected { "cert": FILE, "key": FILE }, got ${typeName(entry)}`)
     for (const key of Object.keys(entry)) {
-      if (key !== 'cert' && key !== 'key') throw src.fail(`${where}`, `unknown key ${JSON.stringify(key)}: expected "cert" and "key"`)
+      if (key !== 'cert' && key !== 'key') {
+        throw src.fail(`${where}`, `unknown key ${JSON.stringify(key)}: expected "cert" and "key"`)
+      }
     }
     const file = key => {
       const v = entry[key]
       if (v === undefined) throw src.fail(where, `missing "${key}": expected { "cert": FILE, "key": FILE }`)
-      if (typeof v !== 'string' || v === '' || v.includes('\0')) throw src.fail(`${where}.${key}`, `expected a file name, got ${typeName(v)}`)
+      if (typeof v !== 'string' || v === '' || v.includes('\0')) {
+        throw src.fail(`${where}.${key}`, `expected a file name, got ${typeName(v)}`)
+      }
       return v
     }
-    return { cert: file('cert'), key: file('key'), certAt: `${src.file}: ${where}.cert`, keyAt: `${src.file}: ${where}.key` }
+    return {
+      cert: file('cert'),
+      key: file('key'),
+      certAt: `${src.file}: ${where}.cert`,
+      keyAt: `${src.file}: ${where}.key`
+    }
   })
 }
 
@@ -132,15 +169,26 @@ function checkKey (key, at, allowed, src, level) {
   if (allowed.has(key)) return
   const option = BY_NAME.get(key)
   if (option !== undefined) {
-    if (option.scope === 'cli') throw src.fail(at, `${option.flag} is for the command line only: expected it not in the config file`)
-    if (option.scope === 'own') throw src.fail(at, 'is set per listener: expected it in each of "listeners", not at the top level')
-    if (option.scope === 'global') throw src.fail(at, 'applies to the whole process: expected it at the top level, not in a listener')
+    if (option.scope === 'cli') {
+      throw src.fail(at, `${option.flag} is for the command line only: expected it not in the config file`)
+    }
+    if (option.scope === 'own') {
+      throw src.fail(at, 'is set per listener: expected it in each of "listeners", not at the top level')
+    }
+    if (option.scope === 'global') {
+      throw src.fail(at, 'applies to the whole process: expected it at the top level, not in a listener')
+    }
   }
   if (key === 'listeners') throw src.fail(at, 'listeners do not nest: expected it at the top level only')
-  if (key === 'backends') throw src.fail(at, 'belongs to a listener: expected it in each of "listeners", not at the top level')
+  if (key === 'backends') {
+    throw src.fail(at, 'belongs to a listener: expected it in each of "listeners", not at the top level')
+  }
   const suggestion = closest(key, allowed)
-  const place = level === 'top' ? 'an option\'s long name (lila --help), "mode", "certificates" or "listeners"' : 'an option\'s long name (lila --help), "mode", "backends" or "certificates"'
-  throw src.fail(at, `unknown key ${JSON.stringify(key)}: ${suggestion === null ? `expected ${place}` : `did you mean ${JSON.stringify(suggestion)}?`}`)
+  const place = level === 'top'
+    ? 'an option\'s long name (lila --help), "mode", "certificates" or "listeners"'
+    : 'an option\'s long name (lila --help), "mode", "backends" or "certificates"'
+  const hint = suggestion === null ? `expected ${place}` : `did you mean ${JSON.stringify(suggestion)}?`
+  throw src.fail(at, `unknown key ${JSON.stringify(key)}: ${hint}`)
 }
 
 // The allowed key nearest to a misspelt one (at most two edits away), or null.

@@ -73,7 +73,9 @@ function parseJson (text) {
       if (text[i] !== '"') throw fail(`unexpected ${describe()}: expected a "key" in double quotes`)
       const at = i
       const key = string()
-      if (Object.prototype.hasOwnProperty.call(out, key)) throw fail(`key ${JSON.stringify(key)} appears twice in this object`, at)
+      if (Object.prototype.hasOwnProperty.call(out, key)) {
+        throw fail(`key ${JSON.stringify(key)} appears twice in this object`, at)
+      }
       space()
       if (text[i] !== ':') throw fail(`unexpected ${describe()}: expected ":" after ${JSON.stringify(key)}`)
       i++

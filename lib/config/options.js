@@ -13,44 +13,303 @@
 //   'cli'                     the command line only (--config, --help, --version)
 
 const OPTIONS = [
-  { name: 'port', short: 'p', arg: 'N', type: 'port', default: 4444, scope: 'own', help: 'listen port; 0 takes a free port' },
-  { name: 'host', arg: 'ADDR', type: 'host', default: null, shown: 'all interfaces', help: 'listen address' },
-  { name: 'protocol', arg: 'tcp|http', type: 'protocol', default: 'tcp', help: 'tcp pipes whole connections; http balances each request' },
-  { name: 'connect-timeout', arg: 'DUR', type: 'duration', min: 1, default: 3000, help: 'give up a backend connect after this long and try the next' },
-  { name: 'idle-timeout', arg: 'DUR', type: 'duration', default: 60000, help: 'close a connection with no traffic for this long' },
-  { name: 'retries', arg: 'N', type: 'count', default: 2, help: 'other backends to try when a connect fails' },
-  { name: 'max-conn', arg: 'N', type: 'positive', default: null, shown: 'none', help: 'cap on client connections; more wait until one closes' },
-  { name: 'timeout', arg: 'DUR', type: 'duration', default: 60000, only: 'http', help: 'http: answer 504 when a backend is silent this long' },
-  { name: 'header-timeout', arg: 'DUR', type: 'duration', default: 10000, only: 'http', help: 'http: answer 408 when a request head takes longer' },
-  { name: 'forwarded', type: 'flag', default: false, shown: 'off', only: 'http', help: 'http: also send the RFC 7239 Forwarded header' },
-  { name: 'check', arg: 'SPEC', type: 'check', default: Object.freeze({ type: 'tcp' }), shown: 'tcp', help: 'active health check: tcp | http:/path | none' },
-  { name: 'check-host', arg: 'HOST', type: 'hostHeader', default: null, shown: 'the backend as given', help: 'http check: the Host header to send' },
-  { name: 'check-interval', arg: 'DUR', type: 'duration', min: 1, default: 2000, help: 'time between two probes of a backend' },
-  { name: 'rise', arg: 'N', type: 'threshold', default: 2, help: 'probes passed in a row that bring a backend back' },
-  { name: 'fall', arg: 'N', type: 'threshold', default: 3, help: 'probes failed in a row that take a backend out' },
-  { name: 'queue-timeout', arg: 'DUR', type: 'duration', default: 5000, help: 'how long a connection or request waits for a backend at its max-conn; 0: no queue' },
-  { name: 'resolve-interval', arg: 'DUR', type: 'duration', default: 30000, help: 'how often backend names are resolved again; 0: only at start' },
-  { name: 'dns-server', arg: 'ADDR[:PORT]', type: 'dnsServer', default: null, shown: 'system resolver', help: 'resolve backend names with this DNS server' },
-  { name: 'hash-balance-factor', arg: 'F', type: 'factor', default: null, shown: 'off', help: 'hash modes: cap each backend at F times the average load, e.g. 1.25' },
-  { name: 'name', arg: 'NAME', type: 'name', default: null, shown: 'protocol:port', scope: 'own', help: 'the listener\'s name in logs and statistics' },
-  { name: 'tls-cert', arg: 'FILE', type: 'file', default: null, shown: 'none', help: 'terminate TLS with this certificate chain (PEM), with --tls-key' },
-  { name: 'tls-key', arg: 'FILE', type: 'file', default: null, shown: 'none', help: 'the private key of --tls-cert (PEM)' },
-  { name: 'backend-tls', type: 'flag', default: false, shown: 'off', help: 'speak TLS to backends, verifying their certificates' },
-  { name: 'backend-tls-ca', arg: 'FILE', type: 'file', default: null, shown: 'system CAs', help: 'with --backend-tls: trust these CA certificates (PEM)' },
-  { name: 'backend-tls-insecure', type: 'flag', default: false, shown: 'off', help: 'with --backend-tls: do not verify backend certificates' },
-  { name: 'proxy-protocol', arg: 'v1|v2', type: 'proxyProtocol', default: null, shown: 'off', only: 'tcp', help: 'tcp: send the client address to backends in a PROXY protocol header' },
-  { name: 'accept-proxy', type: 'flag', default: false, shown: 'off', help: 'read the client address from a PROXY protocol header (v1 or v2)' },
-  { name: 'workers', arg: 'N|auto', type: 'workers', default: 1, scope: 'global', help: 'worker processes; auto: one per core' },
-  { name: 'config', arg: 'FILE', type: 'file', scope: 'cli', help: 'run the listeners of a JSON config file; SIGHUP reloads it' },
-  { name: 'shutdown-timeout', arg: 'DUR', type: 'duration', default: 30000, scope: 'global', help: 'on SIGTERM/SIGINT, let open connections finish this long' },
-  { name: 'log-level', arg: 'L', type: 'logLevel', default: 'info', scope: 'global', help: 'error | warn | info | debug' },
-  { name: 'access-log', arg: '[text|json]', type: 'accessLog', default: null, shown: 'off', scope: 'global', help: 'a line per connection (tcp) or request (http) on stdout' },
-  { name: 'status-port', arg: 'N', type: 'port', default: null, shown: 'off', scope: 'global', help: 'admin listener: /status, /status.json, /metrics, control' },
-  { name: 'status-host', arg: 'ADDR', type: 'host', default: '127.0.0.1', scope: 'global', help: 'address of the admin listener' },
-  { name: 'status-token', arg: 'TOKEN', type: 'token', default: null, shown: 'none', scope: 'global', help: 'changes through the admin listener need this bearer token' },
-  { name: 'dashboard', type: 'flag', default: false, shown: 'off', scope: 'global', help: 'a live view of the backends on the terminal; keys drain, enable, reweight' },
-  { name: 'help', short: 'h', type: 'boolean', scope: 'cli', help: 'show this help' },
-  { name: 'version', short: 'v', type: 'boolean', scope: 'cli', help: 'show the version' }
+  {
+    name: 'port',
+    short: 'p',
+    arg: 'N',
+    type: 'port',
+    default: 4444,
+    scope: 'own',
+    help: 'listen port; 0 takes a free port'
+  },
+  {
+    name: 'host',
+    arg: 'ADDR',
+    type: 'host',
+    default: null,
+    shown: 'all interfaces',
+    help: 'listen address'
+  },
+  {
+    name: 'protocol',
+    arg: 'tcp|http',
+    type: 'protocol',
+    default: 'tcp',
+    help: 'tcp pipes whole connections; http balances each request'
+  },
+  {
+    name: 'connect-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1,
+    default: 3000,
+    help: 'give up a backend connect after this long and try the next'
+  },
+  {
+    name: 'idle-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    default: 60000,
+    help: 'close a connection with no traffic for this long'
+  },
+  {
+    name: 'retries',
+    arg: 'N',
+    type: 'count',
+    default: 2,
+    help: 'other backends to try when a connect fails'
+  },
+  {
+    name: 'max-conn',
+    arg: 'N',
+    type: 'positive',
+    default: null,
+    shown: 'none',
+    help: 'cap on client connections; more wait until one closes'
+  },
+  {
+    name: 'timeout',
+    arg: 'DUR',
+    type: 'duration',
+    default: 60000,
+    only: 'http',
+    help: 'http: answer 504 when a backend is silent this long'
+  },
+  {
+    name: 'header-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    default: 10000,
+    only: 'http',
+    help: 'http: answer 408 when a request head takes longer'
+  },
+  {
+    name: 'forwarded',
+    type: 'flag',
+    default: false,
+    shown: 'off',
+    only: 'http',
+    help: 'http: also send the RFC 7239 Forwarded header'
+  },
+  {
+    name: 'check',
+    arg: 'SPEC',
+    type: 'check',
+    default: Object.freeze({ type: 'tcp' }),
+    shown: 'tcp',
+    help: 'active health check: tcp | http:/path | none'
+  },
+  {
+    name: 'check-host',
+    arg: 'HOST',
+    type: 'hostHeader',
+    default: null,
+    shown: 'the backend as given',
+    help: 'http check: the Host header to send'
+  },
+  {
+    name: 'check-interval',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1,
+    default: 2000,
+    help: 'time between two probes of a backend'
+  },
+  {
+    name: 'rise',
+    arg: 'N',
+    type: 'threshold',
+    default: 2,
+    help: 'probes passed in a row that bring a backend back'
+  },
+  {
+    name: 'fall',
+    arg: 'N',
+    type: 'threshold',
+    default: 3,
+    help: 'probes failed in a row that take a backend out'
+  },
+  {
+    name: 'queue-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    default: 5000,
+    help: 'how long a connection or request waits for a backend at its max-conn; 0: no queue'
+  },
+  {
+    name: 'resolve-interval',
+    arg: 'DUR',
+    type: 'duration',
+    default: 30000,
+    help: 'how often backend names are resolved again; 0: only at start'
+  },
+  {
+    name: 'dns-server',
+    arg: 'ADDR[:PORT]',
+    type: 'dnsServer',
+    default: null,
+    shown: 'system resolver',
+    help: 'resolve backend names with this DNS server'
+  },
+  {
+    name: 'hash-balance-factor',
+    arg: 'F',
+    type: 'factor',
+    default: null,
+    shown: 'off',
+    help: 'hash modes: cap each backend at F times the average load, e.g. 1.25'
+  },
+  {
+    name: 'name',
+    arg: 'NAME',
+    type: 'name',
+    default: null,
+    shown: 'protocol:port',
+    scope: 'own',
+    help: 'the listener\'s name in logs and statistics'
+  },
+  {
+    name: 'tls-cert',
+    arg: 'FILE',
+    type: 'file',
+    default: null,
+    shown: 'none',
+    help: 'terminate TLS with this certificate chain (PEM), with --tls-key'
+  },
+  {
+    name: 'tls-key',
+    arg: 'FILE',
+    type: 'file',
+    default: null,
+    shown: 'none',
+    help: 'the private key of --tls-cert (PEM)'
+  },
+  {
+    name: 'backend-tls',
+    type: 'flag',
+    default: false,
+    shown: 'off',
+    help: 'speak TLS to backends, verifying their certificates'
+  },
+  {
+    name: 'backend-tls-ca',
+    arg: 'FILE',
+    type: 'file',
+    default: null,
+    shown: 'system CAs',
+    help: 'with --backend-tls: trust these CA certificates (PEM)'
+  },
+  {
+    name: 'backend-tls-insecure',
+    type: 'flag',
+    default: false,
+    shown: 'off',
+    help: 'with --backend-tls: do not verify backend certificates'
+  },
+  {
+    name: 'proxy-protocol',
+    arg: 'v1|v2',
+    type: 'proxyProtocol',
+    default: null,
+    shown: 'off',
+    only: 'tcp',
+    help: 'tcp: send the client address to backends in a PROXY protocol header'
+  },
+  {
+    name: 'accept-proxy',
+    type: 'flag',
+    default: false,
+    shown: 'off',
+    help: 'read the client address from a PROXY protocol header (v1 or v2)'
+  },
+  {
+    name: 'workers',
+    arg: 'N|auto',
+    type: 'workers',
+    default: 1,
+    scope: 'global',
+    help: 'worker processes; auto: one per core'
+  },
+  {
+    name: 'config',
+    arg: 'FILE',
+    type: 'file',
+    scope: 'cli',
+    help: 'run the listeners of a JSON config file; SIGHUP reloads it'
+  },
+  {
+    name: 'shutdown-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    default: 30000,
+    scope: 'global',
+    help: 'on SIGTERM/SIGINT, let open connections finish this long'
+  },
+  {
+    name: 'log-level',
+    arg: 'L',
+    type: 'logLevel',
+    default: 'info',
+    scope: 'global',
+    help: 'error | warn | info | debug'
+  },
+  {
+    name: 'access-log',
+    arg: '[text|json]',
+    type: 'accessLog',
+    default: null,
+    shown: 'off',
+    scope: 'global',
+    help: 'a line per connection (tcp) or request (http) on stdout'
+  },
+  {
+    name: 'status-port',
+    arg: 'N',
+    type: 'port',
+    default: null,
+    shown: 'off',
+    scope: 'global',
+    help: 'admin listener: /status, /status.json, /metrics, control'
+  },
+  {
+    name: 'status-host',
+    arg: 'ADDR',
+    type: 'host',
+    default: '127.0.0.1',
+    scope: 'global',
+    help: 'address of the admin listener'
+  },
+  {
+    name: 'status-token',
+    arg: 'TOKEN',
+    type: 'token',
+    default: null,
+    shown: 'none',
+    scope: 'global',
+    help: 'changes through the admin listener need this bearer token'
+  },
+  {
+    name: 'dashboard',
+    type: 'flag',
+    default: false,
+    shown: 'off',
+    scope: 'global',
+    help: 'a live view of the backends on the terminal; keys drain, enable, reweight'
+  },
+  {
+    name: 'help',
+    short: 'h',
+    type: 'boolean',
+    scope: 'cli',
+    help: 'show this help'
+  },
+  {
+    name: 'version',
+    short: 'v',
+    type: 'boolean',
+    scope: 'cli',
+    help: 'show the version'
+  }
 ]
 
 for (const option of OPTIONS) {

@@ -30,7 +30,8 @@ const forFlag = flag => flag ? ` for ${flag}` : ''
 function parseDuration (text, flag, min = 0) {
   const match = DURATION.exec(text)
   if (!match) {
-    throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected a number with a unit, e.g. 500ms, 2s or 1m`)
+    throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: ` +
+      'expected a number with a unit, e.g. 500ms, 2s or 1m')
   }
   const ms = Math.round(Number(match[1]) * UNIT_MS[match[2]])
   if (ms < min) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at least ${min}ms`)
@@ -66,7 +67,10 @@ const PARSERS = {
     throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: expected tcp, http:/path or none`)
   },
   hostHeader: (text, flag) => {
-    if (!isHostHeader(text)) throw new UsageError(`invalid host ${quote(text)}${forFlag(flag)}: expected a host name or address, with an optional :port`)
+    if (!isHostHeader(text)) {
+      throw new UsageError(`invalid host ${quote(text)}${forFlag(flag)}: ` +
+        'expected a host name or address, with an optional :port')
+    }
     return text
   },
   dnsServer: (text, flag) => {
@@ -74,7 +78,8 @@ const PARSERS = {
     const match = /^\[([^\]]+)\](?::(\d+))?$/.exec(text) || /^([\d.]+):(\d+)$/.exec(text) || [text, text]
     const [, host, port = '53'] = match
     if (!(text.startsWith('[') ? net.isIPv6(host) : net.isIP(host)) || Number(port) < 1 || Number(port) > 65535) {
-      throw new UsageError(`invalid DNS server ${quote(text)}${forFlag(flag)}: expected an IP address and an optional :port, e.g. 10.0.0.2 or 127.0.0.1:5353`)
+      throw new UsageError(`invalid DNS server ${quote(text)}${forFlag(flag)}: ` +
+        'expected an IP address and an optional :port, e.g. 10.0.0.2 or 127.0.0.1:5353')
     }
     return formatAddress(host, Number(port))
   },
@@ -92,23 +97,34 @@ const PARSERS = {
     return host
   },
   protocol: (text, flag) => {
-    if (text !== 'tcp' && text !== 'http') throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp or http`)
+    if (text !== 'tcp' && text !== 'http') {
+      throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp or http`)
+    }
     return text
   },
   name: (text, flag) => {
-    if (!NAME.test(text)) throw new UsageError(`invalid name ${quote(text)}${forFlag(flag)}: expected up to 64 letters, digits, ".", "_", ":" or "-"`)
+    if (!NAME.test(text)) {
+      throw new UsageError(`invalid name ${quote(text)}${forFlag(flag)}: ` +
+        'expected up to 64 letters, digits, ".", "_", ":" or "-"')
+    }
     return text
   },
   file: (text, flag) => {
-    if (text === '' || text.includes('\0')) throw new UsageError(`invalid file name ${quote(text)}${forFlag(flag)}: expected a path`)
+    if (text === '' || text.includes('\0')) {
+      throw new UsageError(`invalid file name ${quote(text)}${forFlag(flag)}: expected a path`)
+    }
     return text
   },
   proxyProtocol: (text, flag) => {
-    if (text !== 'v1' && text !== 'v2') throw new UsageError(`invalid PROXY protocol version ${quote(text)}${forFlag(flag)}: expected v1 or v2`)
+    if (text !== 'v1' && text !== 'v2') {
+      throw new UsageError(`invalid PROXY protocol version ${quote(text)}${forFlag(flag)}: expected v1 or v2`)
+    }
     return text
   },
   accessLog: (text, flag) => {
-    if (!ACCESS_LOG_FORMATS.includes(text)) throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text or json`)
+    if (!ACCESS_LOG_FORMATS.includes(text)) {
+      throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text or json`)
+    }
     return text
   },
   token: (text, flag) => {
@@ -166,7 +182,8 @@ function parseBackend (text) {
         'slow-start': 'slow-start=DUR with a unit, e.g. 30s'
       }[key])
     } else {
-      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: expected weight=N, max-conn=N, slow-start=DUR or backup`)
+      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: ` +
+        'expected weight=N, max-conn=N, slow-start=DUR or backup')
     }
   }
   return backend

@@ -34,7 +34,9 @@ const SLOW_START_FLOOR = 0.1
 // 'trial-failed' (reason) when the one connection let through an ejection failed.
 class Backend extends EventEmitter {
   // `rise` and `fall` (--rise, --fall) matter only to a `checked` backend.
-  constructor (spec, { now = Date.now, checked = false, rise = null, fall = null, rampOnFirstUp = false, onFree = null } = {}) {
+  constructor (spec, {
+    now = Date.now, checked = false, rise = null, fall = null, rampOnFirstUp = false, onFree = null
+  } = {}) {
     super()
     const { host, port, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
     this.host = host
@@ -155,7 +157,8 @@ class Backend extends EventEmitter {
       this.emit('trial-failed', this.downReason)
     } else if (this.consecutiveFailures >= FAILURES_TO_EJECT) {
       this.ejectedUntil = this.now() + this.coolOff
-      this.#becomeDown('traffic', `${this.consecutiveFailures} failures in a row (${reason}); next try in ${this.coolOff / 1000}s`)
+      const why = `${this.consecutiveFailures} failures in a row (${reason}); next try in ${this.coolOff / 1000}s`
+      this.#becomeDown('traffic', why)
     }
   }
 
@@ -306,7 +309,9 @@ class Backend extends EventEmitter {
     const left = this.live === 1 ? '1 connection left' : `${this.live} connections left`
     if (this.admin === 'disabled') return `by an operator${this.live > 0 ? `; ${left} open` : ''}`
     if (this.admin === 'draining') return `by an operator${this.live > 0 ? `; ${left}` : ''}`
-    if (this.retired) return `no longer in DNS${this.name ? ` for ${this.name}` : ''}${this.live > 0 ? `; ${left}` : ''}`
+    if (this.retired) {
+      return `no longer in DNS${this.name ? ` for ${this.name}` : ''}${this.live > 0 ? `; ${left}` : ''}`
+    }
     if (this.state === 'pending') return 'not checked yet'
     if (this.state === 'down') return this.downSource === 'traffic' ? `ejected: ${this.downReason}` : this.downReason
     if (this.weight === 0) return 'weight 0: no new traffic'

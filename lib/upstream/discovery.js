@@ -32,7 +32,8 @@ class Discovery {
       if (addresses.length > 0) return addresses
       // Both failed or both empty: say why, preferring an error over "no data".
       const reasons = [v4.reason, v6.reason].filter(Boolean)
-      throw reasons.find(err => err.code !== 'ENODATA') || reasons[0] || Object.assign(new Error('no address'), { code: 'ENODATA' })
+      throw reasons.find(err => err.code !== 'ENODATA') || reasons[0] ||
+        Object.assign(new Error('no address'), { code: 'ENODATA' })
     }
   }
 

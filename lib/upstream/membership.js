@@ -227,7 +227,8 @@ class Membership {
       const reason = reasonOf(err)
       if (group.error !== reason) {
         const kept = group.backends.map(b => b.host)
-        this.log.warn(`cannot resolve ${label}: ${reason}; ${kept.length ? `keeping ${kept.join(', ')}` : 'no backend from it yet'}`)
+        const keeping = kept.length ? `keeping ${kept.join(', ')}` : 'no backend from it yet'
+        this.log.warn(`cannot resolve ${label}: ${reason}; ${keeping}`)
       }
       group.error = reason
       return
@@ -252,8 +253,12 @@ class Membership {
     if (this.isStarted()) {
       const changes = []
       if (added.length) changes.push(`added ${added.join(', ')}`)
-      if (removed.length) changes.push(`removed ${removed.map(b => b.host).join(', ')}${left ? `, ${connections(left)} left to drain` : ''}`)
-      this.log.info(`${label} resolves to ${group.backends.map(b => b.host).join(', ') || 'nothing'} (${changes.join('; ')})`)
+      if (removed.length) {
+        const draining = left ? `, ${connections(left)} left to drain` : ''
+        changes.push(`removed ${removed.map(b => b.host).join(', ')}${draining}`)
+      }
+      const hosts = group.backends.map(b => b.host).join(', ') || 'nothing'
+      this.log.info(`${label} resolves to ${hosts} (${changes.join('; ')})`)
     }
     this.changed()
   }

@@ -21,7 +21,9 @@ const { ConflictError } = require('../errors')
 // the Set of Backends that already failed this connection or request.
 class Upstream {
   // config: a listener's settings as the config builds them (every field present).
-  constructor (config, { now = Date.now, log = silentLogger, resolve = null, balancerOptions = {}, tls = null, table = true } = {}) {
+  constructor (config, {
+    now = Date.now, log = silentLogger, resolve = null, balancerOptions = {}, tls = null, table = true
+  } = {}) {
     this.mode = config.mode
     this.hashBalanceFactor = config.hashBalanceFactor
     this.balancerOptions = balancerOptions

@@ -7,12 +7,45 @@
 // with `hash: true` keys on something and honours --hash-balance-factor.
 
 const MODES = [
-  { name: 'random', aliases: [], create: require('./random'), help: 'power of two random choices, the less loaded wins (default)' },
-  { name: 'round-robin', aliases: ['rr'], create: require('./round-robin'), help: 'smooth weighted round robin' },
-  { name: 'least-connections', aliases: ['lc'], create: require('./least-connections'), help: 'fewest live connections relative to weight' },
-  { name: 'least-time', aliases: [], create: require('./least-time'), help: 'lowest decaying average of response time times in-flight' },
-  { name: 'ip-hash', aliases: [], create: require('./ip-hash'), hash: true, help: 'consistent hashing of the client address' },
-  { name: 'uri-hash', aliases: [], create: require('./uri-hash'), hash: true, protocol: 'http', help: 'http: consistent hashing of the request path' }
+  {
+    name: 'random',
+    aliases: [],
+    create: require('./random'),
+    help: 'power of two random choices, the less loaded wins (default)'
+  },
+  {
+    name: 'round-robin',
+    aliases: ['rr'],
+    create: require('./round-robin'),
+    help: 'smooth weighted round robin'
+  },
+  {
+    name: 'least-connections',
+    aliases: ['lc'],
+    create: require('./least-connections'),
+    help: 'fewest live connections relative to weight'
+  },
+  {
+    name: 'least-time',
+    aliases: [],
+    create: require('./least-time'),
+    help: 'lowest decaying average of response time times in-flight'
+  },
+  {
+    name: 'ip-hash',
+    aliases: [],
+    create: require('./ip-hash'),
+    hash: true,
+    help: 'consistent hashing of the client address'
+  },
+  {
+    name: 'uri-hash',
+    aliases: [],
+    create: require('./uri-hash'),
+    hash: true,
+    protocol: 'http',
+    help: 'http: consistent hashing of the request path'
+  }
 ]
 
 const DEFAULT_MODE = 'random'
