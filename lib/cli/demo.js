@@ -30,9 +30,9 @@ function startDemoBackend (n) {
     server.once('error', reject)
     server.listen({ host: '127.0.0.1', port: 0 }, () => resolve({
       port: server.address().port,
-      close: () => new Promise(done => {
+      close: () => new Promise(resolve => {
         server.closeAllConnections()
-        server.close(() => done())
+        server.close(() => resolve())
       })
     }))
   })
