@@ -101,7 +101,7 @@ t.test(`${CASES} generated requests (seed ${SEED})`, async t => {
     if (got.length > 0) tally.forwarded++
     if (refused) tally.refused++
   }
-  if (process.env.FUZZ_SHOW) console.error(failures.join("\n"))
+  if (process.env.FUZZ_SHOW) console.error(failures.join('\n'))
   t.same(failures.slice(0, 20), [], `no case broke a rule (${failures.length} did)`)
   t.comment(`${CASES} cases: ${tally.forwarded} forwarded, ${tally.refused} refused`)
   // A lila that refused everything would break no rule: a fair share must get through.
