@@ -157,7 +157,9 @@ async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }
   }
   try {
     await get(lb.port, w.path) // one request must go through before anything is measured
-    const load = { tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir }
+    const load = {
+      tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir
+    }
     if (opts.warmup > 0) await runLoad({ ...load, seconds: opts.warmup })
     // With --repeat, keep the interval in which other processes disturbed the
     // balancer's core least: the closest to the balancer having CPU 0 to itself.

@@ -144,7 +144,9 @@ t.test('control: drain, enable, weight, add and disable through the real executa
   t.equal(withC.filter(n => n === 'c').length, 4, 'the new backend takes its share (2 of 6)')
   t.equal(c.connections, 4)
   const listed = (await settled(lila)).listeners[0].backends
-  t.same(listed.map(x => [x.address, x.weight, x.total]), [[a.address, 1, 1 + 2 + 10 + 2], [b.address, 3, 4 + 2 + 30 + 6], [c.address, 2, 4]])
+  t.same(listed.map(x => [x.address, x.weight, x.total]), [
+    [a.address, 1, 1 + 2 + 10 + 2], [b.address, 3, 4 + 2 + 30 + 6], [c.address, 2, 4]
+  ])
 
   const keep = await openGreeted(lila.port)
   t.equal((await post(`/backends/${keep.name === 'a' ? a.address : keep.name === 'b' ? b.address : c.address}/disable`)).status, 200)

@@ -94,7 +94,9 @@ t.test('the primary: gatherStats sums the workers\' snapshots, broadcast reaches
   let stderr = ''
   let ready
   const readyPromise = new Promise(resolve => { ready = resolve })
-  const done = runPrimary(config, { stderr: { write: chunk => { stderr += chunk } }, signals, exec: LILA, args: [], execArgv: [], onReady: ready })
+  const done = runPrimary(config, {
+    stderr: { write: chunk => { stderr += chunk } }, signals, exec: LILA, args: [], execArgv: [], onReady: ready
+  })
   const { gatherStats, broadcast } = await within(15000, 'the workers to listen', readyPromise)
 
   const first = await gatherStats()
