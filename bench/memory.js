@@ -38,7 +38,7 @@ async function probe ({ lilaPath, count = 10000 }) {
   if (limit < need) {
     n = Math.floor((limit - 100) / 2)
     lines.push(`fd limit: ${count} connections need \`ulimit -n\` ≥ ${need} for lila; the hard limit here is ${hard} ` +
-      `and cannot be raised from inside (raise it with \`ulimit -Hn\` as root, /etc/security/limits.conf or ` +
+      'and cannot be raised from inside (raise it with `ulimit -Hn` as root, /etc/security/limits.conf or ' +
       `the container's nofile limit), so ${n} connections were used`)
   }
   if (n < 1000) {

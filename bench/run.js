@@ -99,7 +99,7 @@ async function main () {
 
   notes.push('Peers run with the configs generated in contenders.js: HAProxy `nbthread 1`, defaults otherwise ' +
     '(16 KiB buffers, no splicing), `http-reuse always` in http mode; nginx `worker_processes 1`, upstream ' +
-    `keepalive 128 in http mode; http-proxy with a keep-alive agent. The L7 peers add X-Forwarded-For/-Proto/-Host as lila http does.`)
+    'keepalive 128 in http mode; http-proxy with a keep-alive agent. The L7 peers add X-Forwarded-For/-Proto/-Host as lila http does.')
   notes.push('share A/B: requests each backend served in the measured interval. Through a tcp balancer with keep-alive ' +
     '(W1, W3, W4) backends are chosen per connection, not per request, so W4 shows the slow backend\'s connections ' +
     'serving fewer requests whatever the mode.')
@@ -157,7 +157,9 @@ async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }
   }
   try {
     await get(lb.port, w.path) // one request must go through before anything is measured
-    const load = { tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir }
+    const load = {
+      tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir
+    }
     if (opts.warmup > 0) await runLoad({ ...load, seconds: opts.warmup })
     // With --repeat, keep the interval in which other processes disturbed the
     // balancer's core least: the closest to the balancer having CPU 0 to itself.
@@ -200,7 +202,8 @@ async function measureInterval ({ lb, load, backends, seconds }) {
     shares: served.map(n => total === 0 ? 0 : n / total),
     loadCpuPct: busyPercent(jiffiesBefore, jiffiesAfter, LOAD_CPU),
     // CPU 0 busy with anything but the balancer: other jobs on a shared machine.
-    otherLbCpuPct: cpuMicros === null ? null
+    otherLbCpuPct: cpuMicros === null
+      ? null
       : Math.max(0, busyPercent(jiffiesBefore, jiffiesAfter, LB_CPU) - 100 * cpuMicros / wallMicros),
     lbCpuPct: cpuMicros === null ? null : 100 * cpuMicros / wallMicros,
     lbCpuUsPerReq: cpuMicros === null || r.requests === 0 ? null : cpuMicros / r.requests

@@ -6,7 +6,8 @@
 const t = require('tap')
 const net = require('net')
 const {
-  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend, request, isSettled, startLila
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, until, within, captureLog, httpBackend,
+  request, isSettled, startLila
 } = require('./fixtures/helpers')
 
 // Everything idle: no live connection on any backend, none active, waiting or queued.

@@ -1,5 +1,7 @@
 'use strict'
 
+/* eslint-disable no-control-regex -- the terminal's escape sequences are what these tests read */
+
 // --dashboard: its pure half (rendering, keys, rates) with plain objects, the TTY loop
 // with fake streams, and once for real under a pseudo-terminal (tmux).
 
@@ -105,7 +107,9 @@ t.test('render: a compact table, state and why, fitted to the terminal', async t
 // A stream pair that looks enough like a terminal.
 function fakeTerminal () {
   const input = new EventEmitter()
-  Object.assign(input, { isTTY: true, raw: false, setRawMode (on) { this.raw = on }, setEncoding () {}, resume () {}, pause () {} })
+  Object.assign(input, {
+    isTTY: true, raw: false, setRawMode (on) { this.raw = on }, setEncoding () {}, resume () {}, pause () {}
+  })
   const output = new EventEmitter()
   output.columns = 100
   output.rows = 20

@@ -18,6 +18,7 @@ const { within, runLila } = require('./fixtures/helpers')
 const CASES = Number(process.env.CLI_CASES || 3000)
 const SEED = Number(process.env.CLI_SEED || 1)
 
+// eslint-disable-next-line no-template-curly-in-string -- a literal "${HOME}" is one of the junk values
 const JUNK = ['', '-', '--', '---', ' ', '=', '-p', '--=', '\u00e9', 'x'.repeat(5000), '\0', '${HOME}', '0', '-1', '1e3', 'NaN', 'Infinity', '0x10', '80.5', '[', ']', ':', '::', ',', 'true', 'null', '{}']
 const VALUES = {
   port: ['0', '65536', '-1', 'abc', '1.5', '', ' 0', '00', '99999999999999999999'],
@@ -90,6 +91,7 @@ async function run (args) {
   const done = main(args, { stdout, stderr, signals })
   let settled = false
   done.then(() => { settled = true }, () => { settled = true })
+  // eslint-disable-next-line no-unmodified-loop-condition -- set when `done` settles
   for (let i = 0; i < 200 && !settled; i++) {
     if (/listening on/.test(stderr.text)) {
       signals.emit('SIGTERM')

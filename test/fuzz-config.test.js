@@ -17,6 +17,7 @@ const SEED = Number(process.env.CONFIG_SEED || 1)
 const KEYS = [...OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates', 'listeners', 'name', '__proto__', 'constructor', '', 'Port', 'cert', 'key']
 const STRINGS = [
   '', '3s', '500ms', '0s', '24d', '1e3ms', 'tcp', 'http', 'udp', 'http:/health', 'http:', 'none', 'auto', 'v1', 'v2', 'info', 'loud',
+  // eslint-disable-next-line no-template-curly-in-string -- a literal "${HOME}" is one of the values
   ':9001', '127.0.0.1:9001,weight=3', '[::1]:80', 'x', 'a.pem', '\u0000', '\n', 'é', '${HOME}', '../../etc/passwd', '1.25', '80', 'rr', 'uri-hash',
   'x'.repeat(300)
 ]

@@ -111,6 +111,7 @@ t.test('a backend killed under a steady stream of connections: no client fails',
   let running = true
   // Four clients in a loop, one connection after another, until told to stop.
   const clients = Array.from({ length: 4 }, async () => {
+    // eslint-disable-next-line no-unmodified-loop-condition -- cleared by the test when it has seen enough
     for (let i = 0; running && i < 5000; i++) {
       const { data, error } = await exchange(lila.port)
       if (data === 'a\n' || data === 'b\n') served[data.trim()]++

@@ -5,7 +5,7 @@
 
 const t = require('tap')
 const http = require('http')
-const { httpBackend, request, spawnLila, within, listenOn } = require('./fixtures/helpers')
+const { httpBackend, request, spawnLila, until, listenOn } = require('./fixtures/helpers')
 
 const base = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none']
 
@@ -65,13 +65,14 @@ t.test('a backend killed under a steady stream of GETs: no client error; it come
   const served = { a: 0, b: 0 }
   const deadline = Date.now() + 30000
   const stream = (async () => {
+    // eslint-disable-next-line no-unmodified-loop-condition -- cleared by the test when it has seen enough
     for (let i = 0; i < 1e6 && running && Date.now() < deadline; i++) {
       const res = await request(lila.port, { agent })
       if (res.status !== 200) errors.push(res.error ? res.error.message : res.status)
       else served[res.body.toString().trim()]++
     }
   })()
-  await within(10000, 'traffic on both', (async () => { while (served.a < 5 || served.b < 5) await new Promise(resolve => setTimeout(resolve, 10)) })())
+  await until(() => served.a >= 5 && served.b >= 5, 'traffic on both', { timeout: 10000 })
   // kill a: its port closes and its open connections go; traffic takes it out (or the
   // probes do), and after its restart the probes (or the half-open trial) bring it back
   a.server.closeAllConnections()
@@ -81,7 +82,7 @@ t.test('a backend killed under a steady stream of GETs: no client error; it come
   // restart a on the same port
   await new Promise(resolve => a.server.listen({ host: '127.0.0.1', port: a.port }, resolve))
   await lila.waitForLine(new RegExp(`backend ${a.address} up`)).catch(err => { t.comment(JSON.stringify({ served, errors: errors.slice(0, 5) })); throw err })
-  await within(10000, 'traffic on a again', (async () => { while (served.a < before + 5) await new Promise(resolve => setTimeout(resolve, 10)) })())
+  await until(() => served.a >= before + 5, 'traffic on a again', { timeout: 10000 })
   running = false
   await stream
   t.same(errors, [], `no failed requests (${served.a + served.b} served)`)

@@ -199,7 +199,6 @@ t.test('the request head lila sends', async t => {
   t.match(requestHead(chunked, '::1', 'b:1', { proto: 'http', via: 'v', forwarded: true }), /\r\nTransfer-Encoding: chunked\r\n[\s\S]*\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n/)
   const old = req('GET / HTTP/1.0\r\n\r\n')
   t.match(requestHead(old, '1.2.3.4', 'b:1', { proto: 'http', via: 'v', forwarded: false }), /^GET \/ HTTP\/1\.1\r\nHost: b:1\r\n/, 'HTTP/1.0 without Host: the backend address')
-
 })
 
 t.test('the response head the client gets', async t => {

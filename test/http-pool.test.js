@@ -14,7 +14,7 @@ const { tcpBackend, within, until, captureLog, request } = require('./fixtures/h
 // the socket's other events are of no interest here.
 function standIn () {
   let resolve
-  const connected = new Promise(r => { resolve = r })
+  const connected = new Promise(_resolve => { resolve = _resolve })
   const ignore = () => {}
   return {
     connected,

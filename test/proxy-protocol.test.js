@@ -10,7 +10,10 @@ const { formatProxyHeader, parseProxyHeader, V2_SIGNATURE } = require('../lib/pr
 const { tcpBackend, httpBackend, deadPort, spawnLila, within } = require('./fixtures/helpers')
 
 const v2 = (...bytes) => Buffer.concat([V2_SIGNATURE, Buffer.from(bytes.flat())])
-const ends = (source, sport, destination, dport) => ({ source: { address: source, port: sport }, destination: { address: destination, port: dport } })
+const ends = (source, sport, destination, dport) => ({
+  source: { address: source, port: sport },
+  destination: { address: destination, port: dport }
+})
 
 t.test('v1: the spec\'s examples', async t => {
   const tcp4 = 'PROXY TCP4 255.255.255.255 255.255.255.255 65535 65535\r\n'
@@ -22,7 +25,9 @@ t.test('v1: the spec\'s examples', async t => {
   t.same(parseProxyHeader(Buffer.from('PROXY UNKNOWN\r\n')), { length: 15, version: 1, local: true, source: null, destination: null })
   const unknown = `PROXY UNKNOWN ${f} ${f} 65535 65535\r\n`
   t.equal(unknown.length, 107, 'the longest line the spec allows')
-  t.same(parseProxyHeader(Buffer.from(unknown)), { length: 107, version: 1, local: true, source: null, destination: null })
+  t.same(parseProxyHeader(Buffer.from(unknown)), {
+    length: 107, version: 1, local: true, source: null, destination: null
+  })
   t.same(parseProxyHeader(Buffer.from('PROXY TCP4 192.168.0.1 192.168.0.11 56324 443\r\n')), { length: 47, version: 1, local: false, ...ends('192.168.0.1', 56324, '192.168.0.11', 443) })
 })
 
@@ -39,7 +44,9 @@ t.test('v2: formatting and parsing, byte for byte', async t => {
   t.same(parseProxyHeader(ipv4), { length: 28, version: 2, local: false, ...ends('192.168.0.1', 56324, '192.168.0.11', 443) })
 
   const ipv6 = formatProxyHeader('v2', ends('2001:db8::1', 80, '::1', 8080))
-  t.same(ipv6, v2(0x21, 0x21, 0x00, 0x24, [0x20, 0x01, 0x0d, 0xb8, ...new Array(11).fill(0), 1], [...new Array(15).fill(0), 1], [0, 80], [0x1f, 0x90]))
+  const ipv6Source = [0x20, 0x01, 0x0d, 0xb8, ...new Array(11).fill(0), 1] // 2001:db8::1
+  const ipv6Destination = [...new Array(15).fill(0), 1] // ::1
+  t.same(ipv6, v2(0x21, 0x21, 0x00, 0x24, ipv6Source, ipv6Destination, [0, 80], [0x1f, 0x90]))
   t.same(parseProxyHeader(ipv6), { length: 52, version: 2, local: false, ...ends('2001:db8::1', 80, '::1', 8080) })
 
   const local = formatProxyHeader('v2', { source: null, destination: null })

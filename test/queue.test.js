@@ -5,7 +5,7 @@
 // --queue-timeout.
 
 const t = require('tap')
-const { tcpBackend, exchange, spawnLila } = require('./fixtures/helpers')
+const { tcpBackend, exchange, spawnLila, statusJson, within } = require('./fixtures/helpers')
 
 // No probes here: a probe is a connection too, and would count in the backend's peak.
 const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none']
@@ -63,11 +63,67 @@ t.test('--queue-timeout 100ms: the late ones are closed, not held', async t => {
 })
 
 t.test('the queue spans backends: a slot on either goes to the oldest waiter', async t => {
-  const one = await slowBackend(t, 'one', 100)
-  const two = await slowBackend(t, 'two', 100)
-  const lila = await spawnLila(t, ['lc', `${one.address},max-conn=1`, `${two.address},max-conn=2`, ...base])
-  const results = await Promise.all(Array.from({ length: 9 }, (_, i) => exchange(lila.port, `request ${i}`)))
-  t.same(results.filter(r => r.data === '').length, 0, 'all served')
-  t.equal(one.connections + two.connections, 9)
-  t.same([one.peak, two.peak], [1, 2], 'each filled to its max-conn, never above')
+  // Each backend holds every connection until the test releases it, and notes which
+  // client (by the label it sent) it got.
+  const arrivals = [] // { label, backend } in the order the backends got them
+  const held = new Map() // label -> the backend's socket
+  const listeners = []
+  const holding = name => tcpBackend(t, name, socket => {
+    socket.once('data', chunk => {
+      const label = String(chunk)
+      held.set(label, socket)
+      arrivals.push({ label, backend: name })
+      for (const listener of listeners.splice(0)) listener()
+    })
+  })
+  const arrived = count => within(10000, `connection ${count} to reach a backend (so far ${JSON.stringify(arrivals)})`, new Promise(resolve => {
+    const check = () => arrivals.length >= count ? resolve(arrivals[count - 1]) : listeners.push(check)
+    check()
+  }))
+  const release = label => held.get(label).end('done\n')
+
+  const one = await holding('one')
+  const two = await holding('two')
+  const lila = await spawnLila(t, [
+    'lc', `${one.address},max-conn=1`, `${two.address},max-conn=1`, ...base,
+    '--queue-timeout', '60s', '--status-port', '0'
+  ])
+  // Polls /status.json until the listener counts `count` queued (bounded).
+  const queued = async count => {
+    let seen = null
+    for (let i = 0; i < 500; i++) {
+      seen = (await statusJson(lila)).listeners[0].queued
+      if (seen === count) return
+      await new Promise(resolve => setTimeout(resolve, 10))
+    }
+    throw new Error(`lila never counted ${count} queued (last: ${seen})`)
+  }
+
+  // Both slots taken, one on each backend.
+  const clients = [exchange(lila.port, 'h1'), exchange(lila.port, 'h2')]
+  const holders = [await arrived(1), await arrived(2)]
+  t.same(holders.map(a => a.backend).sort(), ['one', 'two'], 'one holder on each backend')
+  // Four waiters, each counted as queued before the next one comes.
+  const waiters = ['w1', 'w2', 'w3', 'w4']
+  for (let i = 0; i < waiters.length; i++) {
+    clients.push(exchange(lila.port, waiters[i]))
+    await queued(i + 1)
+  }
+  t.equal(arrivals.length, 2, 'no waiter reached a backend while both were full')
+
+  // Free one slot at a time, in the order they were taken (so alternating backends):
+  // each goes to the oldest waiter, on the backend that freed it.
+  const served = []
+  for (let k = 0; k < waiters.length; k++) {
+    const freed = arrivals[k]
+    release(freed.label)
+    const next = await arrived(k + 3)
+    served.push(next.label)
+    t.equal(next.backend, freed.backend, `the slot ${freed.label} freed on ${freed.backend} went to a waiter`)
+  }
+  t.same(served, waiters, 'served first come, first served')
+  for (const { label } of arrivals.slice(waiters.length)) release(label)
+  const results = await within(10000, 'every client to be answered', Promise.all(clients))
+  t.same(results.map(r => r.data), Array(6).fill('done\n'), 'every client got its answer')
+  t.equal((await statusJson(lila)).listeners[0].queueTimeouts, 0, 'nobody gave up')
 })

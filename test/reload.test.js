@@ -51,7 +51,9 @@ t.test('backends join, drain and change weight; an open connection is never touc
   lines = await lb.reload(config([listener([b.address, `${c.address},weight=3`])]))
   t.same(lines, [`front: backend ${c.address} added`, `front: backend ${a.address} removed, 1 connection left to drain`])
   const snapshot = lb.stats().listeners[0].backends
-  t.same(snapshot.map(s => [s.address, s.draining, s.live]), [[b.address, false, 0], [c.address, false, 0], [a.address, true, 1]])
+  t.same(snapshot.map(s => [s.address, s.draining, s.live]), [
+    [b.address, false, 0], [c.address, false, 0], [a.address, true, 1]
+  ])
   t.same((await served(port, 8)).sort(), ['b', 'b', 'c', 'c', 'c', 'c', 'c', 'c'], 'weights 1:3; nothing new for the removed one')
 
   // The connection made before both reloads still echoes, through the drained backend.

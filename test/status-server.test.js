@@ -9,6 +9,7 @@ const { createStatusServer, isLoopbackHost } = require('../lib/admin/status-serv
 const { parseBackend } = require('../lib/config/parsers')
 const { ControlError } = require('../lib/errors')
 const { request, captureLog } = require('./fixtures/helpers')
+const { linesOf } = require('./fixtures/page')
 
 const SNAPSHOT = {
   startedAt: 1000,
@@ -72,6 +73,9 @@ t.test('pages: HTML, JSON, metrics; the ready line; / goes to /status', async t 
   t.equal(page.status, 200)
   t.match(page.headers['content-type'], /^text\/html/)
   t.match(text(page), /<meta http-equiv="refresh"/)
+  const shown = linesOf(text(page))
+  t.equal(shown[0], 'lila: 1 listener, 0 of 0 backends up', 'the page is rendered from the stats given')
+  t.ok(shown.includes('127.0.0.1:4444 tcp · round-robin'), 'it shows the listener of the snapshot')
   t.notMatch(text(page), /<script|src=|href="http/, 'no script, no external asset')
   const json = await request(port, { path: '/status.json' })
   t.match(json.headers['content-type'], /^application\/json/)

@@ -94,7 +94,9 @@ t.test('the primary: gatherStats sums the workers\' snapshots, broadcast reaches
   let stderr = ''
   let ready
   const readyPromise = new Promise(resolve => { ready = resolve })
-  const done = runPrimary(config, { stderr: { write: chunk => { stderr += chunk } }, signals, exec: LILA, args: [], execArgv: [], onReady: ready })
+  const done = runPrimary(config, {
+    stderr: { write: chunk => { stderr += chunk } }, signals, exec: LILA, args: [], execArgv: [], onReady: ready
+  })
   const { gatherStats, broadcast } = await within(15000, 'the workers to listen', readyPromise)
 
   const first = await gatherStats()
@@ -199,7 +201,7 @@ t.test('--workers 2 --status-port: the primary reports the sum and controls ever
   const a = await httpBackend(t, 'a')
   const b = await httpBackend(t, 'b')
   const lila = await spawnLila(t, ['rr', a.address, b.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--workers', '2', '--status-port', '0'])
-  t.ok(lila.statusPort, 'the primary printed where its status listener is')
+  t.same(lila.lines.filter(l => /status on http:/.test(l)), [`lila: status on http://127.0.0.1:${lila.statusPort}/status`], 'one status listener, the primary\'s: no worker printed one')
   for (let i = 0; i < 20; i++) t.equal((await request(lila.port)).status, 200)
   const snapshot = await settled(lila)
   const totals = snapshot.listeners[0].backends.map(x => x.total)
