@@ -223,6 +223,7 @@ t.test('stats may be a plain function; a failing one is a 500', async t => {
 
 t.test('a port already taken: one line naming the option', async t => {
   const first = await start(t)
-  const second = createStatusServer({ stats: () => SNAPSHOT, control: fakeControl().control, parseBackend, port: first.port })
+  const { control } = fakeControl()
+  const second = createStatusServer({ stats: () => SNAPSHOT, control, parseBackend, port: first.port })
   await t.rejects(second.listen(), { message: `cannot listen on 127.0.0.1:${first.port} (--status-port): address already in use` })
 })
