@@ -31,7 +31,15 @@ const PROTOCOLS = {
   http: createHttp1Protocol
 }
 
-function createBalancer (config, { log = silentLogger, now = Date.now, resolve = null, via = viaToken(), table = true, stdout = process.stdout, accessLog = defaultAccessLog(config, stdout) } = {}) {
+function createBalancer (config, {
+  log = silentLogger,
+  now = Date.now,
+  resolve = null,
+  via = viaToken(),
+  table = true,
+  stdout = process.stdout,
+  accessLog = defaultAccessLog(config, stdout)
+} = {}) {
   const startedAt = now()
   let current = config
   let listeners = []
@@ -47,7 +55,8 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
   // Log lines about a listener carry its name when it has one or there are several
   // (as many as the config in force has).
   function make (listenerConfig, { tls, backendTls }) {
-    const listenerLog = prefixed(log, () => logsName(listenerConfig, current.listeners.length) ? listenerConfig.name : null)
+    const named = () => logsName(listenerConfig, current.listeners.length)
+    const listenerLog = prefixed(log, () => named() ? listenerConfig.name : null)
     const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
     return new Listener({ config: listenerConfig, upstream, log: listenerLog, protocol, tls, backendTls, accessLog })
@@ -120,7 +129,8 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
 
     // Bind new listeners first, all or none. One that takes the port of a listener
     // being removed can only bind once that one stopped accepting.
-    const freed = listenerConfig => [...removed].some(old => old.config.port !== 0 && old.config.port === listenerConfig.port)
+    const freed = listenerConfig => [...removed].some(old =>
+      old.config.port !== 0 && old.config.port === listenerConfig.port)
     const bound = []
     try {
       for (const [listener, listenerConfig] of created) {
@@ -141,7 +151,10 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
     const connections = n => `${n} connection${n === 1 ? '' : 's'} left to drain`
     for (const old of removed) {
       if (next.listeners.some(l => l.name === old.config.name)) replaced.set(old.config.name, old.sessions.size)
-      else lines.push(`listener ${old.config.name} removed${old.sessions.size ? `, ${connections(old.sessions.size)}` : ''}`)
+      else {
+        const left = old.sessions.size ? `, ${connections(old.sessions.size)}` : ''
+        lines.push(`listener ${old.config.name} removed${left}`)
+      }
       retire(old, next.shutdownTimeout)
     }
     for (const [listener, listenerConfig] of created) {
@@ -187,7 +200,10 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
   let controls = null
   function control ({ op, ...request }) {
     controls ||= createControl({ get listeners () { return listeners } })
-    if (!OPS.includes(op)) return Promise.reject(new ControlError(400, `unknown control action ${JSON.stringify(op)}: expected one of ${OPS.join(', ')}`))
+    if (!OPS.includes(op)) {
+      const message = `unknown control action ${JSON.stringify(op)}: expected one of ${OPS.join(', ')}`
+      return Promise.reject(new ControlError(400, message))
+    }
     return controls[op](request)
   }
 
@@ -207,7 +223,8 @@ function createBalancer (config, { log = silentLogger, now = Date.now, resolve =
 // bound at `address`. `extra` ends the parentheses (the --workers primary's ", 4 workers").
 function listeningOn (listener, address, extra = '') {
   const n = listener.upstream.backends.length
-  return `listening on ${address} (${listener.protocol.name}, ${listener.upstream.mode}, ${n} backend${n === 1 ? '' : 's'}${extra})`
+  const backends = `${n} backend${n === 1 ? '' : 's'}`
+  return `listening on ${address} (${listener.protocol.name}, ${listener.upstream.mode}, ${backends}${extra})`
 }
 
 // What lila says once a balancer listens (lb.listen() gave `addresses`): a line per

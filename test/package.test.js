@@ -50,7 +50,10 @@ t.test('the single file is generated, executable and current', async t => {
 
 t.test('package.json: zero dependencies, the bin, node >= 20', async t => {
   t.same(pkg.dependencies || {}, {}, 'no runtime dependencies')
-  t.same(Object.keys(pkg.devDependencies), ['tap'])
+  // Every dev dependency has its reason in CONTRIBUTING.md.
+  const contributing = fs.readFileSync(path.join(ROOT, 'CONTRIBUTING.md'), 'utf8')
+  const reasons = contributing.slice(contributing.indexOf('## Dev dependencies'))
+  for (const name of Object.keys(pkg.devDependencies)) t.match(reasons, `**${name}**`, `${name}: its reason in CONTRIBUTING.md`)
   t.equal(pkg.name, 'lila-lb')
   t.same(pkg.bin, { lila: 'lila' })
   t.equal(pkg.engines.node, '>=20')

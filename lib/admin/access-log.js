@@ -9,9 +9,10 @@
 // http1/exchange.js), in this order:
 //   { listener, protocol, client, backend, [method, target, version, status,] bytesIn,
 //     bytesOut, ms }
-// with method to status for requests only, and ms since it opened (unrounded). In http, status is what the client was answered (the backend's, or lila's own 502,
-// 503, ...), 101 for an upgrade (logged when the tunnel closes) and 499 when the client
-// went away before its response was complete and nothing of it had been sent.
+// with method to status for requests only, and ms since it opened (unrounded). In http,
+// status is what the client was answered (the backend's, or lila's own 502, 503, ...),
+// 101 for an upgrade (logged when the tunnel closes) and 499 when the client went away
+// before its response was complete and nothing of it had been sent.
 //
 //   text: 2024-06-01T12:00:00.123Z 10.1.2.3 -> 10.0.0.1:80 "GET /a?b HTTP/1.1" 200 in=81 out=220 1.52ms
 //         2024-06-01T12:00:00.123Z 10.1.2.3 -> 10.0.0.1:80 tcp in=2 out=20 35.10ms

@@ -28,9 +28,10 @@ const MAX_WAITING = 1024
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
 // has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
 // requests), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
-// move for `idleLimit` sweeps (--idle-timeout) closes itself (see startSweep). With --accept-proxy or TLS termination a connection first goes through
-// its prelude (prelude.js: the PROXY header, the TLS handshake); the session then reads
-// the TLSSocket, and the client's address is the one the header gave.
+// move for `idleLimit` sweeps (--idle-timeout) closes itself (see startSweep). With
+// --accept-proxy or TLS termination a connection first goes through its prelude
+// (prelude.js: the PROXY header, the TLS handshake); the session then reads the
+// TLSSocket, and the client's address is the one the header gave.
 class Listener {
   constructor ({
     config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null

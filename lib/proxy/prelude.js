@@ -26,7 +26,10 @@ function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefine
     log.debug(`client ${peer} closed: ${reason}`)
     current.destroy()
   }
-  const timer = setTimeout(() => fail(acceptProxy && current === raw ? 'no PROXY protocol header in time' : 'TLS handshake not done in time'), timeout)
+  const late = () => acceptProxy && current === raw
+    ? 'no PROXY protocol header in time'
+    : 'TLS handshake not done in time'
+  const timer = setTimeout(() => fail(late()), timeout)
   const onError = err => fail(err.message)
   const onClose = () => fail('closed during the prelude')
   raw.on('error', onError)
@@ -35,7 +38,12 @@ function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefine
   const afterHeader = origin => {
     if (finished) return
     if (secure === null) return succeed(raw, origin)
-    const socket = new tls.TLSSocket(raw, { isServer: true, secureContext: secure.context, SNICallback: secure.SNICallback, ALPNProtocols })
+    const socket = new tls.TLSSocket(raw, {
+      isServer: true,
+      secureContext: secure.context,
+      SNICallback: secure.SNICallback,
+      ALPNProtocols
+    })
     current = socket
     const onTlsError = err => fail(`TLS: ${err.code || err.message}`)
     socket.on('error', onTlsError)

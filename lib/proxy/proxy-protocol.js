@@ -44,7 +44,8 @@ function toIPv6 (address) {
 
 function formatV1 (family, source, destination) {
   if (family === 0) return Buffer.from('PROXY UNKNOWN\r\n')
-  return Buffer.from(`PROXY TCP${family} ${source.address} ${destination.address} ${source.port} ${destination.port}\r\n`, 'latin1')
+  const line = `PROXY TCP${family} ${source.address} ${destination.address} ${source.port} ${destination.port}\r\n`
+  return Buffer.from(line, 'latin1')
 }
 
 function formatV2 (family, source, destination) {
@@ -143,14 +144,23 @@ function parseV1 (buf) {
   const fields = line.split(' ')
   if (fields[1] === 'UNKNOWN') return { length, version: 1, local: true, source: null, destination: null }
   if (fields.length !== 6 || (fields[1] !== 'TCP4' && fields[1] !== 'TCP6')) {
-    throw new ProxyHeaderError(`malformed PROXY v1 header ${JSON.stringify(line)}: expected PROXY TCP4|TCP6 source destination sport dport`)
+    const expected = 'PROXY TCP4|TCP6 source destination sport dport'
+    throw new ProxyHeaderError(`malformed PROXY v1 header ${JSON.stringify(line)}: expected ${expected}`)
   }
   const family = fields[1] === 'TCP4' ? 4 : 6
   const [source, destination] = [fields[2], fields[3]]
   const isFamily = family === 4 ? net.isIPv4 : net.isIPv6
-  if (!isFamily(source) || !isFamily(destination)) throw new ProxyHeaderError(`malformed PROXY v1 header ${JSON.stringify(line)}: expected ${fields[1]} addresses`)
+  if (!isFamily(source) || !isFamily(destination)) {
+    throw new ProxyHeaderError(`malformed PROXY v1 header ${JSON.stringify(line)}: expected ${fields[1]} addresses`)
+  }
   const [sport, dport] = [port(fields[4], line), port(fields[5], line)]
-  return { length, version: 1, local: false, source: { address: source, port: sport }, destination: { address: destination, port: dport } }
+  return {
+    length,
+    version: 1,
+    local: false,
+    source: { address: source, port: sport },
+    destination: { address: destination, port: dport }
+  }
 }
 
 function port (text, line) {
@@ -162,9 +172,13 @@ function port (text, line) {
 
 function parseV2 (buf) {
   const versionCommand = buf[12]
-  if (versionCommand >> 4 !== 2) throw new ProxyHeaderError(`PROXY v2 header with version ${versionCommand >> 4}: expected 2`)
+  if (versionCommand >> 4 !== 2) {
+    throw new ProxyHeaderError(`PROXY v2 header with version ${versionCommand >> 4}: expected 2`)
+  }
   const command = versionCommand & 0x0f
-  if (command > 1) throw new ProxyHeaderError(`PROXY v2 header with command ${command}: expected LOCAL (0) or PROXY (1)`)
+  if (command > 1) {
+    throw new ProxyHeaderError(`PROXY v2 header with command ${command}: expected LOCAL (0) or PROXY (1)`)
+  }
   const family = buf[13]
   const size = buf.readUInt16BE(14)
   const length = 16 + size
@@ -176,7 +190,13 @@ function parseV2 (buf) {
   if (family === V2_INET_STREAM) {
     if (size < 12) throw new ProxyHeaderError(`PROXY v2 header too short for IPv4 addresses: ${size} bytes`)
     const ip = at => `${buf[at]}.${buf[at + 1]}.${buf[at + 2]}.${buf[at + 3]}`
-    return { length, version: 2, local: false, source: { address: ip(16), port: buf.readUInt16BE(24) }, destination: { address: ip(20), port: buf.readUInt16BE(26) } }
+    return {
+      length,
+      version: 2,
+      local: false,
+      source: { address: ip(16), port: buf.readUInt16BE(24) },
+      destination: { address: ip(20), port: buf.readUInt16BE(26) }
+    }
   }
   if (family === V2_INET6_STREAM) {
     if (size < 36) throw new ProxyHeaderError(`PROXY v2 header too short for IPv6 addresses: ${size} bytes`)

@@ -133,7 +133,9 @@ class TcpSession {
     const { config } = this.listener
     const backend = lease.backend
     this.startedAt = performance.now()
-    if (config.proxyProtocol && this.proxyHeader === null) this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
+    if (config.proxyProtocol && this.proxyHeader === null) {
+      this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
+    }
     const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: this.proxyHeader })
     this.upstream = socket
     // Until connected, the socket timeout is the connect timeout.
@@ -258,7 +260,8 @@ class TcpSession {
     if (listener.accessLog !== null) listener.accessLog.log(this.record())
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? attempt.backend.address : 'no backend'
-      listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${client.bytesRead} bytes in, ${client.bytesWritten} out`)
+      const bytes = `${client.bytesRead} bytes in, ${client.bytesWritten} out`
+      listener.log.debug(`${this.clientAddress} -> ${backend}: closed, ${bytes}`)
     }
   }
 

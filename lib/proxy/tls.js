@@ -11,12 +11,13 @@ const { X509Certificate } = require('crypto')
 const { UsageError } = require('../errors')
 
 const quote = value => JSON.stringify(String(value))
+const FILE_ERRORS = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }
 
 function readPem (file, at) {
   try {
     return fs.readFileSync(file)
   } catch (err) {
-    const reason = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }[err.code] || err.code || err.message
+    const reason = FILE_ERRORS[err.code] || err.code || err.message
     throw new UsageError(`cannot read ${quote(file)} (${at}): ${reason}`)
   }
 }
@@ -30,7 +31,9 @@ function certificateNames (pem, at, file) {
   } catch (err) {
     throw new UsageError(`cannot use ${quote(file)} (${at}): not a PEM certificate`)
   }
-  const names = (x509.subjectAltName || '').split(', ').filter(n => n.startsWith('DNS:')).map(n => n.slice(4).toLowerCase())
+  const names = (x509.subjectAltName || '').split(', ')
+    .filter(n => n.startsWith('DNS:'))
+    .map(n => n.slice(4).toLowerCase())
   if (names.length > 0) return names
   const cn = /(?:^|\n)CN=([^\n]+)/.exec(x509.subject || '')
   return cn ? [cn[1].toLowerCase()] : []
@@ -54,8 +57,11 @@ function loadTls (config) {
     try {
       ctx = tls.createSecureContext({ cert: certPem, key: keyPem })
     } catch (err) {
-      if (/key values mismatch/.test(err.message)) throw new UsageError(`certificate ${quote(cert)} (${certAt}) and key ${quote(key)} (${keyAt}) do not match`)
-      throw new UsageError(`cannot use certificate ${quote(cert)} with key ${quote(key)} (${certAt}): ${oneLine(err.message)}`)
+      if (/key values mismatch/.test(err.message)) {
+        throw new UsageError(`certificate ${quote(cert)} (${certAt}) and key ${quote(key)} (${keyAt}) do not match`)
+      }
+      const reason = oneLine(err.message)
+      throw new UsageError(`cannot use certificate ${quote(cert)} with key ${quote(key)} (${certAt}): ${reason}`)
     }
     if (context === null) context = ctx
     for (const name of certNames) {

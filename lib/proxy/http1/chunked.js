@@ -34,7 +34,8 @@ const HEX = new Int8Array(256).fill(-1)
 for (let i = 0; i < 10; i++) HEX[48 + i] = i
 for (let i = 0; i < 6; i++) { HEX[65 + i] = 10 + i; HEX[97 + i] = 10 + i }
 const TCHAR = new Uint8Array(256)
-for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TCHAR[c.charCodeAt(0)] = 1
+const TCHARS = "!#$%&'*+-.^_`|~0123456789" + 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+for (const c of TCHARS) TCHAR[c.charCodeAt(0)] = 1
 
 // No whitespace is taken around extensions: RFC 9112 allows some, parsers disagree on
 // it, and disagreement about where a chunk ends is how bodies get smuggled.

@@ -104,7 +104,8 @@ class Exchange {
     this.conn = null
     const { log } = this.listener
     if (this.responseStarted) {
-      log.warn(`${this.head.method} ${this.path} from ${this.clientAddress}: backend ${backend.address} ${reason}; response cut`)
+      const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
+      log.warn(`${request}: backend ${backend.address} ${reason}; response cut`)
       attempt.blame(reason)
       this.releaseLease()
       this.session.destroy()
@@ -119,7 +120,9 @@ class Exchange {
       return conn.pool.acquire(this, { fresh: true })
     }
     this.lastStatus = status
-    if (replayable && status === 502) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+    if (replayable && status === 502) {
+      log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+    }
     const retried = attempt.failed(reason, { replayable, slow: status === 504, bytesIn: this.bytesIn })
     if (!retried) this.answer(status, `backend ${backend.address} ${reason}`)
   }
@@ -316,7 +319,9 @@ class Exchange {
       this.releaseLease()
       return
     }
-    const reason = this.response.gotBytes ? 'closed the connection mid-response' : 'closed the connection without answering'
+    const reason = this.response.gotBytes
+      ? 'closed the connection mid-response'
+      : 'closed the connection without answering'
     this.upstreamFailed(reason, 502)
   }
 
@@ -335,7 +340,9 @@ class Exchange {
   // lila answers the request itself (error statuses).
   answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
     const { session, head } = this
-    if (status >= 500 && !quiet) this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
+    if (status >= 500 && !quiet) {
+      this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
+    }
     const keepAlive = head.keepAlive && this.body.done && !session.closing
     const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
     this.bytesOut += bytes.length
@@ -372,7 +379,9 @@ class Exchange {
   // the client left before any of its response.
   record () {
     const { head, attempt, response } = this
-    const status = response.head !== null ? response.head.status : this.tunnel !== null ? 101 : this.replied || CLIENT_CLOSED
+    let status = this.replied || CLIENT_CLOSED
+    if (response.head !== null) status = response.head.status
+    else if (this.tunnel !== null) status = 101
     return {
       listener: this.listener.name,
       protocol: 'http',

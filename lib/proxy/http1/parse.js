@@ -18,6 +18,7 @@ const MAX_HEADERS = 100
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 // Field values: visible ASCII, obs-text, space and tab; no other control bytes.
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(\d)\.(\d)$/
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t -~\x80-\xff]*))?$/
@@ -92,7 +93,17 @@ function parseFields (lines, first) {
         break
     }
   }
-  return { fields, contentLength, transferEncoding, connection: connectionTokens(connection), upgrade, host, hosts, expect, keepAliveHint }
+  return {
+    fields,
+    contentLength,
+    transferEncoding,
+    connection: connectionTokens(connection),
+    upgrade,
+    host,
+    hosts,
+    expect,
+    keepAliveHint
+  }
 }
 
 // The field value without the spaces and tabs around it (RFC 9110 OWS); only those:
@@ -139,7 +150,9 @@ function parseRequestHead (buf, start, end) {
   const match = REQUEST_LINE.exec(requestLine)
   if (match === null) throw new HttpError(400, 'malformed request line')
   const [, method, target, major, minor] = match
-  if (major !== '1' || (minor !== '0' && minor !== '1')) throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
+  if (major !== '1' || (minor !== '0' && minor !== '1')) {
+    throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
+  }
   if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
   if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
   const head = parseFields(lines, 1)
@@ -148,7 +161,9 @@ function parseRequestHead (buf, start, end) {
   head.version = minor === '1' ? 1 : 0
   head.path = requestPath(method, target)
 
-  if (head.version === 1 && head.hosts !== 1) throw new HttpError(400, head.hosts === 0 ? 'missing Host header' : 'more than one Host header')
+  if (head.version === 1 && head.hosts !== 1) {
+    throw new HttpError(400, head.hosts === 0 ? 'missing Host header' : 'more than one Host header')
+  }
   if (head.hosts > 1) throw new HttpError(400, 'more than one Host header')
 
   // Body framing (RFC 9112 section 6): chunked, a length, or none.
@@ -156,7 +171,9 @@ function parseRequestHead (buf, start, end) {
   if (head.transferEncoding !== null) {
     if (head.version === 0) throw new HttpError(400, 'Transfer-Encoding in an HTTP/1.0 request')
     if (head.contentLength !== -1) throw new HttpError(400, 'both Content-Length and Transfer-Encoding')
-    if (head.transferEncoding.toLowerCase() !== 'chunked') throw new HttpError(400, `unsupported Transfer-Encoding ${JSON.stringify(head.transferEncoding)}`)
+    if (head.transferEncoding.toLowerCase() !== 'chunked') {
+      throw new HttpError(400, `unsupported Transfer-Encoding ${JSON.stringify(head.transferEncoding)}`)
+    }
     head.chunked = true
   }
   head.bodyLength = head.chunked ? -1 : Math.max(head.contentLength, 0)
@@ -203,8 +220,13 @@ function parseResponseHead (buf, start, end, method) {
   } else if (head.transferEncoding !== null) {
     // Only a lone "chunked" is framing lila can follow; anything else would leave lila
     // and the client disagreeing about where the response ends.
-    if (head.transferEncoding.toLowerCase() !== 'chunked') throw new HttpError(502, `unsupported Transfer-Encoding ${JSON.stringify(head.transferEncoding)} from the backend`)
-    if (head.contentLength !== -1) throw new HttpError(502, 'both Content-Length and Transfer-Encoding from the backend')
+    if (head.transferEncoding.toLowerCase() !== 'chunked') {
+      const coding = JSON.stringify(head.transferEncoding)
+      throw new HttpError(502, `unsupported Transfer-Encoding ${coding} from the backend`)
+    }
+    if (head.contentLength !== -1) {
+      throw new HttpError(502, 'both Content-Length and Transfer-Encoding from the backend')
+    }
     head.chunked = true
   } else if (head.contentLength !== -1) {
     head.bodyLength = head.contentLength

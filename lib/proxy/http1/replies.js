@@ -22,7 +22,8 @@ const REASONS = {
 function reply (status, detail, { close = false, retryAfter = 0, head = false } = {}) {
   const reason = REASONS[status] || 'Error'
   const body = `${status} ${reason}: ${detail}\n`
-  let out = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n`
+  let out = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n`
   if (retryAfter > 0) out += `Retry-After: ${retryAfter}\r\n`
   if (close) out += 'Connection: close\r\n'
   return Buffer.from(head ? `${out}\r\n` : `${out}\r\n${body}`)

@@ -6,7 +6,9 @@
 
 const { TOKEN, trimOws } = require('./parse')
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+const HOP_BY_HOP = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'
+])
 // Framing lila writes itself, once, from what it parsed: a repeated Content-Length
 // (allowed when the values agree) goes out as one field.
 const FRAMING = 'content-length'

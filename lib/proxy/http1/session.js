@@ -130,7 +130,9 @@ class HttpSession {
         if (this.clientEnded) return this.refuse(400, 'connection closed in the middle of a request head')
         if (start > 0) this.buf = buf.subarray(start)
         this.scanned = this.buf.length
-        if (this.headTimer === null) this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
+        if (this.headTimer === null) {
+          this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
+        }
         return
       }
       if (this.headTimer !== null) {
