@@ -6,29 +6,26 @@
 // apart with instanceof, or by `code` once an error crossed a process boundary
 // (toPlain/fromPlain: the --workers IPC).
 
+// `name` is the class's own; `code` each class gives once.
 class LilaError extends Error {
-  constructor (message) {
+  constructor (message, code = 'LILA_ERROR') {
     super(message)
-    this.name = 'LilaError'
-    this.code = 'LILA_ERROR'
+    this.name = new.target.name
+    this.code = code
   }
 }
 
 // Bad input on the command line or in the config file: exit 2.
 class UsageError extends LilaError {
   constructor (message) {
-    super(message)
-    this.name = 'UsageError'
-    this.code = 'LILA_USAGE'
+    super(message, 'LILA_USAGE')
   }
 }
 
 // Something the environment refused at run time (port taken, permission denied): exit 1.
 class RuntimeError extends LilaError {
   constructor (message, cause) {
-    super(message)
-    this.name = 'RuntimeError'
-    this.code = 'LILA_RUNTIME'
+    super(message, 'LILA_RUNTIME')
     if (cause) this.cause = cause
   }
 }
@@ -38,9 +35,7 @@ class RuntimeError extends LilaError {
 // too large).
 class ControlError extends LilaError {
   constructor (status, message) {
-    super(message)
-    this.name = 'ControlError'
-    this.code = 'LILA_CONTROL'
+    super(message, 'LILA_CONTROL')
     this.status = status
   }
 }
@@ -49,9 +44,7 @@ class ControlError extends LilaError {
 // answers it with 409.
 class ConflictError extends LilaError {
   constructor (message) {
-    super(message)
-    this.name = 'ConflictError'
-    this.code = 'LILA_CONFLICT'
+    super(message, 'LILA_CONFLICT')
   }
 }
 
@@ -59,9 +52,7 @@ class ConflictError extends LilaError {
 // give, 4xx for a client's request, 502 for a backend's response.
 class HttpError extends LilaError {
   constructor (status, message) {
-    super(message)
-    this.name = 'HttpError'
-    this.code = 'LILA_HTTP_PARSE'
+    super(message, 'LILA_HTTP_PARSE')
     this.status = status
   }
 }
@@ -70,9 +61,7 @@ class HttpError extends LilaError {
 // connection is refused.
 class ProxyHeaderError extends LilaError {
   constructor (message) {
-    super(message)
-    this.name = 'ProxyHeaderError'
-    this.code = 'LILA_PROXY_HEADER'
+    super(message, 'LILA_PROXY_HEADER')
   }
 }
 
@@ -80,9 +69,7 @@ class ProxyHeaderError extends LilaError {
 // it a UsageError naming the file.
 class JsonError extends LilaError {
   constructor (message, line, column) {
-    super(`line ${line}, column ${column}: ${message}`)
-    this.name = 'JsonError'
-    this.code = 'LILA_JSON'
+    super(`line ${line}, column ${column}: ${message}`, 'LILA_JSON')
     this.line = line
     this.column = column
   }
