@@ -201,6 +201,21 @@ t.test('the request head lila sends', async t => {
   t.match(requestHead(old, '1.2.3.4', 'b:1', { proto: 'http', via: 'v', forwarded: false }), /^GET \/ HTTP\/1\.1\r\nHost: b:1\r\n/, 'HTTP/1.0 without Host: the backend address')
 })
 
+t.test('an absolute-form target: its authority is the Host (RFC 9112 3.2.2)', async t => {
+  const settings = { proto: 'http', via: 'v', forwarded: true }
+  const head = req('GET http://evil.example:8080/abs?q HTTP/1.1\r\nHost: good.example\r\n\r\n')
+  t.equal(head.host, 'evil.example:8080')
+  t.equal(head.path, '/abs')
+  const text = requestHead(head, '10.0.0.9', 'b:1', settings)
+  t.same(text.match(/^Host: .*$/gm), ['Host: evil.example:8080'], 'one Host, the target\'s; the conflicting one is gone')
+  t.match(text, /\r\nX-Forwarded-Host: evil\.example:8080\r\n[\s\S]*;host="evil\.example:8080"\r\n/)
+  const origin = req('GET /abs HTTP/1.1\r\nHost: good.example\r\n\r\n')
+  t.same(requestHead(origin, '10.0.0.9', 'b:1', settings).match(/^Host: .*$/gm), ['Host: good.example'],
+    'an origin-form target keeps its Host')
+  t.throws(() => req('GET http://user@evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n'),
+    { status: 400, message: 'user information in the request target' })
+})
+
 t.test('the response head the client gets', async t => {
   const r = res('HTTP/1.1 200 OK\r\nConnection: X-Secret\r\nX-Secret: s\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a\r\nSet-Cookie: b\r\n\r\n')
   t.equal(responseHead(r, { chunked: true, close: false }), 'HTTP/1.1 200 OK\r\nSet-Cookie: a\r\nSet-Cookie: b\r\nTransfer-Encoding: chunked\r\n\r\n')

@@ -392,3 +392,16 @@ t.test('no request header or target makes lila connect anywhere but a configured
   t.same(backend.seen, ['http://127.0.0.1:1/evil', '/x'], 'the absolute-form target is passed on, not followed')
   t.equal(backend.last.headers['x-forwarded-for'], '127.0.0.1', 'the client address is the socket\'s')
 })
+
+t.test('an absolute-form target with a conflicting Host: the backend gets the target\'s host, once', async t => {
+  const backend = await httpBackend(t, 'only')
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const { data } = await exchange(lila.port, 'GET http://evil.example/abs HTTP/1.1\r\nHost: good.example\r\nConnection: close\r\n\r\n')
+  t.match(data, /^HTTP\/1\.1 200 /)
+  const hosts = []
+  for (let i = 0; i < backend.last.rawHeaders.length; i += 2) {
+    if (backend.last.rawHeaders[i].toLowerCase() === 'host') hosts.push(backend.last.rawHeaders[i + 1])
+  }
+  t.same(hosts, ['evil.example'])
+  t.equal(backend.last.headers['x-forwarded-host'], 'evil.example')
+})

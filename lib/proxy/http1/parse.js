@@ -160,6 +160,10 @@ function parseRequestHead (buf, start, end) {
   head.target = target
   head.version = minor === '1' ? 1 : 0
   head.path = requestPath(method, target)
+  // RFC 9112 3.2.2: with an absolute-form target, its authority is the host; a Host
+  // field that says otherwise is replaced (rewrite.js), never passed on beside it.
+  head.authority = target.charCodeAt(0) === 47 || target === '*' ? null : authorityOf(target)
+  if (head.authority !== null) head.host = head.authority
 
   if (head.version === 1 && head.hosts !== 1) {
     throw new HttpError(400, head.hosts === 0 ? 'missing Host header' : 'more than one Host header')
@@ -183,6 +187,17 @@ function parseRequestHead (buf, start, end) {
   head.asksUpgrade = head.upgrade !== null && hasToken(head.connection, 'upgrade')
   head.isUpgrade = head.asksUpgrade && !/^\s*h2c\s*$/i.test(head.upgrade)
   return head
+}
+
+// "http://host:port/path" -> "host:port". User information (user@host) has no place in
+// an http(s) URI (RFC 9110 4.2.4) and is refused.
+function authorityOf (target) {
+  const from = target.indexOf('//') + 2
+  let to = from
+  while (to < target.length && target[to] !== '/' && target[to] !== '?' && target[to] !== '#') to++
+  const authority = target.slice(from, to)
+  if (authority.includes('@')) throw new HttpError(400, 'user information in the request target')
+  return authority
 }
 
 // The path (no query) of a request target in origin, absolute or asterisk form.

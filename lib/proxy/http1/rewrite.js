@@ -50,9 +50,11 @@ function requestHead (head, clientAddress, hostIfMissing, settings) {
       continue
     }
     if (dropped(lower, listed) || lower === FRAMING) continue
+    if (lower === 'host' && head.authority !== null) continue // replaced by the target's
     out += `${fields[i]}: ${value}\r\n`
   }
-  if (head.host === null) out += `Host: ${hostIfMissing}\r\n`
+  if (head.authority !== null) out += `Host: ${head.authority}\r\n`
+  else if (head.host === null) out += `Host: ${hostIfMissing}\r\n`
   if (head.chunked) out += 'Transfer-Encoding: chunked\r\n'
   else if (head.contentLength !== -1) out += `Content-Length: ${head.contentLength}\r\n`
   if (head.isUpgrade) out += `Connection: upgrade\r\nUpgrade: ${head.upgrade}\r\n`
