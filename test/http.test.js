@@ -393,6 +393,19 @@ t.test('no request header or target makes lila connect anywhere but a configured
   t.equal(backend.last.headers['x-forwarded-for'], '127.0.0.1', 'the client address is the socket\'s')
 })
 
+t.test('a backend answering with bare-LF line endings gets a 502 at once, not a wait for --timeout', async t => {
+  // The backend keeps its connection open: without the check, lila would wait for a CRLF
+  // that never comes (the test would time out).
+  const { tcpBackend } = require('./fixtures/helpers')
+  const bare = await tcpBackend(t, 'bare', socket => {
+    socket.once('data', () => socket.write('HTTP/1.1 200 OK\nContent-Length: 2\n\nok'))
+  })
+  const lila = await spawnLila(t, ['rr', bare.address, ...base])
+  const { data } = await exchange(lila.port, 'GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n')
+  t.match(data, /^HTTP\/1\.1 502 /)
+  t.match(data, /sent a response head with bare LF line endings/)
+})
+
 t.test('an absolute-form target with a conflicting Host: the backend gets the target\'s host, once', async t => {
   const backend = await httpBackend(t, 'only')
   const lila = await spawnLila(t, ['rr', backend.address, ...base])

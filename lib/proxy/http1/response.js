@@ -1,6 +1,6 @@
 'use strict'
 
-const { findHeadEnd, parseResponseHead, parseKeepAlive, view, MAX_HEAD } = require('./parse')
+const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view, MAX_HEAD } = require('./parse')
 const { ChunkedReader } = require('./chunked')
 const { responseHead, interimHead } = require('./rewrite')
 
@@ -51,6 +51,9 @@ class Response {
       const end = findHeadEnd(buf, start)
       if (end === -1) {
         if (buf.length - start > MAX_HEAD) return exchange.upstreamFailed('sent a response head over 16 KiB', 502)
+        // A head whose lines end in a bare LF would never end by CRLF: refused at once
+        // rather than waited on until --timeout.
+        if (hasBareLf(buf, start)) return exchange.upstreamFailed('sent a response head with bare LF line endings', 502)
         this.partial = view(buf, start, buf.length)
         return
       }
