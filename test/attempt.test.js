@@ -108,35 +108,29 @@ for (const c of CASES) {
   })
 }
 
-t.test('a backend that goes down on its third connection is passed over from then on', async t => {
+// One client served start to end: the backends it went through ("C>A").
+function serveOne (upstream, script, seen) {
+  const one = client(upstream, script, seen)
+  one.attempt.start()
+  one.attempt.release(0, 0)
+  return one.order.join('>')
+}
+
+t.test('a backend that starts failing on its second connection is ejected, then passed over', async t => {
   const upstream = upstreamOf(t)
   const seen = {}
   const script = { C: ['ok', 'refuse'] }
   const served = []
-  for (let i = 0; i < 9; i++) {
-    const one = client(upstream, script, seen)
-    one.attempt.start()
-    served.push(one.order.join('>'))
-    one.attempt.release(0, 0)
-  }
+  for (let i = 0; i < 9; i++) served.push(serveOne(upstream, script, seen))
   // Round-robin A B C; C fails its second connection on: each failure passes the client
   // to the next backend, and three failures in a row eject C.
   t.same(served, ['A', 'B', 'C', 'A', 'B', 'C>A', 'B', 'C>A', 'B'])
   const c = upstream.backends[2]
   t.equal(c.failures, 2)
-  for (let i = 0; i < 10 && c.failures < 3; i++) {
-    const more = client(upstream, script, seen)
-    more.attempt.start()
-    more.attempt.release(0, 0)
-  }
+  for (let i = 0; i < 10 && c.failures < 3; i++) serveOne(upstream, script, seen)
   t.equal(c.state, 'down', 'the third failure in a row ejects C')
   const after = []
-  for (let i = 0; i < 6; i++) {
-    const more = client(upstream, script, seen)
-    more.attempt.start()
-    after.push(more.order.join('>'))
-    more.attempt.release(0, 0)
-  }
+  for (let i = 0; i < 6; i++) after.push(serveOne(upstream, script, seen))
   t.notOk(after.some(order => order.includes('C')), `C is passed over: ${after.join(' ')}`)
   t.equal(live(upstream), 0)
 })

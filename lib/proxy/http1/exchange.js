@@ -5,20 +5,18 @@ const { reasonOf, isLocalShortage } = require('../../errors')
 const { view } = require('./parse')
 const { requestHead, viaLoops } = require('./rewrite')
 const { reply } = require('./replies')
-const { RequestBody, REPLAY_LIMIT } = require('./request-body')
+const { RequestBody } = require('./request-body')
 const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
 
-// RFC 9110 9.2.2: a request with one of these methods may be sent again.
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
 const CLIENT_CLOSED = 499
 
 // One request and its response: pick a backend, take a pooled connection, send the
 // rewritten head and stream the body, stream the response back. A failure before the
-// backend answered is retried where that is safe (see canReplay) on a fresh connection
+// backend answered is retried where that is safe (see upstreamFailed) on a fresh connection
 // or another backend; otherwise answered 502/503/504. After the response started, a
 // failure cuts the client's connection: a truncated response must not look complete.
 //
@@ -112,7 +110,9 @@ class Exchange {
       this.finish(false)
       return
     }
-    const replayable = this.canReplay()
+    // Safe to send again: nothing of the response came back, and the body allows it
+    // (request-body.js: all of it held; idempotent, or none of it sent yet).
+    const replayable = !this.response.gotBytes && this.body.canReplay()
     // A pooled connection the backend had closed (the keep-alive race): once more on a
     // fresh connection to the same backend.
     if (conn !== null && conn.reused && status === 502 && replayable && attempt.retryFresh()) {
@@ -125,12 +125,6 @@ class Exchange {
     }
     const retried = attempt.failed(reason, { replayable, slow: status === 504, bytesIn: this.bytesIn })
     if (!retried) this.answer(status, `backend ${backend.address} ${reason}`)
-  }
-
-  // Safe to send again: nothing of the response came back, all body bytes sent are
-  // still held, and the method is idempotent or no body byte went out yet.
-  canReplay () {
-    return !this.response.gotBytes && this.body.canReplay(IDEMPOTENT.has(this.head.method))
   }
 
   // lila itself could not open a backend connection (out of descriptors): the backend
@@ -398,4 +392,4 @@ class Exchange {
   }
 }
 
-module.exports = { Exchange, IDEMPOTENT, REPLAY_LIMIT }
+module.exports = { Exchange }

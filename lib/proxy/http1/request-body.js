@@ -5,6 +5,8 @@ const { ChunkedReader } = require('./chunked')
 // Request body bytes kept for a replay on another connection. Past this, the request
 // can no longer be replayed and what was sent is let go.
 const REPLAY_LIMIT = 64 * 1024
+// RFC 9110 9.2.2: a request with one of these methods may be sent again.
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
 // The client's request body, as its Exchange (exchange.js) reads it: framed by
 // Content-Length or chunked, and held while a replay on another connection is still
@@ -21,6 +23,7 @@ class RequestBody {
     this.held = null // the pieces after it
     this.heldBytes = 0
     this.started = false // some body byte was written to a backend
+    this.method = head.method // a replay depends on it (canReplay)
   }
 
   // Frame the client's bytes from buf[start]: returns where the body's bytes end in
@@ -79,10 +82,10 @@ class RequestBody {
   }
 
   // Can the body be sent again? Every byte sent is still held, and either no byte went
-  // out yet or the method is one that may be repeated (`idempotent`).
-  canReplay (idempotent) {
-    return this.kept && (idempotent || !this.started)
+  // out yet or the method is one that may be repeated (IDEMPOTENT).
+  canReplay () {
+    return this.kept && (IDEMPOTENT.has(this.method) || !this.started)
   }
 }
 
-module.exports = { RequestBody, REPLAY_LIMIT }
+module.exports = { RequestBody }
