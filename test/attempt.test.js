@@ -23,10 +23,18 @@ const nameOf = backend => NAMES[backend.port - 1]
 
 // A client that plays `script`: { A: ['refuse', 'ok'], ... } says what backend A does
 // on its first, second... connection (the last entry repeats; 'ok' by default).
-//   ok       answers                     refuse   fails before answering (retried)
-//   slow     times out (not retried)     short    lila is out of descriptors
+//   ok       answers                          refuse   fails before the request reached it
+//   drop     closes after the request reached it, without answering
+//   slow     times out (not retried)          short    lila is out of descriptors
+//   503...   answers with that status (the attempt decides: retry, blame, or forward)
 // `replayable` false: the client's bytes went out, nothing may be sent again.
-function client (upstream, script, seen, { retries = 2, replayable = true } = {}) {
+const FAILURES = {
+  refuse: { cause: 'connect', sent: false },
+  drop: { cause: 'closed', sent: true },
+  slow: { cause: 'timeout', sent: true }
+}
+
+function client (upstream, script, seen, { replayable = true, clientAddress = '127.0.0.1' } = {}) {
   const c = {
     order: [],
     outcome: null,
@@ -42,15 +50,19 @@ function client (upstream, script, seen, { retries = 2, replayable = true } = {}
       } else if (play === 'short') {
         c.attempt.shortage()
         c.outcome = 'short'
-      } else if (!c.attempt.failed(`${name} ${play}`, { replayable, slow: play === 'slow' })) {
-        c.outcome = `answered: ${c.attempt.lastBackend === lease.backend.address ? name : '?'} ${play}`
+      } else if (/^\d+$/.test(play)) {
+        if (!c.attempt.answered(Number(play), { replayable })) c.outcome = `forwarded ${name} ${play}`
+      } else if (!c.attempt.failed(play, { ...FAILURES[play], replayable })) {
+        c.outcome = c.attempt.everywhere !== null
+          ? 'answered: failed everywhere'
+          : `answered: ${c.attempt.lastBackend === lease.backend.address ? name : '?'} ${play}`
       }
     },
     unserved (reason) {
       c.outcome = reason === null ? `unserved after ${c.attempt.attempts}` : `left the queue: ${reason}`
     }
   }
-  c.attempt = new Attempt(upstream, { clientAddress: '127.0.0.1' }, c, retries)
+  c.attempt = new Attempt(upstream, { clientAddress }, c)
   return c
 }
 
@@ -61,25 +73,25 @@ const CASES = [
   { name: 'A refuses: B serves', script: { A: ['refuse'] }, order: ['A', 'B'], outcome: 'served by B' },
   { name: 'A and B refuse: C serves', script: { A: ['refuse'], B: ['refuse'] }, order: ['A', 'B', 'C'], outcome: 'served by C' },
   {
-    name: 'all refuse: three tries, then unserved',
+    name: 'all refuse: three tries, then the last failure is answered',
     script: { A: ['refuse'], B: ['refuse'], C: ['refuse'] },
     order: ['A', 'B', 'C'],
-    outcome: 'unserved after 3'
+    outcome: 'answered: C refuse'
   },
   {
     name: '--retries 1: two tries at most',
     script: { A: ['refuse'], B: ['refuse'] },
-    options: { retries: 1 },
+    config: { retries: 1 },
     order: ['A', 'B'],
-    outcome: 'unserved after 2'
+    outcome: 'answered: B refuse'
   },
   {
     name: 'never the same failed backend twice, whatever the budget',
     specs: [{}, {}],
     script: { A: ['refuse'], B: ['refuse'] },
-    options: { retries: 9 },
+    config: { retries: 9 },
     order: ['A', 'B'],
-    outcome: 'unserved after 2'
+    outcome: 'answered: B refuse'
   },
   { name: 'a slow backend is not tried elsewhere', script: { A: ['slow'] }, order: ['A'], outcome: 'answered: A slow' },
   {
@@ -90,12 +102,69 @@ const CASES = [
     outcome: 'answered: A refuse'
   },
   { name: 'a backup only when no primary can take it', specs: [{}, { backup: true }, {}], script: { A: ['refuse'], C: ['refuse'] }, order: ['A', 'C', 'B'], outcome: 'served by B' },
-  { name: 'lila short of descriptors: nobody is blamed, nothing retried', script: { A: ['short'] }, order: ['A'], outcome: 'short', blamed: [] }
+  { name: 'lila short of descriptors: nobody is blamed, nothing retried', script: { A: ['short'] }, order: ['A'], outcome: 'short', blamed: [] },
+  // Whose fault (attempt.js, top): a failure after the request reached the backend is
+  // judged by the next backend.
+  { name: 'A drops the request, B serves it: A is blamed', script: { A: ['drop'] }, order: ['A', 'B'], outcome: 'served by B' },
+  {
+    name: 'A and B drop the request: the request is blamed, not them, and not tried on C',
+    script: { A: ['drop'], B: ['drop'] },
+    order: ['A', 'B'],
+    outcome: 'answered: failed everywhere',
+    blamed: []
+  },
+  {
+    name: 'A refuses, B and C drop: A alone is blamed (a refusal is never the request\'s doing)',
+    script: { A: ['refuse'], B: ['drop'], C: ['drop'] },
+    order: ['A', 'B', 'C'],
+    outcome: 'answered: failed everywhere',
+    blamed: ['A']
+  },
+  { name: 'A answers 503, B serves: the answer is retried, A blamed', script: { A: ['503'] }, order: ['A', 'B'], outcome: 'served by B' },
+  { name: 'A answers 502, B serves', script: { A: ['502'] }, order: ['A', 'B'], outcome: 'served by B' },
+  {
+    name: 'A and B answer 503: B\'s answer is forwarded, nobody blamed',
+    script: { A: ['503'], B: ['503'] },
+    order: ['A', 'B'],
+    outcome: 'forwarded B 503',
+    blamed: []
+  },
+  {
+    name: 'a 503 to a request that may not be repeated is forwarded and blamed',
+    script: { A: ['503'] },
+    options: { replayable: false },
+    order: ['A'],
+    outcome: 'forwarded A 503'
+  },
+  { name: 'a 504 answer counts but is not retried', script: { A: ['504'] }, order: ['A'], outcome: 'forwarded A 504' },
+  { name: 'a 500 neither counts nor is retried by default', script: { A: ['500'] }, order: ['A'], outcome: 'forwarded A 500', blamed: [] },
+  {
+    name: '--retry-on 5xx --eject-on 5xx: a 500 is retried and blamed',
+    script: { A: ['500'] },
+    config: { retryOn: [500, 502, 503], ejectOn: [500, 502, 503, 504] },
+    order: ['A', 'B'],
+    outcome: 'served by B'
+  },
+  {
+    name: '--retry-on none: a 503 is forwarded, and still counts',
+    script: { A: ['503'] },
+    config: { retryOn: [] },
+    order: ['A'],
+    outcome: 'forwarded A 503'
+  },
+  {
+    name: '--eject-on none: a 503 is retried but blames nobody',
+    script: { A: ['503'] },
+    config: { ejectOn: [] },
+    order: ['A', 'B'],
+    outcome: 'served by B',
+    blamed: []
+  }
 ]
 
 for (const c of CASES) {
   t.test(c.name, async t => {
-    const upstream = upstreamOf(t, { specs: c.specs })
+    const upstream = upstreamOf(t, { specs: c.specs, ...c.config })
     const one = client(upstream, c.script, {}, c.options)
     one.attempt.start()
     t.same(one.order, c.order, 'backends in this order')
@@ -123,12 +192,12 @@ t.test('a backend that starts failing on its second connection is ejected, then 
   const served = []
   for (let i = 0; i < 9; i++) served.push(serveOne(upstream, script, seen))
   // Round-robin A B C; C fails its second connection on: each failure passes the client
-  // to the next backend, and three failures in a row eject C.
+  // to the next backend, and --eject-after (5) failures in a row eject C.
   t.same(served, ['A', 'B', 'C', 'A', 'B', 'C>A', 'B', 'C>A', 'B'])
   const c = upstream.backends[2]
   t.equal(c.failures, 2)
-  for (let i = 0; i < 10 && c.failures < 3; i++) serveOne(upstream, script, seen)
-  t.equal(c.state, 'down', 'the third failure in a row ejects C')
+  for (let i = 0; i < 20 && c.failures < c.ejectAfter; i++) serveOne(upstream, script, seen)
+  t.equal(c.state, 'down', 'the fifth failure in a row ejects C')
   const after = []
   for (let i = 0; i < 6; i++) after.push(serveOne(upstream, script, seen))
   t.notOk(after.some(order => order.includes('C')), `C is passed over: ${after.join(' ')}`)
@@ -220,7 +289,7 @@ t.test('every backend down or tried: no waiting, unserved at once', async t => {
   const upstream = upstreamOf(t, { specs: [{ maxConn: 1 }], queueTimeout: 5000 })
   const one = client(upstream, { A: ['refuse'] }, {})
   one.attempt.start()
-  t.equal(one.outcome, 'unserved after 1', 'A failed it; waiting for A is pointless')
+  t.equal(one.outcome, 'answered: A refuse', 'A failed it; waiting for A is pointless')
   t.equal(upstream.stats().queued, 0)
   t.equal(live(upstream), 0)
 })

@@ -9,7 +9,7 @@ const { makeBackend } = require('./fixtures/helpers')
 
 function setup (spec = {}, options = {}) {
   const clock = { now: 1000 }
-  const settings = { now: () => clock.now, checked: true, rise: 2, fall: 3, ...options }
+  const settings = { now: () => clock.now, checked: true, rise: 2, fall: 3, ejectAfter: 3, ...options }
   const backend = makeBackend({ host: '10.0.3.1', ...spec }, settings)
   const events = []
   backend.on('down', (reason, previous) => events.push(`down from ${previous}: ${reason}`))

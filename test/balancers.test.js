@@ -13,9 +13,9 @@ function backends (...specs) {
   return specs.map((spec, i) => makeBackend({ host: '10.0.0.' + (i + 1), ...spec }))
 }
 
-// Three failed connections in a row take a backend out (passive health).
+// --eject-after failed connections in a row take a backend out (passive health).
 function eject (backend) {
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < backend.ejectAfter; i++) {
     const lease = backend.acquire()
     lease.failed('connection refused')
     lease.release()
@@ -380,7 +380,7 @@ t.test('upstream: which backends are candidates', async t => {
 t.test('backend: passive health and leases', async t => {
   let clock = 1000
   const now = () => clock
-  const make = () => makeBackend({ host: '10.0.2.1' }, { now })
+  const make = () => makeBackend({ host: '10.0.2.1' }, { now, ejectAfter: 3 }) // --eject-after 3
 
   t.test('a lease counts once and releases once', async t => {
     const b = make()

@@ -48,7 +48,7 @@ t.test('drained or disabled backends are not "down": panic counts only the other
   const { upstream } = make(t, { backends: [spec('10.0.2.1'), spec('10.0.2.2')] })
   const [a, b] = upstream.backends
   upstream.drain(a)
-  for (let i = 0; i < 3; i++) b.acquire().failed('connection refused') // ejects b
+  for (let i = 0; i < b.ejectAfter; i++) b.acquire().failed('connection refused') // ejects b
   t.equal(b.state, 'down')
   t.equal(upstream.stats().panic, true, 'b, the only backend left, is down: panic')
   t.same(picks(upstream, 2), ['10.0.2.2', '10.0.2.2'], 'in panic traffic goes to b, never to the drained a')

@@ -57,7 +57,23 @@ const OPTIONS = [
     arg: 'N',
     type: 'count',
     default: 2,
-    help: 'other backends to try when a connect fails'
+    help: 'other backends to try when one fails a connection or request'
+  },
+  {
+    name: 'retry-on',
+    arg: 'LIST',
+    type: 'statusList',
+    default: Object.freeze([502, 503]),
+    shown: '502,503',
+    only: 'http',
+    help: 'http: answers retried on another backend (idempotent requests): codes, 5xx, gateway or none'
+  },
+  {
+    name: 'retry-budget',
+    arg: 'PCT',
+    type: 'percent',
+    default: 20,
+    help: 'retries of requests a backend saw: at most PCT% of the last 10s of requests, plus 10; off: no cap'
   },
   {
     name: 'max-conn',
@@ -128,6 +144,22 @@ const OPTIONS = [
     type: 'threshold',
     default: 3,
     help: 'probes failed in a row that take a backend out'
+  },
+  {
+    name: 'eject-after',
+    arg: 'N',
+    type: 'count',
+    default: 5,
+    help: 'failures of real traffic in a row that take a backend out for a cool-off; 0: never'
+  },
+  {
+    name: 'eject-on',
+    arg: 'LIST',
+    type: 'statusList',
+    default: Object.freeze([502, 503, 504]),
+    shown: 'gateway',
+    only: 'http',
+    help: 'http: answers that count as failures: codes, 5xx, gateway (502,503,504) or none'
   },
   {
     name: 'queue-timeout',

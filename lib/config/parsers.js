@@ -137,6 +137,15 @@ const PARSERS = {
     if (text === 'auto') return 'auto'
     return parseInteger(text, flag, 1, MAX_WORKERS, `a whole number from 1 to ${MAX_WORKERS}, or auto`)
   },
+  statusList: (text, flag) => parseStatusList(text, flag),
+  percent: (text, flag) => {
+    if (text === 'off') return null
+    const match = /^(\d+(?:\.\d+)?)%?$/.exec(text)
+    if (!match || Number(match[1]) > 100) {
+      throw new UsageError(`invalid percentage ${quote(text)}${forFlag(flag)}: expected 0 to 100, e.g. 20%, or off`)
+    }
+    return Number(match[1])
+  },
   flag: value => value === true,
   logLevel: (text, flag) => {
     if (!LOG_LEVELS.includes(text)) {
@@ -144,6 +153,27 @@ const PARSERS = {
     }
     return text
   }
+}
+
+// "502,503", "5xx", "gateway" (502,503,504), "none": server-error statuses, sorted, once.
+const STATUS_WORDS = { '5xx': range(500, 599), gateway: [502, 503, 504], none: [] }
+function parseStatusList (text, flag) {
+  const codes = new Set()
+  for (const word of String(text).split(',')) {
+    const known = STATUS_WORDS[word.trim()]
+    const code = Number(word.trim())
+    if (known !== undefined) for (const c of known) codes.add(c)
+    else if (/^5\d\d$/.test(word.trim())) codes.add(code)
+    else {
+      throw new UsageError(`invalid status list ${quote(text)}${forFlag(flag)}: ` +
+        'expected server-error codes from 500 to 599, 5xx, gateway or none, separated by commas')
+    }
+  }
+  return Object.freeze([...codes].sort((a, b) => a - b))
+}
+
+function range (from, to) {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i)
 }
 
 // Option types whose JSON value may be a number as well as a string.

@@ -47,7 +47,7 @@ class TcpSession {
     this.clientAddress = clientAddress(client) // read by ip-hash
     this.upstream = null // the backend socket, once an attempt starts
     this.proxyHeader = null // --proxy-protocol: written first on every attempt
-    this.attempt = new Attempt(listener.upstream, this, this, listener.config.retries)
+    this.attempt = new Attempt(listener.upstream, this, this)
     this.piping = false
     this.answered = false // the backend sent something (or closed cleanly)
     this.startedAt = 0 // for the latency sample: the connect began, it completed, the
@@ -174,13 +174,14 @@ class TcpSession {
   }
 
   // A connect that fails is retried on another backend (attempt.js); the client never
-  // notices.
-  connectFailed (socket, reason) {
+  // notices, unless no backend is left.
+  connectFailed (socket, reason, cause = 'connect') {
     this.listener.log.debug(`connect to ${this.attempt.backend.address} failed: ${reason}`)
     this.upstream = null
     socket.destroy()
-    this.attempt.failed(reason, { replayable: !this.clientClosed })
+    const retried = this.attempt.failed(reason, { cause, replayable: !this.clientClosed })
     if (this.clientClosed) this.finish()
+    else if (!retried) this.unserved(null)
   }
 
   // lila itself could not open a backend connection (out of descriptors): nobody is
@@ -210,13 +211,13 @@ class TcpSession {
     // went out, replaying them is not safe.
     if (!this.answered && this.sentAt === 0 && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
       this.piping = false
-      return this.connectFailed(socket, `${reasonOf(err)} before any data`)
+      return this.connectFailed(socket, `${reasonOf(err)} before any data`, 'reset')
     }
     this.listener.log.debug(`${this.attempt.backend.address} connection error: ${reasonOf(err)}`)
     // A backend that resets a connection before answering anything failed it.
     if (!this.answered) {
       this.answered = true
-      this.attempt.blame(reasonOf(err))
+      this.attempt.blame(reasonOf(err), 'reset')
     }
     // Pass a reset on as a reset, so the client sees what the backend did.
     if (err.code === 'ECONNRESET') resetOrDestroy(this.client)

@@ -3,30 +3,41 @@
 // The one path from a client's connection (tcp) or request (http) to a backend. It
 // takes a slot on the backend the mode picks, or a place in the queue while every
 // backend is at its max-conn; when the owner reports that the backend failed, it
-// blames that backend and tries another (never one that already failed this client)
-// while the retry budget and the owner allow; it gives up with a reason. The owner
-// dials and moves the bytes; the attempt decides where, how often, and whose fault.
+// decides whom to blame and whether to try another backend (never one that already
+// failed this client), within --retries and the retry budget; it gives up with a
+// reason. The owner dials and moves the bytes; the attempt decides where, how often,
+// and whose fault.
 //
-//   const attempt = new Attempt(upstream, ctx, owner, retries)
+//   const attempt = new Attempt(upstream, ctx, owner)
 //   attempt.start()           owner.seated(lease) now or once the queue hands a slot,
 //                             or owner.unserved(reason): nothing could take it
 //   attempt.succeeded(ms)     the backend answered (ms: a latency sample, or -1)
+//   attempt.answered(status, how)  http: the backend answered `status`; true when that
+//                             answer is to be dropped for a retry elsewhere
 //   attempt.failed(reason, how)  the backend failed before answering: blame it, release
 //                             its slot and, where safe, seat the client elsewhere
-//   attempt.blame(reason)     it failed after it had answered: blame it, keep the slot
+//   attempt.blame(reason, cause)  it failed after it had answered; the slot is kept
 //   attempt.shortage()        lila itself could not connect: release, blame nobody
 //   attempt.release(in, out)  the client is done: release the slot (exactly once)
 //   attempt.cancel()          the client left while queued
+//
+// Whose fault: a backend that fails before the request reached it (a connect refused or
+// timed out) is blamed at once. A failure after it (an answer --eject-on counts, a
+// close or reset without an answer, a timeout) may be the request's doing, so when
+// the request is retried the verdict waits for the next backend: if it serves the
+// request, the first one is blamed; if it fails it too, the request is, and neither
+// backend is (nor is the request tried further). A failure that could not be compared
+// counts against the backend with the client's address, which ejects only together
+// with other evidence (Backend.failed): one client cannot take a healthy backend out.
 //
 // `ctx` is what the mode keys on (clientAddress; http adds path). `owner.unserved`
 // hears null when no backend could take it now (none usable, the queue full or off, or
 // the tries used up) and the queue's reason when it gave up waiting.
 class Attempt {
-  constructor (upstream, ctx, owner, retries) {
+  constructor (upstream, ctx, owner) {
     this.upstream = upstream
     this.ctx = ctx
     this.owner = owner
-    this.retries = retries // other backends that may be tried after the first
     this.lease = null // the current backend's slot
     this.waiter = null // while queued
     this.tried = null // Set of the backends that failed this client
@@ -34,27 +45,38 @@ class Attempt {
     this.lastBackend = null // the last failure, for the owner's answer
     this.lastReason = null
     this.freshRetried = false // the keep-alive race was retried on this backend
+    this.pending = null // { lease, reason, cause, counts }: a failure waiting for the next backend's verdict
+    this.retryCause = null // why the next seat is a retry, and whether it spends budget
+    this.retrySpends = false
+    this.everywhere = null // the request failed on two backends: ['A reason', 'B reason']
   }
 
   get backend () {
     return this.lease === null ? null : this.lease.backend
   }
 
+  // What the owner tells the client when it gives up.
+  get failure () {
+    if (this.everywhere !== null) return `the request failed on every backend it tried: ${this.everywhere.join('; ')}`
+    return `backend ${this.lastBackend} ${this.lastReason}`
+  }
+
   start () {
+    this.upstream.budget.request()
     this.#seat()
   }
 
   #seat () {
-    if (this.attempts > this.retries) return this.owner.unserved(null)
+    if (this.attempts > this.upstream.retries) return this.#unserved(null)
     const lease = this.upstream.acquire(this.ctx, this.tried)
     if (lease !== null) return this.#seated(lease)
     this.waiter = this.upstream.enqueue(this.ctx, this.tried, (lease, reason) => this.#queued(lease, reason))
-    if (this.waiter === null) this.owner.unserved(null)
+    if (this.waiter === null) this.#unserved(null)
   }
 
   #queued (lease, reason) {
     this.waiter = null
-    if (lease === null) return this.owner.unserved(reason)
+    if (lease === null) return this.#unserved(reason)
     this.#seated(lease)
   }
 
@@ -62,32 +84,127 @@ class Attempt {
     this.attempts++
     this.lease = lease
     this.freshRetried = false
+    if (this.retryCause !== null) {
+      this.upstream.retried(this.retryCause, this.retrySpends)
+      this.retryCause = null
+    }
     this.owner.seated(lease)
+  }
+
+  #unserved (reason) {
+    this.#settle()
+    this.owner.unserved(reason)
+  }
+
+  #retry (cause, spends) {
+    this.retryCause = cause
+    this.retrySpends = spends
+    this.#seat()
+  }
+
+  // May the client go to another backend? Tries left, one that could take it, and for
+  // a request the backend saw (`spends`), the retry budget.
+  #mayRetry (spends) {
+    if (this.attempts > this.upstream.retries || !this.upstream.couldServe(this.tried)) return false
+    return !spends || this.upstream.budget.allows()
+  }
+
+  // The current backend is out of the running for this client.
+  #leave () {
+    const lease = this.lease
+    this.lease = null
+    ;(this.tried ||= new Set()).add(lease.backend)
+    this.lastBackend = lease.backend.address
+    return lease
   }
 
   succeeded (latencyMs = -1) {
     this.lease.succeeded()
     if (latencyMs >= 0) this.lease.backend.observeLatency(latencyMs)
+    // Another backend served what the pending one failed: that one is to blame.
+    const pending = this.pending
+    this.pending = null
+    if (pending !== null && pending.counts) pending.lease.failed(pending.reason, pending.cause)
   }
 
-  // The current backend failed the client before answering. It is blamed and its slot
-  // released; the client is seated elsewhere (owner.seated, or owner.unserved when no
-  // backend is left) when `replayable` (the owner can send what it sent again) and the
-  // failure is not `slow`: a backend too slow to answer is not tried elsewhere, which
-  // would double the load on a struggling service. The failed slot is released after
-  // the retry took its own, so a waiter in the queue does not take the retry's turn.
-  // Returns true when it retried; otherwise the owner answers or closes the client.
-  failed (reason, { replayable = true, slow = false, bytesIn = 0 } = {}) {
+  // http: the backend answered `status`. An answer --eject-on names is a failure of the
+  // backend; one --retry-on names is tried on another backend when `replayable` (the
+  // owner can send the request again), before any byte of it reached the client.
+  // Returns true when it retried (the owner drops this answer: owner.seated comes with
+  // the next backend), false when the owner forwards the answer.
+  answered (status, { replayable, bytesIn = 0, latencyMs = -1 }) {
+    const { upstream } = this
+    const counts = upstream.ejectOn.has(status)
+    const retryable = upstream.retryOn.has(status)
+    if (!counts && !retryable) {
+      this.succeeded(latencyMs)
+      return false
+    }
+    const reason = `answered ${status}`
+    const cause = String(status)
+    if (this.pending !== null) {
+      this.#blameRequest(this.lease, reason)
+      return false
+    }
     const lease = this.lease
-    this.lease = null
-    lease.failed(reason)
     ;(this.tried ||= new Set()).add(lease.backend)
-    this.lastBackend = lease.backend.address
+    if (retryable && replayable && this.#mayRetry(true)) {
+      this.#leave()
+      this.lastReason = reason
+      this.pending = { lease, reason, cause, counts }
+      this.#retry(cause, true)
+      lease.release(bytesIn, 0)
+      return true
+    }
+    if (counts) lease.failed(reason, cause, this.ctx.clientAddress)
+    else this.succeeded(latencyMs)
+    return false
+  }
+
+  // The current backend failed the client before answering; its slot is released.
+  // `sent`: the request (tcp: the client's bytes) had reached it, so the failure may
+  // be the request's doing (see the top). `cause`: a word for the metrics, see
+  // Backend.failed. The client is seated elsewhere (owner.seated, or owner.unserved
+  // when no backend is left) when `replayable` (the owner can send what it sent again),
+  // the failure is not a timeout (a backend too slow to answer is not tried elsewhere,
+  // which would double the load on a struggling service), and --retries and the budget
+  // allow. The failed slot is released after the retry took its own, so a waiter in the
+  // queue does not take the retry's turn. Returns true when it retried; otherwise the
+  // owner answers or closes the client (attempt.failure says why).
+  failed (reason, { cause = 'connect', sent = false, replayable = true, bytesIn = 0 } = {}) {
+    const lease = this.#leave()
     this.lastReason = reason
-    const retry = replayable && !slow
-    if (retry) this.#seat()
+    let retry = false
+    if (!sent) {
+      lease.failed(reason, cause)
+      retry = replayable && this.#mayRetry(false)
+    } else if (this.pending !== null) {
+      this.#blameRequest(lease, reason)
+    } else {
+      retry = replayable && cause !== 'timeout' && this.#mayRetry(true)
+      if (retry) this.pending = { lease, reason, cause, counts: true }
+      else lease.failed(reason, cause, this.ctx.clientAddress)
+    }
+    if (retry) this.#retry(cause, sent)
+    else this.#settle()
     lease.release(bytesIn, 0)
     return retry
+  }
+
+  // The request failed on two backends after reaching them: it is to blame, not them.
+  // Neither lease gets a verdict.
+  #blameRequest (lease, reason) {
+    const first = this.pending
+    this.pending = null
+    this.everywhere = [`${first.lease.backend.address} ${first.reason}`, `${lease.backend.address} ${reason}`]
+    this.upstream.failedEverywhere()
+  }
+
+  // A pending failure that no other backend could judge counts, as the client's.
+  #settle () {
+    const pending = this.pending
+    this.pending = null
+    if (pending !== null && pending.counts) pending.lease.failed(pending.reason, pending.cause, this.ctx.clientAddress)
   }
 
   // A pooled connection the backend had already closed (the keep-alive race) is not the
@@ -99,10 +216,11 @@ class Attempt {
     return true
   }
 
-  // The backend failed after it answered (a reset mid-stream, a cut response): blamed,
-  // nothing replayed; the slot is released with the client.
-  blame (reason) {
-    this.lease.failed(reason)
+  // The backend failed after it answered (a reset mid-stream, a cut response): blamed as
+  // the client's (the request may have led to it), nothing replayed; the slot is
+  // released with the client.
+  blame (reason, cause = 'reset') {
+    this.lease.failed(reason, cause, this.ctx.clientAddress)
   }
 
   // lila itself could not open a backend connection (out of descriptors): not the
@@ -111,15 +229,18 @@ class Attempt {
     const lease = this.lease
     this.lease = null
     lease.release(bytesIn, 0)
+    this.#settle()
   }
 
   // The client is done. Releasing twice is harmless; the lease stays readable (which
   // backend served it) for the logs.
   release (bytesIn, bytesOut) {
     if (this.lease !== null) this.lease.release(bytesIn, bytesOut)
+    this.#settle()
   }
 
   cancel () {
+    this.#settle()
     if (this.waiter === null) return
     this.waiter.cancel()
     this.waiter = null

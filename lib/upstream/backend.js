@@ -5,10 +5,9 @@ const { hashString } = require('./balancers/hash')
 const { formatAddress } = require('../address')
 const histogram = require('../histogram')
 
-// Passive health: this many consecutive failures of real traffic take a backend out for
-// a cool-off; after it, one trial connection is let through (half-open) and its success
-// brings the backend back, its failure doubles the cool-off (up to the cap).
-const FAILURES_TO_EJECT = 3
+// Passive health: --eject-after failures of real traffic in a row take a backend out
+// for a cool-off; after it, one trial connection is let through (half-open) and its
+// success brings the backend back, its failure doubles the cool-off (up to the cap).
 const FIRST_COOL_OFF_MS = 5000
 const MAX_COOL_OFF_MS = 60000
 // Latency: the time constant of the decaying peak average (Finagle's default).
@@ -26,16 +25,17 @@ const SLOW_START_FLOOR = 0.1
 //   downReason  why, in words, e.g. "http /health 500"
 // Active checks report each probe (checkPassed / checkFailed) and own the state once
 // they have taken a backend down: only `rise` passed probes bring it back. Real traffic
-// reports through its Lease (succeeded / failed); `FAILURES_TO_EJECT` failures in a row
-// eject an up backend, and only traffic (the half-open trial) brings it back, since a
+// reports through its Lease (succeeded / failed); `ejectAfter` failures in a row eject
+// an up backend (see failed() for whose failures count), and only traffic (the half-open trial) brings it back, since a
 // probe passing says little about a backend whose real connections fail.
 // Emits 'down' (reason, previousState) and 'up' (reason, previousState) when the state
 // changes, and 'down' again when probes take over a backend that traffic took out;
 // 'trial-failed' (reason) when the one connection let through an ejection failed.
 class Backend extends EventEmitter {
-  // `rise` and `fall` (--rise, --fall) matter only to a `checked` backend.
+  // `rise` and `fall` (--rise, --fall) matter only to a `checked` backend; `ejectAfter`
+  // (--eject-after) is passive health's, 0 for never.
   constructor (spec, {
-    now = Date.now, checked = false, rise = null, fall = null, rampOnFirstUp = false, onFree = null
+    now = Date.now, checked = false, rise = null, fall = null, ejectAfter = 0, rampOnFirstUp = false, onFree = null
   } = {}) {
     super()
     const { host, port, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
@@ -51,6 +51,7 @@ class Backend extends EventEmitter {
     this.now = now
     this.rise = rise
     this.fall = fall
+    this.ejectAfter = ejectAfter
 
     this.live = 0
     this.total = 0
@@ -75,6 +76,10 @@ class Backend extends EventEmitter {
     this.lastCheck = null // the last probe's result, in words
 
     this.consecutiveFailures = 0 // of real traffic
+    this.streakCause = null // the cause every failure of the streak had, or null if they differ
+    this.streakClient = null // the one client whose requests failed, of those that may be their doing
+    this.streakTrusted = false // the streak has failures no single client could have caused
+    this.ejections = {} // cause -> how often passive health took this backend out for it
     this.ejectedUntil = 0 // while passive health has this backend out: when a trial may go
     this.coolOff = FIRST_COOL_OFF_MS
     this.trial = null // the one Lease let through to test an ejected backend
@@ -135,18 +140,28 @@ class Backend extends EventEmitter {
   // --- passive health: real traffic, reported through the Lease ---
 
   // Real traffic was served (tcp: the backend sent its first byte or closed cleanly;
-  // http: a response that is not a 502/504).
+  // http: an answer that is not a failure by --eject-on).
   succeeded () {
-    this.consecutiveFailures = 0
+    this.#endStreak()
     if (this.downSource === 'traffic') this.#becomeUp('a connection succeeded')
   }
 
-  // Real traffic failed (refused, reset, timed out, a 502/504). Only the failure of the
-  // trial connection extends an ejection; connections that started before it are
-  // already counted.
-  failed (reason, lease = null) {
+  // Real traffic failed: `cause` is a word for the metrics ('connect', 'closed',
+  // 'reset', 'timeout', 'invalid', or the status answered, e.g. '503'). `client` is
+  // null when the failure cannot be the request's doing (a connect refused; a request
+  // that another backend served); otherwise the client's address: failures that may be
+  // a request's doing eject only together with others, so that one client sending
+  // requests a backend chokes on cannot take a healthy backend out, whatever it sends.
+  // Only the failure of the trial connection extends an ejection; connections that
+  // started before it are already counted.
+  failed (reason, lease = null, cause = 'failed', client = null) {
     this.failures++
     this.consecutiveFailures++
+    if (this.consecutiveFailures === 1) this.streakCause = cause
+    else if (this.streakCause !== cause) this.streakCause = null
+    if (client === null) this.streakTrusted = true
+    else if (this.streakClient === null) this.streakClient = client
+    else if (this.streakClient !== client) this.streakTrusted = true
     if (this.state === 'down') {
       if (this.downSource !== 'traffic' || lease === null || lease !== this.trial) return
       // the trial failed: out again, for longer
@@ -155,11 +170,26 @@ class Backend extends EventEmitter {
       this.ejectedUntil = this.now() + this.coolOff
       this.downReason = `${reason} (trial); next try in ${this.coolOff / 1000}s`
       this.emit('trial-failed', this.downReason)
-    } else if (this.consecutiveFailures >= FAILURES_TO_EJECT) {
+    } else if (this.ejectAfter > 0 && this.consecutiveFailures >= this.ejectAfter && this.streakTrusted) {
       this.ejectedUntil = this.now() + this.coolOff
-      const why = `${this.consecutiveFailures} failures in a row (${reason}); next try in ${this.coolOff / 1000}s`
-      this.#becomeDown('traffic', why)
+      this.ejections[cause] = (this.ejections[cause] || 0) + 1
+      this.#becomeDown('traffic', `${this.#streak(reason)}; next try in ${this.coolOff / 1000}s`)
     }
+  }
+
+  // "5 answers of 503 in a row", or "5 failures in a row (connection refused)".
+  #streak (reason) {
+    const n = this.consecutiveFailures
+    const cause = this.streakCause
+    if (cause !== null && /^\d+$/.test(cause)) return `${n} answers of ${cause} in a row`
+    return `${n} failures in a row (${reason})`
+  }
+
+  #endStreak () {
+    this.consecutiveFailures = 0
+    this.streakCause = null
+    this.streakClient = null
+    this.streakTrusted = false
   }
 
   // --- active health: one call per probe, from health.js ---
@@ -214,7 +244,7 @@ class Backend extends EventEmitter {
     this.ejectedUntil = 0
     this.trial = null
     this.coolOff = FIRST_COOL_OFF_MS
-    this.consecutiveFailures = 0
+    this.#endStreak()
     this.changedAt = this.now()
     if (this.slowStart > 0 && (previous === 'down' || this.rampOnFirstUp)) this.rampFrom = this.changedAt
     this.emit('up', reason, previous)
@@ -253,9 +283,10 @@ class Backend extends EventEmitter {
     this.backup = backup
   }
 
-  setThresholds (rise, fall) {
+  setThresholds ({ rise, fall, ejectAfter }) {
     this.rise = rise
     this.fall = fall
+    this.ejectAfter = ejectAfter
   }
 
   setWeight (weight) {
@@ -291,7 +322,7 @@ class Backend extends EventEmitter {
     this.trial = null
     this.checkPasses = 0
     this.checkFails = 0
-    this.consecutiveFailures = 0
+    this.#endStreak()
     this.changedAt = this.now()
     this.rampOnFirstUp = true
   }
@@ -342,6 +373,7 @@ class Backend extends EventEmitter {
       live: this.live,
       total: this.total,
       failures: this.failures,
+      ejections: { ...this.ejections },
       bytesIn: this.bytesIn,
       bytesOut: this.bytesOut,
       admin: this.admin,
@@ -376,10 +408,11 @@ class Lease {
     this.backend.succeeded()
   }
 
-  failed (reason) {
+  // See Backend.failed for `cause` and `client`.
+  failed (reason, cause, client = null) {
     if (this.verdict !== null) return
     this.verdict = 'failed'
-    this.backend.failed(reason, this)
+    this.backend.failed(reason, this, cause, client)
   }
 
   release (bytesIn = 0, bytesOut = 0) {

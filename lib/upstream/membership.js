@@ -25,8 +25,7 @@ class Membership {
     this.onFree = onFree // given to each Backend: a lease was released
     this.changed = changed
     this.state = state
-    this.rise = settings.rise
-    this.fall = settings.fall
+    this.thresholds = thresholdsOf(settings)
     this.checker = settings.check === null ? null : new HealthChecker(checkerOptions(settings, tls))
     this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve }
     this.discovery = null
@@ -127,9 +126,8 @@ class Membership {
   // changed, as lines for the log.
   update (settings, tls) {
     const changes = []
-    this.rise = settings.rise
-    this.fall = settings.fall
-    for (const backend of this.all()) backend.setThresholds(settings.rise, settings.fall)
+    this.thresholds = thresholdsOf(settings)
+    for (const backend of this.all()) backend.setThresholds(this.thresholds)
     this.#updateChecks(checkerOptions(settings, tls))
     const { resolveInterval, dnsServer } = settings
     if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
@@ -201,8 +199,7 @@ class Membership {
     const backend = new Backend({ ...spec, host, name }, {
       now: this.now,
       checked: this.checker !== null,
-      rise: this.rise,
-      fall: this.fall,
+      ...this.thresholds,
       rampOnFirstUp: this.isStarted(),
       onFree: this.onFree
     })
@@ -364,6 +361,11 @@ function connections (n) {
 // "; 2 connections left open", or nothing.
 function leftOpen (backend) {
   return backend.live === 0 ? '' : `; ${connections(backend.live)} left open`
+}
+
+// What health decides by: --rise, --fall (probes) and --eject-after (traffic).
+function thresholdsOf ({ rise, fall, ejectAfter }) {
+  return { rise, fall, ejectAfter }
 }
 
 module.exports = { Membership, leftOpen }

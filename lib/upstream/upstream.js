@@ -6,6 +6,7 @@ const { Membership, leftOpen } = require('./membership')
 const { silentLogger, formatTable } = require('../log')
 const { formatAddress } = require('../address')
 const { ConflictError } = require('../errors')
+const { RetryBudget } = require('./retry-budget')
 
 // The backends of one listener, and who of them may take traffic now: health (through
 // each Backend's state), panic (every backend down: use them anyway), max-conn and the
@@ -15,7 +16,11 @@ const { ConflictError } = require('../errors')
 //   upstream.acquire(ctx, tried)           -> a Lease on a backend now, or null
 //   upstream.enqueue(ctx, tried, onLease)  -> a Waiter (a place in the queue), or null:
 //                                             nothing could take it, waiting is pointless
-//   lease.succeeded() | lease.failed(reason); lease.release(bytesIn, bytesOut) once
+//   lease.succeeded() | lease.failed(reason, cause, client); lease.release(in, out) once
+//
+// It also holds the listener's retry policy, which the attempt reads: `retries`,
+// `retryOn` and `ejectOn` (Sets of statuses), the `budget` (retry-budget.js), and
+// counts what came of it: retried(cause, spends), failedEverywhere().
 //
 // `ctx` is what the mode keys on (clientAddress; http adds the path); `tried` is null or
 // the Set of Backends that already failed this connection or request.
@@ -32,6 +37,10 @@ class Upstream {
     this.log = log
     this.table = table // log the start-up table
     this.queue = new WaitQueue({ timeout: config.queueTimeout })
+    this.budget = new RetryBudget(config.retryBudget, now)
+    this.#policy(config)
+    this.retriesBy = {} // cause -> retries on another backend
+    this.everywhere = 0 // requests that failed on two backends: blamed on the request
     this.panic = false
     this.started = false // start-up done: changes are logged
     this.closed = false
@@ -102,16 +111,36 @@ class Upstream {
   // null when waiting is pointless: no queue (--queue-timeout 0), the queue is full, or
   // no backend that could take it is merely full (all down, or all tried).
   enqueue (ctx, tried, onLease) {
-    if (this.closed || !this.#couldServe(tried)) return null
+    if (this.closed || !this.couldServe(tried)) return null
     return this.queue.add(ctx, tried, onLease)
   }
 
-  #couldServe (tried) {
+  // Could a backend not in `tried` take a client now or once a slot frees?
+  couldServe (tried) {
     const now = this.now()
     for (const backend of this.members.backends) {
       if (backend.available(now, this.panic) && (tried === null || !tried.has(backend))) return true
     }
     return false
+  }
+
+  // What the attempt reports: a retry on another backend (spending budget when the
+  // backend had seen the request), a request that failed everywhere.
+  retried (cause, spends) {
+    this.retriesBy[cause] = (this.retriesBy[cause] || 0) + 1
+    if (spends) this.budget.spend()
+  }
+
+  failedEverywhere () {
+    this.everywhere++
+  }
+
+  // --retries, --retry-on, --eject-on, --retry-budget: at start and on a reload.
+  #policy ({ retries, retryOn, ejectOn, retryBudget }) {
+    this.retries = retries
+    this.retryOn = new Set(retryOn)
+    this.ejectOn = new Set(ejectOn)
+    this.budget.setPercent(retryBudget)
   }
 
   #serveQueue () {
@@ -178,6 +207,7 @@ class Upstream {
       this.hashBalanceFactor = hashBalanceFactor
     }
     this.queue.timeout = config.queueTimeout
+    this.#policy(config)
     return this.members.update(config, tls)
   }
 
@@ -266,7 +296,14 @@ class Upstream {
 
   // Live figures of the upstream as a whole, for the listener's snapshot.
   stats () {
-    return { panic: this.panic, queued: this.queue.size, queueTimeouts: this.queue.timeouts }
+    return {
+      panic: this.panic,
+      queued: this.queue.size,
+      queueTimeouts: this.queue.timeouts,
+      retries: { ...this.retriesBy }, // by cause
+      retryBudgetExhausted: this.budget.exhausted,
+      failedEverywhere: this.everywhere
+    }
   }
 
   // Every backend, those still finishing after their removal last.

@@ -38,7 +38,7 @@ class Exchange {
     this.reading = !this.body.done // the client's bytes are this exchange's (see wantsClientData)
 
     // Where it goes.
-    this.attempt = new Attempt(this.listener.upstream, this, this, this.listener.config.retries)
+    this.attempt = new Attempt(this.listener.upstream, this, this)
     this.sentAt = 0 // when the head went to the backend: latency for least-time
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
@@ -82,29 +82,32 @@ class Exchange {
       const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
       return this.answer(503, detail, { retryAfter: 5 })
     }
-    this.answer(this.lastStatus, `backend ${attempt.lastBackend} ${attempt.lastReason}`)
+    this.answer(this.lastStatus, attempt.failure)
   }
 
-  // A slot on a backend: take a connection to it.
+  // A slot on a backend: take a connection to it. A retry reads a new response.
   seated (lease) {
     this.upstreamHead = null
+    if (this.attempt.attempts > 1) this.response = new Response(this, this.session, this.head)
     this.listener.protocol.poolFor(lease.backend).acquire(this)
   }
 
-  // The backend connection failed. Before any response byte, the attempt retries where
-  // safe; after the response started, the client is cut so that it cannot mistake the
-  // rest for complete.
-  upstreamFailed (reason, status, conn = this.conn) {
+  // The backend connection failed: `cause` says how (see Backend.failed); 'connect'
+  // means before the request went out. Before any response byte, the attempt retries
+  // where safe; after the response started, the client is cut so that it cannot
+  // mistake the rest for complete.
+  upstreamFailed (reason, cause, conn = this.conn) {
     if (this.done) return
     const { attempt } = this
     const backend = attempt.backend
+    const status = cause === 'timeout' ? 504 : 502
     if (conn !== null) conn.destroy()
     this.conn = null
     const { log } = this.listener
     if (this.responseStarted) {
       const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
       log.warn(`${request}: backend ${backend.address} ${reason}; response cut`)
-      attempt.blame(reason)
+      attempt.blame(reason, cause)
       this.releaseLease()
       this.session.destroy()
       this.finish(false)
@@ -115,16 +118,15 @@ class Exchange {
     const replayable = !this.response.gotBytes && this.body.canReplay()
     // A pooled connection the backend had closed (the keep-alive race): once more on a
     // fresh connection to the same backend.
-    if (conn !== null && conn.reused && status === 502 && replayable && attempt.retryFresh()) {
+    if (conn !== null && conn.reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
       return conn.pool.acquire(this, { fresh: true })
     }
     this.lastStatus = status
-    if (replayable && status === 502) {
-      log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
-    }
-    const retried = attempt.failed(reason, { replayable, slow: status === 504, bytesIn: this.bytesIn })
-    if (!retried) this.answer(status, `backend ${backend.address} ${reason}`)
+    const sent = cause !== 'connect'
+    const retried = attempt.failed(reason, { cause, sent, replayable, bytesIn: this.bytesIn })
+    if (retried) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+    else this.answer(status, attempt.failure)
   }
 
   // lila itself could not open a backend connection (out of descriptors): the backend
@@ -252,8 +254,16 @@ class Exchange {
   // The final response head is in (see Response); `buf` from `end` on is the start of
   // its body.
   startResponse (res, buf, end) {
-    const { head, session, response } = this
-    this.attempt.succeeded(performance.now() - this.sentAt)
+    const { head, session, response, conn } = this
+    // An answer the attempt retries elsewhere is dropped with its connection (its body
+    // unread); the next backend's comes through seated().
+    const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs: performance.now() - this.sentAt }
+    this.lastStatus = res.status // what the client gets if no other backend answers
+    if (this.attempt.answered(res.status, how)) {
+      if (this.conn === conn) this.conn = null
+      conn.destroy()
+      return
+    }
     response.frame(res, this.conn, buf.length - end)
     // After a declined upgrade, what the client sent next may be meant as the new
     // protocol or as HTTP; rather than guess, the connection ends with this response.
@@ -316,19 +326,19 @@ class Exchange {
     const reason = this.response.gotBytes
       ? 'closed the connection mid-response'
       : 'closed the connection without answering'
-    this.upstreamFailed(reason, 502)
+    this.upstreamFailed(reason, 'closed')
   }
 
   onUpstreamError (conn, err) {
     if (this.conn !== null && this.conn !== conn) return
     if (this.tunnel !== null) return this.session.destroy()
     if (isLocalShortage(err) && !this.responseStarted) return this.shortOf(conn, err)
-    this.upstreamFailed(reasonOf(err), 502, conn)
+    this.upstreamFailed(reasonOf(err), conn.ready ? 'reset' : 'connect', conn)
   }
 
   onUpstreamTimeout (conn) {
-    if (!conn.ready) return this.upstreamFailed('connect timed out', 502, conn)
-    this.upstreamFailed('timed out', 504)
+    if (!conn.ready) return this.upstreamFailed('connect timed out', 'connect', conn)
+    this.upstreamFailed('timed out', 'timeout')
   }
 
   // lila answers the request itself (error statuses).

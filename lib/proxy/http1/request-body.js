@@ -86,6 +86,12 @@ class RequestBody {
   canReplay () {
     return this.kept && (IDEMPOTENT.has(this.method) || !this.started)
   }
+
+  // Can the request be sent again after a backend answered it? Only an idempotent one:
+  // the backend may have acted on it, whatever it answered.
+  canRepeat () {
+    return this.kept && IDEMPOTENT.has(this.method)
+  }
 }
 
 module.exports = { RequestBody }

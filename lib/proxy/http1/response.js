@@ -16,7 +16,7 @@ for (let i = 0; i < 8; i++) HOW.push({ chunked: (i & 4) !== 0, close: (i & 2) !=
 // It also keeps what the response says of the backend connection: its Keep-Alive hint,
 // and whether it can serve another request (`reusable`).
 //
-// What it reads goes back through the exchange: upstreamFailed(reason, 502),
+// What it reads goes back through the exchange: upstreamFailed(reason, 'invalid'),
 // startTunnel / startResponse (res, buf, end) with the final head, toClient(piece)
 // for body bytes, responseDone() at the body's end.
 class Response {
@@ -50,10 +50,12 @@ class Response {
     for (;;) {
       const end = findHeadEnd(buf, start)
       if (end === -1) {
-        if (buf.length - start > MAX_HEAD) return exchange.upstreamFailed('sent a response head over 16 KiB', 502)
+        if (buf.length - start > MAX_HEAD) return exchange.upstreamFailed('sent a response head over 16 KiB', 'invalid')
         // A head whose lines end in a bare LF would never end by CRLF: refused at once
         // rather than waited on until --timeout.
-        if (hasBareLf(buf, start)) return exchange.upstreamFailed('sent a response head with bare LF line endings', 502)
+        if (hasBareLf(buf, start)) {
+          return exchange.upstreamFailed('sent a response head with bare LF line endings', 'invalid')
+        }
         this.partial = view(buf, start, buf.length)
         return
       }
@@ -62,10 +64,10 @@ class Response {
         res = parseResponseHead(buf, start, end, request.method)
       } catch (err) {
         if (err.status === undefined) throw err
-        return exchange.upstreamFailed(`sent an invalid response (${err.message})`, 502)
+        return exchange.upstreamFailed(`sent an invalid response (${err.message})`, 'invalid')
       }
       if (res.status === 101) {
-        if (!request.isUpgrade) return exchange.upstreamFailed('switched protocols unasked', 502)
+        if (!request.isUpgrade) return exchange.upstreamFailed('switched protocols unasked', 'invalid')
         return exchange.startTunnel(res, buf, end)
       }
       if (res.status < 200) {
@@ -131,7 +133,7 @@ class Response {
       try {
         bodyEnd = this.reader.read(buf, start, end, this.sendDecoded)
       } catch (err) {
-        return exchange.upstreamFailed(err.message, 502)
+        return exchange.upstreamFailed(err.message, 'invalid')
       }
       if (bodyEnd !== -1) {
         if (bodyEnd < end) this.reusable = false // bytes after the response: not a clean connection
