@@ -62,7 +62,7 @@ function client (upstream, script, seen, { replayable = true, clientAddress = '1
       c.outcome = reason === null ? `unserved after ${c.attempt.attempts}` : `left the queue: ${reason}`
     }
   }
-  c.attempt = new Attempt(upstream, { clientAddress }, c)
+  c.attempt = new Attempt(upstream, { clientAddress }, c, { perRequest: true })
   return c
 }
 

@@ -107,13 +107,17 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     name: ['front', 'front'],
     flag: [true, true],
     proxyProtocol: ['v2', 'v2'],
-    file: ['/tmp/x.pem', '/tmp/x.pem']
+    file: ['/tmp/x.pem', '/tmp/x.pem'],
+    statusList: ['5xx', '5xx'],
+    percent: ['25%', '25%']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
     timeout: { protocol: 'http' },
     'header-timeout': { protocol: 'http' },
     forwarded: { protocol: 'http' },
+    'retry-on': { protocol: 'http' },
+    'eject-on': { protocol: 'http' },
     'hash-balance-factor': { mode: 'ip-hash' },
     'tls-cert': { 'tls-key': '/tmp/k.pem' },
     'tls-key': { 'tls-cert': '/tmp/c.pem' },

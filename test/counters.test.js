@@ -179,7 +179,7 @@ t.test('passive ejection: a backend that resets every connection is taken out, t
   })
   const good = await tcpBackend(t, 'good', (socket, b) => socket.end('good\n'))
   const { log, waitFor } = captureLog()
-  const lila = await startLila(t, ['rr', flaky.address, good.address], { now: () => clock.now, log })
+  const lila = await startLila(t, ['rr', flaky.address, good.address, '--eject-after', '3'], { now: () => clock.now, log })
   const results = []
   for (let i = 0; i < 6; i++) results.push(await exchange(lila.port, 'hi'))
   t.same(results.map(r => r.data), ['', 'good\n', '', 'good\n', '', 'good\n'], 'rr: every other one hits the reset')

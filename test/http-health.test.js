@@ -50,7 +50,7 @@ t.test('passive ejection in http mode: a backend that resets requests is taken o
     const res = await request(lila.port)
     t.equal(res.status, 200, `GET ${i + 1} retried onto the good backend`)
   }
-  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${resetPort} down: 3 failures in a row \\(connection reset\\)`))
+  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${resetPort} down: 5 failures in a row \\(connection reset\\)`))
 })
 
 t.test('a backend killed under a steady stream of GETs: no client error; it comes back', async t => {

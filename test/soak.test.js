@@ -1,9 +1,14 @@
 'use strict'
 
 // The chaos soak: for a bounded time, real backend processes are killed (SIGKILL) and
-// restarted, made slow, made to reset connections, while clients drive lila in HTTP
-// and in TCP mode. At least one backend is always up. Afterwards:
+// restarted, made slow, made to reset or drop connections or to answer 503 for spells,
+// while clients drive lila in HTTP and in TCP mode. At least one backend is always up,
+// and at most one misbehaves after taking a request at a time: a request that fails on
+// two backends is blamed on the request and not tried on a third (attempt.js), which is
+// right for a request that kills backends, and would be for two backends failing at once.
+// Afterwards:
 //   http: zero failed GETs; every POST answered with a status (200, 502, 503, 504);
+//         every live count back to zero (/status.json);
 //   tcp:  zero connections that found no backend;
 //   both: lila's open file descriptors back to their idle count, memory bounded.
 // CI runs a short form; `npm run soak` a long one:
@@ -15,7 +20,7 @@ const net = require('net')
 const fs = require('fs')
 const path = require('path')
 const { fork } = require('child_process')
-const { spawnLila, deadPort, within, memoryOf } = require('./fixtures/helpers')
+const { spawnLila, deadPort, within, memoryOf, settled, isSettled } = require('./fixtures/helpers')
 const { prng } = require('./fixtures/http-fuzz')
 
 const SECONDS = Number(process.env.SOAK_SECONDS || 20) // per protocol
@@ -43,7 +48,8 @@ async function startFleet (t, n) {
     backends: fleet,
     alive: () => fleet.filter(b => b.child !== null),
     // Alive, answering every request, and long enough for lila's probes to know it.
-    healthy: () => fleet.filter(b => b.child !== null && b.mode !== 'reset' && Date.now() - b.since > 1000),
+    healthy: () => fleet.filter(b => b.child !== null && !MISBEHAVING.has(b.mode) && Date.now() - b.since > 1000),
+    misbehaving: () => fleet.filter(b => b.child !== null && MISBEHAVING.has(b.mode)),
     dead: () => fleet.filter(b => b.child === null),
     kill (b) {
       b.child.kill('SIGKILL')
@@ -57,17 +63,24 @@ async function startFleet (t, n) {
   }
 }
 
+// Modes in which a backend fails requests it took (chaos-backend.js).
+const MISBEHAVING = new Set(['reset', 'drop', 'unavailable'])
+
 function openFds (pid) {
   return fs.readdirSync(`/proc/${pid}/fd`).length
 }
 
 // Chaos until `deadline`: one action every 100-400 ms. One backend at least stays
-// healthy (see fleet.healthy): the promise is about clients while a backend is up.
-async function chaos (fleet, rand, deadline, { resets }) {
-  const tally = { kills: 0, restarts: 0, slow: 0, resets: 0, normal: 0 }
+// healthy (see fleet.healthy): the promise is about clients while a backend is up. At
+// most one backend misbehaves at a time, and while one does, only it is killed.
+// `failures`: the misbehaving modes this run may use (none: kills and slowness only).
+async function chaos (fleet, rand, deadline, { failures }) {
+  const tally = { kills: 0, restarts: 0, slow: 0, normal: 0, reset: 0, drop: 0, unavailable: 0 }
   const pick = list => list[Math.floor(rand() * list.length)]
-  // A backend that may be hit now without leaving no healthy one.
+  // A backend that may be hit now without leaving no healthy one, nor two misbehaving.
   const victim = () => {
+    const misbehaving = fleet.misbehaving()
+    if (misbehaving.length > 0) return misbehaving[0]
     const healthy = fleet.healthy()
     const others = fleet.alive().filter(b => healthy.length > 1 || !healthy.includes(b))
     return others.length ? pick(others) : null
@@ -84,11 +97,11 @@ async function chaos (fleet, rand, deadline, { resets }) {
       await fleet.start(pick(fleet.dead()))
       tally.restarts++
     } else {
-      const mode = rand() < 0.4 ? 'slow' : (resets && rand() < 0.5 ? 'reset' : 'normal')
-      const b = mode === 'reset' ? victim() : pick(fleet.alive())
-      if (b === null) continue
+      const mode = rand() < 0.4 ? 'slow' : (failures.length && rand() < 0.6 ? pick(failures) : 'normal')
+      const b = MISBEHAVING.has(mode) ? victim() : pick(fleet.alive().filter(b => !MISBEHAVING.has(b.mode)))
+      if (b === undefined || b === null) continue
       fleet.mode(b, mode)
-      tally[mode === 'slow' ? 'slow' : mode === 'reset' ? 'resets' : 'normal']++
+      tally[mode]++
     }
   }
   // Everyone back, behaving.
@@ -160,7 +173,7 @@ const common = [...(process.env.SOAK_DEBUG ? ['--log-level', 'debug'] : []), '--
 
 t.test(`http mode under chaos for ${SECONDS}s (seed ${SEED})`, async t => {
   const fleet = await startFleet(t, 4)
-  const lila = await spawnLila(t, ['rr', ...fleet.backends.map(b => `127.0.0.1:${b.port}`), '--protocol', 'http', '--timeout', '5s', ...common])
+  const lila = await spawnLila(t, ['rr', ...fleet.backends.map(b => `127.0.0.1:${b.port}`), '--protocol', 'http', '--timeout', '5s', '--status-port', '0', ...common])
   const pid = lila.child.pid
   const idleFds = openFds(pid)
   const idleMemory = memoryOf(pid)
@@ -168,7 +181,7 @@ t.test(`http mode under chaos for ${SECONDS}s (seed ${SEED})`, async t => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 })
   t.teardown(() => agent.destroy())
   const [tally, gets, posts] = await Promise.all([
-    chaos(fleet, prng(SEED), deadline, { resets: true }),
+    chaos(fleet, prng(SEED), deadline, { failures: ['reset', 'drop', 'unavailable'] }),
     Promise.all(Array.from({ length: 8 }, () => loop(deadline, () => get(lila.port, agent)))).then(r => r.flat()),
     Promise.all(Array.from({ length: 2 }, () => loop(deadline, () => post(lila.port)))).then(r => r.flat())
   ])
@@ -187,6 +200,14 @@ t.test(`http mode under chaos for ${SECONDS}s (seed ${SEED})`, async t => {
   const byStatus = {}
   for (const r of posts) byStatus[r.status] = (byStatus[r.status] || 0) + 1
   t.comment(`POST outcomes: ${JSON.stringify(byStatus)}`)
+  const snapshot = await settled(lila, { timeout: 10000 })
+  const listener = snapshot.listeners[0]
+  const ejections = {}
+  for (const b of listener.backends) {
+    for (const [cause, n] of Object.entries(b.ejections)) ejections[cause] = (ejections[cause] || 0) + n
+  }
+  t.comment(`retries ${JSON.stringify(listener.retries)}, budget exhausted ${listener.retryBudgetExhausted}, failed everywhere ${listener.failedEverywhere}, ejections ${JSON.stringify(ejections)}`)
+  t.ok(isSettled(snapshot), 'every live count back to zero')
 
   const fds = await settledFds(pid, idleFds)
   t.ok(fds <= idleFds + 4, `open descriptors back to idle: ${fds} (idle ${idleFds})`)
@@ -204,7 +225,7 @@ t.test(`tcp mode under chaos for ${SECONDS}s (seed ${SEED})`, async t => {
   const idleMemory = memoryOf(pid)
   const deadline = Date.now() + SECONDS * 1000
   const [tally, conns] = await Promise.all([
-    chaos(fleet, prng(SEED + 1), deadline, { resets: false }),
+    chaos(fleet, prng(SEED + 1), deadline, { failures: [] }),
     Promise.all(Array.from({ length: 8 }, () => loop(deadline, () => tcpRequest(lila.port)))).then(r => r.flat())
   ])
   if (process.env.SOAK_DEBUG) fs.writeFileSync('/tmp/soak-tcp.log', lila.stderr)

@@ -87,7 +87,7 @@ t.test('failover: a refused backend and one that never answers the connect lose 
   t.equal(good.connections, 12)
   t.ok(lila.lines.some(l => /connect to 127\.0\.0\.1:\d+ failed: connect timed out/.test(l)), 'the timeout fired')
   t.ok(lila.lines.some(l => /connect to 127\.0\.0\.1:\d+ failed: connection refused/.test(l)), 'the refusal was seen')
-  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${refused} down: 3 failures in a row \\(connection refused\\)`))
+  await lila.waitForLine(new RegExp(`backend 127\\.0\\.0\\.1:${refused} down: 5 failures in a row \\(connection refused\\)`))
 })
 
 t.test('the client\'s first bytes wait until a backend is connected, and are not lost on failover', async t => {

@@ -49,7 +49,7 @@ t.test('a waiter gives up after --queue-timeout; one that left is skipped', asyn
   await until(() => patient.got.length === 1, 'the waiter to give up')
   t.same(patient.got, ['gave up: no backend slot within 30ms'])
   t.same(leaving.got, [], 'a cancelled waiter hears nothing')
-  t.same(upstream.stats(), { panic: false, queued: 0, queueTimeouts: 1 })
+  t.match(upstream.stats(), { panic: false, queued: 0, queueTimeouts: 1 })
   held.release()
   t.equal(upstream.backends[0].live, 0)
 })

@@ -24,7 +24,22 @@ const LISTENER_FAMILIES = [
   ['lila_listener_queue_timeouts_total', 'counter',
     'Connections or requests that gave up waiting in the queue.', l => l.queueTimeouts],
   ['lila_listener_panic', 'gauge',
-    '1 while every backend is down and traffic goes to them anyway.', l => l.panic ? 1 : 0]
+    '1 while every backend is down and traffic goes to them anyway.', l => l.panic ? 1 : 0],
+  ['lila_listener_retry_budget_exhausted_total', 'counter',
+    'Retries not made because the retry budget (--retry-budget) was used up.', l => l.retryBudgetExhausted],
+  ['lila_listener_failed_everywhere_total', 'counter',
+    'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere]
+]
+
+// [name, help, counts(listener or backend) -> { cause: n }]: one sample per cause.
+const LISTENER_BY_CAUSE = [
+  ['lila_listener_retries_total',
+    'Connections or requests tried on another backend, by what failed (connect, closed, reset, invalid, a status).',
+    l => l.retries]
+]
+const BACKEND_BY_CAUSE = [
+  ['lila_backend_ejections_total',
+    'Times passive health took the backend out, by the failure that did it.', b => b.ejections]
 ]
 
 const BACKEND_FAMILIES = [
@@ -41,7 +56,8 @@ const BACKEND_FAMILIES = [
   ['lila_backend_requests_total', 'counter',
     'Connections (tcp) or requests (http) sent to the backend, retries included.', b => b.total],
   ['lila_backend_failures_total', 'counter',
-    'Failed connects, resets before an answer, and (http) 502 and 504 answers.', b => b.failures],
+    'Failed connects, closes and resets before an answer, timeouts, and (http) answers --eject-on counts.',
+    b => b.failures],
   ['lila_backend_in_bytes_total', 'counter',
     'Bytes from clients to the backend.', b => b.bytesIn],
   ['lila_backend_out_bytes_total', 'counter',
@@ -68,6 +84,10 @@ function renderMetrics (snapshot, { version = null } = {}) {
     family(name, type, help)
     for (const l of snapshot.listeners) sample(out, name, { listener: l.name }, value(l))
   }
+  for (const [name, help, counts] of LISTENER_BY_CAUSE) {
+    family(name, 'counter', help)
+    for (const l of snapshot.listeners) byCause(out, name, { listener: l.name }, counts(l))
+  }
 
   const backends = []
   for (const l of snapshot.listeners) {
@@ -83,6 +103,10 @@ function renderMetrics (snapshot, { version = null } = {}) {
   for (const [name, type, help, value] of BACKEND_FAMILIES) {
     family(name, type, help)
     for (const [base, b] of backends) sample(out, name, base, value(b))
+  }
+  for (const [name, help, counts] of BACKEND_BY_CAUSE) {
+    family(name, 'counter', help)
+    for (const [base, b] of backends) byCause(out, name, base, counts(b))
   }
 
   const histogram = 'lila_backend_response_time_seconds'
@@ -103,6 +127,11 @@ function renderMetrics (snapshot, { version = null } = {}) {
 function sample (out, name, base, value) {
   if (value === null || value === undefined) return
   out.push(`${name}${labels(base)} ${number(value)}`)
+}
+
+function byCause (out, name, base, counts) {
+  if (!counts) return
+  for (const cause of Object.keys(counts).sort()) sample(out, name, { ...base, cause }, counts[cause])
 }
 
 function labels (pairs) {

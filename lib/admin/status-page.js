@@ -69,7 +69,9 @@ function listenerSection (l) {
   const total = l.backends.reduce((sum, b) => sum + b.total, 0)
   const facts = [
     `active ${l.active}`, `waiting ${l.waiting}`, `queued ${l.queued}`, `accepted ${l.accepted}`,
-    `unserved ${l.unserved}`, `queue timeouts ${l.queueTimeouts}`
+    `unserved ${l.unserved}`, `queue timeouts ${l.queueTimeouts}`, `retries ${byCause(l.retries)}`,
+    ...(l.retryBudgetExhausted > 0 ? [`retries refused by the budget ${l.retryBudgetExhausted}`] : []),
+    ...(l.failedEverywhere > 0 ? [`requests that failed everywhere ${l.failedEverywhere}`] : [])
   ].join(' · ')
   const times = l.protocol === 'http' ? 'response time' : 'connect + first byte'
   const live = l.protocol === 'http' ? 'in flight' : 'live'
@@ -92,9 +94,25 @@ function backendRow (b, total) {
   return `<tr><td>${esc(b.address)}${notes.length ? ` <small>(${esc(notes.join(', '))})</small>` : ''}</td>` +
     `<td class="st ${esc(b.status)}"><b>${esc(b.status)}</b>${why}</td>` +
     `<td>${weight}</td><td>${b.live}${b.maxConn !== null ? ` / ${b.maxConn}` : ''}</td>` +
-    `<td><span class="bar" style="width:${share}px"></span>${share}%</td><td>${b.total}</td><td>${b.failures}</td>` +
+    `<td><span class="bar" style="width:${share}px"></span>${share}%</td><td>${b.total}</td>` +
+    `<td>${b.failures}${ejected(b.ejections)}</td>` +
     `<td>${bytes(b.bytesIn)}</td><td>${bytes(b.bytesOut)}</td>` +
     `<td>${ms(rt.p50)}</td><td>${ms(rt.p90)}</td><td>${ms(rt.p99)}</td></tr>`
+}
+
+// "7 (503: 5, connect: 2)", or "0".
+function byCause (counts = {}) {
+  const causes = Object.keys(counts).sort()
+  const total = causes.reduce((sum, cause) => sum + counts[cause], 0)
+  return causes.length === 0 ? '0' : `${total} (${esc(causes.map(c => `${c}: ${counts[c]}`).join(', '))})`
+}
+
+// " · ejected 2× (503)", or nothing.
+function ejected (counts = {}) {
+  const causes = Object.keys(counts).sort()
+  if (causes.length === 0) return ''
+  const total = causes.reduce((sum, cause) => sum + counts[cause], 0)
+  return ` <small>· ejected ${total}× (${esc(causes.join(', '))})</small>`
 }
 
 function esc (text) {

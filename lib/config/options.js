@@ -57,7 +57,7 @@ const OPTIONS = [
     arg: 'N',
     type: 'count',
     default: 2,
-    help: 'other backends to try when one fails a connection or request'
+    help: 'other backends to try when one fails'
   },
   {
     name: 'retry-on',
@@ -66,14 +66,15 @@ const OPTIONS = [
     default: Object.freeze([502, 503]),
     shown: '502,503',
     only: 'http',
-    help: 'http: answers retried on another backend (idempotent requests): codes, 5xx, gateway or none'
+    help: 'http: answers tried again elsewhere: codes, 5xx, gateway, none'
   },
   {
     name: 'retry-budget',
     arg: 'PCT',
     type: 'percent',
     default: 20,
-    help: 'retries of requests a backend saw: at most PCT% of the last 10s of requests, plus 10; off: no cap'
+    shown: '20%',
+    help: 'cap on retries: PCT% of the requests of 10s, plus 10; off'
   },
   {
     name: 'max-conn',
@@ -150,7 +151,7 @@ const OPTIONS = [
     arg: 'N',
     type: 'count',
     default: 5,
-    help: 'failures of real traffic in a row that take a backend out for a cool-off; 0: never'
+    help: 'failures of real traffic in a row that take a backend out; 0: never'
   },
   {
     name: 'eject-on',
@@ -159,7 +160,7 @@ const OPTIONS = [
     default: Object.freeze([502, 503, 504]),
     shown: 'gateway',
     only: 'http',
-    help: 'http: answers that count as failures: codes, 5xx, gateway (502,503,504) or none'
+    help: 'http: answers that count as failures: codes, 5xx, gateway, none'
   },
   {
     name: 'queue-timeout',

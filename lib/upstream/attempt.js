@@ -29,15 +29,18 @@
 // backend is (nor is the request tried further). A failure that could not be compared
 // counts against the backend with the client's address, which ejects only together
 // with other evidence (Backend.failed): one client cannot take a healthy backend out.
+// That is for requests (`perRequest`, http); a tcp connection is opaque to lila, and a
+// backend that resets connections after the client's first bytes is blamed for it.
 //
 // `ctx` is what the mode keys on (clientAddress; http adds path). `owner.unserved`
 // hears null when no backend could take it now (none usable, the queue full or off, or
 // the tries used up) and the queue's reason when it gave up waiting.
 class Attempt {
-  constructor (upstream, ctx, owner) {
+  constructor (upstream, ctx, owner, { perRequest = false } = {}) {
     this.upstream = upstream
     this.ctx = ctx
     this.owner = owner
+    this.suspect = perRequest ? ctx.clientAddress : null // whose request a failure may be
     this.lease = null // the current backend's slot
     this.waiter = null // while queued
     this.tried = null // Set of the backends that failed this client
@@ -156,7 +159,7 @@ class Attempt {
       lease.release(bytesIn, 0)
       return true
     }
-    if (counts) lease.failed(reason, cause, this.ctx.clientAddress)
+    if (counts) lease.failed(reason, cause, this.suspect)
     else this.succeeded(latencyMs)
     return false
   }
@@ -183,7 +186,7 @@ class Attempt {
     } else {
       retry = replayable && cause !== 'timeout' && this.#mayRetry(true)
       if (retry) this.pending = { lease, reason, cause, counts: true }
-      else lease.failed(reason, cause, this.ctx.clientAddress)
+      else lease.failed(reason, cause, this.suspect)
     }
     if (retry) this.#retry(cause, sent)
     else this.#settle()
@@ -204,7 +207,7 @@ class Attempt {
   #settle () {
     const pending = this.pending
     this.pending = null
-    if (pending !== null && pending.counts) pending.lease.failed(pending.reason, pending.cause, this.ctx.clientAddress)
+    if (pending !== null && pending.counts) pending.lease.failed(pending.reason, pending.cause, this.suspect)
   }
 
   // A pooled connection the backend had already closed (the keep-alive race) is not the
@@ -220,7 +223,7 @@ class Attempt {
   // the client's (the request may have led to it), nothing replayed; the slot is
   // released with the client.
   blame (reason, cause = 'reset') {
-    this.lease.failed(reason, cause, this.ctx.clientAddress)
+    this.lease.failed(reason, cause, this.suspect)
   }
 
   // lila itself could not open a backend connection (out of descriptors): not the

@@ -38,7 +38,7 @@ class Exchange {
     this.reading = !this.body.done // the client's bytes are this exchange's (see wantsClientData)
 
     // Where it goes.
-    this.attempt = new Attempt(this.listener.upstream, this, this)
+    this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
     this.sentAt = 0 // when the head went to the backend: latency for least-time
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
