@@ -197,3 +197,57 @@ t.test('snapshot names the state and why', async t => {
     live: 0
   })
 })
+
+t.test('passive health: whose failures eject (the client rule), and what the reason says', async t => {
+  // `client` null: a failure no request can cause (or one another backend did not
+  // have); an address: a failure that may be that client's request's doing.
+  const fail = (backend, n, reason, cause, client) => {
+    for (let i = 0; i < n; i++) {
+      const lease = backend.acquire()
+      lease.failed(reason, cause, client)
+      lease.release()
+    }
+  }
+
+  t.test('failures that may be one client\'s doing never eject, however many', async t => {
+    const { backend } = setup({}, { checked: false, ejectAfter: 5 })
+    fail(backend, 50, 'answered 503', '503', '192.0.2.1')
+    t.equal(backend.state, 'up')
+    t.equal(backend.failures, 50, 'but they are counted')
+  })
+
+  t.test('two clients behind the streak: ejected, and the reason names the answer', async t => {
+    const { backend, events } = setup({}, { checked: false, ejectAfter: 5 })
+    fail(backend, 4, 'answered 503', '503', '192.0.2.1')
+    fail(backend, 1, 'answered 503', '503', '192.0.2.2')
+    t.equal(backend.state, 'down')
+    t.same(events, ['down from up: 5 answers of 503 in a row; next try in 5s'])
+    t.same(backend.snapshot().ejections, { 503: 1 })
+  })
+
+  t.test('one failure no request can cause in the streak is enough', async t => {
+    const { backend, events } = setup({}, { checked: false, ejectAfter: 5 })
+    fail(backend, 4, 'closed the connection without answering', 'closed', '192.0.2.1')
+    fail(backend, 1, 'connection refused', 'connect', null)
+    t.same(events, ['down from up: 5 failures in a row (connection refused); next try in 5s'], 'mixed causes: the last one named')
+    t.same(backend.snapshot().ejections, { connect: 1 })
+  })
+
+  t.test('a success ends the streak and what was known of its clients', async t => {
+    const { backend } = setup({}, { checked: false, ejectAfter: 3 })
+    fail(backend, 2, 'answered 502', '502', '192.0.2.1')
+    const ok = backend.acquire()
+    ok.succeeded()
+    ok.release()
+    fail(backend, 2, 'answered 502', '502', '192.0.2.2')
+    t.equal(backend.state, 'up', 'two of three since the success, from one client')
+    fail(backend, 1, 'answered 502', '502', '192.0.2.3')
+    t.equal(backend.state, 'down')
+  })
+
+  t.test('--eject-after 0: never ejected by traffic', async t => {
+    const { backend } = setup({}, { checked: false, ejectAfter: 0 })
+    fail(backend, 20, 'connection refused', 'connect', null)
+    t.equal(backend.state, 'up')
+  })
+})
