@@ -8,7 +8,7 @@
 
 const t = require('tap')
 const http = require('http')
-const { httpBackend, spawnLila, statusJson, settled, request, runLila } = require('./fixtures/helpers')
+const { httpBackend, spawnLila, statusJson, settled, request, runLila, curl } = require('./fixtures/helpers')
 
 const FIRST_COOL_OFF_MS = 5000
 
@@ -54,8 +54,12 @@ t.test('a backend answering 503 to everything gets a handful of requests, leaves
   const lila = await spawnLila(t, ['rr', good.address, sick.address, '--protocol', 'http', '--check', 'none',
     '--host', '127.0.0.1', '--port', '0', '--status-port', '0'])
 
-  const results = await sequential(100, () => request(lila.port))
-  t.same(statuses(results), { 200: 100 }, 'every client got a 200: the 503s were retried on the good backend')
+  // curl, 20 requests on one keep-alive connection; then 80 more from Node's client.
+  const url = `http://127.0.0.1:${lila.port}/`
+  const viaCurl = await curl(['-w', '%{http_code}\\n', ...Array(20).fill(['-o', '/dev/null', url]).flat()])
+  t.same(viaCurl.stdout.trim().split('\n'), Array(20).fill('200'), 'curl got 20 times 200')
+  const results = await sequential(80, () => request(lila.port))
+  t.same(statuses(results), { 200: 80 }, 'every client got a 200: the 503s were retried on the good backend')
   t.equal(sick.requests, 5, 'the sick backend got --eject-after (5) requests, then no more')
   await lila.waitForLine(/backend 127\.0\.0\.1:\d+ down: 5 answers of 503 in a row; next try in 5s/)
 
@@ -74,6 +78,9 @@ t.test('a backend answering 503 to everything gets a handful of requests, leaves
   t.match(metrics, `lila_backend_ejections_total{listener="${listener.name}",backend="${sick.address}",cause="503"} 1`)
   t.match(metrics, `lila_listener_retries_total{listener="${listener.name}",cause="503"} 5`)
   t.match(metrics, `lila_listener_retry_budget_exhausted_total{listener="${listener.name}"} 0`)
+  const page = (await request(lila.statusPort, { path: '/status' })).body.toString()
+  t.match(page, 'retries 5 (503: 5)', 'the status page shows the retries by cause')
+  t.match(page, 'ejected 1× (503)', 'and the ejection')
 
   // It answers 200 again: after the cool-off, one request is its trial, and passes.
   failing = false
@@ -103,10 +110,11 @@ t.test('requests every backend drops: the request is blamed, every backend stays
   const lila = await spawnLila(t, ['rr', a.address, b.address, `${backup.address},backup`, '--protocol', 'http',
     '--check', 'none', '--host', '127.0.0.1', '--port', '0', '--status-port', '0'])
 
-  const gets = await sequential(20, () => request(lila.port, { path: '/poison' }))
-  t.same(statuses(gets), { 502: 20 }, 'each GET is answered 502')
-  t.match(gets[0].body.toString(), /the request failed on every backend it tried: 127\.0\.0\.1:\d+ closed the connection without answering; 127\.0\.0\.1:\d+ closed the connection without answering/,
-    'saying the request failed on every backend it tried')
+  const first = await curl(['-w', '%{http_code}', `http://127.0.0.1:${lila.port}/poison`])
+  t.match(first.stdout, /the request failed on every backend it tried: 127\.0\.0\.1:\d+ closed the connection without answering; 127\.0\.0\.1:\d+ closed the connection without answering\n502$/,
+    'curl is answered 502, saying the request failed on every backend it tried')
+  const gets = await sequential(19, () => request(lila.port, { path: '/poison' }))
+  t.same(statuses(gets), { 502: 19 }, 'and so is each GET after it')
   // A POST is not sent again: it fails on one backend, and counts there only as this
   // one client's doing, which alone never ejects.
   const posts = await sequential(20, () => request(lila.port, { method: 'POST', path: '/poison', body: 'x' }))

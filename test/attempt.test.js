@@ -13,9 +13,9 @@ const { makeUpstream, backendSpec } = require('./fixtures/helpers')
 const NAMES = ['A', 'B', 'C']
 
 // An upstream of A, B, C at 127.0.0.1:1..3 (nothing is dialled: the owner only plays).
-function upstreamOf (t, { specs = [{}, {}, {}], ...config } = {}) {
+function upstreamOf (t, { specs = [{}, {}, {}], now = Date.now, ...config } = {}) {
   const backends = specs.map((extra, i) => backendSpec('127.0.0.1', { port: i + 1, ...extra }))
-  const { upstream } = makeUpstream(t, { backends, ...config })
+  const { upstream } = makeUpstream(t, { backends, ...config }, { now })
   return upstream
 }
 
@@ -291,5 +291,24 @@ t.test('every backend down or tried: no waiting, unserved at once', async t => {
   one.attempt.start()
   t.equal(one.outcome, 'answered: A refuse', 'A failed it; waiting for A is pointless')
   t.equal(upstream.stats().queued, 0)
+  t.equal(live(upstream), 0)
+})
+
+t.test('an ejected backend whose trial answers 503 stays out, for twice as long', async t => {
+  const clock = { now: 1000000 }
+  const upstream = upstreamOf(t, { specs: [{}, {}], now: () => clock.now })
+  const [a] = upstream.backends
+  const seen = {}
+  const script = { A: ['503'] }
+  for (let i = 0; i < 20 && a.state === 'up'; i++) serveOne(upstream, script, seen)
+  t.match(a.downReason, /^5 answers of 503 in a row; next try in 5s$/)
+  clock.now += 5000
+  let order = ''
+  for (let i = 0; i < 4 && !order.includes('A'); i++) order = serveOne(upstream, script, seen)
+  t.equal(order, 'A>B', 'the trial goes to A; its 503 is retried on B')
+  t.match(a.downReason, /^answered 503 \(trial\); next try in 10s$/, 'the trial failed: the cool-off doubled')
+  const after = []
+  for (let i = 0; i < 4; i++) after.push(serveOne(upstream, script, seen))
+  t.same(after, ['B', 'B', 'B', 'B'], 'no second trial meanwhile')
   t.equal(live(upstream), 0)
 })

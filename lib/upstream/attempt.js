@@ -154,7 +154,7 @@ class Attempt {
     if (retryable && replayable && this.#mayRetry(true)) {
       this.#leave()
       this.lastReason = reason
-      this.pending = { lease, reason, cause, counts }
+      this.#defer(lease, reason, cause, counts)
       this.#retry(cause, true)
       lease.release(bytesIn, 0)
       return true
@@ -185,13 +185,23 @@ class Attempt {
       this.#blameRequest(lease, reason)
     } else {
       retry = replayable && cause !== 'timeout' && this.#mayRetry(true)
-      if (retry) this.pending = { lease, reason, cause, counts: true }
+      if (retry) this.#defer(lease, reason, cause, true)
       else lease.failed(reason, cause, this.suspect)
     }
     if (retry) this.#retry(cause, sent)
     else this.#settle()
     lease.release(bytesIn, 0)
     return retry
+  }
+
+  // The verdict on a failure waits for the next backend's. Not a trial's: a backend
+  // that traffic took out and that fails its one trial stays out, for longer, at once.
+  #defer (lease, reason, cause, counts) {
+    if (lease.isTrial) {
+      if (counts) lease.failed(reason, cause)
+    } else {
+      this.pending = { lease, reason, cause, counts }
+    }
   }
 
   // The request failed on two backends after reaching them: it is to blame, not them.

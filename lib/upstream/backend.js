@@ -408,6 +408,11 @@ class Lease {
     this.backend.succeeded()
   }
 
+  // The one connection or request let through to an ejected backend.
+  get isTrial () {
+    return this.backend.trial === this
+  }
+
   // See Backend.failed for `cause` and `client`.
   failed (reason, cause, client = null) {
     if (this.verdict !== null) return
