@@ -177,10 +177,15 @@ for (const c of CASES) {
   })
 }
 
-// One client served start to end: the backends it went through ("C>A").
+// One client served start to end: the backends it went through ("C>A"). As on real
+// sockets, each backend plays its part after the call that seated the client returned.
 function serveOne (upstream, script, seen) {
   const one = client(upstream, script, seen)
+  const play = one.seated
+  const seats = []
+  one.seated = lease => seats.push(lease)
   one.attempt.start()
+  for (let i = 0; i < 10 && seats.length > 0; i++) play(seats.shift())
   one.attempt.release(0, 0)
   return one.order.join('>')
 }
