@@ -2,7 +2,8 @@
 
 // TLS: termination in tcp and http mode with curl as the client, certificates chosen by
 // SNI, certificates read again on SIGHUP, the PROXY header before the handshake, and
-// TLS to backends (verified, refused, or not verified on request).
+// TLS to backends (verified, refused, or not verified on request; what went wrong said
+// in words, with the fix, at start-up and in the 502).
 
 const t = require('tap')
 const fs = require('fs')
@@ -10,26 +11,15 @@ const net = require('net')
 const tls = require('tls')
 const path = require('path')
 const https = require('https')
-const { spawn } = require('child_process')
 const { certDir, makeCertificate } = require('./fixtures/certs')
-const { httpBackend, tcpBackend, spawnLila, runLila, listenOn, within, request } = require('./fixtures/helpers')
+const { httpBackend, tcpBackend, spawnLila, runLila, listenOn, within, request, curl } = require('./fixtures/helpers')
 const { formatProxyHeader } = require('../lib/proxy/proxy-protocol')
 const { startPrelude } = require('../lib/proxy/prelude')
 const { clientAddress } = require('../lib/proxy/bind')
 const { silentLogger } = require('../lib/log')
+const { backendReason } = require('../lib/upstream/dial')
 
 const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none']
-
-function curl (args) {
-  return within(15000, `curl ${args.join(' ')}`, new Promise(resolve => {
-    const child = spawn('curl', ['-sS', '--max-time', '10', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', chunk => { stdout += chunk })
-    child.stderr.on('data', chunk => { stderr += chunk })
-    child.on('close', code => resolve({ code, stdout, stderr }))
-  }))
-}
 
 // curl https://NAME:PORT/PATH, NAME resolved to 127.0.0.1, trusting `ca`.
 const curlTo = (name, port, ca, urlPath = '/') => curl(['--cacert', ca, '--resolve', `${name}:${port}:127.0.0.1`, `https://${name}:${port}${urlPath}`])
@@ -190,6 +180,110 @@ t.test('TLS to backends: verified against --backend-tls-ca, refused without, or 
   await within(5000, 'the echo', new Promise(resolve => socket.on('close', resolve)))
   t.equal(Buffer.concat(got).toString(), 'echo me')
   t.same(headers, ['127.0.0.1'], 'the backend read the PROXY header, then TLS')
+})
+
+// The row of the start-up table for the backend on `port`: [state, check].
+function row (lila, port) {
+  const line = lila.lines.find(l => l.startsWith(`lila: 127.0.0.1:${port} `))
+  const match = line && /^lila: \S+\s+(\S+)\s+(.*)$/.exec(line)
+  return match ? [match[1], match[2]] : null
+}
+
+const SELF_SIGNED = 'certificate not trusted (self-signed): use --backend-tls-ca FILE or --backend-tls-insecure'
+const NOT_TLS = 'not speaking TLS (is --backend-tls right?)'
+
+t.test('backend TLS problems are explained at start-up, with the fix, and the 502 says the same', async t => {
+  const dir = certDir(t)
+  const good = makeCertificate(dir, 'backend.test', ['DNS:backend.test', 'IP:127.0.0.1'])
+  const nameOnly = makeCertificate(dir, 'named.test')
+  const tlsBackend = pem => https.createServer({ cert: pem.pem, key: pem.keyPem }, (req, res) => res.end('tls backend\n'))
+  const port = await listenOn(t, tlsBackend(good))
+  const namedPort = await listenOn(t, tlsBackend(nameOnly))
+  const plain = await httpBackend(t, 'plain')
+  const http = ['--host', '127.0.0.1', '--port', '0', '--protocol', 'http', '--backend-tls']
+
+  // Self-signed, nothing said about it: down at start-up for that reason, not "tcp connect ok".
+  const untrusted = await spawnLila(t, ['rr', `127.0.0.1:${port}`, ...http])
+  t.same(row(untrusted, port), ['down', `tls handshake: ${SELF_SIGNED}`], 'the start-up check does the handshake')
+  const refused = await request(untrusted.port)
+  t.equal(refused.status, 502)
+  t.equal(refused.body.toString(), `502 Bad Gateway: backend 127.0.0.1:${port} ${SELF_SIGNED}\n`, 'the 502 in the same words')
+
+  // With its CA: up, and the table says the handshake passed.
+  const trusted = await spawnLila(t, ['rr', `127.0.0.1:${port}`, ...http, '--backend-tls-ca', good.cert])
+  t.same(row(trusted, port), ['up', 'tls handshake ok'])
+  t.equal((await request(trusted.port)).body.toString(), 'tls backend\n')
+
+  // A certificate for a name, the backend given by its address: both said.
+  const mismatch = await spawnLila(t, ['rr', `127.0.0.1:${namedPort}`, ...http, '--backend-tls-ca', nameOnly.cert])
+  const notFor = 'certificate not valid for 127.0.0.1 (it is for named.test): give the backend by a name it covers, or use --backend-tls-insecure'
+  t.same(row(mismatch, namedPort), ['down', `tls handshake: ${notFor}`])
+
+  // A plain HTTP backend: not TLS at all, at start-up and in the 502.
+  const wrong = await spawnLila(t, ['rr', plain.address, ...http])
+  t.same(row(wrong, plain.port), ['down', `tls handshake: ${NOT_TLS}`])
+  const notTls = await request(wrong.port)
+  t.equal(notTls.body.toString(), `502 Bad Gateway: backend ${plain.address} ${NOT_TLS}\n`)
+
+  // The http check speaks TLS the same way and says the same.
+  const checked = await spawnLila(t, ['rr', `127.0.0.1:${port}`, plain.address, ...http, '--check', 'http:/health'])
+  t.same(row(checked, port), ['down', `http /health ${SELF_SIGNED}`])
+  t.same(row(checked, plain.port), ['down', `http /health ${NOT_TLS}`])
+})
+
+t.test('tcp mode with --backend-tls: the check is a handshake, after the PROXY header traffic sends', async t => {
+  const dir = certDir(t)
+  const good = makeCertificate(dir, 'backend.test', ['DNS:backend.test', 'IP:127.0.0.1'])
+  const plain = await tcpBackend(t, 'a plain tcp backend that speaks first')
+  const wrong = await spawnLila(t, ['rr', plain.address, '--host', '127.0.0.1', '--port', '0', '--backend-tls'])
+  t.same(row(wrong, plain.port), ['down', `tls handshake: ${NOT_TLS}`])
+
+  // A backend that reads a PROXY header, then TLS (lila's own prelude): the probe sends
+  // one naming no client, as the spec says a health check does.
+  const context = tls.createSecureContext({ cert: good.pem, key: good.keyPem })
+  const headers = []
+  const server = net.createServer({ pauseOnConnect: true }, raw => {
+    startPrelude(raw, { acceptProxy: true, tls: { context }, timeout: 5000, log: silentLogger }, socket => {
+      headers.push(clientAddress(socket))
+      socket.pipe(socket)
+    })
+  })
+  const port = await listenOn(t, server)
+  for (const version of ['v1', 'v2']) {
+    const lila = await spawnLila(t, ['rr', `127.0.0.1:${port}`, '--host', '127.0.0.1', '--port', '0', '--backend-tls',
+      '--backend-tls-ca', good.cert, '--proxy-protocol', version])
+    t.same(row(lila, port), ['up', 'tls handshake ok'], `--proxy-protocol ${version}`)
+  }
+  t.same(headers, ['127.0.0.1', '127.0.0.1'], 'the probes\' headers named no client: the connection\'s own address')
+})
+
+t.test('backendReason: TLS failures in words, with the fix; anything else as before', async t => {
+  const tlsOn = { rejectUnauthorized: true }
+  const withCa = { rejectUnauthorized: true, ca: Buffer.from('pem') }
+  const error = (code, message = code, extra = {}) => Object.assign(new Error(message), { code }, extra)
+  t.equal(backendReason(error('DEPTH_ZERO_SELF_SIGNED_CERT'), tlsOn), SELF_SIGNED)
+  t.equal(backendReason(error('SELF_SIGNED_CERT_IN_CHAIN'), tlsOn), SELF_SIGNED)
+  t.equal(backendReason(error('DEPTH_ZERO_SELF_SIGNED_CERT'), withCa), 'certificate not trusted (self-signed, not vouched for by --backend-tls-ca)')
+  for (const code of ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']) {
+    t.equal(backendReason(error(code), tlsOn), 'certificate not trusted (unknown issuer): use --backend-tls-ca FILE or --backend-tls-insecure', code)
+  }
+  t.equal(backendReason(error('CERT_HAS_EXPIRED'), tlsOn), 'certificate expired')
+  t.equal(backendReason(error('CERT_NOT_YET_VALID'), tlsOn), 'certificate not valid yet (is the clock right?)')
+  const cert = { subjectaltname: 'DNS:a.test, DNS:b.test, IP Address:10.0.0.1, DNS:c.test, URI:spiffe://x', subject: { CN: 'a.test' } }
+  t.equal(backendReason(error('ERR_TLS_CERT_ALTNAME_INVALID', 'x', { host: 'web.test', cert }), tlsOn),
+    'certificate not valid for web.test (it is for a.test, b.test, 10.0.0.1, 1 more): give the backend by a name it covers, or use --backend-tls-insecure')
+  t.equal(backendReason(error('ERR_TLS_CERT_ALTNAME_INVALID', 'x', { host: 'web.test', cert: { subject: { CN: 'cn.test' } } }), tlsOn),
+    'certificate not valid for web.test (it is for cn.test): give the backend by a name it covers, or use --backend-tls-insecure')
+  t.equal(backendReason(error('ERR_SSL_WRONG_VERSION_NUMBER'), tlsOn), NOT_TLS)
+  t.equal(backendReason(error('ERR_SSL_PACKET_LENGTH_TOO_LONG'), tlsOn), NOT_TLS)
+  t.equal(backendReason(error('EPROTO', 'write EPROTO 80:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:x'), tlsOn), NOT_TLS)
+  t.equal(backendReason(error('ECONNRESET', 'Client network socket disconnected before secure TLS connection was established'), tlsOn),
+    'closed the connection during the TLS handshake: not speaking TLS? (is --backend-tls right?)')
+  t.equal(backendReason(error('ECONNRESET', 'read ECONNRESET'), tlsOn), 'connection reset', 'a reset after the handshake is a reset')
+  t.equal(backendReason(error('ECONNREFUSED'), tlsOn), 'connection refused')
+  t.equal(backendReason(error('ERR_SSL_SOMETHING_NEW'), tlsOn), 'ERR_SSL_SOMETHING_NEW', 'an unknown code as before')
+  t.equal(backendReason(error('ECONNRESET', 'Client network socket disconnected before secure TLS connection was established'), null),
+    'connection reset', 'without --backend-tls, nothing about TLS')
 })
 
 t.test('certificates that cannot be used stop lila at start with one line, exit 2', async t => {

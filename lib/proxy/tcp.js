@@ -3,7 +3,7 @@
 const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../errors')
 const { clientAddress, originOf } = require('./bind')
-const { dial, readyEvent, resetOrDestroy } = require('../upstream/dial')
+const { dial, readyEvent, resetOrDestroy, backendReason } = require('../upstream/dial')
 const { formatProxyHeader } = require('./proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
@@ -204,20 +204,21 @@ class TcpSession {
   onUpstreamError (socket, err) {
     if (socket !== this.upstream) return
     if (!this.piping && isLocalShortage(err)) return this.shortOf(socket, err)
-    if (!this.piping) return this.connectFailed(socket, reasonOf(err))
+    const reason = backendReason(err, this.listener.backendTls)
+    if (!this.piping) return this.connectFailed(socket, reason)
     // A reset before a byte went either way is a connect that failed late (the
     // backend's listen socket closed with this connection still in its backlog): it
     // saw nothing, so another backend can take the client. Once the client's bytes
     // went out, replaying them is not safe.
     if (!this.answered && this.sentAt === 0 && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
       this.piping = false
-      return this.connectFailed(socket, `${reasonOf(err)} before any data`, 'reset')
+      return this.connectFailed(socket, `${reason} before any data`, 'reset')
     }
-    this.listener.log.debug(`${this.attempt.backend.address} connection error: ${reasonOf(err)}`)
+    this.listener.log.debug(`${this.attempt.backend.address} connection error: ${reason}`)
     // A backend that resets a connection before answering anything failed it.
     if (!this.answered) {
       this.answered = true
-      this.attempt.blame(reasonOf(err), 'reset')
+      this.attempt.blame(reason, 'reset')
     }
     // Pass a reset on as a reset, so the client sees what the backend did.
     if (err.code === 'ECONNRESET') resetOrDestroy(this.client)

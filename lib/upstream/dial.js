@@ -2,6 +2,7 @@
 
 const net = require('net')
 const tls = require('tls')
+const { reasonOf } = require('../errors')
 
 // A connection to a backend: plain TCP, or TLS with --backend-tls (`tlsOptions` from
 // tls.js loadBackendTls; null for plain TCP). The certificate is checked against the
@@ -39,4 +40,60 @@ function resetOrDestroy (socket) {
   else socket.resetAndDestroy()
 }
 
-module.exports = { dial, readyEvent, resetOrDestroy }
+// Words for what went wrong on a backend connection, with the fix when it is a setting:
+// the one home for TLS failures, so the start-up table, the probes, the logs and the
+// 502s say the same. Anything else is reasonOf's. `tlsOptions` as dial took them.
+const NOT_TLS = 'not speaking TLS (is --backend-tls right?)'
+const TLS_FAILURES = {
+  DEPTH_ZERO_SELF_SIGNED_CERT: untrusted('self-signed'),
+  SELF_SIGNED_CERT_IN_CHAIN: untrusted('self-signed'),
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: untrusted('unknown issuer'),
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: untrusted('unknown issuer'),
+  UNABLE_TO_GET_ISSUER_CERT: untrusted('unknown issuer'),
+  ERR_TLS_CERT_ALTNAME_INVALID: notForThisName,
+  CERT_HAS_EXPIRED: () => 'certificate expired',
+  CERT_NOT_YET_VALID: () => 'certificate not valid yet (is the clock right?)',
+  ERR_SSL_WRONG_VERSION_NUMBER: () => NOT_TLS,
+  ERR_SSL_PACKET_LENGTH_TOO_LONG: () => NOT_TLS,
+  // The same, found by a write made before the handshake ended (an HTTP probe's).
+  EPROTO: err => /wrong version number|packet length too long/.test(err.message) ? NOT_TLS : reasonOf(err),
+  // Node's words for a connection closed before the handshake ended: what a plain
+  // server does with a ClientHello it cannot read (a TLS one would send an alert).
+  ECONNRESET: err => /before secure TLS connection/.test(err.message)
+    ? 'closed the connection during the TLS handshake: not speaking TLS? (is --backend-tls right?)'
+    : reasonOf(err)
+}
+
+function backendReason (err, tlsOptions = null) {
+  if (tlsOptions === null || !err || !Object.hasOwn(TLS_FAILURES, err.code)) return reasonOf(err)
+  return TLS_FAILURES[err.code](err, tlsOptions)
+}
+
+// Given --backend-tls-ca, that file is what lacks the certificate (or its CA):
+// --backend-tls-insecure contradicts it.
+function untrusted (why) {
+  return (_, { ca }) => ca
+    ? `certificate not trusted (${why}, not vouched for by --backend-tls-ca)`
+    : `certificate not trusted (${why}): use --backend-tls-ca FILE or --backend-tls-insecure`
+}
+
+// The name checked is the one the backend was given by, or its IP address (see dial);
+// lila has no setting for another, so the fix is a backend name the certificate covers.
+function notForThisName (err) {
+  const names = certificateNames(err.cert)
+  const shown = names.length > 3 ? [...names.slice(0, 3), `${names.length - 3} more`] : names
+  const covers = shown.length > 0 ? ` (it is for ${shown.join(', ')})` : ''
+  return `certificate not valid for ${err.host}${covers}: ` +
+    'give the backend by a name it covers, or use --backend-tls-insecure'
+}
+
+function certificateNames (cert) {
+  if (!cert) return []
+  const names = String(cert.subjectaltname || '').split(', ')
+    .filter(n => n.startsWith('DNS:') || n.startsWith('IP Address:'))
+    .map(n => n.slice(n.indexOf(':') + 1))
+  if (names.length > 0) return names
+  return cert.subject && cert.subject.CN ? [String(cert.subject.CN)] : []
+}
+
+module.exports = { dial, readyEvent, resetOrDestroy, backendReason }

@@ -1,9 +1,8 @@
 'use strict'
 
-const net = require('net')
 const http = require('http')
-const https = require('https')
-const { reasonOf } = require('../errors')
+const { dial, readyEvent, backendReason } = require('./dial')
+const { formatProxyHeader } = require('../proxy/proxy-protocol')
 const VERSION = require('../version')
 
 // Active health checks: every watched backend is probed every `interval`, each probe
@@ -25,8 +24,11 @@ class HealthChecker {
 
   // New settings (a reload): probes under way finish as they began; the next ones use
   // these.
-  configure ({ check, interval, timeout, host = null, tls = null }) {
-    this.check = { ...check, host, tls }
+  configure ({ check, interval, timeout, host = null, tls = null, proxyProtocol = null }) {
+    const preface = tls !== null && proxyProtocol !== null
+      ? formatProxyHeader(proxyProtocol, { source: null, destination: null })
+      : null
+    this.check = { ...check, host, tls, preface }
     this.interval = interval
     this.timeout = timeout
   }
@@ -76,7 +78,8 @@ class HealthChecker {
 function probe (backend, check, timeout, done) {
   let finished = false
   let stop = null
-  const timer = setTimeout(() => finish(false, `${describe(check)} timed out`), timeout)
+  let what = describe(check) // what is under way, for a timeout: a tcp probe moves on to the handshake
+  const timer = setTimeout(() => finish(false, `${what} timed out`), timeout)
   function finish (ok, reason) {
     if (finished) return
     finished = true
@@ -84,18 +87,28 @@ function probe (backend, check, timeout, done) {
     stop(ok)
     done(ok, reason)
   }
-  stop = (check.type === 'http' ? probeHttp : probeTcp)(backend, check, timeout, finish)
+  stop = (check.type === 'http' ? probeHttp : probeTcp)(backend, check, timeout, finish, next => { what = next })
 }
 
 function describe (check) {
   return check.type === 'http' ? `http ${check.path}` : 'tcp connect'
 }
 
-function probeTcp (backend, check, timeout, finish) {
-  const socket = net.connect({ host: backend.host, port: backend.port })
+// With TLS, a failure once the TCP connect is done is the handshake's.
+function probeTcp (backend, { tls = null, preface = null }, timeout, finish, doing) {
+  const socket = dial(backend, tls, { preface })
+  let connected = false
   socket.unref()
-  socket.on('connect', () => finish(true, 'tcp connect ok'))
-  socket.on('error', err => finish(false, `tcp ${reasonOf(err)}`))
+  if (tls !== null) {
+    socket.once('connect', () => {
+      connected = true
+      doing('tls handshake')
+    })
+  }
+  socket.on(readyEvent(socket), () => finish(true, tls === null ? 'tcp connect ok' : 'tls handshake ok'))
+  socket.on('error', err => {
+    finish(false, connected ? `tls handshake: ${backendReason(err, tls)}` : `tcp ${backendReason(err, tls)}`)
+  })
   return ok => {
     if (!ok) return socket.destroy()
     socket.setTimeout(timeout, () => socket.destroy())
@@ -104,18 +117,15 @@ function probeTcp (backend, check, timeout, finish) {
   }
 }
 
-function probeHttp (backend, { path, host: hostHeader, tls }, timeout, finish) {
+function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
   const host = hostHeader || (backend.name === null ? backend.address : `${backend.name}:${backend.port}`)
   let answered = false
-  const req = (tls ? https : http).request({
-    host: backend.host,
-    port: backend.port,
-    // The backend's identity is checked as for real traffic (dial.js): its name, or
-    // its IP address; never the Host header ('' keeps https from deriving SNI from it).
-    ...(tls ? { ...tls, servername: backend.name || '' } : {}),
+  const req = http.request({
+    // The connection traffic would make: the certificate is checked against the
+    // backend's name or IP address (never the Host header), with the same options.
+    createConnection: () => dial(backend, tls),
     path,
     method: 'GET',
-    agent: false,
     headers: { host, 'user-agent': `lila/${VERSION} health check`, connection: 'close' }
   })
   req.on('socket', socket => socket.unref())
@@ -126,7 +136,7 @@ function probeHttp (backend, { path, host: hostHeader, tls }, timeout, finish) {
     const status = res.statusCode
     finish(status >= 200 && status < 400, `http ${path} ${status}`)
   })
-  req.on('error', err => finish(false, `http ${path} ${reasonOf(err)}`))
+  req.on('error', err => finish(false, `http ${path} ${backendReason(err, tls)}`))
   req.end()
   return () => {
     if (!answered) return req.destroy()

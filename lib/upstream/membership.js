@@ -324,8 +324,8 @@ class Membership {
 }
 
 // What HealthChecker takes (constructor and configure).
-function checkerOptions ({ check, checkInterval, checkTimeout, checkHost }, tls) {
-  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls }
+function checkerOptions ({ check, checkInterval, checkTimeout, checkHost, proxyProtocol }, tls) {
+  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls, proxyProtocol }
 }
 
 function newGroup (spec) {

@@ -9,6 +9,7 @@ const { RequestBody } = require('./request-body')
 const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
+const { backendReason } = require('../../upstream/dial')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -333,7 +334,7 @@ class Exchange {
     if (this.conn !== null && this.conn !== conn) return
     if (this.tunnel !== null) return this.session.destroy()
     if (isLocalShortage(err) && !this.responseStarted) return this.shortOf(conn, err)
-    this.upstreamFailed(reasonOf(err), conn.ready ? 'reset' : 'connect', conn)
+    this.upstreamFailed(backendReason(err, conn.pool.tls), conn.ready ? 'reset' : 'connect', conn)
   }
 
   onUpstreamTimeout (conn) {
