@@ -150,7 +150,7 @@ class Attempt {
       return false
     }
     const lease = this.lease
-    ;(this.tried ||= new Set()).add(lease.backend)
+    ;(this.tried ||= new Set()).add(lease.backend) // a retry goes to another backend
     if (retryable && replayable && this.#mayRetry(true)) {
       this.#leave()
       this.lastReason = reason
