@@ -418,3 +418,36 @@ t.test('an absolute-form target with a conflicting Host: the backend gets the ta
   t.same(hosts, ['evil.example'])
   t.equal(backend.last.headers['x-forwarded-host'], 'evil.example')
 })
+
+t.test('what RFC 9110/9112 allow passes: Trailer announced, a tab before chunked, leading zeros in a chunk size', async t => {
+  // The backend announces a trailer field and sends it after a chunked body.
+  const backend = await httpBackend(t, 'trailers', (req, res) => {
+    let body = ''
+    req.setEncoding('latin1')
+    req.on('data', chunk => { body += chunk })
+    req.on('end', () => {
+      res.writeHead(200, { Trailer: 'X-Sum', 'Content-Type': 'text/plain' })
+      res.write(`got ${body}`)
+      res.addTrailers({ 'X-Sum': '42' })
+      res.end()
+    })
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--check', 'none'])
+
+  const announced = await within(5000, 'a response with trailers', new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: lila.port, agent: false }, res => {
+      res.resume()
+      res.on('end', () => resolve({ headers: res.headers, trailers: res.trailers }))
+    }).on('error', reject)
+  }))
+  t.equal(announced.headers.trailer, 'X-Sum', 'the backend\'s Trailer header reaches the client')
+  t.same(announced.trailers, { 'x-sum': '42' }, 'and so does the trailer field')
+
+  // A raw request: a tab as the OWS before "chunked", a chunk size with 21 leading zeros.
+  const raw = 'POST /sum HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding:\tchunked\r\n\r\n' +
+    '0000000000000000000005\r\nhello\r\n000000000000000000000\r\n\r\n'
+  const { data } = await exchange(lila.port, raw)
+  t.match(data, /^HTTP\/1\.1 200 OK\r\n/, 'accepted, not 400')
+  t.match(data, /\r\n\r\n[\s\S]*got hello/, 'the backend got the body')
+  t.equal(backend.last.headers['transfer-encoding'], 'chunked', 'framed by lila as a lone, clean chunked')
+})

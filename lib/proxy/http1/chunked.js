@@ -26,7 +26,8 @@ const TRAILER_VALUE = 14
 const TRAILER_LF = 15
 const FINAL_LF = 16
 
-const MAX_SIZE_DIGITS = 12 // 2^48 bytes: larger is an attack, not a body
+const MAX_SIZE_DIGITS = 12 // significant ones: 2^48 bytes; larger is an attack, not a body
+const MAX_SIZE_LENGTH = 256 // leading zeros included: "0000000000000000005" is a legal 5
 const MAX_EXTENSION = 4096
 const MAX_TRAILERS = 16 * 1024
 
@@ -44,7 +45,8 @@ class ChunkedReader {
     this.status = status // what to answer when the body is malformed
     this.state = SIZE
     this.size = 0
-    this.digits = 0
+    this.digits = 0 // significant digits of the chunk size so far
+    this.length = 0 // all of them, leading zeros included
     this.remaining = 0
     this.extra = 0 // bytes of extension or trailers so far
   }
@@ -72,9 +74,10 @@ class ChunkedReader {
         case SIZE: {
           const v = HEX[c]
           if (v !== -1) {
-            if (++this.digits > MAX_SIZE_DIGITS) this.fail('chunk size too large')
+            if (++this.length > MAX_SIZE_LENGTH) this.fail('chunk size line too long')
+            if ((this.size !== 0 || v !== 0) && ++this.digits > MAX_SIZE_DIGITS) this.fail('chunk size too large')
             this.size = this.size * 16 + v
-          } else if (this.digits === 0) {
+          } else if (this.length === 0) {
             this.fail('chunk size expected')
           } else if (c === 13) {
             this.state = SIZE_LF
@@ -97,6 +100,7 @@ class ChunkedReader {
           }
           this.size = 0
           this.digits = 0
+          this.length = 0
           break
         case DATA_CR:
           if (c !== 13) this.fail('chunk data longer than its size')

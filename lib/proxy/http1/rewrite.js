@@ -7,8 +7,12 @@
 const { TOKEN, trimOws } = require('./parse')
 
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'
+  'connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade'
 ])
+// Trailer (RFC 9110 6.6.2) is end-to-end: it announces the trailer fields, which pass
+// only in a chunked message. It goes on when lila sends the message chunked, and is
+// dropped with the trailers when it does not (a body decoded for an HTTP/1.0 client).
+const TRAILER = 'trailer'
 // Framing lila writes itself, once, from what it parsed: a repeated Content-Length
 // (allowed when the values agree) goes out as one field.
 const FRAMING = 'content-length'
@@ -51,6 +55,7 @@ function requestHead (head, clientAddress, hostIfMissing, settings) {
     }
     if (dropped(lower, listed) || lower === FRAMING) continue
     if (lower === 'host' && head.authority !== null) continue // replaced by the target's
+    if (lower === TRAILER && !head.chunked) continue
     out += `${fields[i]}: ${value}\r\n`
   }
   if (head.authority !== null) out += `Host: ${head.authority}\r\n`
@@ -82,7 +87,7 @@ function responseHead (res, how) {
   const fields = res.fields
   for (let i = 0; i < fields.length; i += 3) {
     const lower = fields[i + 1]
-    if (dropped(lower, listed) || lower === FRAMING) continue
+    if (dropped(lower, listed) || lower === FRAMING || (lower === TRAILER && !how.chunked)) continue
     out += `${fields[i]}: ${fields[i + 2]}\r\n`
   }
   if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
