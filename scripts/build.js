@@ -11,7 +11,9 @@ const fs = require('fs')
 const path = require('path')
 
 const root = path.join(__dirname, '..')
+// Run, the file is the command line; required, it is the module (lib/api.js).
 const ENTRY = 'lib/cli/bin.js'
+const API = 'lib/api.js'
 
 function listModules (dir) {
   const out = []
@@ -58,7 +60,8 @@ function load (name) {
   sources[name].call(module.exports, module, module.exports, localRequire)
   return module.exports
 }
-load(${JSON.stringify(ENTRY)})
+if (require.main === module) load(${JSON.stringify(ENTRY)})
+else module.exports = load(${JSON.stringify(API)})
 })()
 `
 }

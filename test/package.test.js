@@ -7,13 +7,13 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { execFileSync, spawnSync } = require('child_process')
+const { execFileSync, spawnSync, spawn } = require('child_process')
 const pkg = require('../package.json')
 const VERSION = require('../lib/version')
 const { OPTIONS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { optionSignature, formatDefault } = require('../lib/cli/help')
-const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila } = require('./fixtures/helpers')
+const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila, within } = require('./fixtures/helpers')
 
 function tempDir (t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-test-'))
@@ -63,7 +63,10 @@ t.test('package.json: zero dependencies, the bin, node >= 20', async t => {
 t.test('npm pack holds what a global install needs, and it installs and runs', async t => {
   const dir = tempDir(t)
   const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }))
-  t.same(packed.files.map(f => f.path).sort(), ['LICENSE', 'README.md', 'lila', 'package.json'])
+  const shipped = packed.files.map(f => f.path)
+  t.same(shipped.filter(f => !f.startsWith('docs/')).sort(), ['CHANGELOG.md', 'LICENSE', 'README.md', 'lila', 'package.json'])
+  const linked = fs.readdirSync(path.join(ROOT, 'docs')).filter(f => f.endsWith('.md')).map(f => `docs/${f}`)
+  t.same(shipped.filter(f => f.startsWith('docs/')).sort(), linked.sort(), 'the docs the README links to ship too')
   const prefix = path.join(dir, 'prefix')
   execFileSync('npm', ['install', '--global', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(dir, packed.filename)], { stdio: 'ignore' })
   const installed = path.join(prefix, 'bin', 'lila')
@@ -77,6 +80,35 @@ t.test('npm pack holds what a global install needs, and it installs and runs', a
   t.match(lila.listening, /2 workers\)$/)
   t.equal((await exchange(lila.port)).data, 'installed\n')
   t.equal((await lila.stop()).code, 0)
+
+  // Installed into a project, the same file is the module: require('lila-lb').
+  const project = path.join(dir, 'project')
+  fs.mkdirSync(project)
+  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--prefix', project, path.join(dir, packed.filename)], { stdio: 'ignore' })
+  const script = `const lila = require('lila-lb')
+const { config } = lila.parseCommandLine(['rr', process.argv[1], '--host', '127.0.0.1', '--port', '0', '--check', 'none'])
+const lb = lila.createBalancer(config, { log: { error () {}, warn () {}, info () {}, debug () {} } })
+lb.listen().then(([address]) => { console.log(lila.VERSION, address.split(':').pop()) })
+process.stdin.on('end', () => lb.close(0)).resume()`
+  const child = spawn(process.execPath, ['-e', script, backend.address], { cwd: project, stdio: ['pipe', 'pipe', 'pipe'] })
+  t.teardown(() => child.kill())
+  const line = await within(10000, 'the required module to listen', new Promise((resolve, reject) => {
+    child.stdout.once('data', chunk => resolve(String(chunk).trim()))
+    child.stderr.on('data', chunk => reject(new Error(String(chunk))))
+  }))
+  const [version, port] = line.split(' ')
+  t.equal(version, pkg.version, 'require(\'lila-lb\') gives the API, not the command line')
+  t.equal((await exchange(Number(port))).data, 'installed\n', 'and a balancer made with it proxies')
+  child.stdin.end()
+})
+
+t.test('package.json: the single file is the module too', async t => {
+  t.equal(pkg.main, 'lila')
+  t.same(pkg.exports, { '.': './lila', './package.json': './package.json' })
+  const api = require('../lila')
+  t.type(api.createBalancer, 'function', 'required, ./lila exports the API')
+  t.type(api.parseCommandLine, 'function')
+  t.equal(api.VERSION, pkg.version)
 })
 
 t.test('Formula/lila.rb: version, node dependency, test block; ruby accepts it', async t => {
