@@ -1,11 +1,13 @@
-# Homebrew formula for lila. Install from a tap:
+# Homebrew formula for lila. Install from the tap (the repository
+# github.com/lila-lb/homebrew-tap, which holds a copy of this file per release):
 #   brew install lila-lb/tap/lila
-# scripts/formula.js rewrites url and sha256 for a release from `npm pack`.
+# url and sha256 describe `npm pack` of the tree this file is in: `npm run build`
+# rewrites them (scripts/formula.js), and CI fails when they do not.
 class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "107a1f70761ffed8f8a3ccc5968566699472d10a0df920cbc39e98fff81d4ee5"
+  sha256 "06232703ec1778657ea37d691c7dbd8c57191392c5fc63b91b64e86aefbeda0c"
   license "MIT"
 
   depends_on "node"
@@ -17,5 +19,30 @@ class Lila < Formula
 
   test do
     assert_match "lila #{version}", shell_output("#{bin}/lila --version")
+
+    # A backend that greets, lila in front of it, one connection through lila.
+    require "socket"
+    backend = TCPServer.new("127.0.0.1", 0)
+    greeter = Thread.new do
+      loop do
+        client = backend.accept
+        client.write "hello from the backend\n"
+        client.close
+      end
+    end
+    port = free_port
+    lila = spawn "#{bin}/lila", "rr", "127.0.0.1:#{backend.addr[1]}",
+                 "--host", "127.0.0.1", "--port", port.to_s, "--check", "none"
+    answer = nil
+    50.times do
+      answer = TCPSocket.new("127.0.0.1", port).read
+      break
+    rescue Errno::ECONNREFUSED
+      sleep 0.1
+    end
+    assert_equal "hello from the backend\n", answer
+  ensure
+    Process.kill("TERM", lila) if lila
+    greeter&.kill
   end
 end

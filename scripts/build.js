@@ -5,10 +5,13 @@
 // module becomes a function in one table, and a small require() resolves the
 // project's own relative paths in that table and passes Node built-ins through.
 //   node scripts/build.js          write ./lila
-//   node scripts/build.js --check  exit 1 if ./lila is not what lib/ builds to
+//   node scripts/build.js --check  exit 1 if ./lila is not what lib/ builds to, or
+//                                  Formula/lila.rb does not describe the tree (formula.js)
 
 const fs = require('fs')
 const path = require('path')
+
+const { updateFormula } = require('./formula')
 
 const root = path.join(__dirname, '..')
 // Run, the file is the command line; required, it is the module (lib/api.js).
@@ -74,8 +77,13 @@ if (process.argv.includes('--check')) {
     console.error('lila is stale: run `npm run build` and commit the result')
     process.exit(1)
   }
-  console.log('lila is up to date with lib/')
+  if (!updateFormula({ check: true })) {
+    console.error('Formula/lila.rb does not describe this tree: run `npm run build` and commit the result')
+    process.exit(1)
+  }
+  console.log('lila is up to date with lib/, and Formula/lila.rb describes the tree')
 } else {
   fs.writeFileSync(target, built, { mode: 0o755 })
   fs.chmodSync(target, 0o755)
+  updateFormula() // the package holds ./lila: the formula's sha256 follows it
 }

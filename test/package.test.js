@@ -111,12 +111,17 @@ t.test('package.json: the single file is the module too', async t => {
   t.equal(api.VERSION, pkg.version)
 })
 
-t.test('Formula/lila.rb: version, node dependency, test block; ruby accepts it', async t => {
+t.test('Formula/lila.rb: url and sha256 describe npm pack of this tree; its test proxies a connection', async t => {
   const formula = fs.readFileSync(path.join(ROOT, 'Formula', 'lila.rb'), 'utf8')
-  t.match(formula, new RegExp(`url "https://registry\\.npmjs\\.org/lila-lb/-/lila-lb-${pkg.version.replace(/\./g, '\\.')}\\.tgz"`), 'the url names the current version')
-  t.match(formula, /^ {2}sha256 "[0-9a-f]{64}"$/m)
+  const { describeTree } = require('../scripts/formula')
+  const tree = describeTree()
+  t.equal(formula.match(/^ {2}url "(.*)"$/m)[1], tree.url, 'the url names the current version')
+  t.equal(formula.match(/^ {2}sha256 "(.*)"$/m)[1], tree.sha256, 'the sha256 is npm pack\'s of this tree (npm run build writes it)')
+  t.equal(tree.url, `https://registry.npmjs.org/lila-lb/-/lila-lb-${pkg.version}.tgz`)
   t.match(formula, /^ {2}depends_on "node"$/m)
   t.match(formula, /test do\n\s+assert_match "lila #\{version\}", shell_output\("#\{bin\}\/lila --version"\)/)
+  t.match(formula, /spawn "#\{bin\}\/lila", "rr", "127\.0\.0\.1:/, 'the test starts lila in front of a backend')
+  t.match(formula, /assert_equal "hello from the backend\\n", answer/, 'and checks what came through')
   const ruby = spawnSync('ruby', ['-c', path.join(ROOT, 'Formula', 'lila.rb')], { encoding: 'utf8' })
   if (ruby.error) return t.skip('ruby is not installed')
   t.equal(ruby.status, 0, ruby.stdout.trim() || ruby.stderr.trim())
