@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "06232703ec1778657ea37d691c7dbd8c57191392c5fc63b91b64e86aefbeda0c"
+  sha256 "c90754b6994b4468ebe582e9e55665f2c7ebb0425bc2937f7fcdbd77dd788d59"
   license "MIT"
 
   depends_on "node"
