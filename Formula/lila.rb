@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c90754b6994b4468ebe582e9e55665f2c7ebb0425bc2937f7fcdbd77dd788d59"
+  sha256 "0168f0ecbca00e03ee87e47860a9609273120560a173d3b35be8ac60d9f42702"
   license "MIT"
 
   depends_on "node"

@@ -25,10 +25,15 @@ const STYLE = '\n' + [
   '.why{color:#666;white-space:normal;max-width:28em;display:inline-block;vertical-align:top;margin-left:.5em}',
   '.bar{display:inline-block;height:.7em;background:#3498db;vertical-align:middle;margin-right:.4em}' +
     '.panic{color:#c0392b;font-weight:600}',
-  'footer{margin-top:2em;color:#777}a{color:#2471a3}'
+  'footer{margin-top:2em;color:#777}a{color:#2471a3}',
+  '.charts{display:flex;flex-wrap:wrap;gap:1em;margin:.4em 0}.chart{margin:0;background:#fff;' +
+    'box-shadow:0 0 0 1px #ddd;padding:.3em .5em}.chart figcaption{color:#555;font-size:12px}',
+  '.chart polyline{fill:none;stroke:#3498db;stroke-width:1.5}.chart.err polyline{stroke:#c0392b}' +
+    '.chart line{stroke:#ddd}'
 ].join('\n')
 
-function renderPage (snapshot, { version = null, now = Date.now() } = {}) {
+// history: { [listener name]: [{ at, rps, eps, p99 }] } (history.js), for the charts.
+function renderPage (snapshot, { version = null, now = Date.now(), history = {} } = {}) {
   const problems = []
   let backends = 0
   let up = 0
@@ -59,13 +64,13 @@ ${viewport}<title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
 <h1>lila${version ? ` ${esc(version)}` : ''}</h1>
 <p class="meta">${esc(summary)}${uptime} · ${clock} UTC · refreshes every ${REFRESH_S}s</p>
 ${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class="ok">Every backend is up.</p>'}
-${snapshot.listeners.map(listenerSection).join('\n')}
+${snapshot.listeners.map(l => listenerSection(l, history[l.name] || [], now)).join('\n')}
 <footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
 </body></html>
 `
 }
 
-function listenerSection (l) {
+function listenerSection (l, points, now) {
   const total = l.backends.reduce((sum, b) => sum + b.total, 0)
   const facts = [
     `active ${l.active}`, `waiting ${l.waiting}`, `queued ${l.queued}`, `accepted ${l.accepted}`,
@@ -80,6 +85,7 @@ function listenerSection (l) {
     `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th></tr>`
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
+${charts(points, now, l.protocol === 'http' ? 'requests/s' : 'connections/s')}
 <table>${header}
 ${l.backends.map(b => backendRow(b, total)).join('\n')}
 </table>`
@@ -98,6 +104,37 @@ function backendRow (b, total) {
     `<td>${b.failures}${ejected(b.ejections)}</td>` +
     `<td>${bytes(b.bytesIn)}</td><td>${bytes(b.bytesOut)}</td>` +
     `<td>${ms(rt.p50)}</td><td>${ms(rt.p90)}</td><td>${ms(rt.p99)}</td></tr>`
+}
+
+// The last 15 minutes as three small inline SVG charts, or nothing before two samples.
+const CHART_W = 240
+const CHART_H = 48
+const WINDOW_MS = 15 * 60 * 1000
+
+function charts (points, now, what) {
+  if (points.length < 2) return ''
+  return '<div class="charts">' +
+    chart(points, now, p => p.rps, what, v => round(v), '') +
+    chart(points, now, p => p.eps, 'errors/s', v => round(v), ' err') +
+    chart(points, now, p => p.p99, 'p99', ms, '') +
+    '</div>'
+}
+
+function chart (points, now, value, label, format, kind) {
+  const known = points.filter(p => value(p) !== null)
+  const max = Math.max(...known.map(value), 1e-9)
+  const xy = known.map(p => {
+    const x = Math.max(0, CHART_W - (now - p.at) / WINDOW_MS * CHART_W)
+    const y = CHART_H - 2 - value(p) / max * (CHART_H - 4)
+    return `${x.toFixed(1)},${y.toFixed(1)}`
+  })
+  const latest = known.length ? format(value(known[known.length - 1])) : '-'
+  const title = `${label} over the last 15 minutes: now ${latest}, peak ${format(max)}`
+  return `<figure class="chart${kind}"><svg viewBox="0 0 ${CHART_W} ${CHART_H}" width="${CHART_W}" ` +
+    `height="${CHART_H}" role="img" aria-label="${esc(title)}"><title>${esc(title)}</title>` +
+    `<line x1="0" y1="${CHART_H - 1}" x2="${CHART_W}" y2="${CHART_H - 1}"/>` +
+    `<polyline points="${xy.join(' ')}"/></svg>` +
+    `<figcaption>${esc(label)} ${esc(latest)} (peak ${esc(format(max))})</figcaption></figure>`
 }
 
 // "7 (503: 5, connect: 2)", or "0".

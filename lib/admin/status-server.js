@@ -7,6 +7,7 @@ const { listen } = require('../proxy/bind')
 const { RuntimeError, UsageError, ControlError } = require('../errors')
 const { formatAddress } = require('../address')
 const { renderPage } = require('./status-page')
+const { History } = require('./history')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
 const { silentLogger } = require('../log')
 const VERSION = require('../version')
@@ -16,7 +17,7 @@ const VERSION = require('../version')
 // what it is given, so the same server works over one process or, in the cluster
 // primary, over snapshots gathered from workers:
 //
-//   createStatusServer({ stats, control, parseBackend, host, port, token, log })
+//   createStatusServer({ stats, control, parseBackend, host, port, token, log, historyEvery })
 //     stats()    -> a snapshot as index.js stats() returns it (or a promise of one)
 //     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
 //                   them: each takes a plain request object and returns a promise of
@@ -24,7 +25,8 @@ const VERSION = require('../version')
 //     parseBackend(text) -> spec, or throws a UsageError: the command line's backend
 //                   syntax (config/parsers.js), given so that the admin side imports
 //                   no parser of its own
-//   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status"
+//   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status";
+//                  from then on a History (history.js) samples stats() for the charts
 //   .close()    -> promise; open admin connections are cut
 //
 // Changes (POST, DELETE) are refused with 403 unless a --status-token was given and
@@ -39,8 +41,9 @@ const READ = 'GET, HEAD'
 
 function createStatusServer ({
   stats, control, parseBackend, host = '127.0.0.1', port, token = null,
-  log = silentLogger, version = VERSION, now = Date.now
+  log = silentLogger, version = VERSION, now = Date.now, historyEvery = undefined
 }) {
+  const history = new History({ stats, every: historyEvery, now })
   const tokenDigest = token === null ? null : digest(token)
   let loopback = false
   let url = null
@@ -70,7 +73,7 @@ function createStatusServer ({
       if (path === '/') return send(res, 302, 'see /status', { Location: '/status' })
       const snapshot = await stats()
       if (path === '/status') {
-        return send(res, 200, renderPage(snapshot, { version, now: now() }), {
+        return send(res, 200, renderPage(snapshot, { version, now: now(), history: history.series() }), {
           'Content-Type': 'text/html; charset=utf-8',
           'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'"
         })
@@ -162,17 +165,19 @@ function createStatusServer ({
     loopback = isLoopbackAddress(server.address().address)
     url = `http://${address}/status`
     log.always(`status on ${url}`) // at every level: scripts read the port from it
+    history.start()
     return url
   }
 
   function close () {
+    history.stop()
     return new Promise(resolve => {
       server.close(() => resolve())
       server.closeAllConnections()
     })
   }
 
-  return { listen: start, close, server, get url () { return url } }
+  return { listen: start, close, server, history, get url () { return url } }
 }
 
 function send (res, status, body, headers = {}, line = false) {

@@ -1,0 +1,93 @@
+'use strict'
+
+// The status page's charts: the History (lib/admin/history.js) turns snapshots into
+// requests/s, errors/s and p99 per interval; the page draws them as inline SVG; a
+// headless Chromium renders the page after real traffic and finds the charts there.
+
+const t = require('tap')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { spawn, spawnSync } = require('child_process')
+const { History } = require('../lib/admin/history')
+const { createStatusServer } = require('../lib/admin/status-server')
+const { parseBackend } = require('../lib/config/parsers')
+const histogram = require('../lib/histogram')
+const { startLila, httpBackend, deadPort, request, within } = require('./fixtures/helpers')
+
+// A snapshot of one listener with one backend: `total` requests, `failures`, and
+// `fast`/`slow` response-time samples (1 ms, 400 ms).
+function snapshotOf ({ total, failures = 0, unserved = 0, fast = 0, slow = 0 }) {
+  const counts = histogram.createCounts()
+  counts[histogram.bucketOf(1)] = fast
+  counts[histogram.bucketOf(400)] = slow
+  return {
+    listeners: [{
+      name: 'web',
+      unserved,
+      backends: [{ total, failures, responseTime: { counts: histogram.cumulative(counts) } }]
+    }]
+  }
+}
+
+t.test('History: rates and p99 per interval, at most `points` of them', async t => {
+  const history = new History({ stats: null, points: 3 })
+  history.add(snapshotOf({ total: 0 }), 0)
+  t.same(history.series(), {}, 'one sample: nothing to draw yet')
+  history.add(snapshotOf({ total: 100, failures: 5, unserved: 5, fast: 100 }), 10000)
+  history.add(snapshotOf({ total: 300, failures: 5, unserved: 5, fast: 100, slow: 200 }), 20000)
+  const [first, second] = history.series().web
+  t.match(first, { at: 10000, rps: 10, eps: 1 })
+  t.ok(first.p99 <= 1, `fast interval: p99 ${first.p99} ms`)
+  t.match(second, { rps: 20, eps: 0 })
+  t.ok(second.p99 > 250, `slow interval: p99 ${second.p99} ms, from this interval's samples only`)
+  for (let i = 3; i < 10; i++) history.add(snapshotOf({ total: 300 + i }), i * 10000)
+  t.equal(history.series().web.length, 3, 'the ring keeps the last `points`')
+})
+
+t.test('headless Chromium renders the charts with data after traffic', async t => {
+  const chromium = ['chromium', 'chromium-browser'].find(c => !spawnSync(c, ['--version']).error)
+  if (chromium === undefined) return t.skip('chromium is not installed (Debian package chromium)')
+  const good = await httpBackend(t, 'good')
+  const dead = await deadPort()
+  const { lb, port: lilaPort } = await startLila(t, ['rr', good.address, `127.0.0.1:${dead}`, '--protocol', 'http'])
+  const status = createStatusServer({ stats: lb.stats, parseBackend, port: 0, historyEvery: 100 })
+  await status.listen()
+  t.teardown(() => status.close())
+  const port = status.server.address().port
+
+  // Traffic until the history has a few points with requests and errors in them.
+  const name = lb.stats().listeners[0].name
+  const seen = () => status.history.series()[name] || []
+  const ready = () => seen().filter(p => p.rps > 0).length >= 3 && seen().some(p => p.eps > 0)
+  const deadline = Date.now() + 10000
+  for (let i = 0; i < 10000 && !ready() && Date.now() < deadline; i++) await request(lilaPort)
+  t.ok(ready(), 'three intervals with traffic, one with errors')
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-chromium-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--window-size=1000,700']
+  const url = `http://127.0.0.1:${port}/status`
+  const dom = await run(chromium, [...args, '--dump-dom', url])
+  const charts = [...dom.matchAll(/<figure class="chart[^"]*"><svg[^>]*aria-label="([^"]*)"[\s\S]*?<polyline points="([^"]*)"/g)]
+  t.equal(charts.length, 3, 'three charts: requests/s, errors/s, p99')
+  if (charts.length !== 3) return
+  for (const [, label, points] of charts) {
+    t.ok(points.trim().split(' ').length >= 2, `${label}: a line of at least two points`)
+  }
+  t.match(charts[0][1], /^requests\/s over the last 15 minutes: now [\d.]+, peak [\d.]+$/)
+  t.notMatch(charts[1][1], /peak 0$/, 'the errors chart has errors in it')
+  const screenshot = path.join(os.tmpdir(), 'lila-status-charts.png')
+  await run(chromium, [...args, `--screenshot=${screenshot}`, url])
+  t.ok(fs.statSync(screenshot).size > 10000, `a screenshot, to look at: ${screenshot}`)
+})
+
+function run (command, args) {
+  return within(30000, `${command} ${args.at(-1)}`, new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'] })
+    let out = ''
+    child.stdout.on('data', chunk => { out += chunk })
+    child.on('error', reject)
+    child.on('close', () => resolve(out))
+  }))
+}
