@@ -10,7 +10,7 @@ const path = require('path')
 const { execFileSync, spawnSync } = require('child_process')
 const pkg = require('../package.json')
 const VERSION = require('../lib/version')
-const { OPTIONS } = require('../lib/config/options')
+const { GROUPS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { optionSignature, formatDefault } = require('../lib/cli/help')
 const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila } = require('./fixtures/helpers')
@@ -109,12 +109,12 @@ t.test('README: the options table and the modes table match lila itself', async 
     return match[1].split('\n').filter(line => line.startsWith('| ') && !line.startsWith('| Option') && !line.startsWith('| Mode'))
       .map(line => line.slice(1, -1).split(/(?<!\\)\|/).map(cell => cell.replace(/`/g, '').replace(/\\\|/g, '|').trim()))
   }
-  const options = OPTIONS.map(o => [
-    optionSignature(o).trim(),
-    o.default === undefined ? '' : formatDefault(o),
-    o.help
+  // A bold row per group (as --help's headings), then its options in the table's order.
+  const options = GROUPS.flatMap(group => [
+    [`**${group.title}**`, '', ''],
+    ...group.options.map(o => [optionSignature(o).trim(), o.default === undefined ? '' : formatDefault(o), o.help])
   ])
-  t.same(section('options'), options, 'one row per option, same signature, default and text as --help')
+  t.same(section('options'), options, 'one row per group and per option, same signature, default and text as --help')
   t.same(section('modes'), MODES.map(m => [m.name, m.aliases.join(', '), m.help]))
 })
 

@@ -52,7 +52,7 @@ async function main (argv, io = {}) {
   }
   switch (parsed.command) {
     case 'help':
-      stdout.write(lazy.helpText())
+      stdout.write(lazy.helpText(stdout.columns)) // a terminal's width; undefined when not one
       return 0
     case 'version':
       stdout.write(`lila ${VERSION}\n`)
