@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0168f0ecbca00e03ee87e47860a9609273120560a173d3b35be8ac60d9f42702"
+  sha256 "109134ef0c8a5f7e28d98f0f90d47dbe30f356be49fb50392c4d45d3cda452a0"
   license "MIT"
 
   depends_on "node"

@@ -199,6 +199,7 @@ const ERRORS = [
   [L({ timeout: '5s' }), 'listeners[0].timeout: needs "protocol": "http"'],
   [L({ mode: 'uri-hash' }), 'listeners[0].mode: mode uri-hash needs "protocol": "http"'],
   [L({ mode: 'fastest' }), 'listeners[0].mode: unknown mode "fastest": expected one of random, round-robin, rr, least-connections, lc, least-time, ip-hash, uri-hash'],
+  [L({ mode: 'round-robbin' }), 'listeners[0].mode: unknown mode "round-robbin": did you mean "round-robin"?'],
   [L({ 'hash-balance-factor': 1.5 }), 'listeners[0].hash-balance-factor: does not apply to mode "random": expected a hash mode (ip-hash, uri-hash)'],
   [L({ workers: 2 }), 'listeners[0].workers: applies to the whole process: expected it at the top level, not in a listener'],
   [L({ config: 'x' }), 'listeners[0].config: --config is for the command line only: expected it not in the config file'],

@@ -10,7 +10,7 @@ const path = require('path')
 const { execFileSync, spawnSync, spawn } = require('child_process')
 const pkg = require('../package.json')
 const VERSION = require('../lib/version')
-const { OPTIONS } = require('../lib/config/options')
+const { GROUPS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { optionSignature, formatDefault } = require('../lib/cli/help')
 const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila, within } = require('./fixtures/helpers')
@@ -58,6 +58,17 @@ t.test('package.json: zero dependencies, the bin, node >= 20', async t => {
   t.same(pkg.bin, { lila: 'lila' })
   t.equal(pkg.engines.node, '>=20')
   t.equal(VERSION, pkg.version, 'lib/version.js matches package.json')
+})
+
+t.test('package.json: repository, homepage and bugs name the project the README and the formula name', async t => {
+  const project = 'https://github.com/lila-lb/lila'
+  t.equal(pkg.homepage, project)
+  t.same(pkg.repository, { type: 'git', url: `git+${project}.git` })
+  t.same(pkg.bugs, { url: `${project}/issues` })
+  const formula = fs.readFileSync(path.join(ROOT, 'Formula', 'lila.rb'), 'utf8')
+  t.match(formula, `\n  homepage "${project}"\n`, 'the formula\'s homepage')
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  t.match(readme, 'https://raw.githubusercontent.com/lila-lb/lila/main/lila', 'the README\'s single file comes from it')
 })
 
 t.test('npm pack holds what a global install needs, and it installs and runs', async t => {
@@ -135,13 +146,23 @@ t.test('README: the options table and the modes table match lila itself', async 
     return match[1].split('\n').filter(line => line.startsWith('| ') && !line.startsWith('| Option') && !line.startsWith('| Mode'))
       .map(line => line.slice(1, -1).split(/(?<!\\)\|/).map(cell => cell.replace(/`/g, '').replace(/\\\|/g, '|').trim()))
   }
-  const options = OPTIONS.map(o => [
-    optionSignature(o).trim(),
-    o.default === undefined ? '' : formatDefault(o),
-    o.help
+  // A bold row per group (as --help's headings), then its options in the table's order.
+  const options = GROUPS.flatMap(group => [
+    [`**${group.title}**`, '', ''],
+    ...group.options.map(o => [optionSignature(o).trim(), o.default === undefined ? '' : formatDefault(o), o.help])
   ])
-  t.same(section('options'), options, 'one row per option, same signature, default and text as --help')
+  t.same(section('options'), options, 'one row per group and per option, same signature, default and text as --help')
   t.same(section('modes'), MODES.map(m => [m.name, m.aliases.join(', '), m.help]))
+})
+
+// What Node binds when no --host is given: [::] (IPv4 too), 0.0.0.0 only without IPv6.
+// Not spawned here: a test binds 127.0.0.1 only, never every interface.
+t.test('README: the listening line is what lila prints without --host', async t => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  const { formatAddress } = require('../lib/address')
+  // The Usage section's line (the demo's, in the quick start, listens on 127.0.0.1).
+  const [, address] = /`lila: listening on (\S+) \(tcp/.exec(readme) || []
+  t.equal(address, formatAddress('::', 4444))
 })
 
 t.test('README: the two commands a newcomer types exist', async t => {

@@ -84,6 +84,23 @@ t.test('--help and --version', async t => {
   t.equal(version.stdout, `lila ${require('../package.json').version}\n`)
   t.same(await runLila(['-v']), version, '-v is --version')
   t.same(await runLila(['rr', ':80', '--version']), version, '--version wins over everything else')
+
+  // The words a newcomer types first (they used to be taken for unknown modes).
+  t.same(await runLila(['help']), help, 'lila help is --help')
+  t.same(await runLila(['version']), version, 'lila version is --version')
+})
+
+t.test('did you mean: the nearest word, and none for a word near nothing', async t => {
+  const { closest, distance } = require('../lib/config/suggest')
+  t.equal(distance('retires', 'retries'), 1, 'two neighbours swapped are one edit')
+  t.equal(closest('retires', ['retry-on', 'retries']), 'retries')
+  t.equal(closest('Port', ['host', 'port']), 'port', 'case is no edit')
+  t.equal(closest('x', ['rr', 'lc']), null, 'a short word is not taken for another short one')
+  t.equal(closest('ab', ['rr', 'lc']), null)
+  t.equal(closest('foo', ['rr', 'lc', 'random']), null)
+  t.equal(closest('lcc', ['rr', 'lc']), 'lc')
+  t.equal(closest('connnect-timout', ['connect-timeout']), 'connect-timeout', 'two edits in a long word')
+  t.equal(closest('c'.repeat(41), ['c'.repeat(41)]), null, 'long words are not compared')
 })
 
 t.test('a port already taken exits 1 with one line', async t => {

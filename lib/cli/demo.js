@@ -5,19 +5,26 @@ const { parseBackend } = require('../config/parsers')
 
 // `lila demo`: three small HTTP backends on free local ports, lila in front of them,
 // and a line saying what to run to watch the balancing. Everything stops on Ctrl-C.
+// The command is alone on its line after "try: ", so that it pastes into a shell.
 async function runDemo (config, io, serve) {
   const backends = await Promise.all([1, 2, 3].map(startDemoBackend))
   const listener = config.listeners[0]
   listener.backends = backends.map(b => parseBackend(`127.0.0.1:${b.port}`))
   if (listener.host === null) listener.host = '127.0.0.1'
   try {
-    return await serve(config, io, ([address], log) => {
+    return await serve(config, { ...io, listenHint }, ([address], log) => {
       log.info(`demo backends: ${listener.backends.map(b => `127.0.0.1:${b.port}`).join(', ')}`)
-      log.info(`try: for i in 1 2 3 4 5 6; do curl -s http://${address}/; done    (Ctrl-C stops the demo)`)
+      log.info(`try: for i in 1 2 3 4 5 6; do curl -s http://${address}/; done`)
+      log.info('Ctrl-C stops the demo')
     })
   } finally {
     await Promise.all(backends.map(b => b.close()))
   }
+}
+
+// 4444 may well be taken (another demo, another tool): say how to get a free port.
+function listenHint (err) {
+  return err.cause && err.cause.code === 'EADDRINUSE' ? 'lila demo --port 0 takes a free port' : null
 }
 
 function startDemoBackend (n) {

@@ -52,7 +52,7 @@ async function main (argv, io = {}) {
   }
   switch (parsed.command) {
     case 'help':
-      stdout.write(lazy.helpText())
+      stdout.write(lazy.helpText(stdout.columns)) // a terminal's width; undefined when not one
       return 0
     case 'version':
       stdout.write(`lila ${VERSION}\n`)
@@ -115,10 +115,12 @@ function usageError (err, stderr) {
 // Run the balancer until SIGTERM or SIGINT, then drain and resolve with the exit code.
 // With a config file (`reloadConfig` reads it again), SIGHUP reloads it.
 // `onListening(addresses, log)` runs once every listener is bound. io: { stdout,
-// stderr, stdin, signals, reloadConfig } (the process's streams by default).
+// stderr, stdin, signals, reloadConfig, listenHint } (the process's streams by default;
+// listenHint(err): what the caller adds when a listener cannot bind, or null).
 async function serve (config, io, onListening = () => {}) {
   const {
-    stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null
+    stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null,
+    listenHint = () => null
   } = io
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
@@ -142,7 +144,11 @@ async function serve (config, io, onListening = () => {}) {
   const early = lazy.signals.holdSighup(signals, reloadConfig !== null)
   try {
     if (status !== null) await status.listen()
-    addresses = await lb.listen()
+    addresses = await lb.listen().catch(err => {
+      const hint = err instanceof RuntimeError ? listenHint(err) : null
+      if (hint !== null) err.message += `; ${hint}`
+      throw err
+    })
   } catch (err) {
     early.release(false)
     if (status !== null) await status.close()

@@ -6,9 +6,15 @@
 const { parseArgs } = require('util')
 const { UsageError } = require('../errors')
 const { OPTIONS, parseArgsOptions } = require('./options')
-const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, quote } = require('./parsers')
+const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
 const { buildListener, buildGlobals, buildConfig } = require('./builder')
 const { modeName } = require('../upstream/balancers')
+const { didYouMean } = require('./suggest')
+
+// Words that name a command rather than a mode or a backend: `lila help` and
+// `lila version` do what --help and --version do.
+const COMMANDS = ['demo', 'help', 'version']
+const LONG_FLAGS = OPTIONS.map(o => o.flag)
 
 // The command line as a source of values (builder.js jsonSource() is the file): a
 // value is named by its flag, so `at` is null.
@@ -24,8 +30,10 @@ function rethrowParseError (err) {
   const option = /'(-[^' ]+)/.exec(err.message)
   const name = option ? option[1] : 'option'
   switch (err.code) {
-    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      throw new UsageError(`unknown option ${quote(name)}`)
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const hint = name.startsWith('--') ? didYouMean(name, LONG_FLAGS) : null
+      throw new UsageError(`unknown option ${quote(name)}${hint === null ? '' : `: ${hint}`}`)
+    }
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
       const flag = (/--[a-z-]+/.exec(err.message) || [name])[0]
       if (/does not take an argument/.test(err.message)) throw new UsageError(`option ${flag} takes no value`)
@@ -57,7 +65,7 @@ function normaliseArgv (argv) {
     }
     const next = argv[i + 1]
     const isValue = next !== undefined && !next.startsWith('-') && !next.includes(':') &&
-      !modeName(next) && next !== 'demo'
+      !modeName(next) && !COMMANDS.includes(next)
     out.push(`--access-log=${isValue ? next : 'text'}`)
     if (isValue) i++
   }
@@ -65,7 +73,7 @@ function normaliseArgv (argv) {
 }
 
 // argv (without node and script) ->
-//   { command: 'help' | 'version' }
+//   { command: 'help' | 'version' }          (also `lila help`, `lila version`)
 //   { command: 'run' | 'demo', config }
 //   { command: 'run', configFile, logLevel }   (--config: main.js reads the file; a
 //                                               --log-level given beside it wins)
@@ -77,8 +85,8 @@ function parseCommandLine (argv) {
     rethrowParseError(err)
   }
   const { values, positionals } = parsed
-  if (values.help) return { command: 'help' }
-  if (values.version) return { command: 'version' }
+  if (values.help || positionals[0] === 'help') return { command: 'help' }
+  if (values.version || positionals[0] === 'version') return { command: 'version' }
 
   if (values.config !== undefined) return configFileCommand(values, positionals)
 
@@ -100,7 +108,10 @@ function parseCommandLine (argv) {
   if (words.length && modeName(words[0])) {
     mode = { value: words.shift(), at: null }
   } else if (words.length && !words[0].includes(':')) {
-    throw new UsageError(`unknown mode ${quote(words[0])}: expected one of ${MODE_NAMES}, or a backend host:port`)
+    // The first word may also have been meant as a command (`lila dmeo`).
+    const hint = didYouMean(words[0], command === 'run' ? [...MODE_WORDS, ...COMMANDS] : MODE_WORDS) ||
+      `expected one of ${MODE_NAMES}, or a backend host:port`
+    throw new UsageError(`unknown mode ${quote(words[0])}: ${hint}`)
   }
 
   const globals = buildGlobals(entries, ARGV)

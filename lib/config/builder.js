@@ -11,8 +11,9 @@
 const { UsageError } = require('../errors')
 const { formatAddress } = require('../address')
 const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
-const { PARSERS, NUMERIC, parseBackend, MODE_NAMES, quote } = require('./parsers')
+const { PARSERS, NUMERIC, parseBackend, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
 const { listenerFrom, configFrom } = require('./defaults')
+const { didYouMean } = require('./suggest')
 const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('../upstream/balancers')
 
 // Where values come from, for the wording of errors. Each value arrives as
@@ -86,7 +87,8 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     }
     mode = modeName(modeEntry.value)
     if (mode === null) {
-      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: expected one of ${MODE_NAMES}`)
+      const hint = didYouMean(modeEntry.value, MODE_WORDS) || `expected one of ${MODE_NAMES}`
+      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: ${hint}`)
     }
   }
   const needs = MODES.find(m => m.name === mode).protocol

@@ -17,6 +17,7 @@ const { UsageError } = require('../errors')
 const { parseJson, JsonError } = require('./json')
 const { OPTIONS, BY_NAME, LISTENER_OPTIONS } = require('./options')
 const { buildListener, buildGlobals, buildConfig, jsonSource } = require('./builder')
+const { didYouMean } = require('./suggest')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
 const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])
@@ -183,40 +184,11 @@ function checkKey (key, at, allowed, src, level) {
   if (key === 'backends') {
     throw src.fail(at, 'belongs to a listener: expected it in each of "listeners", not at the top level')
   }
-  const suggestion = closest(key, allowed)
   const place = level === 'top'
     ? 'an option\'s long name (lila --help), "mode", "certificates" or "listeners"'
     : 'an option\'s long name (lila --help), "mode", "backends" or "certificates"'
-  const hint = suggestion === null ? `expected ${place}` : `did you mean ${JSON.stringify(suggestion)}?`
+  const hint = didYouMean(key, allowed) || `expected ${place}`
   throw src.fail(at, `unknown key ${JSON.stringify(key)}: ${hint}`)
-}
-
-// The allowed key nearest to a misspelt one (at most two edits away), or null.
-function closest (key, allowed) {
-  let best = null
-  let bestDistance = 3
-  if (key.length > 40) return null
-  for (const candidate of allowed) {
-    const d = distance(key.toLowerCase(), candidate)
-    if (d < bestDistance) {
-      best = candidate
-      bestDistance = d
-    }
-  }
-  return best
-}
-
-// Levenshtein distance.
-function distance (a, b) {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
-    }
-    previous = current
-  }
-  return previous[b.length]
 }
 
 module.exports = { parseConfigFile, readConfigFile }

@@ -11,6 +11,16 @@
 //   'own'                     per listener only (port, name)
 //   'global'                  top level only: it is about the process, not a listener
 //   'cli'                     the command line only (--config, --help, --version)
+// `group` names the heading it is listed under in --help and the README (GROUPS, in order).
+
+const GROUPS = [
+  { name: 'listening', title: 'Listening' },
+  { name: 'balancing', title: 'Balancing' },
+  { name: 'health', title: 'Health' },
+  { name: 'http', title: 'HTTP' },
+  { name: 'tls', title: 'TLS and PROXY protocol' },
+  { name: 'operations', title: 'Operations' }
+]
 
 const OPTIONS = [
   {
@@ -18,6 +28,7 @@ const OPTIONS = [
     short: 'p',
     arg: 'N',
     type: 'port',
+    group: 'listening',
     default: 4444,
     scope: 'own',
     help: 'listen port; 0 takes a free port'
@@ -26,6 +37,7 @@ const OPTIONS = [
     name: 'host',
     arg: 'ADDR',
     type: 'host',
+    group: 'listening',
     default: null,
     shown: 'all interfaces',
     help: 'listen address'
@@ -34,6 +46,7 @@ const OPTIONS = [
     name: 'protocol',
     arg: 'tcp|http',
     type: 'protocol',
+    group: 'listening',
     default: 'tcp',
     help: 'tcp pipes whole connections; http balances each request'
   },
@@ -41,6 +54,7 @@ const OPTIONS = [
     name: 'connect-timeout',
     arg: 'DUR',
     type: 'duration',
+    group: 'balancing',
     min: 1,
     default: 3000,
     help: 'give up a backend connect after this long and try the next'
@@ -49,6 +63,7 @@ const OPTIONS = [
     name: 'idle-timeout',
     arg: 'DUR',
     type: 'duration',
+    group: 'listening',
     default: 60000,
     help: 'close a connection with no traffic for this long'
   },
@@ -56,6 +71,7 @@ const OPTIONS = [
     name: 'retries',
     arg: 'N',
     type: 'count',
+    group: 'balancing',
     default: 2,
     help: 'other backends to try when one fails'
   },
@@ -63,6 +79,7 @@ const OPTIONS = [
     name: 'retry-on',
     arg: 'LIST',
     type: 'statusList',
+    group: 'balancing',
     default: Object.freeze([502, 503]),
     shown: '502,503',
     only: 'http',
@@ -72,6 +89,7 @@ const OPTIONS = [
     name: 'retry-budget',
     arg: 'PCT',
     type: 'percent',
+    group: 'balancing',
     default: 20,
     shown: '20%',
     help: 'cap on retries: PCT% of the requests of 10s, plus 10; off'
@@ -80,6 +98,7 @@ const OPTIONS = [
     name: 'max-conn',
     arg: 'N',
     type: 'positive',
+    group: 'listening',
     default: null,
     shown: 'none',
     help: 'cap on client connections; more wait until one closes'
@@ -88,6 +107,7 @@ const OPTIONS = [
     name: 'timeout',
     arg: 'DUR',
     type: 'duration',
+    group: 'http',
     default: 60000,
     only: 'http',
     help: 'http: answer 504 when a backend is silent this long'
@@ -96,6 +116,7 @@ const OPTIONS = [
     name: 'header-timeout',
     arg: 'DUR',
     type: 'duration',
+    group: 'http',
     default: 10000,
     only: 'http',
     help: 'http: answer 408 when a request head takes longer'
@@ -103,6 +124,7 @@ const OPTIONS = [
   {
     name: 'forwarded',
     type: 'flag',
+    group: 'http',
     default: false,
     shown: 'off',
     only: 'http',
@@ -110,6 +132,7 @@ const OPTIONS = [
   },
   {
     name: 'check',
+    group: 'health',
     arg: 'SPEC',
     type: 'check',
     default: Object.freeze({ type: 'tcp' }),
@@ -120,6 +143,7 @@ const OPTIONS = [
     name: 'check-host',
     arg: 'HOST',
     type: 'hostHeader',
+    group: 'health',
     default: null,
     shown: 'the backend as given',
     help: 'http check: the Host header to send'
@@ -128,6 +152,7 @@ const OPTIONS = [
     name: 'check-interval',
     arg: 'DUR',
     type: 'duration',
+    group: 'health',
     min: 1,
     default: 2000,
     help: 'time between two probes of a backend'
@@ -136,6 +161,7 @@ const OPTIONS = [
     name: 'rise',
     arg: 'N',
     type: 'threshold',
+    group: 'health',
     default: 2,
     help: 'probes passed in a row that bring a backend back'
   },
@@ -143,6 +169,7 @@ const OPTIONS = [
     name: 'fall',
     arg: 'N',
     type: 'threshold',
+    group: 'health',
     default: 3,
     help: 'probes failed in a row that take a backend out'
   },
@@ -150,6 +177,7 @@ const OPTIONS = [
     name: 'eject-after',
     arg: 'N',
     type: 'count',
+    group: 'health',
     default: 5,
     help: 'failures of real traffic in a row that take a backend out; 0: never'
   },
@@ -157,6 +185,7 @@ const OPTIONS = [
     name: 'eject-on',
     arg: 'LIST',
     type: 'statusList',
+    group: 'health',
     default: Object.freeze([502, 503, 504]),
     shown: 'gateway',
     only: 'http',
@@ -166,6 +195,7 @@ const OPTIONS = [
     name: 'queue-timeout',
     arg: 'DUR',
     type: 'duration',
+    group: 'balancing',
     default: 5000,
     help: 'how long a connection or request waits for a backend at its max-conn; 0: no queue'
   },
@@ -173,6 +203,7 @@ const OPTIONS = [
     name: 'resolve-interval',
     arg: 'DUR',
     type: 'duration',
+    group: 'balancing',
     default: 30000,
     help: 'how often backend names are resolved again; 0: only at start'
   },
@@ -180,6 +211,7 @@ const OPTIONS = [
     name: 'dns-server',
     arg: 'ADDR[:PORT]',
     type: 'dnsServer',
+    group: 'balancing',
     default: null,
     shown: 'system resolver',
     help: 'resolve backend names with this DNS server'
@@ -188,6 +220,7 @@ const OPTIONS = [
     name: 'hash-balance-factor',
     arg: 'F',
     type: 'factor',
+    group: 'balancing',
     default: null,
     shown: 'off',
     help: 'hash modes: cap each backend at F times the average load, e.g. 1.25'
@@ -196,6 +229,7 @@ const OPTIONS = [
     name: 'name',
     arg: 'NAME',
     type: 'name',
+    group: 'listening',
     default: null,
     shown: 'protocol:port',
     scope: 'own',
@@ -205,6 +239,7 @@ const OPTIONS = [
     name: 'tls-cert',
     arg: 'FILE',
     type: 'file',
+    group: 'tls',
     default: null,
     shown: 'none',
     help: 'terminate TLS with this certificate chain (PEM), with --tls-key'
@@ -213,6 +248,7 @@ const OPTIONS = [
     name: 'tls-key',
     arg: 'FILE',
     type: 'file',
+    group: 'tls',
     default: null,
     shown: 'none',
     help: 'the private key of --tls-cert (PEM)'
@@ -220,6 +256,7 @@ const OPTIONS = [
   {
     name: 'backend-tls',
     type: 'flag',
+    group: 'tls',
     default: false,
     shown: 'off',
     help: 'speak TLS to backends, verifying their certificates'
@@ -228,6 +265,7 @@ const OPTIONS = [
     name: 'backend-tls-ca',
     arg: 'FILE',
     type: 'file',
+    group: 'tls',
     default: null,
     shown: 'system CAs',
     help: 'with --backend-tls: trust these CA certificates (PEM)'
@@ -235,6 +273,7 @@ const OPTIONS = [
   {
     name: 'backend-tls-insecure',
     type: 'flag',
+    group: 'tls',
     default: false,
     shown: 'off',
     help: 'with --backend-tls: do not verify backend certificates'
@@ -243,6 +282,7 @@ const OPTIONS = [
     name: 'proxy-protocol',
     arg: 'v1|v2',
     type: 'proxyProtocol',
+    group: 'tls',
     default: null,
     shown: 'off',
     only: 'tcp',
@@ -251,6 +291,7 @@ const OPTIONS = [
   {
     name: 'accept-proxy',
     type: 'flag',
+    group: 'tls',
     default: false,
     shown: 'off',
     help: 'read the client address from a PROXY protocol header (v1 or v2)'
@@ -259,6 +300,7 @@ const OPTIONS = [
     name: 'workers',
     arg: 'N|auto',
     type: 'workers',
+    group: 'operations',
     default: 1,
     scope: 'global',
     help: 'worker processes; auto: one per core'
@@ -267,6 +309,7 @@ const OPTIONS = [
     name: 'config',
     arg: 'FILE',
     type: 'file',
+    group: 'operations',
     scope: 'cli',
     help: 'run the listeners of a JSON config file; SIGHUP reloads it'
   },
@@ -274,6 +317,7 @@ const OPTIONS = [
     name: 'shutdown-timeout',
     arg: 'DUR',
     type: 'duration',
+    group: 'operations',
     default: 30000,
     scope: 'global',
     help: 'on SIGTERM/SIGINT, let open connections finish this long'
@@ -282,6 +326,7 @@ const OPTIONS = [
     name: 'log-level',
     arg: 'L',
     type: 'logLevel',
+    group: 'operations',
     default: 'info',
     scope: 'global',
     help: 'error | warn | info | debug'
@@ -290,6 +335,7 @@ const OPTIONS = [
     name: 'access-log',
     arg: '[text|json]',
     type: 'accessLog',
+    group: 'operations',
     default: null,
     shown: 'off',
     scope: 'global',
@@ -299,6 +345,7 @@ const OPTIONS = [
     name: 'status-port',
     arg: 'N',
     type: 'port',
+    group: 'operations',
     default: null,
     shown: 'off',
     scope: 'global',
@@ -308,6 +355,7 @@ const OPTIONS = [
     name: 'status-host',
     arg: 'ADDR',
     type: 'host',
+    group: 'operations',
     default: '127.0.0.1',
     scope: 'global',
     help: 'address of the admin listener'
@@ -316,6 +364,7 @@ const OPTIONS = [
     name: 'status-token',
     arg: 'TOKEN',
     type: 'token',
+    group: 'operations',
     default: null,
     shown: 'none',
     scope: 'global',
@@ -324,6 +373,7 @@ const OPTIONS = [
   {
     name: 'dashboard',
     type: 'flag',
+    group: 'operations',
     default: false,
     shown: 'off',
     scope: 'global',
@@ -333,6 +383,7 @@ const OPTIONS = [
     name: 'help',
     short: 'h',
     type: 'boolean',
+    group: 'operations',
     scope: 'cli',
     help: 'show this help'
   },
@@ -340,6 +391,7 @@ const OPTIONS = [
     name: 'version',
     short: 'v',
     type: 'boolean',
+    group: 'operations',
     scope: 'cli',
     help: 'show the version'
   }
@@ -352,6 +404,8 @@ for (const option of OPTIONS) {
 }
 
 const BY_NAME = new Map(OPTIONS.map(o => [o.name, o]))
+// Each group with its options, in the table's order.
+for (const group of GROUPS) group.options = OPTIONS.filter(o => o.group === group.name)
 // The options of a listener (everything but the process-wide and command-line ones).
 const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
 const GLOBAL_OPTIONS = OPTIONS.filter(o => o.scope === 'global')
@@ -367,4 +421,4 @@ function parseArgsOptions () {
   return spec
 }
 
-module.exports = { OPTIONS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, parseArgsOptions }
+module.exports = { OPTIONS, GROUPS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, parseArgsOptions }

@@ -20,7 +20,8 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json']
 
-const MODE_NAMES = MODES.flatMap(m => [m.name, ...m.aliases]).join(', ') // for "expected one of"
+const MODE_WORDS = MODES.flatMap(m => [m.name, ...m.aliases])
+const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
 
 const quote = value => JSON.stringify(String(value))
 // Parsers name the flag a value came from; a value from the JSON file is named by its
@@ -228,5 +229,6 @@ module.exports = {
   DURATION,
   BACKEND_SYNTAX,
   MODE_NAMES,
+  MODE_WORDS,
   quote
 }
