@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "109134ef0c8a5f7e28d98f0f90d47dbe30f356be49fb50392c4d45d3cda452a0"
+  sha256 "5d88dad556c1145152824d82dea7798908ecdc03da43a8a9478bd17cbd7cc0b1"
   license "MIT"
 
   depends_on "node"

@@ -143,7 +143,8 @@ function helpText (columns) {
       ['lila [mode] <backend>... [options]'],
       ['lila --config lila.json', 'listeners from a JSON file; SIGHUP reloads it'],
       ['lila demo [mode] [options]', 'three local demo backends behind lila'],
-      ['lila help, lila version', 'this help; the version']
+      ['lila help, lila version', 'this help; the version'],
+      ['lila completion bash|zsh', 'a shell completion script: source <(lila completion bash)']
     ], width),
     '',
     'Modes:',

@@ -14,6 +14,7 @@ const lazy = {
   get listeningLines () { return require('../index').listeningLines },
   get workers () { return require('./workers') },
   get helpText () { return require('./help').helpText },
+  get completionScript () { return require('./completion').completionScript },
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
@@ -56,6 +57,13 @@ async function main (argv, io = {}) {
       return 0
     case 'version':
       stdout.write(`lila ${VERSION}\n`)
+      return 0
+    case 'completion':
+      try {
+        stdout.write(lazy.completionScript(parsed.shell))
+      } catch (err) {
+        return usageError(err, stderr)
+      }
       return 0
     case 'demo':
       return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)

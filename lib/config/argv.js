@@ -13,7 +13,7 @@ const { didYouMean } = require('./suggest')
 
 // Words that name a command rather than a mode or a backend: `lila help` and
 // `lila version` do what --help and --version do.
-const COMMANDS = ['demo', 'help', 'version']
+const COMMANDS = ['demo', 'help', 'version', 'completion']
 const LONG_FLAGS = OPTIONS.map(o => o.flag)
 
 // The command line as a source of values (builder.js jsonSource() is the file): a
@@ -74,6 +74,7 @@ function normaliseArgv (argv) {
 
 // argv (without node and script) ->
 //   { command: 'help' | 'version' }          (also `lila help`, `lila version`)
+//   { command: 'completion', shell }         (`lila completion bash`; the shell unchecked)
 //   { command: 'run' | 'demo', config }
 //   { command: 'run', configFile, logLevel }   (--config: main.js reads the file; a
 //                                               --log-level given beside it wins)
@@ -87,6 +88,12 @@ function parseCommandLine (argv) {
   const { values, positionals } = parsed
   if (values.help || positionals[0] === 'help') return { command: 'help' }
   if (values.version || positionals[0] === 'version') return { command: 'version' }
+  if (positionals[0] === 'completion') {
+    if (positionals.length > 2) {
+      throw new UsageError(`unexpected argument ${quote(positionals[2])} after lila completion SHELL`)
+    }
+    return { command: 'completion', shell: positionals[1] }
+  }
 
   if (values.config !== undefined) return configFileCommand(values, positionals)
 

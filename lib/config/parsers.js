@@ -221,6 +221,7 @@ function parseBackend (text) {
 }
 
 module.exports = {
+  LOG_LEVELS,
   parseDuration,
   parseInteger,
   parseBackend,

@@ -1,0 +1,48 @@
+'use strict'
+
+// `lila completion bash|zsh`: the script comes from lila's own options and modes, and
+// bash completes with it as a user's shell would (COMP_WORDS, then the function).
+
+const t = require('tap')
+const { spawnSync } = require('child_process')
+const { OPTIONS } = require('../lib/config/options')
+const { MODES } = require('../lib/upstream/balancers')
+const { LILA, runLila } = require('./fixtures/helpers')
+
+// What bash offers for the words typed so far (the last one being completed).
+function complete (shell, words) {
+  const array = words.map(w => `'${w}'`).join(' ')
+  const script = `source <("${LILA}" completion ${shell}); COMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; ` +
+    '_lila; printf "%s\\n" "$' + '{COMPREPLY[@]}"' // bash's, not a template
+  const run = spawnSync(shell, ['-c', script], { encoding: 'utf8' })
+  if (run.error) return null
+  return run.stdout.split('\n').filter(Boolean).sort()
+}
+
+t.test('bash: options, values, modes and commands', async t => {
+  t.same(complete('bash', ['lila', '--retr']), ['--retries', '--retry-budget', '--retry-on'], 'options by prefix')
+  t.same(complete('bash', ['lila', 'rr', ':9001', '--protocol', '']), ['http', 'tcp'], 'an option\'s values')
+  t.same(complete('bash', ['lila', '--log-level', 'd']), ['debug'])
+  t.same(complete('bash', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes first')
+  t.same(complete('bash', ['lila', 'comp']), ['completion'], 'and commands')
+  t.same(complete('bash', ['lila', 'completion', '']), ['bash', 'zsh'])
+  const all = complete('bash', ['lila', '--'])
+  t.same(all, OPTIONS.map(o => o.flag).sort(), 'every option lila has, and only those')
+  t.same(complete('bash', ['lila', '']).filter(w => !['demo', 'help', 'version', 'completion'].includes(w)),
+    MODES.flatMap(m => [m.name, ...m.aliases]).sort())
+})
+
+t.test('zsh loads the same script through bashcompinit', async t => {
+  const zsh = complete('zsh', ['lila', '--retr'])
+  if (zsh === null) return t.skip('zsh is not installed')
+  t.same(zsh, ['--retries', '--retry-budget', '--retry-on'])
+})
+
+t.test('a shell lila does not know: exit 2, one line', async t => {
+  for (const args of [['completion', 'fish'], ['completion'], ['completion', 'bash', 'extra']]) {
+    const { code, stdout, stderr } = await runLila(args)
+    t.equal(code, 2, args.join(' '))
+    t.equal(stdout, '')
+    t.match(stderr, /^lila: (unknown shell "fish"|no shell given|unexpected argument "extra")/)
+  }
+})
