@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5d88dad556c1145152824d82dea7798908ecdc03da43a8a9478bd17cbd7cc0b1"
+  sha256 "38ad0d2033bf2ce3db714d8963ac0b056ddd8a9441cc2f3923789eaa3f25e2af"
   license "MIT"
 
   depends_on "node"

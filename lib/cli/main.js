@@ -36,11 +36,12 @@ async function main (argv, io = {}) {
   let config
   let reloadConfig = null
   try {
-    parsed = parseCommandLine(argv)
+    parsed = parseCommandLine(argv, env)
     if (parsed.configFile !== undefined) {
       // --log-level beside --config wins over the file, at start and on every reload.
       reloadConfig = () => {
-        const fromFile = lazy.readConfigFile(parsed.configFile, { readFile: io.readFile })
+        const { configFile, environment } = parsed
+        const fromFile = lazy.readConfigFile(configFile, { readFile: io.readFile, environment })
         if (parsed.logLevel !== null) fromFile.logLevel = parsed.logLevel
         return fromFile
       }

@@ -10,6 +10,7 @@ const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, MODE_WORDS, quote } = require('./pa
 const { buildListener, buildGlobals, buildConfig } = require('./builder')
 const { modeName } = require('../upstream/balancers')
 const { didYouMean } = require('./suggest')
+const { environmentValues } = require('./environment')
 
 // Words that name a command rather than a mode or a backend: `lila help` and
 // `lila version` do what --help and --version do.
@@ -76,9 +77,11 @@ function normaliseArgv (argv) {
 //   { command: 'help' | 'version' }          (also `lila help`, `lila version`)
 //   { command: 'completion', shell }         (`lila completion bash`; the shell unchecked)
 //   { command: 'run' | 'demo', config }
-//   { command: 'run', configFile, logLevel }   (--config: main.js reads the file; a
-//                                               --log-level given beside it wins)
-function parseCommandLine (argv) {
+//   { command: 'run', configFile, logLevel, environment }   (--config: main.js reads
+//                                               the file with the environment's options
+//                                               over it; a --log-level beside it wins)
+// `env`: the process environment, for LILA_<NAME> (environment.js); a flag wins.
+function parseCommandLine (argv, env = {}) {
   let parsed
   try {
     parsed = parseArgs({ args: normaliseArgv(argv), options: parseArgsOptions(), allowPositionals: true, strict: true })
@@ -95,11 +98,13 @@ function parseCommandLine (argv) {
     return { command: 'completion', shell: positionals[1] }
   }
 
-  if (values.config !== undefined) return configFileCommand(values, positionals)
+  const environment = environmentValues(env)
+  if (values.config !== undefined) return configFileCommand(values, positionals, environment)
 
   const entries = new Map()
   for (const o of OPTIONS) {
     if (o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
+    else if (environment.has(o.name)) entries.set(o.name, { value: environment.get(o.name).value, at: null })
   }
 
   const words = positionals.slice()
@@ -136,8 +141,9 @@ function parseCommandLine (argv) {
   return { command, config: buildConfig(globals, [listener], ARGV) }
 }
 
-// --config FILE: everything else is in the file, but for --log-level.
-function configFileCommand (values, positionals) {
+// --config FILE: everything else is in the file, but for --log-level, and the
+// environment's options (over the file's), except a listener's own port and name.
+function configFileCommand (values, positionals, environment = new Map()) {
   const file = PARSERS.file(values.config, '--config')
   if (positionals.length > 0) {
     const arg = quote(positionals[0])
@@ -150,8 +156,14 @@ function configFileCommand (values, positionals) {
       throw new UsageError(message)
     }
   }
+  for (const { option, variable } of environment.values()) {
+    if (option.scope === 'own') {
+      throw new UsageError(`${variable} cannot be combined with --config: ` +
+        `each listener's ${option.name} is in the file`)
+    }
+  }
   const logLevel = values['log-level'] === undefined ? null : PARSERS.logLevel(values['log-level'], '--log-level')
-  return { command: 'run', configFile: file, logLevel }
+  return { command: 'run', configFile: file, logLevel, environment }
 }
 
 module.exports = {

@@ -43,14 +43,16 @@ const typeName = value => {
   return `${typeof value} ${JSON.stringify(value)}`
 }
 
-function readConfigFile (file, { readFile = fs.readFileSync } = {}) {
+// environment: Map of option name -> { value, variable } (environment.js): values that
+// win over the file's, for the process and every listener.
+function readConfigFile (file, { readFile = fs.readFileSync, environment = new Map() } = {}) {
   let text
   try {
     text = readFile(file, 'utf8')
   } catch (err) {
     throw new UsageError(`cannot read config file ${JSON.stringify(file)}: ${readReason(err)}`)
   }
-  return parseConfigFile(text, file)
+  return parseConfigFile(text, file, environment)
 }
 
 function readReason (err) {
@@ -58,7 +60,7 @@ function readReason (err) {
   return reasons[err.code] || err.code || err.message
 }
 
-function parseConfigFile (text, file) {
+function parseConfigFile (text, file, environment = new Map()) {
   let doc
   try {
     doc = parseJson(text)
@@ -87,12 +89,19 @@ function parseConfigFile (text, file) {
     const example = '"listeners": [{ "port": 80, "backends": ["10.0.0.1:80"] }]'
     throw new UsageError(`${file}: listeners: expected a list of at least one listener, e.g. ${example}, got ${got}`)
   }
+  const fromEnvironment = new Map()
+  for (const [name, { value, variable, option }] of environment) {
+    const entry = { value, at: variable }
+    if (option.scope === 'global') globals.set(name, entry)
+    else fromEnvironment.set(name, entry)
+  }
   const dir = path.dirname(file)
-  const listeners = listenersValue.map((raw, i) => listenerFrom(raw, `listeners[${i}]`, inherited, src, dir))
+  const listeners = listenersValue.map((raw, i) =>
+    listenerFrom(raw, `listeners[${i}]`, inherited, src, dir, fromEnvironment))
   return buildConfig(buildGlobals(globals, src), listeners, src, i => `listeners[${i}]`)
 }
 
-function listenerFrom (raw, where, inherited, src, dir) {
+function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
   if (!isObject(raw)) {
     const example = '{ "port": 80, "backends": ["10.0.0.1:80"] }'
     throw src.fail(where, `expected a listener object, e.g. ${example}, got ${typeName(raw)}`)
@@ -102,6 +111,7 @@ function listenerFrom (raw, where, inherited, src, dir) {
     checkKey(key, keyPath(where, key), LISTENER_KEYS, src, 'listener')
     values.set(key, { value: raw[key], at: keyPath(where, key) })
   }
+  for (const [name, entry] of fromEnvironment) values.set(name, entry)
   const mode = values.get('mode')
   const backends = values.get('backends')
   const certificates = values.get('certificates')
