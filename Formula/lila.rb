@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "38ad0d2033bf2ce3db714d8963ac0b056ddd8a9441cc2f3923789eaa3f25e2af"
+  sha256 "f5713291651158cdfb180c74ee1587f60c94e33392b73e5de13df7d5de2e2e98"
   license "MIT"
 
   depends_on "node"

@@ -175,3 +175,34 @@ t.test('changes from a status listener on all interfaces need the token', async 
   t.equal((await statusJson(lila)).listeners[0].backends[0].status, 'drained')
   t.equal((await lila.stop()).code, 0)
 })
+
+t.test('http: responses by status class, request durations and process_* in /metrics', async t => {
+  const ok = await httpBackend(t, 'ok')
+  const missing = await httpBackend(t, 'missing', (req, res) => { res.statusCode = 404; res.end() })
+  const lila = await spawnLila(t, ['rr', ok.address, missing.address, '--protocol', 'http', ...LOCAL, '--check', 'none'])
+  for (let i = 0; i < 10; i++) await request(lila.port)
+  const snapshot = await settled(lila)
+  const l = snapshot.listeners[0]
+  t.same(l.responses, { '1xx': 0, '2xx': 5, '3xx': 0, '4xx': 5, '5xx': 0 }, '/status.json: the listener\'s responses by class')
+  const [a, b] = [ok, missing].map(x => l.backends.find(bk => bk.address === x.address))
+  t.same([a.responses['2xx'], b.responses['4xx']], [5, 5], 'and each backend\'s')
+  t.equal(l.requestTime.count, 10, 'ten request durations')
+
+  const metrics = (await request(lila.statusPort, { path: '/metrics' })).body.toString()
+  const checked = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' })
+  if (checked.error && checked.error.code === 'ENOENT') t.skip('promtool is not installed (Debian package prometheus)')
+  else t.equal(checked.status, 0, `promtool check metrics: ${checked.stdout}${checked.stderr}`)
+  const base = `listener="${l.name}"`
+  t.equal(sample(metrics, 'lila_listener_responses_total', `${base},code="2xx"`), 5)
+  t.equal(sample(metrics, 'lila_listener_responses_total', `${base},code="4xx"`), 5)
+  t.equal(sample(metrics, 'lila_backend_responses_total', `${base},backend="${missing.address}",code="4xx"`), 5)
+  t.equal(sample(metrics, 'lila_listener_request_duration_seconds_count', base), 10)
+  t.equal(sample(metrics, 'lila_listener_request_duration_seconds_bucket', `${base},le="+Inf"`), 10)
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'process_start_time_seconds', 'process_open_fds', 'process_max_fds']) {
+    t.ok(new RegExp(`^${name} \\d`, 'm').test(metrics), `${name}`)
+  }
+  const fds = Number(/^process_open_fds (\d+)/m.exec(metrics)[1])
+  const rss = Number(/^process_resident_memory_bytes (\d+)/m.exec(metrics)[1])
+  t.ok(fds > 5 && fds < 1000, `open fds: ${fds}`)
+  t.ok(rss > 10 * 1024 * 1024, `resident memory: ${rss} bytes`)
+})

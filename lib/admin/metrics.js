@@ -32,14 +32,30 @@ const LISTENER_FAMILIES = [
 ]
 
 // [name, help, counts(listener or backend) -> { cause: n }]: one sample per cause.
+// [name, help, counts(listener or backend) -> { word: n }, label]: one sample per word.
 const LISTENER_BY_CAUSE = [
   ['lila_listener_retries_total',
     'Connections or requests tried on another backend, by what failed (connect, closed, reset, invalid, a status).',
-    l => l.retries]
+    l => l.retries, 'cause'],
+  ['lila_listener_responses_total',
+    'http: responses to clients by status class (the backend\'s, or lila\'s own; 499: the client left first).',
+    l => l.responses, 'code']
 ]
 const BACKEND_BY_CAUSE = [
   ['lila_backend_ejections_total',
-    'Times passive health took the backend out, by the failure that did it.', b => b.ejections]
+    'Times passive health took the backend out, by the failure that did it.', b => b.ejections, 'cause'],
+  ['lila_backend_responses_total',
+    'http: responses the backend gave that reached clients, by status class.', b => b.responses, 'code']
+]
+
+// [name, help, value(process stats) -> number | null]
+const PROCESS_FAMILIES = [
+  ['process_cpu_seconds_total', 'counter', 'User and system CPU time spent, in seconds.', p => p.cpuSeconds],
+  ['process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', p => p.residentBytes],
+  ['process_start_time_seconds', 'gauge', 'Start time of the process since the Unix epoch, in seconds.',
+    p => p.startTime],
+  ['process_open_fds', 'gauge', 'Number of open file descriptors.', p => p.openFds],
+  ['process_max_fds', 'gauge', 'Maximum number of open file descriptors.', p => p.maxFds]
 ]
 
 const BACKEND_FAMILIES = [
@@ -67,7 +83,8 @@ const BACKEND_FAMILIES = [
     b => b.latency === null ? null : b.latency / 1000]
 ]
 
-function renderMetrics (snapshot, { version = null } = {}) {
+// process: processStats() (process-stats.js) of the process serving /metrics, or null.
+function renderMetrics (snapshot, { version = null, process = null } = {}) {
   const out = []
   const family = (name, type, help) => out.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`)
 
@@ -84,9 +101,14 @@ function renderMetrics (snapshot, { version = null } = {}) {
     family(name, type, help)
     for (const l of snapshot.listeners) sample(out, name, { listener: l.name }, value(l))
   }
-  for (const [name, help, counts] of LISTENER_BY_CAUSE) {
+  for (const [name, help, counts, label] of LISTENER_BY_CAUSE) {
     family(name, 'counter', help)
-    for (const l of snapshot.listeners) byCause(out, name, { listener: l.name }, counts(l))
+    for (const l of snapshot.listeners) byCause(out, name, { listener: l.name }, counts(l), label)
+  }
+  const requests = 'lila_listener_request_duration_seconds'
+  family(requests, 'histogram', 'http: time from a request\'s head to the end of its response.')
+  for (const l of snapshot.listeners) {
+    if (l.requestTime) histogramSamples(out, requests, { listener: l.name }, l.requestTime)
   }
 
   const backends = []
@@ -104,24 +126,34 @@ function renderMetrics (snapshot, { version = null } = {}) {
     family(name, type, help)
     for (const [base, b] of backends) sample(out, name, base, value(b))
   }
-  for (const [name, help, counts] of BACKEND_BY_CAUSE) {
+  for (const [name, help, counts, label] of BACKEND_BY_CAUSE) {
     family(name, 'counter', help)
-    for (const [base, b] of backends) byCause(out, name, base, counts(b))
+    for (const [base, b] of backends) byCause(out, name, base, counts(b), label)
   }
 
   const histogram = 'lila_backend_response_time_seconds'
   family(histogram, 'histogram',
     'Response time: http, until the response head; tcp, the connect plus the wait for the first byte.')
-  for (const [base, b] of backends) {
-    const rt = b.responseTime
-    for (let i = 0; i < rt.counts.length; i++) {
-      const le = i < rt.bounds.length ? number(rt.bounds[i] / 1000) : '+Inf'
-      out.push(`${histogram}_bucket${labels({ ...base, le })} ${rt.counts[i]}`)
+  for (const [base, b] of backends) histogramSamples(out, histogram, base, b.responseTime)
+
+  if (process !== null) {
+    for (const [name, type, help, value] of PROCESS_FAMILIES) {
+      if (value(process) === null) continue
+      family(name, type, help)
+      out.push(`${name} ${number(value(process))}`)
     }
-    out.push(`${histogram}_sum${labels(base)} ${number(rt.sum / 1000)}`)
-    out.push(`${histogram}_count${labels(base)} ${rt.count}`)
   }
   return out.join('\n') + '\n'
+}
+
+// A histogram in ms ({ count, sum, bounds, counts }: cumulative counts) as seconds.
+function histogramSamples (out, name, base, h) {
+  for (let i = 0; i < h.counts.length; i++) {
+    const le = i < h.bounds.length ? number(h.bounds[i] / 1000) : '+Inf'
+    out.push(`${name}_bucket${labels({ ...base, le })} ${h.counts[i]}`)
+  }
+  out.push(`${name}_sum${labels(base)} ${number(h.sum / 1000)}`)
+  out.push(`${name}_count${labels(base)} ${h.count}`)
 }
 
 function sample (out, name, base, value) {
@@ -129,9 +161,9 @@ function sample (out, name, base, value) {
   out.push(`${name}${labels(base)} ${number(value)}`)
 }
 
-function byCause (out, name, base, counts) {
+function byCause (out, name, base, counts, label) {
   if (!counts) return
-  for (const cause of Object.keys(counts).sort()) sample(out, name, { ...base, cause }, counts[cause])
+  for (const word of Object.keys(counts).sort()) sample(out, name, { ...base, [label]: word }, counts[word])
 }
 
 function labels (pairs) {

@@ -9,6 +9,7 @@ const { formatAddress } = require('../address')
 const { renderPage } = require('./status-page')
 const { History } = require('./history')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
+const { processStats } = require('./process-stats')
 const { silentLogger } = require('../log')
 const VERSION = require('../version')
 
@@ -79,7 +80,8 @@ function createStatusServer ({
         })
       }
       if (path === '/metrics') {
-        return send(res, 200, renderMetrics(snapshot, { version }), { 'Content-Type': METRICS_TYPE })
+        const metrics = renderMetrics(snapshot, { version, process: processStats() })
+        return send(res, 200, metrics, { 'Content-Type': METRICS_TYPE })
       }
       const json = JSON.stringify({ version, time: now(), ...snapshot }, null, 2) + '\n'
       return send(res, 200, json, { 'Content-Type': 'application/json' })

@@ -23,6 +23,7 @@ const MAX_WAITING = 1024
 //   timeouts(config)             the ms the protocol's own timeouts need sweeps for
 //   sweep(listener)              those timeouts, run with every sweep (see startSweep)
 //   drained()                    clean-up once every session is gone after close()
+//   snapshot()                   what the listener's snapshot adds, or null
 //   snapshotBackend(backend)     a backend as stats() shows it (index.js)
 // A Session: `new Session(listener, client)`, then `start()`, serves one client
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
@@ -239,7 +240,8 @@ class Listener {
       waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
       unserved: this.unserved, // no backend could take them (or none in time)
-      ...this.upstream.stats() // panic, queued (waiting for a backend slot), queueTimeouts
+      ...this.upstream.stats(), // panic, queued (waiting for a backend slot), queueTimeouts
+      ...this.protocol.snapshot() // http: responses by class, requestTime
     }
   }
 }

@@ -303,6 +303,7 @@ function createTcpProtocol () {
     timeouts (config) { return NO_TIMEOUTS },
     sweep (listener) {},
     drained () {},
+    snapshot () { return null },
     snapshotBackend (backend) { return backend.snapshot() }
   }
 }

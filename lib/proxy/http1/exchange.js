@@ -52,7 +52,7 @@ class Exchange {
     this.bytesOut = 0
     this.done = false
     this.replied = 0 // the status lila answered itself, if it did
-    this.openedAt = this.listener.accessLog === null ? 0 : performance.now() // for the access log only
+    this.openedAt = performance.now() // for the request-time histogram and the access log
   }
 
   // Are the client's next bytes this exchange's (its request body, or a tunnel's), not
@@ -374,19 +374,26 @@ class Exchange {
     this.session.exchangeDone(keepAlive)
   }
 
+  // Once per exchange: counted (response-stats.js), and written to the access log.
   logged () {
-    const { accessLog } = this.listener
-    if (accessLog !== null) accessLog.log(this.record())
+    const { accessLog, protocol } = this.listener
+    const ms = performance.now() - this.openedAt
+    const answered = this.response.head !== null || this.tunnel !== null // by a backend, not lila
+    protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
+    if (accessLog !== null) accessLog.log(this.record(ms))
   }
 
-  // What the access log (access-log.js) prints of this request. The status is the one
-  // the client was answered: the backend's, lila's own, 101 for a tunnel, or 499 when
-  // the client left before any of its response.
-  record () {
-    const { head, attempt, response } = this
-    let status = this.replied || CLIENT_CLOSED
-    if (response.head !== null) status = response.head.status
-    else if (this.tunnel !== null) status = 101
+  // The status the client was answered: the backend's, lila's own, 101 for a tunnel,
+  // or 499 when the client left before any of its response.
+  get status () {
+    if (this.response.head !== null) return this.response.head.status
+    if (this.tunnel !== null) return 101
+    return this.replied || CLIENT_CLOSED
+  }
+
+  // What the access log (access-log.js) prints of this request.
+  record (ms) {
+    const { head, attempt } = this
     return {
       listener: this.listener.name,
       protocol: 'http',
@@ -395,10 +402,10 @@ class Exchange {
       method: head.method,
       target: head.target,
       version: head.version === 1 ? 'HTTP/1.1' : 'HTTP/1.0',
-      status,
+      status: this.status,
       bytesIn: this.bytesIn,
       bytesOut: this.bytesOut,
-      ms: performance.now() - this.openedAt
+      ms
     }
   }
 }

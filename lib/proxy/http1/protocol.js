@@ -2,6 +2,7 @@
 
 const { HttpSession } = require('./session')
 const { Pool } = require('./connection-pool')
+const { ResponseStats } = require('./response-stats')
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
@@ -20,6 +21,7 @@ class Http1Protocol {
     this.pools = new Map() // Backend -> Pool
     this.connectTimeout = 0
     this.backendTls = null
+    this.stats = new ResponseStats() // what clients were answered; exchanges count()
   }
 
   // The listener's settings, at its start and on every reload.
@@ -47,6 +49,7 @@ class Http1Protocol {
       if (isForgotten(backend)) {
         pool.close()
         this.pools.delete(backend)
+        this.stats.forget(backend)
       } else {
         pool.expire(now)
       }
@@ -58,11 +61,20 @@ class Http1Protocol {
     for (const pool of this.pools.values()) pool.close()
   }
 
+  // What the listener's snapshot adds: responses by class, request durations.
+  snapshot () {
+    return this.stats.snapshot()
+  }
+
   // A backend as status pages and metrics show it, with its keep-alive pool:
-  // { sockets, idle, connects, reuses }, or null when it has none.
+  // { sockets, idle, connects, reuses }, or null when it has none, and its responses.
   snapshotBackend (backend) {
     const pool = this.pools.get(backend)
-    return { ...backend.snapshot(), pool: pool === undefined ? null : pool.snapshot() }
+    return {
+      ...backend.snapshot(),
+      pool: pool === undefined ? null : pool.snapshot(),
+      responses: this.stats.snapshotOf(backend)
+    }
   }
 
   // The pool of connections to `backend`, for an exchange.
