@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f5713291651158cdfb180c74ee1587f60c94e33392b73e5de13df7d5de2e2e98"
+  sha256 "8db22dc74504e23daec09522afd42e3501c74eeb074a41ed110ae61fdc99653f"
   license "MIT"
 
   depends_on "node"

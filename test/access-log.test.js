@@ -77,7 +77,7 @@ t.test('http, json: one object per request, with what the client was answered', 
   t.equal(lines.length, 4, 'exactly one line per request')
   const entries = lines.map(line => JSON.parse(line))
   for (const entry of entries) {
-    t.same(Object.keys(entry), ['time', 'listener', 'protocol', 'client', 'backend', 'method', 'target', 'version', 'status', 'bytesIn', 'bytesOut', 'ms'])
+    t.same(Object.keys(entry), ['time', 'listener', 'protocol', 'client', 'backend', 'method', 'target', 'version', 'status', 'bytesIn', 'bytesOut', 'ms', 'host', 'referer', 'userAgent'])
     t.match(entry, { listener: `127.0.0.1:${lila.port}`, protocol: 'http', client: '127.0.0.1', backend: backend.address, version: 'HTTP/1.1' })
     t.ok(typeof entry.ms === 'number' && entry.ms >= 0 && entry.ms <= Date.now() - started, 'a duration within the test\'s own')
     t.ok(isDuring(Date.parse(entry.time), started), 'the time is when it happened')
@@ -104,4 +104,39 @@ t.test('http, text: lila\'s own answers and the quoting of odd targets', async t
   t.equal(match[7], '502')
   t.match(line, / "GET \/x\\"y\\\\z HTTP\/1\.1" 502 /, 'quotes and backslashes escaped')
   t.equal((await lila.stop()).code, 0)
+})
+
+t.test('combined: the Combined Log Format, read by a regular expression and by goaccess', async t => {
+  const fs = require('fs')
+  const os = require('os')
+  const path = require('path')
+  const { spawnSync } = require('child_process')
+  const { curl } = require('./fixtures/helpers')
+  const backend = await httpBackend(t, 'a')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--access-log', 'combined', ...LOCAL])
+  const url = `http://127.0.0.1:${lila.port}/page?q=1`
+  await curl(['-o', '/dev/null', '-A', 'lila-test "agent"/1.0', '-e', 'http://ref.example/from', url])
+  await curl(['-o', '/dev/null', `http://127.0.0.1:${lila.port}/other`])
+  const lines = await linesOf(lila, 2)
+  const COMBINED = /^(\S+) - - \[(\d\d)\/([A-Z][a-z]{2})\/(\d{4}):(\d\d):(\d\d):(\d\d) ([+-]\d{4})\] "(\S+) (\S+) (HTTP\/1\.[01])" (\d{3}) (\d+) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
+  const first = COMBINED.exec(lines[0])
+  t.ok(first, `a combined line: ${lines[0]}`)
+  t.same([first[1], first[9], first[10], first[11], first[12]], ['127.0.0.1', 'GET', '/page?q=1', 'HTTP/1.1', '200'])
+  t.equal(first[14], 'http://ref.example/from', 'the Referer')
+  t.equal(first[15], 'lila-test \\"agent\\"/1.0', 'the User-Agent, its quotes escaped')
+  const zone = -new Date().getTimezoneOffset()
+  t.equal(first[8], `${zone < 0 ? '-' : '+'}${String(Math.floor(Math.abs(zone) / 60)).padStart(2, '0')}${String(Math.abs(zone) % 60).padStart(2, '0')}`, 'the local time zone')
+  t.match(lines[1], /"GET \/other HTTP\/1\.1" 200 \d+ "-" "curl\/[\d.]+"$/, 'no Referer: "-"')
+
+  const goaccess = spawnSync('goaccess', ['--version'], { encoding: 'utf8' })
+  if (goaccess.error) return t.skip('goaccess is not installed (Debian package goaccess)')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-goaccess-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  fs.writeFileSync(path.join(dir, 'access.log'), lines.join('\n') + '\n')
+  const report = path.join(dir, 'report.json')
+  const run = spawnSync('goaccess', [path.join(dir, 'access.log'), '--log-format=COMBINED', '--no-global-config', '-o', report], { encoding: 'utf8' })
+  t.equal(run.status, 0, run.stderr)
+  const general = JSON.parse(fs.readFileSync(report, 'utf8')).general
+  t.equal(general.total_requests, 2, 'goaccess read both requests')
+  t.equal(general.failed_requests, 0, 'and failed to parse none')
 })

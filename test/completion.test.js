@@ -23,6 +23,7 @@ t.test('bash: options, values, modes and commands', async t => {
   t.same(complete('bash', ['lila', '--retr']), ['--retries', '--retry-budget', '--retry-on'], 'options by prefix')
   t.same(complete('bash', ['lila', 'rr', ':9001', '--protocol', '']), ['http', 'tcp'], 'an option\'s values')
   t.same(complete('bash', ['lila', '--log-level', 'd']), ['debug'])
+  t.same(complete('bash', ['lila', '--access-log', '']), ['combined', 'json', 'text'])
   t.same(complete('bash', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes first')
   t.same(complete('bash', ['lila', 'comp']), ['completion'], 'and commands')
   t.same(complete('bash', ['lila', 'completion', '']), ['bash', 'zsh'])

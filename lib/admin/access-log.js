@@ -7,9 +7,10 @@
 //
 // What ended hands over a plain record (TcpSession#record in tcp.js, Exchange#record in
 // http1/exchange.js), in this order:
-//   { listener, protocol, client, backend, [method, target, version, status,] bytesIn,
-//     bytesOut, ms }
-// with method to status for requests only, and ms since it opened (unrounded). In http,
+//   { listener, protocol, client, backend, [method, target, version, status, host,
+//     referer, userAgent,] bytesIn, bytesOut, ms }
+// with method to userAgent for requests only (host, referer, userAgent: null when the
+// request had none), and ms since it opened (unrounded). In http,
 // status is what the client was answered (the backend's, or lila's own 502, 503, ...),
 // 101 for an upgrade (logged when the tunnel closes) and 499 when the client went away
 // before its response was complete and nothing of it had been sent.
@@ -18,7 +19,14 @@
 //         2024-06-01T12:00:00.123Z 10.1.2.3 -> 10.0.0.1:80 tcp in=2 out=20 35.10ms
 //   json: {"time":"...","listener":"0.0.0.0:4444","protocol":"http","client":"10.1.2.3",
 //          "backend":"10.0.0.1:80","method":"GET","target":"/a?b","version":"HTTP/1.1",
-//          "status":200,"bytesIn":81,"bytesOut":220,"ms":1.52}
+//          "status":200,"bytesIn":81,"bytesOut":220,"ms":1.52,"host":"example.com",
+//          "referer":null,"userAgent":"curl/8.5.0"}
+//   combined: the Combined Log Format of Apache and nginx, which log tools read (e.g.
+//         goaccess --log-format=COMBINED), the time local with its offset, the size
+//         the bytes sent to the client:
+//         10.1.2.3 - - [01/Jun/2024:14:00:00 +0200] "GET /a?b HTTP/1.1" 200 220 "-" "curl/8.5.0"
+//         a tcp connection: 10.1.2.3 - - [01/Jun/2024:14:00:00 +0200] "-" 200 20 "-" "-"
+//         (200 when a backend took it, else 503)
 //
 // The backend is "-" (json: null) when no backend took it. The json line is the record
 // as it came, after the time. Lines are gathered and written once per turn of the event
@@ -47,10 +55,12 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
   }
 
   const json = format === 'json'
+  const combined = format === 'combined'
 
   return {
     // One connection or request that ended: its record (see above).
     log (record) {
+      if (combined) return write(combinedLine(record, new Date()))
       const ms = round(record.ms)
       const time = new Date().toISOString()
       if (json) return write(JSON.stringify({ time, ...record, ms }) + '\n')
@@ -65,6 +75,27 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
 
     flush
   }
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+const two = n => String(n).padStart(2, '0')
+
+function combinedLine (record, date) {
+  const offset = -date.getTimezoneOffset()
+  const zone = `${offset < 0 ? '-' : '+'}${two(Math.floor(Math.abs(offset) / 60))}${two(Math.abs(offset) % 60)}`
+  const time = `${two(date.getDate())}/${MONTHS[date.getMonth()]}/${date.getFullYear()}:` +
+    `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())} ${zone}`
+  const http = record.method !== undefined
+  const request = http ? quoted(`${record.method} ${record.target} ${record.version}`) : '"-"'
+  const status = http ? record.status : (record.backend ? 200 : 503)
+  const referer = http && record.referer !== null ? quoted(record.referer) : '"-"'
+  const agent = http && record.userAgent !== null ? quoted(record.userAgent) : '"-"'
+  return `${record.client} - - [${time}] ${request} ${status} ${record.bytesOut} ${referer} ${agent}\n`
+}
+
+// A double-quoted field, its quotes and backslashes escaped as nginx does.
+function quoted (text) {
+  return `"${text.replace(/[\\"]/g, c => `\\${c}`)}"`
 }
 
 function round (ms) {

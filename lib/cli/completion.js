@@ -7,7 +7,7 @@
 
 const { OPTIONS } = require('../config/options')
 const { MODES } = require('../upstream/balancers')
-const { LOG_LEVELS } = require('../config/parsers')
+const { LOG_LEVELS, ACCESS_LOG_FORMATS } = require('../config/parsers')
 const { UsageError } = require('../errors')
 
 const SHELLS = ['bash', 'zsh']
@@ -17,6 +17,7 @@ const COMMANDS = ['demo', 'help', 'version', 'completion']
 function choicesOf (option) {
   if (option.type === 'file') return 'FILE'
   if (option.type === 'logLevel') return LOG_LEVELS
+  if (option.type === 'accessLog') return ACCESS_LOG_FORMATS
   const words = (option.arg || '').replace(/[[\]]/g, '')
   return words.includes('|') ? words.split('|').filter(w => /^[a-z0-9]+$/.test(w)) : null
 }

@@ -333,13 +333,13 @@ const OPTIONS = [
   },
   {
     name: 'access-log',
-    arg: '[text|json]',
+    arg: '[FORMAT]',
     type: 'accessLog',
     group: 'operations',
     default: null,
     shown: 'off',
     scope: 'global',
-    help: 'a line per connection (tcp) or request (http) on stdout'
+    help: 'a line per connection (tcp) or request (http) on stdout: text, json or combined'
   },
   {
     name: 'status-port',

@@ -18,7 +18,7 @@ const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,back
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
-const ACCESS_LOG_FORMATS = ['text', 'json']
+const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
 
 const MODE_WORDS = MODES.flatMap(m => [m.name, ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
@@ -124,7 +124,7 @@ const PARSERS = {
   },
   accessLog: (text, flag) => {
     if (!ACCESS_LOG_FORMATS.includes(text)) {
-      throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text or json`)
+      throw new UsageError(`invalid access log format ${quote(text)}${forFlag(flag)}: expected text, json or combined`)
     }
     return text
   },
@@ -222,6 +222,7 @@ function parseBackend (text) {
 
 module.exports = {
   LOG_LEVELS,
+  ACCESS_LOG_FORMATS,
   parseDuration,
   parseInteger,
   parseBackend,

@@ -405,9 +405,19 @@ class Exchange {
       status: this.status,
       bytesIn: this.bytesIn,
       bytesOut: this.bytesOut,
-      ms
+      ms,
+      host: head.host,
+      referer: fieldOf(head, 'referer'),
+      userAgent: fieldOf(head, 'user-agent')
     }
   }
+}
+
+// The first value of a header field (lower-case name), or null.
+function fieldOf (head, lower) {
+  const fields = head.fields
+  for (let i = 1; i < fields.length; i += 3) if (fields[i] === lower) return fields[i + 1]
+  return null
 }
 
 module.exports = { Exchange }
