@@ -206,3 +206,16 @@ t.test('http: responses by status class, request durations and process_* in /met
   t.ok(fds > 5 && fds < 1000, `open fds: ${fds}`)
   t.ok(rss > 10 * 1024 * 1024, `resident memory: ${rss} bytes`)
 })
+
+t.test('http: the heads lila refuses count among the responses, with no request time', async t => {
+  const ok = await httpBackend(t, 'ok')
+  const lila = await spawnLila(t, ['rr', ok.address, '--protocol', 'http', ...LOCAL, '--check', 'none'])
+  t.match((await exchange(lila.port, 'NOT A REQUEST\r\n\r\n')).data, /^HTTP\/1\.1 400 /, 'a malformed request line: 400')
+  t.match((await exchange(lila.port, 'GET / HTTP/1.7\r\nHost: x\r\n\r\n')).data, /^HTTP\/1\.1 505 /, 'a version lila does not speak: 505')
+  t.equal((await request(lila.port)).status, 200)
+  const l = (await settled(lila)).listeners[0]
+  t.same(l.responses, { '1xx': 0, '2xx': 1, '3xx': 0, '4xx': 1, '5xx': 1 }, 'every answer a client got, by class')
+  t.equal(l.requestTime.count, 1, 'only the request that was one is timed')
+  t.same(l.backends[0].responses, { '1xx': 0, '2xx': 1, '3xx': 0, '4xx': 0, '5xx': 0 }, 'no backend is charged with them')
+  t.equal((await lila.stop()).code, 0)
+})

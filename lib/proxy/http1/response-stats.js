@@ -7,6 +7,7 @@ const histogram = require('../../histogram')
 // listener and per backend, and how long each request took, from its head to its end.
 // A request costs a few increments here, on arrays made once.
 //   stats.count(status, backend, ms)   backend: the Backend that answered, or null
+//   stats.refused(status)               lila refused a request head: no request to time
 //   stats.snapshot()                    { responses: { '2xx': n, ... }, requestTime }
 //   stats.snapshotOf(backend)           { '2xx': n, ... }
 const CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx']
@@ -20,7 +21,7 @@ class ResponseStats {
   }
 
   count (status, backend, ms) {
-    const cls = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1
+    const cls = classOf(status)
     this.responses[cls]++
     if (backend !== null) {
       let counts = this.byBackend.get(backend)
@@ -29,6 +30,10 @@ class ResponseStats {
     }
     this.times[histogram.bucketOf(ms)]++
     this.timeSum += ms
+  }
+
+  refused (status) {
+    this.responses[classOf(status)]++
   }
 
   // A backend gone for good (see protocol.js isForgotten).
@@ -52,6 +57,11 @@ class ResponseStats {
   snapshotOf (backend) {
     return byClass(this.byBackend.get(backend) || new Float64Array(CLASSES.length))
   }
+}
+
+// 200 -> 1 (the index of '2xx'); a status out of 100..599 counts in the nearest class.
+function classOf (status) {
+  return Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1
 }
 
 function byClass (counts) {

@@ -185,6 +185,8 @@ class HttpSession {
   // Answer a request lila cannot serve and close the connection.
   refuse (status, detail) {
     this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
+    // A head refused before an exchange is counted here; an exchange counts its own.
+    if (this.exchange === null) this.listener.protocol.stats.refused(status)
     this.buf = null
     this.client.write(reply(status, detail, { close: true }))
     this.shut()
