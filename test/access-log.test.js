@@ -15,6 +15,7 @@ const isDuring = (time, started) => time >= started - 1 && time <= Date.now()
 const TCP_LINE = new RegExp(`^(${TIME}) (\\S+) -> (\\S+) tcp in=(\\d+) out=(\\d+) (\\d+\\.\\d\\d)ms$`)
 const HTTP_LINE = new RegExp(`^(${TIME}) (\\S+) -> (\\S+) "(\\S+) (\\S+) (HTTP/1\\.[01])" (\\d{3}) in=(\\d+) out=(\\d+) (\\d+\\.\\d\\d)ms$`)
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
 const LOCAL = ['--host', '127.0.0.1', '--port', '0', '--status-port', '0', '--check', 'none']
 const stdoutLines = lila => lila.stdout.split('\n').filter(Boolean)
 const linesOf = (lila, n) => until(() => stdoutLines(lila).length >= n, `${n} access log lines (got: ${lila.stdout})`).then(() => stdoutLines(lila))
@@ -113,9 +114,12 @@ t.test('combined: the Combined Log Format, read by a regular expression and by g
   const { spawnSync } = require('child_process')
   const { curl } = require('./fixtures/helpers')
   const backend = await httpBackend(t, 'a')
-  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--access-log', 'combined', ...LOCAL])
+  // A zone that is not the test machine's UTC, with a half hour: +0530 all year.
+  const env = { ...process.env, TZ: 'Asia/Kolkata' }
+  const started = Date.now()
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--access-log', 'combined', ...LOCAL], { env })
   const url = `http://127.0.0.1:${lila.port}/page?q=1`
-  await curl(['-o', '/dev/null', '-A', 'lila-test "agent"/1.0', '-e', 'http://ref.example/from', url])
+  await curl(['-o', '/dev/null', '-A', 'lila-test "agent"/1.0\tcaf\u00e9', '-e', 'http://ref.example/from', url])
   await curl(['-o', '/dev/null', `http://127.0.0.1:${lila.port}/other`])
   const lines = await linesOf(lila, 2)
   const COMBINED = /^(\S+) - - \[(\d\d)\/([A-Z][a-z]{2})\/(\d{4}):(\d\d):(\d\d):(\d\d) ([+-]\d{4})\] "(\S+) (\S+) (HTTP\/1\.[01])" (\d{3}) (\d+) "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"$/
@@ -123,9 +127,11 @@ t.test('combined: the Combined Log Format, read by a regular expression and by g
   t.ok(first, `a combined line: ${lines[0]}`)
   t.same([first[1], first[9], first[10], first[11], first[12]], ['127.0.0.1', 'GET', '/page?q=1', 'HTTP/1.1', '200'])
   t.equal(first[14], 'http://ref.example/from', 'the Referer')
-  t.equal(first[15], 'lila-test \\"agent\\"/1.0', 'the User-Agent, its quotes escaped')
-  const zone = -new Date().getTimezoneOffset()
-  t.equal(first[8], `${zone < 0 ? '-' : '+'}${String(Math.floor(Math.abs(zone) / 60)).padStart(2, '0')}${String(Math.abs(zone) % 60).padStart(2, '0')}`, 'the local time zone')
+  t.equal(first[15], 'lila-test \\"agent\\"/1.0\\x09caf\\xC3\\xA9', 'the User-Agent: quotes escaped, a tab and UTF-8 bytes as \\xHH')
+  t.equal(first[8], '+0530', 'the offset of lila\'s local time zone')
+  const month = String(MONTHS.indexOf(first[3]) + 1).padStart(2, '0')
+  const when = Date.parse(`${first[4]}-${month}-${first[2]}T${first[5]}:${first[6]}:${first[7]}+05:30`)
+  t.ok(when >= started - 1000 && when <= Date.now(), `the local time, read with its offset, is when it happened: ${first[0]}`)
   t.match(lines[1], /"GET \/other HTTP\/1\.1" 200 \d+ "-" "curl\/[\d.]+"$/, 'no Referer: "-"')
 
   const goaccess = spawnSync('goaccess', ['--version'], { encoding: 'utf8' })

@@ -23,7 +23,7 @@
 //          "referer":null,"userAgent":"curl/8.5.0"}
 //   combined: the Combined Log Format of Apache and nginx, which log tools read (e.g.
 //         goaccess --log-format=COMBINED), the time local with its offset, the size
-//         the bytes sent to the client:
+//         the bytes sent to the client, quoted fields escaped as Apache does:
 //         10.1.2.3 - - [01/Jun/2024:14:00:00 +0200] "GET /a?b HTTP/1.1" 200 220 "-" "curl/8.5.0"
 //         a tcp connection: 10.1.2.3 - - [01/Jun/2024:14:00:00 +0200] "-" 200 20 "-" "-"
 //         (200 when a backend took it, else 503)
@@ -93,9 +93,16 @@ function combinedLine (record, date) {
   return `${record.client} - - [${time}] ${request} ${status} ${record.bytesOut} ${referer} ${agent}\n`
 }
 
-// A double-quoted field, its quotes and backslashes escaped as nginx does.
+// A double-quoted field as Apache writes one: \" and \\, and \xHH for every byte
+// outside printable ASCII (a tab, UTF-8 read as latin1), so a line stays ASCII and a
+// field cannot be mistaken for two.
 function quoted (text) {
-  return `"${text.replace(/[\\"]/g, c => `\\${c}`)}"`
+  return `"${text.replace(/[^ !#-[\]-~]/g, escapeByte)}"`
+}
+
+function escapeByte (c) {
+  if (c === '"' || c === '\\') return `\\${c}`
+  return `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`
 }
 
 function round (ms) {
