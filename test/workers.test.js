@@ -6,6 +6,7 @@
 
 const t = require('tap')
 const { EventEmitter } = require('events')
+const { spawnSync } = require('child_process')
 const { sumStats } = require('../lib/admin/sum-stats')
 const { runPrimary } = require('../lib/cli/workers')
 const { parseCommandLine } = require('../lib/config/argv')
@@ -208,6 +209,23 @@ t.test('--workers 2 --status-port: the primary reports the sum and controls ever
   t.same(totals, [a.requests, b.requests], 'every request counted once, summed over the workers')
   t.equal(totals[0] + totals[1], 20)
   t.equal(snapshot.workers.length, 2)
+  const [web] = snapshot.listeners
+  t.same(web.responses, { '1xx': 0, '2xx': 20, '3xx': 0, '4xx': 0, '5xx': 0 }, 'responses by class, summed')
+  t.equal(web.requestTime.count, 20, 'request durations, summed')
+  t.same(web.requestTime.bounds, snapshot.workers[0].listeners[0].requestTime.bounds, 'over the same buckets')
+  t.ok(snapshot.workers.every(w => w.process.residentBytes > 0 && w.process.openFds > 0), 'each worker\'s own process figures')
+  t.notOk('process' in snapshot, 'which are not summed')
+
+  const metrics = (await request(lila.statusPort, { path: '/metrics' })).body.toString()
+  const checked = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' })
+  if (checked.error && checked.error.code === 'ENOENT') t.skip('promtool is not installed (Debian package prometheus)')
+  else t.equal(checked.status, 0, `promtool check metrics: ${checked.stdout}${checked.stderr}`)
+  t.match(metrics, /^lila_listener_responses_total\{listener="[^"]+",code="2xx"\} 20$/m, '/metrics: the sum')
+  t.match(metrics, /^process_resident_memory_bytes \d+$/m, 'process_*: the primary\'s, which serves /metrics')
+  for (const w of snapshot.workers) {
+    t.match(metrics, new RegExp(`^lila_worker_resident_memory_bytes\\{worker="${w.index}"\\} \\d+$`, 'm'), `worker ${w.index}'s memory`)
+    t.match(metrics, new RegExp(`^lila_worker_open_fds\\{worker="${w.index}"\\} \\d+$`, 'm'), 'and descriptors')
+  }
   const drained = await request(lila.statusPort, { method: 'POST', path: `/backends/${a.address}/drain` })
   t.equal(drained.status, 200, drained.body.toString())
   const [aBefore, bBefore] = [a.requests, b.requests]

@@ -31,7 +31,6 @@ const LISTENER_FAMILIES = [
     'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere]
 ]
 
-// [name, help, counts(listener or backend) -> { cause: n }]: one sample per cause.
 // [name, help, counts(listener or backend) -> { word: n }, label]: one sample per word.
 const LISTENER_BY_CAUSE = [
   ['lila_listener_retries_total',
@@ -48,14 +47,14 @@ const BACKEND_BY_CAUSE = [
     'http: responses the backend gave that reached clients, by status class.', b => b.responses, 'code']
 ]
 
-// [name, help, value(process stats) -> number | null]
+// [name after process_ (the serving process) or lila_worker_ (each --workers worker),
+//  type, help, value(process stats) -> number | null]
 const PROCESS_FAMILIES = [
-  ['process_cpu_seconds_total', 'counter', 'User and system CPU time spent, in seconds.', p => p.cpuSeconds],
-  ['process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', p => p.residentBytes],
-  ['process_start_time_seconds', 'gauge', 'Start time of the process since the Unix epoch, in seconds.',
-    p => p.startTime],
-  ['process_open_fds', 'gauge', 'Number of open file descriptors.', p => p.openFds],
-  ['process_max_fds', 'gauge', 'Maximum number of open file descriptors.', p => p.maxFds]
+  ['cpu_seconds_total', 'counter', 'User and system CPU time spent, in seconds.', p => p.cpuSeconds],
+  ['resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', p => p.residentBytes],
+  ['start_time_seconds', 'gauge', 'Start time of the process since the Unix epoch, in seconds.', p => p.startTime],
+  ['open_fds', 'gauge', 'Number of open file descriptors.', p => p.openFds],
+  ['max_fds', 'gauge', 'Maximum number of open file descriptors.', p => p.maxFds]
 ]
 
 const BACKEND_FAMILIES = [
@@ -137,10 +136,19 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
   for (const [base, b] of backends) histogramSamples(out, histogram, base, b.responseTime)
 
   if (process !== null) {
-    for (const [name, type, help, value] of PROCESS_FAMILIES) {
+    for (const [suffix, type, help, value] of PROCESS_FAMILIES) {
       if (value(process) === null) continue
-      family(name, type, help)
-      out.push(`${name} ${number(value(process))}`)
+      family(`process_${suffix}`, type, help)
+      out.push(`process_${suffix} ${number(value(process))}`)
+    }
+  }
+  // --workers: the primary serves /metrics, so process_* are its own; each worker's,
+  // which hold the connections, come with its snapshot (cli/workers.js).
+  const workers = (snapshot.workers || []).filter(w => w.process)
+  if (workers.length > 0) {
+    for (const [suffix, type, help, value] of PROCESS_FAMILIES) {
+      family(`lila_worker_${suffix}`, type, `A --workers worker's: ${help}`)
+      for (const w of workers) sample(out, `lila_worker_${suffix}`, { worker: String(w.index) }, value(w.process))
     }
   }
   return out.join('\n') + '\n'

@@ -7,6 +7,7 @@ const { loadListenerTls } = require('../proxy/tls')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
+const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
 
@@ -251,13 +252,15 @@ function runPrimary (config, io) {
   }
 
   // Every worker's snapshot, summed into one of the shape of lb.stats(), with each
-  // worker's own under `workers` ({ index, pid, listeners } or { index, pid, error }).
+  // worker's own under `workers` ({ index, pid, listeners, process } or { index, pid,
+  // error }). A process's figures are its own, never summed (a sum of limits or start
+  // times means nothing).
   async function gatherStats ({ timeout = REPLY_TIMEOUT_MS } = {}) {
     const replies = await Promise.all(slots.map(slot => request(slot, { lila: 'stats' }, timeout).then(
       stats => ({ index: slot.index, pid: slot.pid, ...stats }),
       err => ({ index: slot.index, pid: slot.pid, error: err.message })
     )))
-    const answered = replies.filter(r => r.error === undefined).map(({ index, pid, ...stats }) => stats)
+    const answered = replies.filter(r => r.error === undefined).map(({ index, pid, process: own, ...stats }) => stats)
     return { ...sumStats(answered), workers: replies }
   }
 
@@ -331,7 +334,7 @@ function runWorker (io) {
         case 'config':
           starting = start(message).finally(() => { starting = null })
           return
-        case 'stats': return reply(message.id, () => lb.stats())
+        case 'stats': return reply(message.id, () => ({ ...lb.stats(), process: processStats() }))
         case 'reload': return reply(message.id, async () => {
           const lines = await lb.reload(message.config)
           config = message.config
