@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8db22dc74504e23daec09522afd42e3501c74eeb074a41ed110ae61fdc99653f"
+  sha256 "d01131fc9c5a39449a85cffd6bc7d071fbbf39d6520f479949e0ecee583568d4"
   license "MIT"
 
   depends_on "node"
