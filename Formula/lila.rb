@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d01131fc9c5a39449a85cffd6bc7d071fbbf39d6520f479949e0ecee583568d4"
+  sha256 "fe1a82756ba70070cfdd241f751a02f09a0333fadcd3338971f9ccc54617fd99"
   license "MIT"
 
   depends_on "node"

@@ -11,8 +11,8 @@ const os = require('os')
 const path = require('path')
 const { EventEmitter } = require('events')
 const { spawnSync } = require('child_process')
-const { createView, backendRows, totals, rates, parseKeys, handleKey, render, stripAnsi, HELP } = require('../lib/admin/dashboard')
-const { startDashboard } = require('../lib/admin/terminal')
+const { createView, backendRows, totals, rates, parseKeys, handleKey, render, frame, stripAnsi, HELP } = require('../lib/admin/dashboard')
+const { startDashboard, wantsColour } = require('../lib/admin/terminal')
 const { LILA, tcpBackend, exchange, until, within, makeBackend } = require('./fixtures/helpers')
 
 function backend (address, extra = {}) {
@@ -33,10 +33,11 @@ const SNAPSHOT = snapshotOf([
   backend('10.0.0.3:80', { total: 7, weight: 3, status: 'draining', reason: 'by an operator; 1 connection left' })
 ])
 
-t.test('keys: arrows, vi keys, letters, several in one chunk, unknown sequences skipped', async t => {
+t.test('keys: arrows, vi keys, letters, several in one chunk, unknown keys one each', async t => {
   t.same(parseKeys('\x1b[A\x1b[Bjk'), ['up', 'down', 'down', 'up'])
-  t.same(parseKeys('dex+-=_q\x03'), ['drain', 'enable', 'disable', 'more', 'less', 'more', 'less', 'quit', 'quit'])
-  t.same(parseKeys('\x1b[C\x1b[15~z\x1bOA'), ['up'], 'right arrow, F5 and an unknown letter are nothing')
+  t.same(parseKeys('dex+-=_?q\x03'), ['drain', 'enable', 'disable', 'more', 'less', 'more', 'less', 'help', 'quit', 'interrupt'])
+  t.same(parseKeys('\x1b[5~\x1b[6~\x1b[H\x1b[4~gG'), ['pageup', 'pagedown', 'home', 'end', 'home', 'end'])
+  t.same(parseKeys('\x1b[C\x1b[15~z \x1b\x1bOA'), ['other', 'other', 'other', 'other', 'other', 'up'], 'right arrow, F5, a letter, space, Esc: one key each, none of use')
 })
 
 t.test('handleKey: selection stays on the table, actions name the selected backend', async t => {
@@ -59,8 +60,9 @@ t.test('handleKey: selection stays on the table, actions name the selected backe
   t.same(press('enable'), { op: 'enable', listener: '127.0.0.1:4444', backend: '10.0.0.2:80' })
   t.same(press('disable'), { op: 'disable', listener: '127.0.0.1:4444', backend: '10.0.0.2:80' })
   t.same(press('quit'), { op: 'quit' })
+  t.equal(press('other'), null)
   const zero = handleKey(createView(), 'less', snapshotOf([backend('10.0.0.1:80', { weight: 0 })]))
-  t.same(zero, { view: { selected: 0, message: 'weight stays 0 (0 to 1000)' }, action: null })
+  t.same(zero, { view: { ...createView(), message: 'weight stays 0 (0 to 1000)' }, action: null })
   t.same(handleKey(createView(), 'drain', snapshotOf([])).action, null, 'no backend: nothing to do')
 })
 
@@ -83,17 +85,22 @@ t.test('render: a compact table, state and why, fitted to the terminal', async t
   t.equal(lines[3], '  10.0.0.1:80 up           1     2    12.3      100      0   3.46ms')
   t.equal(lines[4], '> 10.0.0.2:80 down         1     0       -       50      0        -  http /health 500')
   t.equal(lines[5], '  10.0.0.3:80 draining     3     0       -        7      0        -  by an operator; 1 connection left')
-  t.equal(lines[7], HELP)
-  t.match(lines[8], /^── log ─+$/)
-  t.equal(lines[9], 'lila: backend 10.0.0.2:80 down: http /health 500')
+  t.equal(lines[6], '10.0.0.2:80 down: http /health 500', 'the selected backend in full')
+  t.match(lines[7], /^── log ─+$/)
+  t.equal(lines[8], 'lila: backend 10.0.0.2:80 down: http /health 500')
+  t.equal(lines.length, 20, 'the whole screen')
+  t.equal(lines[19], HELP, 'the keys on the last line')
   for (const line of lines) t.ok(line.length <= 120, 'fits the width')
 
-  const narrow = render(SNAPSHOT, createView(), { width: 60, height: 6, colour: false })
-  t.ok(narrow.length <= 6, 'fits the height')
-  for (const line of narrow) t.ok(line.length <= 60, `fits 60 columns: ${line}`)
-  t.match(narrow[3], /…$/, 'a row too wide is cut, visibly')
+  const narrow = render(SNAPSHOT, createView(), { width: 40, height: 6, colour: false })
+  t.equal(narrow.length, 6, 'fits the height')
+  for (const line of narrow) t.ok(line.length <= 40, `fits 40 columns: ${line}`)
+  t.same(narrow.slice(1, 3), ['127.0.0.1:4444 http round-robin · active', '  1 · queued 0 · unserved 0'], 'the listener\'s line wraps')
+  t.match(narrow[4], /^> 10\.0\.0\.1:80 up +$/, 'the figures go before the address, the status and room for a reason')
+  t.equal(narrow[5], '? keys  ↑↓ select  d drain  e enable  x…', 'the keys, first the help key')
   const medium = render(SNAPSHOT, createView(), { width: 80, height: 20, colour: false })
-  t.equal(medium[4], '  10.0.0.2:80 down         1     0       -       50      0        -  http /heal…', 'a long reason is cut')
+  t.equal(medium[2], '  BACKEND     STATUS      WT  LIVE   REQ/S   FAIL      P99  WHY', 'at 80 columns the total goes')
+  t.equal(medium[4], '  10.0.0.2:80 down         1     0       -      0        -  http /health 500', 'for room for the reason')
 
   const coloured = render(SNAPSHOT, createView(), { width: 120, height: 20 })
   t.match(coloured[3], /^\x1b\[7m> /, 'the selected row in inverse video')
@@ -101,7 +108,112 @@ t.test('render: a compact table, state and why, fitted to the terminal', async t
   t.equal(stripAnsi(coloured[4]), lines[4].replace(/^> /, '  '))
 
   const panic = render(snapshotOf([], { panic: true }), createView(), { colour: false })
-  t.match(panic[1], /PANIC: every backend is down/)
+  t.equal(panic[1], 'PANIC on 127.0.0.1:4444: every backend is down; traffic goes to them anyway')
+})
+
+// 30 backends on one listener, more than 24 rows hold; the 25th (index 24) down for a
+// reason far wider than its column.
+const LONG_REASON = 'certificate not valid for backend.example (it is for a.example, b.example): give the backend by a name it covers, or use --backend-tls-insecure'
+function thirty (extra = {}) {
+  const backends = []
+  for (let i = 0; i < 30; i++) backends.push(backend(`127.0.0.1:${41001 + i}`, { total: i }))
+  backends[24] = { ...backends[24], status: 'down', state: 'down', reason: LONG_REASON }
+  return snapshotOf(backends, extra)
+}
+
+t.test('render at 80×24 with 30 backends: the selected row on screen, the keys, nothing wider, nothing cut', async t => {
+  const snapshot = thirty({ panic: true })
+  for (const colour of [false, true]) {
+    const lines = render(snapshot, { ...createView(), selected: 24 }, { width: 80, height: 24, colour, log: ['lila: one', 'lila: two'] })
+    const plain = lines.map(stripAnsi)
+    t.equal(lines.length, 24, 'the whole screen')
+    t.same(plain.filter(line => line.length > 80), [], 'no line wider than 80 columns')
+    t.equal(plain.filter(line => line.startsWith('> ')).length, 1)
+    t.match(plain.find(line => line.startsWith('> ')), /^> 127\.0\.0\.1:41025 down +1 +0 /, 'the selected row (the 25th) is on screen')
+    t.equal(plain[23], HELP, 'the keys on the last line')
+    t.ok(plain.some(line => /^ +\d+–25 of 30 backends ↑ ↓$/.test(line)), 'which rows are shown, and that there are more')
+    t.ok(plain.map(line => line.trim()).join(' ').includes(`127.0.0.1:41025 down: ${LONG_REASON}`), 'the selected backend\'s reason in full')
+    t.ok(plain.includes('PANIC on 127.0.0.1:4444: every backend is down; traffic goes to them anyway'), 'the panic notice in full')
+    t.ok(plain.includes('lila: two'), 'the log')
+  }
+})
+
+t.test('moving through 30 backends at 80×24 as the terminal does: the selection never leaves the screen', async t => {
+  const snapshot = thirty()
+  const options = { width: 80, height: 24, colour: false, log: ['lila: one'] }
+  let view = createView()
+  let lines = []
+  const press = key => {
+    view = handleKey(view, key, snapshot).view
+    const drawn = frame(snapshot, view, options)
+    view = { ...view, top: drawn.top, page: drawn.page } // what terminal.js keeps
+    lines = drawn.lines
+  }
+  const misses = []
+  const keys = [...Array(35).fill('down'), ...Array(35).fill('up'), 'end', 'pageup', 'home', 'pagedown', 'end']
+  for (const key of keys) {
+    press(key)
+    const selected = `> 127.0.0.1:${41001 + view.selected} `
+    if (lines.length !== 24 || !lines.some(line => line.startsWith(selected))) misses.push(`${key} to ${view.selected}`)
+  }
+  t.same(misses, [], 'the selected row is on screen after every key')
+  press('home')
+  for (let i = 0; i < 29; i++) press('down')
+  const top = view.top
+  press('up')
+  t.equal(view.top, top, 'moving back inside the window does not scroll it')
+  t.equal(view.page, lines.filter(line => /^[ >] 127\.0\.0\.1:/.test(line)).length, 'a page is the rows shown')
+  press('pageup')
+  t.equal(view.selected, 28 - (view.page - 1), 'PgUp moves a page less one row')
+  press('home')
+  t.equal(view.selected, 0)
+  press('end')
+  t.equal(view.selected, 29)
+})
+
+t.test('the log takes the rows the table does not need, and a few when it needs them all', async t => {
+  const log = Array.from({ length: 40 }, (_, i) => `lila: line ${i + 1}`)
+  const lines = render(SNAPSHOT, createView(), { width: 80, height: 24, colour: false, log })
+  t.equal(lines.length, 24)
+  const rule = lines.findIndex(line => line.startsWith('── log'))
+  t.same(lines.slice(rule + 1, 23), log.slice(-(23 - rule - 1)), 'the latest lines, down to the keys')
+  t.equal(23 - rule - 1, 15, 'every row the table leaves')
+  t.notOk(lines.includes(''), 'no empty row')
+  const crowded = render(thirty(), createView(), { width: 80, height: 24, colour: false, log })
+  const at = crowded.findIndex(line => line.startsWith('── log'))
+  t.same(crowded.slice(at + 1, 23), log.slice(-3), 'three lines beside 30 backends')
+})
+
+t.test('? shows the keys; any key closes it and does only that; Ctrl-C still quits', async t => {
+  t.match(HELP, /^\? keys /, 'the key line names it first')
+  const view = handleKey(createView(), 'help', SNAPSHOT).view
+  t.equal(view.help, true)
+  const lines = render(SNAPSHOT, view, { width: 80, height: 24, colour: false })
+  t.equal(lines.length, 24)
+  t.same(lines.filter(line => line.length > 80), [])
+  for (const key of [/^↑ ↓ {2}k j +select/, /^PgUp PgDn +a page/, /^Home End {2}g G +the first/, /^d +drain/, /^e +enable/, /^x +disable/, /^\+ - +weight/, /^\? +this help/, /^q {2}Ctrl-C +stop lila/]) {
+    t.ok(lines.some(line => key.test(line)), `${key}`)
+  }
+  t.equal(lines[23], 'Any key closes this help.')
+  t.equal(render(SNAPSHOT, view, { width: 40, height: 6, colour: false })[5], 'Any key closes this help.', 'the way out stays in sight')
+  for (const key of ['drain', 'disable', 'less', 'quit', 'help', 'other', 'down']) {
+    t.same(handleKey(view, key, SNAPSHOT), { view: { ...view, help: false }, action: null }, `${key} closes help, and does nothing else`)
+  }
+  t.same(handleKey(view, 'interrupt', SNAPSHOT).action, { op: 'quit' })
+})
+
+t.test('no colour: NO_COLOR, TERM=dumb, a terminal without colours', async t => {
+  const lines = render(thirty({ panic: true }), { ...createView(), selected: 24 }, { width: 80, height: 24, colour: false, log: ['lila: one'] })
+  t.same(lines.filter(line => line.includes('\x1b')), [], 'no escape code at all')
+  t.match(render(thirty({ panic: true }), createView(), { width: 80, height: 24 }).join('\n'), /\x1b\[32m/, 'colours otherwise')
+  const colours = { hasColors: () => true }
+  t.equal(wantsColour({}, colours), true)
+  t.equal(wantsColour({ NO_COLOR: '1' }, colours), false, 'NO_COLOR')
+  t.equal(wantsColour({ NO_COLOR: '' }, colours), true, 'an empty NO_COLOR is not set (no-color.org)')
+  t.equal(wantsColour({ TERM: 'dumb' }, colours), false, 'TERM=dumb')
+  t.equal(wantsColour({}, { hasColors: () => false }), false, 'a terminal without colours')
+  t.equal(wantsColour({ TERM: 'xterm' }, { hasColors: env => env.TERM === 'xterm' }), true, 'hasColors() reads the same environment')
+  t.equal(wantsColour({}, {}), true, 'a stream that cannot tell')
 })
 
 // A stream pair that looks enough like a terminal.
@@ -142,6 +254,26 @@ t.test('the TTY loop: raw mode and the alternate screen while it runs, given bac
   t.equal(exitEvents.listenerCount('exit'), 0)
 })
 
+t.test('the TTY loop: NO_COLOR frames have no colour; a resize redraws at the new size', async t => {
+  const { input, output } = fakeTerminal()
+  output.columns = 80
+  output.rows = 24
+  const view = startDashboard({ stats: async () => thirty(), control: {}, input, output, onQuit: () => {}, interval: 60000, env: { NO_COLOR: '1' } })
+  t.teardown(() => view.stop())
+  // Each frame starts at the top left; its lines end in "clear to the end of the line".
+  const last = () => output.text.split('\x1b[H').slice(-1)[0].replace(/\x1b\[K\x1b\[J$/, '').split('\x1b[K\r\n')
+  await until(() => last().length === 24, 'a first frame of 24 lines')
+  input.emit('data', 'G')
+  await until(() => last().some(line => line.startsWith('> 127.0.0.1:41030 ')), 'the last backend selected')
+  t.notMatch(output.text, /\x1b\[[0-9;]*m/, 'no colour, no inverse, no bold')
+  output.columns = 60
+  output.rows = 12
+  output.emit('resize')
+  await until(() => last().length === 12, 'a frame of 12 lines')
+  t.same(last().filter(line => line.length > 60), [], 'at most 60 columns')
+  t.ok(last().some(line => line.startsWith('> 127.0.0.1:41030 ')), 'the selection still on screen')
+})
+
 t.test('for real, under a pseudo-terminal: drain, enable, reweight, quit', async t => {
   if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: the dashboard is not tried in a real terminal')
   const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
@@ -176,6 +308,83 @@ t.test('for real, under a pseudo-terminal: drain, enable, reweight, quit', async
   t.match(after, new RegExp(`lila: backend ${b.address} draining \\(by an operator\\)`), 'and the lines said while the dashboard ran')
   t.match(after, /lila: quit: stopped accepting/)
   t.notMatch(after, /BACKEND .* WHY/, 'the table is gone with the alternate screen')
+})
+
+t.test('for real at 80×24 with 30 backends: the selection scrolls into sight, d drains the one seen; ? and a resize', async t => {
+  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: the dashboard is not tried in a real terminal')
+  const backends = await Promise.all(Array.from({ length: 30 }, (_, i) => tcpBackend(t, `b${i + 1}`)))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dashboard-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const socket = `lila-test-${process.pid}-30`
+  const tmux = (...args) => spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })
+  t.teardown(() => tmux('kill-server'))
+  const exitFile = path.join(dir, 'exit')
+  const addresses = backends.map(b => b.address).join(' ')
+  // Colours as a terminal has them, whatever the environment running the tests says.
+  const command = `env -u NO_COLOR -u FORCE_COLOR ${LILA} rr ${addresses} --host 127.0.0.1 --port 0 --check none --dashboard; echo $? > ${exitFile}`
+  t.equal(tmux('new-session', '-d', '-x', '80', '-y', '24', command).status, 0)
+  tmux('set-option', '-g', 'remain-on-exit', 'on')
+  const screen = () => tmux('capture-pane', '-p').stdout
+  const waitScreen = (pattern, what) => until(() => pattern.test(screen()), `${what}; screen:\n${screen()}`, { timeout: 10000, every: 50 })
+  const rowOf = (b, status) => new RegExp(`^> ${b.address} ${status} `, 'm') // the selected row
+
+  await waitScreen(/BACKEND .* WHY/, 'the table')
+  const port = Number(/^127\.0\.0\.1:(\d+) tcp round-robin/m.exec(screen())[1])
+  const target = backends[25]
+  tmux('send-keys', ...Array(25).fill('j'))
+  await waitScreen(rowOf(target, 'up'), 'the 26th backend selected, on screen')
+  const lines = screen().split('\n')
+  t.equal(lines[23], HELP, 'the keys on the last row')
+  t.match(screen(), /^ +\d+–26 of 30 backends ↑ ↓$/m, 'which rows are shown')
+  t.match(tmux('capture-pane', '-p', '-e').stdout, /\x1b\[32mup/, 'in colour')
+
+  tmux('send-keys', 'd')
+  await waitScreen(rowOf(target, 'drained'), 'the selected backend drained')
+  t.equal(screen().split('\n').filter(line => /^[ >] \S+ +drained /.test(line)).length, 1, 'that one only')
+  const answers = []
+  for (let i = 0; i < 30; i++) answers.push((await exchange(port)).data)
+  t.equal(answers.filter(answer => /^b\d+\n$/.test(answer)).length, 30, 'the others take the traffic')
+  t.equal(target.connections, 0, 'the drained one takes none')
+
+  tmux('send-keys', '?')
+  await waitScreen(/^Any key closes this help\.$/m, 'the help')
+  t.match(screen(), /^d +drain: no new connections/m)
+  tmux('send-keys', 'x')
+  await waitScreen(/BACKEND .* WHY/, 'the table again')
+  t.match(screen(), rowOf(target, 'drained'), 'the key that closed the help did not disable it')
+
+  tmux('resize-window', '-x', '100', '-y', '40')
+  await waitScreen(new RegExp(`^  ${backends[0].address} up `, 'm'), 'the first backend in sight again, at 100×40')
+  t.notMatch(screen(), / of 30 backends/, 'all 30 rows fit: nothing scrolled')
+  t.match(screen(), rowOf(target, 'drained'))
+
+  tmux('send-keys', 'q')
+  await within(10000, 'lila to exit', until(() => fs.existsSync(exitFile) && fs.readFileSync(exitFile, 'utf8').trim() !== '', 'the exit file', { timeout: 10000, every: 50 }))
+  t.equal(fs.readFileSync(exitFile, 'utf8').trim(), '0', 'a graceful stop, exit 0')
+  const after = screen()
+  t.match(after, new RegExp(`lila: backend ${target.address} draining \\(by an operator\\)`))
+  t.notMatch(after, /disabled/)
+})
+
+t.test('for real, NO_COLOR=1: nothing on screen in colour', async t => {
+  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: the dashboard is not tried in a real terminal')
+  const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dashboard-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const socket = `lila-test-${process.pid}-nocolor`
+  const tmux = (...args) => spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })
+  t.teardown(() => tmux('kill-server'))
+  const exitFile = path.join(dir, 'exit')
+  const command = `env NO_COLOR=1 ${LILA} rr ${a.address} ${b.address} --host 127.0.0.1 --port 0 --check none --dashboard; echo $? > ${exitFile}`
+  t.equal(tmux('new-session', '-d', '-x', '80', '-y', '24', command).status, 0)
+  tmux('set-option', '-g', 'remain-on-exit', 'on')
+  const screen = () => tmux('capture-pane', '-p', '-e').stdout
+  await until(() => /BACKEND .* WHY/.test(screen()), 'the table', { timeout: 10000, every: 50 })
+  t.match(screen(), new RegExp(`^> ${a.address} up `, 'm'))
+  t.notMatch(screen(), /\x1b\[[0-9;]*m/, 'no colour, no inverse, no bold')
+  tmux('send-keys', 'q')
+  await within(10000, 'lila to exit', until(() => fs.existsSync(exitFile) && fs.readFileSync(exitFile, 'utf8').trim() !== '', 'the exit file', { timeout: 10000, every: 50 }))
+  t.equal(fs.readFileSync(exitFile, 'utf8').trim(), '0')
 })
 
 t.test('without a terminal on stderr: a note, and lila runs without the dashboard', async t => {

@@ -1,15 +1,15 @@
 'use strict'
 
-const { createView, totals, rates, parseKeys, handleKey, render } = require('./dashboard')
+const { createView, totals, rates, parseKeys, handleKey, frame } = require('./dashboard')
 
 // The live terminal view's thin I/O half: it owns the terminal while it runs (the
 // alternate screen, raw keys, a hidden cursor) and gives it back as it found it on
-// stop(), on quit and when the process exits. Every second, and after each key, it
-// takes a snapshot and redraws; keys become control requests. Log lines are kept
-// while it runs (they would tear the table) and shown in its bottom lines, then
-// written out on stop so nothing said is lost.
+// stop(), on quit and when the process exits. Every second, after each key and when
+// the terminal is resized, it takes a snapshot and redraws at the terminal's size;
+// keys become control requests. Log lines are kept while it runs (they would tear the
+// table) and shown under it, then written out on stop so nothing said is lost.
 //
-//   const view = startDashboard({ stats, control, input, output, onQuit, exitEvents })
+//   const view = startDashboard({ stats, control, input, output, onQuit, exitEvents, env })
 //   view.logSink   a stream-like { write(text) } to give the logger while it runs
 //   view.stop()    restore the terminal, write out the log lines kept
 
@@ -17,9 +17,10 @@ const REDRAW_MS = 1000
 const LOG_KEPT = 200
 
 function startDashboard ({
-  stats, control, input, output, onQuit, exitEvents = null, version = '', interval = REDRAW_MS
+  stats, control, input, output, onQuit, exitEvents = null, version = '', interval = REDRAW_MS, env = process.env
 }) {
   let view = createView()
+  const colour = wantsColour(env, output)
   let snapshot = null
   let before = null
   let beforeAt = 0
@@ -74,14 +75,16 @@ function startDashboard ({
         beforeAt = at
       }
       if (stopped) return
-      const lines = render(snapshot, view, {
+      const { lines, top, page } = frame(snapshot, view, {
         width: output.columns || 100,
         height: output.rows || 30,
         rates: perSecond,
         version,
         now: at,
-        log: interactive ? log : [...log, 'keys need a terminal on stdin'].slice(-LOG_KEPT)
+        log: interactive ? log : [...log, 'keys need a terminal on stdin'].slice(-LOG_KEPT),
+        colour
       })
+      view = { ...view, top, page } // where the table is scrolled to, for the next frame and key
       output.write('\x1b[H' + lines.join('\x1b[K\r\n') + '\x1b[K\x1b[J')
     } catch (err) {
       view = { ...view, message: `cannot read stats: ${err.message}` }
@@ -155,4 +158,12 @@ function startDashboard ({
   return { logSink, stop }
 }
 
-module.exports = { startDashboard }
+// Colour unless NO_COLOR is set to anything (https://no-color.org), TERM is dumb, or
+// the terminal says it has none (hasColors() also reads FORCE_COLOR).
+function wantsColour (env, output) {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false
+  if (env.TERM === 'dumb') return false
+  return typeof output.hasColors === 'function' ? output.hasColors(env) : true
+}
+
+module.exports = { startDashboard, wantsColour }
