@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fe1a82756ba70070cfdd241f751a02f09a0333fadcd3338971f9ccc54617fd99"
+  sha256 "d9555b7f5390a1ef6149ceb522e82f10e3372da7feac9ae052c8d07ebe346fd4"
   license "MIT"
 
   depends_on "node"

@@ -36,13 +36,36 @@ t.test('History: rates and p99 per interval, at most `points` of them', async t 
   t.same(history.series(), {}, 'one sample: nothing to draw yet')
   history.add(snapshotOf({ total: 100, failures: 5, unserved: 5, fast: 100 }), 10000)
   history.add(snapshotOf({ total: 300, failures: 5, unserved: 5, fast: 100, slow: 200 }), 20000)
-  const [first, second] = history.series().web
+  const [first, second] = history.series().web.points
   t.match(first, { at: 10000, rps: 10, eps: 1 })
   t.ok(first.p99 <= 1, `fast interval: p99 ${first.p99} ms`)
   t.match(second, { rps: 20, eps: 0 })
   t.ok(second.p99 > 250, `slow interval: p99 ${second.p99} ms, from this interval's samples only`)
   for (let i = 3; i < 10; i++) history.add(snapshotOf({ total: 300 + i }), i * 10000)
-  t.equal(history.series().web.length, 3, 'the ring keeps the last `points`')
+  t.equal(history.series().web.points.length, 3, 'the ring keeps the last `points`')
+})
+
+t.test('History: each backend has its own points, and is forgotten when it goes', async t => {
+  const history = new History({ stats: null })
+  const backend = (address, total, failures, fast, slow) => {
+    const counts = histogram.createCounts()
+    counts[histogram.bucketOf(1)] = fast
+    counts[histogram.bucketOf(400)] = slow
+    return { address, total, failures, responseTime: { counts: histogram.cumulative(counts) } }
+  }
+  const snapshot = backends => ({ listeners: [{ name: 'web', unserved: 0, backends }] })
+  history.add(snapshot([backend('a:1', 0, 0, 0, 0), backend('b:1', 0, 0, 0, 0)]), 0)
+  history.add(snapshot([backend('a:1', 100, 0, 100, 0), backend('b:1', 50, 10, 0, 50)]), 10000)
+  const { web } = history.series()
+  t.match(web.points, [{ rps: 15, eps: 1 }], 'the listener: both backends added up')
+  t.match(web.backends['a:1'], [{ rps: 10, eps: 0 }])
+  t.ok(web.backends['a:1'][0].p99 <= 1, 'a:1 answered fast')
+  t.match(web.backends['b:1'], [{ rps: 5, eps: 1 }])
+  t.ok(web.backends['b:1'][0].p99 > 250, 'b:1 answered slowly: its own p99, not the listener\'s')
+
+  history.add(snapshot([backend('a:1', 200, 0, 200, 0)]), 20000)
+  t.same(Object.keys(history.series().web.backends), ['a:1'], 'b:1 left the configuration: its ring is gone')
+  t.notOk(history.last.has('web\nb:1'), 'and so are its last counters')
 })
 
 t.test('headless Chromium renders the charts with data after traffic', async t => {
@@ -58,7 +81,7 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
 
   // Traffic until the history has a few points with requests and errors in them.
   const name = lb.stats().listeners[0].name
-  const seen = () => status.history.series()[name] || []
+  const seen = () => (status.history.series()[name] || { points: [] }).points
   const ready = () => seen().filter(p => p.rps > 0).length >= 3 && seen().some(p => p.eps > 0)
   const deadline = Date.now() + 10000
   for (let i = 0; i < 10000 && !ready() && Date.now() < deadline; i++) await request(lilaPort)
@@ -66,7 +89,7 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-chromium-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--window-size=1000,700']
+  const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--window-size=1400,700']
   const url = `http://127.0.0.1:${port}/status`
   const dom = await run(chromium, [...args, '--dump-dom', url])
   const charts = [...dom.matchAll(/<figure class="chart[^"]*"><svg[^>]*aria-label="([^"]*)"[\s\S]*?<polyline points="([^"]*)"/g)]
@@ -77,6 +100,10 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
   }
   t.match(charts[0][1], /^requests\/s over the last 15 minutes: now [\d.]+, peak [\d.]+$/)
   t.notMatch(charts[1][1], /peak 0$/, 'the errors chart has errors in it')
+  const sparks = [...dom.matchAll(/<svg class="spark"[^>]*aria-label="([^"]*)"[\s\S]*?<polyline points="([^"]*)"/g)]
+  t.equal(sparks.length, 2, 'each backend\'s row has its own line of the last 15 minutes')
+  t.match(sparks[0]?.[1], /^requests\/s now [\d.]+, peak [1-9][\d.]*.* · p99 now /, 'the good backend served requests')
+  t.ok(sparks[0]?.[2].trim().split(' ').length >= 2, 'drawn with at least two points')
   const screenshot = path.join(os.tmpdir(), 'lila-status-charts.png')
   await run(chromium, [...args, `--screenshot=${screenshot}`, url])
   t.ok(fs.statSync(screenshot).size > 10000, `a screenshot, to look at: ${screenshot}`)

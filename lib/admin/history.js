@@ -2,16 +2,20 @@
 
 const histogram = require('../histogram')
 
-// The last 15 minutes of each listener, for the status page's charts. Every `every` ms
-// (10 s) it reads one snapshot and keeps, per listener, what happened since the last
-// one: requests/s (sent to backends, retries included), errors/s (failures and clients
-// no backend could take) and the p99 response time of that interval, from the
-// difference of the response-time histograms. It reads counters that exist anyway:
-// nothing is added per request.
+// The last 15 minutes of each listener and each of its backends, for the status page's
+// charts. Every `every` ms (10 s) it reads one snapshot and keeps what happened since
+// the last one: requests/s (sent to backends, retries included), errors/s (failures,
+// and for a listener the clients no backend could take) and the p99 response time of
+// that interval, from the difference of the response-time histograms. It reads
+// counters that exist anyway: nothing is added per request.
 //
 //   const history = new History({ stats, every, points })
 //   history.start() / history.stop()
-//   history.series() -> { [listener name]: [{ at, rps, eps, p99 }] }, oldest first
+//   history.series() -> { [listener name]: { points, backends: { [address]: points } } }
+//     points: [{ at, rps, eps, p99 }], oldest first
+//
+// A listener or backend the snapshot no longer has (a reload, a DNS change) is
+// forgotten at once, so the rings stay as many as what is configured.
 
 const EVERY_MS = 10000
 const POINTS = 90 // 15 minutes of 10 s
@@ -54,38 +58,61 @@ class History {
   }
 
   add (snapshot, at) {
+    const seen = new Set()
     for (const listener of snapshot.listeners) {
-      const totals = totalsOf(listener, at)
-      const last = this.last.get(listener.name)
-      this.last.set(listener.name, totals)
-      if (last === undefined || totals.requests < last.requests) continue // first, or counts restarted
-      const seconds = Math.max(0.001, (at - last.at) / 1000)
-      const delta = totals.counts.map((n, i) => n - last.counts[i])
-      const point = {
-        at,
-        rps: (totals.requests - last.requests) / seconds,
-        eps: Math.max(0, totals.errors - last.errors) / seconds,
-        p99: histogram.quantile(delta, 0.99)
+      this.track(listener.name, totalsOf(listener.backends, at, listener.unserved), seen)
+      for (const b of listener.backends) {
+        this.track(backendKey(listener.name, b.address), totalsOf([b], at), seen)
       }
-      let ring = this.rings.get(listener.name)
-      if (ring === undefined) this.rings.set(listener.name, ring = [])
-      ring.push(point)
-      if (ring.length > this.points) ring.shift()
+    }
+    for (const key of this.last.keys()) {
+      if (seen.has(key)) continue
+      this.last.delete(key)
+      this.rings.delete(key)
     }
   }
 
+  // One counter set's new totals -> a point in its ring, from the last totals.
+  track (key, totals, seen) {
+    seen.add(key)
+    const last = this.last.get(key)
+    this.last.set(key, totals)
+    if (last === undefined || totals.requests < last.requests) return // first, or counts restarted
+    const seconds = Math.max(0.001, (totals.at - last.at) / 1000)
+    const delta = totals.counts.map((n, i) => n - last.counts[i])
+    let ring = this.rings.get(key)
+    if (ring === undefined) this.rings.set(key, ring = [])
+    ring.push({
+      at: totals.at,
+      rps: (totals.requests - last.requests) / seconds,
+      eps: Math.max(0, totals.errors - last.errors) / seconds,
+      p99: histogram.quantile(delta, 0.99)
+    })
+    if (ring.length > this.points) ring.shift()
+  }
+
   series () {
-    return Object.fromEntries(this.rings)
+    const out = {}
+    for (const [key, points] of this.rings) {
+      const [listener, address] = key.split('\n')
+      out[listener] ??= { points: [], backends: {} }
+      if (address === undefined) out[listener].points = points
+      else out[listener].backends[address] = points
+    }
+    return out
   }
 }
 
-// A listener's counters now: requests and errors so far, and its backends' response
-// times as per-bucket counts, added up.
-function totalsOf (listener, at) {
+// A listener's name never holds a newline, so this key cannot be taken for another.
+const backendKey = (listener, address) => `${listener}\n${address}`
+
+// Counters now: requests and errors so far (a listener's `unserved` clients are errors
+// too), and the backends' response times as per-bucket counts, added up.
+function totalsOf (backends, at, unserved = 0) {
   let requests = 0
-  let errors = listener.unserved
+  let errors = unserved
   let counts = null
-  for (const b of listener.backends) {
+  for (const b of backends) {
     requests += b.total
     errors += b.failures
     const own = histogram.fromCumulative(b.responseTime.counts)

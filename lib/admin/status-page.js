@@ -22,17 +22,20 @@ const STYLE = '\n' + [
     'border-radius:3px;color:#fff;text-align:center;font-weight:600}',
   '.up b{background:#27ae60}.down b{background:#c0392b}.pending b{background:#7f8c8d}' +
     '.draining b,.drained b{background:#d68910}.disabled b{background:#5d6d7e}',
-  '.why{color:#666;white-space:normal;max-width:28em;display:inline-block;vertical-align:top;margin-left:.5em}',
+  'td.st{white-space:normal;max-width:24em}.why{color:#666;display:block;margin-top:.2em;font-size:13px}',
   '.bar{display:inline-block;height:.7em;background:#3498db;vertical-align:middle;margin-right:.4em}' +
     '.panic{color:#c0392b;font-weight:600}',
   'footer{margin-top:2em;color:#777}a{color:#2471a3}',
   '.charts{display:flex;flex-wrap:wrap;gap:1em;margin:.4em 0}.chart{margin:0;background:#fff;' +
     'box-shadow:0 0 0 1px #ddd;padding:.3em .5em}.chart figcaption{color:#555;font-size:12px}',
   '.chart polyline{fill:none;stroke:#3498db;stroke-width:1.5}.chart.err polyline{stroke:#c0392b}' +
-    '.chart line{stroke:#ddd}'
+    '.chart line{stroke:#ddd}',
+  '.spark{vertical-align:middle;background:#f7f9fb}.spark polyline{fill:none;stroke:#3498db;stroke-width:1.2}' +
+    '.spark polyline.err{stroke:#c0392b}'
 ].join('\n')
 
-// history: { [listener name]: [{ at, rps, eps, p99 }] } (history.js), for the charts.
+// history: { [listener name]: { points, backends: { [address]: points } } } (History#series
+// in history.js), for the charts.
 function renderPage (snapshot, { version = null, now = Date.now(), history = {} } = {}) {
   const problems = []
   let backends = 0
@@ -64,13 +67,15 @@ ${viewport}<title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
 <h1>lila${version ? ` ${esc(version)}` : ''}</h1>
 <p class="meta">${esc(summary)}${uptime} · ${clock} UTC · refreshes every ${REFRESH_S}s</p>
 ${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class="ok">Every backend is up.</p>'}
-${snapshot.listeners.map(l => listenerSection(l, history[l.name] || [], now)).join('\n')}
+${snapshot.listeners.map(l => listenerSection(l, history[l.name] || NO_HISTORY, now)).join('\n')}
 <footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
 </body></html>
 `
 }
 
-function listenerSection (l, points, now) {
+const NO_HISTORY = { points: [], backends: {} }
+
+function listenerSection (l, history, now) {
   const total = l.backends.reduce((sum, b) => sum + b.total, 0)
   const facts = [
     `active ${l.active}`, `waiting ${l.waiting}`, `queued ${l.queued}`, `accepted ${l.accepted}`,
@@ -82,16 +87,17 @@ function listenerSection (l, points, now) {
   const live = l.protocol === 'http' ? 'in flight' : 'live'
   const header = '<tr><th>backend</th><th class="st">status</th><th>weight</th>' +
     `<th>${live}</th><th>share</th><th>total</th><th>failures</th><th>in</th><th>out</th>` +
-    `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th></tr>`
+    `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th>` +
+    '<th title="the last 15 minutes; hover for figures">15 min</th></tr>'
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
-${charts(points, now, l.protocol === 'http' ? 'requests/s' : 'connections/s')}
+${charts(history.points, now, perSecond(l))}
 <table>${header}
-${l.backends.map(b => backendRow(b, total)).join('\n')}
+${l.backends.map(b => backendRow(b, total, history.backends[b.address] || [], now, perSecond(l))).join('\n')}
 </table>`
 }
 
-function backendRow (b, total) {
+function backendRow (b, total, points, now, what) {
   const share = total === 0 ? 0 : Math.round(b.total / total * 100)
   const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
   const weight = b.effectiveWeight !== b.weight ? `${b.weight} (now ${round(b.effectiveWeight)})` : String(b.weight)
@@ -103,8 +109,11 @@ function backendRow (b, total) {
     `<td><span class="bar" style="width:${share}px"></span>${share}%</td><td>${b.total}</td>` +
     `<td>${b.failures}${ejected(b.ejections)}</td>` +
     `<td>${bytes(b.bytesIn)}</td><td>${bytes(b.bytesOut)}</td>` +
-    `<td>${ms(rt.p50)}</td><td>${ms(rt.p90)}</td><td>${ms(rt.p99)}</td></tr>`
+    `<td>${ms(rt.p50)}</td><td>${ms(rt.p90)}</td><td>${ms(rt.p99)}</td>` +
+    `<td>${sparkline(points, now, what)}</td></tr>`
 }
+
+const perSecond = l => l.protocol === 'http' ? 'requests/s' : 'connections/s'
 
 // The last 15 minutes as three small inline SVG charts, or nothing before two samples.
 const CHART_W = 240
@@ -135,6 +144,33 @@ function chart (points, now, value, label, format, kind) {
     `<line x1="0" y1="${CHART_H - 1}" x2="${CHART_W}" y2="${CHART_H - 1}"/>` +
     `<polyline points="${xy.join(' ')}"/></svg>` +
     `<figcaption>${esc(label)} ${esc(latest)} (peak ${esc(format(max))})</figcaption></figure>`
+}
+
+// A backend's last 15 minutes in its row: requests/s, and errors/s in red on the same
+// scale; the figures, p99 too, in its title (shown on hover). Empty before two samples.
+const SPARK_W = 90
+const SPARK_H = 18
+
+function sparkline (points, now, what) {
+  if (points.length < 2) return ''
+  const max = Math.max(...points.map(p => Math.max(p.rps, p.eps)), 1e-9)
+  const line = value => points.map(p => {
+    const x = Math.max(0, SPARK_W - (now - p.at) / WINDOW_MS * SPARK_W)
+    return `${x.toFixed(1)},${(SPARK_H - 1 - value(p) / max * (SPARK_H - 2)).toFixed(1)}`
+  }).join(' ')
+  const last = points[points.length - 1]
+  const title = `${what} now ${round(last.rps)}, peak ${round(Math.max(...points.map(p => p.rps)))} · ` +
+    `errors/s now ${round(last.eps)}, peak ${round(Math.max(...points.map(p => p.eps)))} · ` +
+    `p99 now ${ms(last.p99)}, peak ${ms(peak(points.map(p => p.p99)))}`
+  const errors = points.some(p => p.eps > 0) ? `<polyline class="err" points="${line(p => p.eps)}"/>` : ''
+  return `<svg class="spark" viewBox="0 0 ${SPARK_W} ${SPARK_H}" width="${SPARK_W}" height="${SPARK_H}" ` +
+    `role="img" aria-label="${esc(title)}"><title>${esc(title)}</title>` +
+    `<polyline points="${line(p => p.rps)}"/>${errors}</svg>`
+}
+
+const peak = values => {
+  const known = values.filter(v => v !== null)
+  return known.length === 0 ? null : Math.max(...known)
 }
 
 // "7 (503: 5, connect: 2)", or "0".
