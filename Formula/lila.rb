@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d9555b7f5390a1ef6149ceb522e82f10e3372da7feac9ae052c8d07ebe346fd4"
+  sha256 "7f06b0bb6c22b6ba6e82e21e9bd62b0677e38b044886036dd73d3370cf4743c8"
   license "MIT"
 
   depends_on "node"

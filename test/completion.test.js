@@ -9,14 +9,20 @@ const { OPTIONS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { LILA, runLila } = require('./fixtures/helpers')
 
-// What bash offers for the words typed so far (the last one being completed).
+// What the shell offers for the words typed so far (the last one being completed). zsh
+// runs the function as its bashcompinit's compgen does: under `emulate sh`, whose
+// arrays count from 0 as bash's.
 function complete (shell, words) {
   const array = words.map(w => `'${w}'`).join(' ')
+  const call = shell === 'zsh' ? 'emulate sh -c _lila' : '_lila'
   const script = `source <("${LILA}" completion ${shell}); COMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; ` +
-    '_lila; printf "%s\\n" "$' + '{COMPREPLY[@]}"' // bash's, not a template
+    `${call}; printf "%s\\n" "$` + '{COMPREPLY[@]}"' // the shell's, not a template
   const run = spawnSync(shell, ['-c', script], { encoding: 'utf8' })
   if (run.error) return null
-  return run.stdout.split('\n').filter(Boolean).sort()
+  const offered = run.stdout.split('\n').filter(Boolean).sort()
+  // zsh's compgen (bashcompinit) offers every word; compadd then keeps those that
+  // start with what was typed.
+  return shell === 'zsh' ? offered.filter(w => w.startsWith(words.at(-1))) : offered
 }
 
 t.test('bash: options, values, modes and commands', async t => {
@@ -37,6 +43,8 @@ t.test('zsh loads the same script through bashcompinit', async t => {
   const zsh = complete('zsh', ['lila', '--retr'])
   if (zsh === null) return t.skip('zsh is not installed')
   t.same(zsh, ['--retries', '--retry-budget', '--retry-on'])
+  t.same(complete('zsh', ['lila', 'rr', ':9001', '--protocol', '']), ['http', 'tcp'], 'an option\'s values')
+  t.same(complete('zsh', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes')
 })
 
 t.test('a shell lila does not know: exit 2, one line', async t => {

@@ -51,7 +51,15 @@ t.test('bad values: exit 2, one line naming the variable', async t => {
   const cases = [
     [{ LILA_RETRIES: 'many' }, ['rr', ':9001'], /^lila: invalid value "many" for LILA_RETRIES: expected a whole number from 0 to 100\n/],
     [{ LILA_BACKEND_TLS: 'maybe' }, ['rr', ':9001'], /^lila: invalid value "maybe" for LILA_BACKEND_TLS: expected 1, true, yes or on/],
-    [{ LILA_PORT: '80' }, ['--config', '/nonexistent.json'], /^lila: LILA_PORT cannot be combined with --config: each listener's port is in the file\n/]
+    [{ LILA_PORT: '80' }, ['--config', '/nonexistent.json'], /^lila: LILA_PORT cannot be combined with --config: each listener's port is in the file\n/],
+    // options that need another: the one set by a variable is named by it, and the
+    // other both ways
+    [{ LILA_TLS_CERT: '/c.pem' }, ['rr', ':9001'], /^lila: LILA_TLS_CERT needs --tls-key \(or LILA_TLS_KEY\)\n/],
+    [{ LILA_FORWARDED: '1' }, ['rr', ':9001'], /^lila: LILA_FORWARDED needs --protocol http \(or LILA_PROTOCOL=http\)\n/],
+    [{ LILA_BACKEND_TLS_INSECURE: 'on', LILA_BACKEND_TLS: '1' }, ['rr', ':9001', '--backend-tls-ca', '/etc/hostname'],
+      /^lila: LILA_BACKEND_TLS_INSECURE contradicts --backend-tls-ca \(or LILA_BACKEND_TLS_CA\): expected one of them\n/],
+    [{ LILA_STATUS_HOST: '127.0.0.1' }, ['rr', ':9001'], /^lila: LILA_STATUS_HOST needs --status-port \(or LILA_STATUS_PORT\)\n/],
+    [{}, ['rr', ':9001', '--forwarded'], /^lila: option --forwarded needs --protocol http\n/]
   ]
   for (const [env, args, expected] of cases) {
     const { code, stderr } = await runLila(args, { env: { ...process.env, ...env } })

@@ -5,12 +5,12 @@
 
 const { parseArgs } = require('util')
 const { UsageError } = require('../errors')
-const { OPTIONS, parseArgsOptions } = require('./options')
+const { OPTIONS, BY_NAME, parseArgsOptions } = require('./options')
 const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
 const { buildListener, buildGlobals, buildConfig } = require('./builder')
 const { modeName } = require('../upstream/balancers')
 const { didYouMean } = require('./suggest')
-const { environmentValues } = require('./environment')
+const { environmentValues, variableOf } = require('./environment')
 
 // Words that name a command rather than a mode or a backend: `lila help` and
 // `lila version` do what --help and --version do.
@@ -19,11 +19,24 @@ const LONG_FLAGS = OPTIONS.map(o => o.flag)
 
 // The command line as a source of values (builder.js jsonSource() is the file): a
 // value is named by its flag, so `at` is null.
-const ARGV = {
-  json: false,
-  fail: (at, message) => new UsageError(message),
-  about: option => `option ${option.flag} `, // the subject of a message about an option
-  setting: (name, value) => value === undefined || value === true ? `--${name}` : `--${name} ${value}`
+// The command line's source: a value is named by its flag, or by its variable when it
+// came from the environment (`LILA_TLS_CERT needs --tls-key (or LILA_TLS_KEY)`).
+// environment: Map of option name -> variable, for the values taken from it.
+function commandLineSource (environment) {
+  const variable = name => environment.get(name)
+  return {
+    json: false,
+    fail: (at, message) => new UsageError(message),
+    // the subject of a message about an option
+    about: option => variable(option.name) ? `${variable(option.name)} ` : `option ${option.flag} `,
+    // another setting a message asks for; the variable too, for whoever sets options so
+    setting (name, value) {
+      const bare = value === undefined || value === true
+      const flag = bare ? `--${name}` : `--${name} ${value}`
+      if (environment.size === 0) return flag
+      return `${flag} (or ${variableOf(BY_NAME.get(name))}${bare ? '' : `=${value}`})`
+    }
+  }
 }
 
 // parseArgs' own messages are long and mention its internals; say it our way.
@@ -102,10 +115,16 @@ function parseCommandLine (argv, env = {}) {
   if (values.config !== undefined) return configFileCommand(values, positionals, environment)
 
   const entries = new Map()
+  const fromEnvironment = new Map() // option name -> its variable, for the errors' wording
   for (const o of OPTIONS) {
-    if (o.scope !== 'cli' && values[o.name] !== undefined) entries.set(o.name, { value: values[o.name], at: null })
-    else if (environment.has(o.name)) entries.set(o.name, { value: environment.get(o.name).value, at: null })
+    if (o.scope !== 'cli' && values[o.name] !== undefined) {
+      entries.set(o.name, { value: values[o.name], at: null })
+    } else if (environment.has(o.name)) {
+      entries.set(o.name, { value: environment.get(o.name).value, at: null })
+      fromEnvironment.set(o.name, environment.get(o.name).variable)
+    }
   }
+  const source = commandLineSource(fromEnvironment)
 
   const words = positionals.slice()
   const command = words[0] === 'demo' ? 'demo' : 'run'
@@ -126,19 +145,19 @@ function parseCommandLine (argv, env = {}) {
     throw new UsageError(`unknown mode ${quote(words[0])}: ${hint}`)
   }
 
-  const globals = buildGlobals(entries, ARGV)
+  const globals = buildGlobals(entries, source)
   if (command === 'demo') {
     if (words.length) throw new UsageError(`unexpected argument ${quote(words[0])}: lila demo starts its own backends`)
     if (values.workers !== undefined) {
       throw new UsageError('option --workers does not apply to lila demo: it runs in one process')
     }
-    const listeners = [buildListener({ values: entries, mode, backends: [] }, ARGV)]
-    return { command, config: buildConfig(globals, listeners, ARGV) }
+    const listeners = [buildListener({ values: entries, mode, backends: [] }, source)]
+    return { command, config: buildConfig(globals, listeners, source) }
   }
   // Options are checked before backends are missed: "--port x" says what is wrong with it.
-  const listener = buildListener({ values: entries, mode, backends: words.map(value => ({ value, at: null })) }, ARGV)
+  const listener = buildListener({ values: entries, mode, backends: words.map(value => ({ value, at: null })) }, source)
   if (words.length === 0) throw new UsageError(`no backend given: expected lila [mode] ${BACKEND_SYNTAX}...`)
-  return { command, config: buildConfig(globals, [listener], ARGV) }
+  return { command, config: buildConfig(globals, [listener], source) }
 }
 
 // --config FILE: everything else is in the file, but for --log-level, and the
@@ -170,6 +189,5 @@ module.exports = {
   parseCommandLine,
   normaliseArgv,
   rethrowParseError,
-  configFileCommand,
-  ARGV
+  configFileCommand
 }

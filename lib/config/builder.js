@@ -18,7 +18,7 @@ const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('../upstream/balan
 
 // Where values come from, for the wording of errors. Each value arrives as
 // { value, at }: `at` is null on the command line (a value is named by its flag; see
-// ARGV in argv.js) and the JSON path in the file ("listeners[1].connect-timeout"),
+// commandLineSource in argv.js) and the JSON path in the file ("listeners[1].connect-timeout"),
 // which leads the message.
 function jsonSource (file) {
   return {
