@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7f06b0bb6c22b6ba6e82e21e9bd62b0677e38b044886036dd73d3370cf4743c8"
+  sha256 "ffaecde073d33cc16c01ace87ee48dae69daa917df32b1efa58fdc014fbec9d7"
   license "MIT"
 
   depends_on "node"

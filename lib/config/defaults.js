@@ -36,6 +36,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls }) {
     maxConn: settings.maxConn,
     timeout: settings.timeout,
     headerTimeout: settings.headerTimeout,
+    bodyTimeout: settings.bodyTimeout,
     forwarded: settings.forwarded,
     check: settings.check,
     checkHost: settings.checkHost,

@@ -122,6 +122,15 @@ const OPTIONS = [
     help: 'http: answer 408 when a request head takes longer'
   },
   {
+    name: 'body-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    group: 'http',
+    default: 30000,
+    only: 'http',
+    help: 'http: answer 408 when a request body sends nothing for this long; 0s: never'
+  },
+  {
     name: 'forwarded',
     type: 'flag',
     group: 'http',

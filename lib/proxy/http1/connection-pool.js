@@ -6,13 +6,15 @@ const { handlers, addListeners } = require('../socket-events')
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
 // the bottom of the stack go idle long enough to expire. A connection is idle in the
 // pool or owned by one exchange (exchange.js), which receives its socket's events.
+// The pool sets no cap of its own: an exchange asks for a connection only once it holds
+// a lease on the backend (upstream/attempt.js), so busy connections are at most the
+// requests the backend's max-conn (or the listener's) lets in, and every request that
+// waits does so in the one visible queue (upstream/queue.js).
 
 // Idle time allowed when the backend gives no Keep-Alive hint: below the common backend
 // defaults (Node 5 s, nginx 75 s, Apache 5 s) so the backend is not the one to close.
 const DEFAULT_IDLE_MS = 4000
 const MAX_IDLE_MS = 60000
-// Sockets per backend, busy and idle together; requests beyond wait for one.
-const MAX_SOCKETS = 1024
 
 // Idle time for a backend's "Keep-Alive: timeout=N" hint: less a margin, so lila stops
 // using a connection before the backend closes it (the keep-alive race).
@@ -104,7 +106,6 @@ class Pool {
     this.tls = tls // tls.connect options with --backend-tls
     this.idle = []
     this.size = 0 // every socket: connecting, busy and idle
-    this.waiting = [] // exchanges waiting for a socket (MAX_SOCKETS reached)
     this.connects = 0
     this.reuses = 0
   }
@@ -116,8 +117,7 @@ class Pool {
   }
 
   // Give `exchange` a connection: an idle one (exchange.onUpstreamConnect runs at once)
-  // or a new one (it runs once connected). With every socket in use, the exchange waits
-  // its turn and is called as soon as one frees.
+  // or a new one (it runs once connected). Returns it.
   acquire (exchange, { fresh = false } = {}) {
     if (!fresh) {
       const now = Date.now()
@@ -133,14 +133,10 @@ class Pool {
         conn.reused = true
         conn.attach(exchange)
         exchange.onUpstreamConnect(conn)
-        return
+        return conn
       }
     }
-    if (this.size >= MAX_SOCKETS) {
-      this.waiting.push(exchange)
-      return
-    }
-    this.connect(exchange)
+    return this.connect(exchange)
   }
 
   connect (exchange) {
@@ -150,23 +146,16 @@ class Pool {
     const conn = new UpstreamConnection(this, socket)
     socket.setTimeout(this.connectTimeout) // until connected (see connConnect)
     conn.attach(exchange)
+    return conn
   }
 
-  // An exchange is done with a connection that can serve another request. One the
-  // backend allows no more requests on goes, waiter or not: its close (removed) opens
-  // a fresh connection for the waiter.
+  // An exchange is done with a connection that can serve another request (unless the
+  // backend allows no more on it).
   release (conn) {
     conn.owner = null
     if (conn.closed) return
     if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
     conn.socket.resume() // it may have been paused for a slow client
-    if (this.waiting.length > 0) {
-      const exchange = this.waiting.shift()
-      conn.reused = true
-      conn.attach(exchange)
-      exchange.onUpstreamConnect(conn)
-      return
-    }
     conn.idleSince = Date.now()
     this.idle.push(conn)
   }
@@ -178,17 +167,10 @@ class Pool {
     }
   }
 
-  // An exchange that gave up waiting (its client left).
-  cancel (exchange) {
-    const i = this.waiting.indexOf(exchange)
-    if (i !== -1) this.waiting.splice(i, 1)
-  }
-
   removed (conn) {
     this.size--
     const i = this.idle.indexOf(conn)
     if (i !== -1) this.idle.splice(i, 1)
-    if (this.waiting.length > 0 && this.size < MAX_SOCKETS) this.connect(this.waiting.shift())
   }
 
   close () {
@@ -200,4 +182,4 @@ class Pool {
   }
 }
 
-module.exports = { Pool, idleFromHint, DEFAULT_IDLE_MS, MAX_SOCKETS }
+module.exports = { Pool, idleFromHint, DEFAULT_IDLE_MS }

@@ -5,7 +5,7 @@ const { reasonOf, isLocalShortage } = require('../../errors')
 const { view } = require('./parse')
 const { requestHead, viaLoops } = require('./rewrite')
 const { reply } = require('./replies')
-const { RequestBody } = require('./request-body')
+const { RequestBody, REPLAY_LIMIT } = require('./request-body')
 const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
@@ -14,6 +14,9 @@ const { backendReason } = require('../../upstream/dial')
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
 const CLIENT_CLOSED = 499
+// A request body up to this size is read whole before a backend is taken (see start).
+const BUFFER_FIRST = REPLAY_LIMIT
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
 
 // One request and its response: pick a backend, take a pooled connection, send the
 // rewritten head and stream the body, stream the response back. A failure before the
@@ -37,13 +40,17 @@ class Exchange {
     this.response = new Response(this, session, head)
     this.tunnel = null // a Tunnel, once the backend switched protocols
     this.reading = !this.body.done // the client's bytes are this exchange's (see wantsClientData)
+    this.buffering = false // reading a small body before taking a backend (see start)
+    this.continued = false // lila answered the client's Expect: 100-continue itself
+    this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
 
     // Where it goes.
     this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
     this.sentAt = 0 // when the head went to the backend: latency for least-time
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
-    this.conn = null
+    this.conn = null // the backend connection, once ready
+    this.dialing = null // a backend connection being opened for it (see connect)
     this.upstreamHead = null
 
     // What the client got.
@@ -65,10 +72,26 @@ class Exchange {
     return this.headBytes + this.body.received
   }
 
+  // A small body is read whole before a backend is taken, as nginx does: a client that
+  // sends it slowly then holds nothing but its own connection, never a backend's. A
+  // body past BUFFER_FIRST (a Content-Length over it, or a chunked one that grows past
+  // it) streams to the backend as it comes. A client that waits for 100 Continue
+  // before sending gets it from lila.
   start () {
-    const { head } = this
+    const { head, body } = this
     const { via } = this.listener.protocol
     if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
+    if (body.done || head.asksUpgrade || body.longerThan(BUFFER_FIRST)) return this.attempt.start()
+    this.buffering = true
+    if (head.expect === '100-continue' && head.version === 1) {
+      this.continued = true
+      this.sendHead(CONTINUE)
+    }
+  }
+
+  // The body is read, or more of it than is worth holding: now a backend.
+  bodyBuffered () {
+    this.buffering = false
     this.attempt.start()
   }
 
@@ -90,7 +113,15 @@ class Exchange {
   seated (lease) {
     this.upstreamHead = null
     if (this.attempt.attempts > 1) this.response = new Response(this, this.session, this.head)
-    this.listener.protocol.poolFor(lease.backend).acquire(this)
+    this.connect(this.listener.protocol.poolFor(lease.backend))
+  }
+
+  // A connection from `pool`: one idle is ready at once (onUpstreamConnect); a new one
+  // is kept in `dialing` until then, so that a request given up meanwhile closes it
+  // rather than have it sent later for nobody.
+  connect (pool, options) {
+    const conn = pool.acquire(this, options)
+    if (this.conn !== conn) this.dialing = conn
   }
 
   // The backend connection failed: `cause` says how (see Backend.failed); 'connect'
@@ -104,6 +135,7 @@ class Exchange {
     const status = cause === 'timeout' ? 504 : 502
     if (conn !== null) conn.destroy()
     this.conn = null
+    this.dialing = null
     const { log } = this.listener
     if (this.responseStarted) {
       const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
@@ -121,7 +153,7 @@ class Exchange {
     // fresh connection to the same backend.
     if (conn !== null && conn.reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
-      return conn.pool.acquire(this, { fresh: true })
+      return this.connect(conn.pool, { fresh: true })
     }
     this.lastStatus = status
     const sent = cause !== 'connect'
@@ -135,19 +167,19 @@ class Exchange {
   shortOf (conn, err) {
     conn.destroy()
     this.conn = null
+    this.dialing = null
     this.attempt.shortage(this.bytesIn)
     this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
 
+  // The request will not be sent: a connection being connected for it is dropped with
+  // it, and its slot or place in the queue let go.
   abandonUpstream () {
-    const conn = this.conn
+    const conn = this.conn || this.dialing
     this.conn = null
-    if (conn !== null) {
-      conn.destroy()
-    } else if (this.attempt.backend !== null) {
-      this.listener.protocol.poolFor(this.attempt.backend).cancel(this)
-    }
+    this.dialing = null
+    if (conn !== null) conn.destroy()
     this.attempt.cancel()
   }
 
@@ -158,11 +190,13 @@ class Exchange {
   // A connection to the backend is ready (pooled and idle, or newly connected).
   onUpstreamConnect (conn) {
     if (!conn.ready) return // its ready event comes later
+    this.dialing = null
     this.conn = conn
     this.silentTicks = 0
     if (this.upstreamHead === null) {
       const { rewrite } = this.listener.protocol
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.address, rewrite)
+      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.address, rewrite,
+        { continued: this.continued })
     }
     this.sentAt = performance.now()
     const socket = conn.socket
@@ -178,6 +212,7 @@ class Exchange {
   onClientData (buf, start) {
     if (this.tunnel !== null) return this.tunnel.toBackend(view(buf, start, buf.length))
     const body = this.body
+    this.quietTicks = 0
     let end
     try {
       end = body.read(buf, start)
@@ -192,7 +227,9 @@ class Exchange {
   sendBody (piece) {
     const holdingEnough = this.body.keep(piece)
     if (this.conn === null) {
-      // Still connecting: hold it, and stop reading once holding enough.
+      // Still reading a small body, or connecting: hold it, and stop reading once holding
+      // enough.
+      if (this.buffering && (this.body.done || holdingEnough)) this.bodyBuffered()
       if (holdingEnough) this.session.pause()
       return
     }
@@ -213,14 +250,16 @@ class Exchange {
     if (this.conn !== null) this.conn.socket.resume()
   }
 
-  // The client's request body broke its chunked framing.
-  clientBodyFailed (detail) {
+  // The client's request body broke its chunked framing (400), or stopped coming (408).
+  // The backend connection, if any, goes with it: it holds part of a request.
+  clientBodyFailed (detail, status = 400) {
     this.reading = false
+    this.buffering = false
     this.abandonUpstream()
     if (this.responseStarted) return this.session.destroy()
     this.releaseLease()
-    this.replied = 400
-    this.session.refuse(400, detail)
+    this.replied = status
+    this.session.refuse(status, detail)
     this.finish(false)
   }
 
@@ -238,8 +277,13 @@ class Exchange {
   // The listener's sweep: a backend silent for `silentLimit` sweeps (--timeout) timed
   // out. Not in a tunnel (idle both ways is --idle-timeout's), and not while lila holds
   // the backend's socket paused for a client that does not read: that silence is the
-  // client's, left to --idle-timeout too.
-  onSweep (silentLimit) {
+  // client's, left to --idle-timeout too. A client whose request body sends nothing for
+  // `bodyLimit` sweeps (--body-timeout) is answered 408; not while lila holds it paused
+  // (a backend slow to take the body, or none yet).
+  onSweep (silentLimit, bodyLimit) {
+    if (this.reading && this.tunnel === null && !this.session.paused && ++this.quietTicks >= bodyLimit) {
+      return this.clientBodyFailed('request body timed out: no byte of it within --body-timeout', 408)
+    }
     const conn = this.conn
     if (conn === null || this.tunnel !== null || conn.socket.isPaused()) return
     if (++this.silentTicks >= silentLimit) this.onUpstreamTimeout(conn)

@@ -32,18 +32,19 @@ class Http1Protocol {
     for (const pool of this.pools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
 
-  // The timeouts (ms) sweep() keeps: --timeout, and pooled idle expiry.
+  // The timeouts (ms) sweep() keeps: --timeout, --body-timeout, and pooled idle expiry.
   timeouts (config) {
-    return [config.timeout, POOL_EXPIRY_MS]
+    return [config.timeout, config.bodyTimeout, POOL_EXPIRY_MS]
   }
 
-  // With every sweep of the listener: backends silent for --timeout (counted in sweeps
-  // by each exchange), pooled connections idle past their limit, and the pools of
-  // backends gone for good.
+  // With every sweep of the listener: backends silent for --timeout and request bodies
+  // quiet for --body-timeout (counted in sweeps by each exchange), pooled connections
+  // idle past their limit, and the pools of backends gone for good.
   sweep (listener) {
-    const { timeout } = listener.config
+    const { timeout, bodyTimeout } = listener.config
     const silentLimit = timeout > 0 ? listener.ticksFor(timeout) : Infinity
-    for (const session of listener.sessions) session.onSweep(silentLimit)
+    const bodyLimit = bodyTimeout > 0 ? listener.ticksFor(bodyTimeout) : Infinity
+    for (const session of listener.sessions) session.onSweep(silentLimit, bodyLimit)
     const now = Date.now()
     for (const [backend, pool] of this.pools) {
       if (isForgotten(backend)) {

@@ -57,6 +57,12 @@ class RequestBody {
     return this.heldBytes > REPLAY_LIMIT
   }
 
+  // Is the body declared longer than `bytes` (a Content-Length)? A chunked one says
+  // nothing of its length.
+  longerThan (bytes) {
+    return this.chunked === null && this.left > bytes
+  }
+
   // A piece went out to the backend as it came.
   sent () {
     this.started = true
@@ -94,4 +100,4 @@ class RequestBody {
   }
 }
 
-module.exports = { RequestBody }
+module.exports = { RequestBody, REPLAY_LIMIT }

@@ -39,7 +39,9 @@ function forwardedValue (value) {
 // The request as the backend gets it: always HTTP/1.1 with keep-alive. `hostIfMissing`
 // stands in for the Host an HTTP/1.0 client may leave out.
 //   settings: { proto: 'http' | 'https', via: lila's Via token, forwarded: add RFC 7239 Forwarded }
-function requestHead (head, clientAddress, hostIfMissing, settings) {
+//   continued: lila answered the client's Expect: 100-continue itself, so the backend
+//              gets the body with the head and no Expect
+function requestHead (head, clientAddress, hostIfMissing, settings, { continued = false } = {}) {
   let out = `${head.method} ${head.target} HTTP/1.1\r\n`
   let xff = null
   let forwarded = null
@@ -56,6 +58,7 @@ function requestHead (head, clientAddress, hostIfMissing, settings) {
     if (dropped(lower, listed) || lower === FRAMING) continue
     if (lower === 'host' && head.authority !== null) continue // replaced by the target's
     if (lower === TRAILER && !head.chunked) continue
+    if (continued && lower === 'expect') continue
     out += `${fields[i]}: ${value}\r\n`
   }
   if (head.authority !== null) out += `Host: ${head.authority}\r\n`

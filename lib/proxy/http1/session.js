@@ -75,6 +75,11 @@ class HttpSession {
     if (this.client.isPaused()) this.client.resume()
   }
 
+  // lila stopped reading the client (back-pressure, or holding enough of a body).
+  get paused () {
+    return this.client.isPaused()
+  }
+
   // A byte moved for this connection (not idle, see onIdleSweep).
   touch () {
     this.idleTicks = 0
@@ -93,9 +98,10 @@ class HttpSession {
     if (!this.client.destroyed) this.client.end()
   }
 
-  // The listener's sweep, for the exchange's --timeout (see Exchange#onSweep).
-  onSweep (silentLimit) {
-    if (this.exchange !== null) this.exchange.onSweep(silentLimit)
+  // The listener's sweep, for the exchange's --timeout and --body-timeout (see
+  // Exchange#onSweep).
+  onSweep (silentLimit, bodyLimit) {
+    if (this.exchange !== null) this.exchange.onSweep(silentLimit, bodyLimit)
   }
 
   onData (chunk) {

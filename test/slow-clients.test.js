@@ -1,0 +1,151 @@
+'use strict'
+
+// Slow clients cannot hold the backends (issue 17): a small request body is read whole
+// before a backend connection is taken, so uploads trickling a byte at a time hold
+// nothing but their own connections; a body that stops coming is answered 408 after
+// --body-timeout, and a backend connection that held part of it is not reused.
+
+const t = require('tap')
+const net = require('net')
+const { spawnLila, httpBackend, request, within, until, settled, statusJson } = require('./fixtures/helpers')
+
+const TRICKLERS = 1200 // more than the 1,024 sockets a backend's pool once allowed
+
+// A raw client: sends `head`, then what the test writes; `response` resolves with all it
+// read once the connection closes, `first` with the first bytes it got.
+function rawClient (port, head) {
+  const socket = net.connect(port, '127.0.0.1')
+  socket.setNoDelay(true)
+  let text = ''
+  let onFirst
+  const first = new Promise(resolve => { onFirst = resolve })
+  const response = new Promise(resolve => {
+    socket.on('data', chunk => {
+      text += chunk
+      onFirst(text)
+    })
+    socket.on('error', () => {})
+    socket.on('close', () => resolve(text))
+  })
+  socket.write(head)
+  return { socket, response, first }
+}
+
+const post = (length, extra = '') =>
+  `POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: ${length}\r\n${extra}\r\n`
+
+t.test('1,200 uploads trickling a byte at a time; a GET to the same backend is answered meanwhile', async t => {
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    req.resume()
+    req.on('end', () => res.end('ok\n'))
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none'])
+  const uploads = []
+  t.teardown(() => { for (const u of uploads) u.socket.destroy() })
+  for (let i = 0; i < TRICKLERS; i++) {
+    const upload = rawClient(lila.port, post(100))
+    upload.socket.write('x') // the first byte of its 100
+    uploads.push(upload)
+  }
+  await until(() => uploads.every(u => u.socket.bytesWritten > 0), 'every upload to be sent', { timeout: 20000 })
+  let snapshot = null
+  for (let i = 0; i < 200; i++) {
+    snapshot = await statusJson(lila)
+    if (snapshot.listeners[0].active >= TRICKLERS) break
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  t.equal(snapshot.listeners[0].active, TRICKLERS, 'lila serves every upload')
+  t.equal(snapshot.listeners[0].backends[0].live, 0, 'none of them holds the backend')
+  t.equal(backend.requests, 0, 'the backend has seen none of them: their bodies are not complete')
+
+  const answer = await within(10000, 'the GET while 1,200 uploads trickle', request(lila.port, { path: '/get' }))
+  t.equal(answer.status, 200, 'the GET is answered')
+  t.ok(uploads.every(u => !u.socket.destroyed), 'while every upload still trickles')
+
+  // One more byte each, then the rest: every upload completes and is answered.
+  for (const u of uploads) u.socket.write('y')
+  for (const u of uploads) u.socket.end('z'.repeat(98))
+  const answers = await within(30000, 'every upload to be answered', Promise.all(uploads.map(u => u.response)))
+  t.equal(answers.filter(text => text.startsWith('HTTP/1.1 200')).length, TRICKLERS, 'every upload got its 200')
+  t.equal(backend.requests, TRICKLERS + 1)
+  await settled(lila, { timeout: 10000 })
+})
+
+t.test('a body that stops coming: 408 after --body-timeout, whether held by lila or streamed to the backend', async t => {
+  const closed = []
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    req.on('close', () => closed.push(req.url))
+    req.resume()
+    req.on('end', () => res.end('ok\n'))
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--body-timeout', '300ms'])
+
+  // A small body: held by lila, never sent; the backend sees nothing.
+  const small = rawClient(lila.port, post(10))
+  small.socket.write('abc')
+  const smallAnswer = await within(10000, 'the 408', small.response)
+  t.match(smallAnswer, /^HTTP\/1\.1 408 /, 'a small body that stops: 408')
+  t.match(smallAnswer, /request body timed out/)
+  t.equal(backend.requests, 0, 'the backend never saw it')
+
+  // A large body streams to the backend as it comes; when it stops, the client gets 408
+  // and the backend's connection is closed (it holds part of a request).
+  const large = rawClient(lila.port, post(1000000).replace('/upload', '/large'))
+  large.socket.write(Buffer.alloc(100 * 1024, 'a'))
+  await until(() => backend.requests === 1, 'the backend to get the large request', { timeout: 10000 })
+  const largeAnswer = await within(10000, 'the 408', large.response)
+  t.match(largeAnswer, /^HTTP\/1\.1 408 /, 'a large body that stops: 408')
+  await until(() => closed.includes('/large'), 'the backend connection to be closed', { timeout: 10000 })
+
+  const after = await request(lila.port, { path: '/after' })
+  t.equal(after.status, 200, 'the backend serves the next request')
+  const snapshot = await settled(lila)
+  t.match(snapshot.listeners[0].responses, { '4xx': 2 }, 'both 408s count as client errors')
+})
+
+t.test('a body that keeps coming, slowly, is not timed out; --body-timeout 0s never times out', async t => {
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    let body = ''
+    req.on('data', chunk => { body += chunk })
+    req.on('end', () => res.end(body))
+  })
+  for (const timeout of ['400ms', '0s']) {
+    const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+      '--check', 'none', '--body-timeout', timeout])
+    const upload = rawClient(lila.port, post(6))
+    // Six bytes, one every 150 ms: each gap below the timeout, the whole above it.
+    for (const byte of 'abcdef') {
+      upload.socket.write(byte)
+      await new Promise(resolve => setTimeout(resolve, 150))
+    }
+    const answer = await within(10000, 'the answer', upload.first)
+    t.match(answer, /^HTTP\/1\.1 200 [\s\S]*abcdef$/, `--body-timeout ${timeout}: answered with the whole body`)
+    upload.socket.destroy()
+  }
+})
+
+t.test('Expect: 100-continue on a small body: lila says 100 Continue itself and sends the backend no Expect', async t => {
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    let body = ''
+    req.on('data', chunk => { body += chunk })
+    req.on('end', () => res.end(`${req.headers.expect || 'no expect'}: ${body}`))
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1', '--check', 'none'])
+  const client = rawClient(lila.port, post(5, 'Expect: 100-continue\r\n'))
+  const first = await within(5000, '100 Continue', client.first)
+  t.equal(first, 'HTTP/1.1 100 Continue\r\n\r\n', 'the client is told to go on before any backend is involved')
+  t.equal(backend.requests, 0)
+  client.socket.end('hello')
+  const all = await within(5000, 'the answer', client.response)
+  t.match(all, /HTTP\/1\.1 200 [\s\S]*\r\n\r\nno expect: hello$/, 'the backend got the body with the head, no Expect')
+
+  // A body too large to hold first: the backend decides, as before.
+  const large = rawClient(lila.port, post(1000000, 'Expect: 100-continue\r\n'))
+  const got = await within(5000, 'the backend\'s 100 Continue', large.first)
+  t.match(got, /^HTTP\/1\.1 100 Continue\r\n/, 'passed on from the backend')
+  await until(() => backend.requests === 2, 'the backend to have the large request')
+  t.equal(backend.last.headers.expect, '100-continue', 'with its Expect')
+  large.socket.destroy()
+})
