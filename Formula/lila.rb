@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ffaecde073d33cc16c01ace87ee48dae69daa917df32b1efa58fdc014fbec9d7"
+  sha256 "9ab0ffb9fb27b71c5e460c4c16738ddbf9d99d9043685763f7f831175377cb5f"
   license "MIT"
 
   depends_on "node"

@@ -12,6 +12,7 @@ const { RuntimeError, ControlError } = require('./errors')
 const { logsName } = require('./config/names')
 const { createControl, OPS } = require('./admin/control')
 const { createAccessLog } = require('./admin/access-log')
+const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors')
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
@@ -38,7 +39,8 @@ function createBalancer (config, {
   via = viaToken(),
   table = true,
   stdout = process.stdout,
-  accessLog = defaultAccessLog(config, stdout)
+  accessLog = defaultAccessLog(config, stdout),
+  fileLimit = descriptorLimit()
 } = {}) {
   const startedAt = now()
   let current = config
@@ -52,23 +54,31 @@ function createBalancer (config, {
     return loadListenerTls(listenerConfig)
   }
 
+  // The limit on open files, and each listener's share of it (descriptors.js): what
+  // --max-conn defaults to.
+  const descriptorsFor = configs => ({ limit: fileLimit, share: listenerShare(fileLimit, configs.length) })
+
   // Log lines about a listener carry its name when it has one or there are several
   // (as many as the config in force has).
-  function make (listenerConfig, { tls, backendTls }) {
+  function make (listenerConfig, { tls, backendTls }, descriptors) {
     const named = () => logsName(listenerConfig, current.listeners.length)
     const listenerLog = prefixed(log, () => named() ? listenerConfig.name : null)
     const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
-    return new Listener({ config: listenerConfig, upstream, log: listenerLog, protocol, tls, backendTls, accessLog })
+    return new Listener({
+      config: listenerConfig, upstream, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors
+    })
   }
 
-  listeners = config.listeners.map(l => make(l, material(l)))
+  listeners = config.listeners.map(l => make(l, material(l), descriptorsFor(config.listeners)))
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
   // meanwhile wait unread.
   async function listen () {
     const addresses = []
+    const warning = limitWarning(fileLimit, current.listeners.map(l => l.maxConn))
+    if (warning !== null) log.warn(warning)
     try {
       for (const listener of listeners) addresses.push(await listener.listen())
       await Promise.all(listeners.map(listener => listener.upstream.start()))
@@ -114,6 +124,7 @@ function createBalancer (config, {
     // Listeners are matched by their config name (given, or protocol:port).
     const byName = new Map(listeners.map(l => [l.config.name, l]))
     const loaded = next.listeners.map(material) // may throw: nothing has changed yet
+    const descriptors = descriptorsFor(next.listeners)
     const kept = [] // [listener, config, material]
     const created = [] // [listener, config]
     const removed = new Set(listeners)
@@ -123,7 +134,7 @@ function createBalancer (config, {
         removed.delete(old)
         kept.push([old, listenerConfig, loaded[i]])
       } else {
-        created.push([make(listenerConfig, loaded[i]), listenerConfig])
+        created.push([make(listenerConfig, loaded[i], descriptors), listenerConfig])
       }
     })
 
@@ -144,7 +155,7 @@ function createBalancer (config, {
     const lines = describeChanges(current, next)
     for (const [listener, listenerConfig, { tls, backendTls }] of kept) {
       const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
-      listener.reconfigure(listenerConfig, { tls, backendTls })
+      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors })
       for (const change of changes) lines.push(`${listenerConfig.name}: ${change}`)
     }
     const replaced = new Map() // name -> connections left on the old listener

@@ -115,6 +115,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
   const companions = {
     timeout: { protocol: 'http' },
     'header-timeout': { protocol: 'http' },
+    'body-timeout': { protocol: 'http' },
     forwarded: { protocol: 'http' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },

@@ -1,6 +1,7 @@
 'use strict'
 
 const fs = require('fs')
+const { descriptorLimit } = require('../descriptors')
 
 // The standard process_* figures of Prometheus' client libraries, for /metrics: from
 // /proc where there is one (Linux), from process.* otherwise. Read when scraped. With
@@ -12,7 +13,7 @@ function processStats () {
     residentBytes: process.memoryUsage.rss(),
     startTime: Date.now() / 1000 - process.uptime(),
     openFds: countOpenFds(),
-    maxFds: maxFds()
+    maxFds: descriptorLimit()
   }
 }
 
@@ -21,17 +22,6 @@ function countOpenFds () {
     return fs.readdirSync('/proc/self/fd').length
   } catch {
     return null // no /proc: not reported
-  }
-}
-
-// The soft limit of open files ("Max open files  1024  524288  files").
-function maxFds () {
-  try {
-    const line = fs.readFileSync('/proc/self/limits', 'utf8').split('\n').find(l => l.startsWith('Max open files'))
-    const soft = line === undefined ? NaN : Number(line.slice(14).trim().split(/\s+/)[0])
-    return Number.isFinite(soft) ? soft : null
-  } catch {
-    return null
   }
 }
 

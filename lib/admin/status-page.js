@@ -90,11 +90,18 @@ function listenerSection (l, history, now) {
     `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th>` +
     '<th title="the last 15 minutes; hover for figures">15 min</th></tr>'
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
-<p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
+<p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
 ${charts(history.points, now, perSecond(l))}
 <table>${header}
 ${l.backends.map(b => backendRow(b, total, history.backends[b.address] || [], now, perSecond(l))).join('\n')}
 </table>`
+}
+
+// " · not accepting", while the listener has stopped accepting for a while.
+function notAccepting (l) {
+  if (l.accepting !== false) return ''
+  const cap = l.maxConn === null || l.maxConn === undefined ? '' : ` (max-conn ${l.maxConn})`
+  return ` · <span class="panic" title="out of file descriptors, or full${cap}">not accepting</span>`
 }
 
 function backendRow (b, total, points, now, what) {

@@ -4,13 +4,13 @@ const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
 const { listen } = require('../proxy/bind')
-const { RuntimeError, UsageError, ControlError } = require('../errors')
+const { RuntimeError, UsageError, ControlError, reasonOf } = require('../errors')
 const { formatAddress } = require('../address')
 const { renderPage } = require('./status-page')
 const { History } = require('./history')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
 const { processStats } = require('./process-stats')
-const { silentLogger } = require('../log')
+const { silentLogger, throttled } = require('../log')
 const VERSION = require('../version')
 
 // The admin listener (--status-port): read-only pages for people and scrapers, and
@@ -158,12 +158,16 @@ function createStatusServer ({
   async function start () {
     let address
     try {
-      address = await listen(server, { host, port }, log)
+      address = await listen(server, { host, port })
     } catch (err) {
       // "cannot listen on 127.0.0.1:9000 (--status-port): address already in use"
       if (!(err instanceof RuntimeError)) throw err
       throw new RuntimeError(err.message.replace(/^(cannot listen on \S+):/, '$1 (--status-port):'), err.cause)
     }
+    // Later errors (accept failing for lack of file descriptors) are said; the server
+    // keeps listening.
+    const say = throttled(message => log.error(message))
+    server.on('error', err => say(`status listener: accept failed: ${reasonOf(err)}`))
     loopback = isLoopbackAddress(server.address().address)
     url = `http://${address}/status`
     log.always(`status on ${url}`) // at every level: scripts read the port from it

@@ -100,8 +100,8 @@ const OPTIONS = [
     type: 'positive',
     group: 'listening',
     default: null,
-    shown: 'none',
-    help: 'cap on client connections; more wait until one closes'
+    shown: 'from ulimit -n',
+    help: 'cap on client connections; more wait until one closes (default: half the descriptor limit)'
   },
   {
     name: 'timeout',

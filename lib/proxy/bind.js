@@ -1,27 +1,24 @@
 'use strict'
 
 const { RuntimeError, reasonOf } = require('../errors')
-const { throttled } = require('../log')
 const { formatAddress, plainAddress } = require('../address')
+
+// A deep accept queue (the kernel caps it at net.core.somaxconn): a burst of connects
+// waits in it rather than having its SYNs dropped and retried seconds later.
+const BACKLOG = 4096
 
 // Bind `server` to the listener's host and port. Resolves with the bound address as
 // text ("0.0.0.0:4444", "[::]:4444"); a bind failure becomes a RuntimeError that says
-// where and why in one line.
-function listen (server, { host, port }, log) {
+// where and why in one line. Later errors (accept failing) are the caller's to handle.
+function listen (server, { host, port }) {
   return new Promise((resolve, reject) => {
     const onError = err => {
       const where = formatAddress(host || '0.0.0.0', port)
       reject(new RuntimeError(`cannot listen on ${where}: ${reasonOf(err)}`, err))
     }
     server.once('error', onError)
-    // A deep accept queue (the kernel caps it at net.core.somaxconn): a burst of
-    // connects waits in it rather than having its SYNs dropped and retried seconds later.
-    server.listen({ host: host || undefined, port, backlog: 4096 }, () => {
+    server.listen({ host: host || undefined, port, backlog: BACKLOG }, () => {
       server.off('error', onError)
-      // Later errors (accept failing for lack of file descriptors) are logged; the
-      // server keeps listening.
-      const say = throttled(message => log.error(message))
-      server.on('error', err => say(`accept failed: ${reasonOf(err)}`))
       resolve(boundAddress(server))
     })
   })
@@ -59,4 +56,4 @@ function originOf (socket) {
   }
 }
 
-module.exports = { listen, clientAddress, setOrigin, originOf }
+module.exports = { listen, clientAddress, setOrigin, originOf, BACKLOG }

@@ -1,15 +1,22 @@
 'use strict'
 
 const net = require('net')
-const { listen } = require('./bind')
+const { listen, BACKLOG } = require('./bind')
 const { throttled } = require('../log')
 const { formatAddress } = require('../address')
 const { defaultName } = require('../config/names')
 const { startPrelude } = require('./prelude')
+const { reasonOf } = require('../errors')
+const {
+  defaultMaxConn, holdable, isOutOfDescriptors, outOfDescriptors, reportOutOfDescriptors, onOutOfDescriptors, PAUSE_MS
+} = require('../descriptors')
 
-// Accepted connections above --max-conn wait (paused, unread) for a free slot; past
-// this many waiting, a new one is closed at once rather than held without bound.
+// Accepted connections above --max-conn wait (paused, unread) for a free slot, at most
+// this many (fewer when the listener's share of descriptors runs out first); past that
+// the listener stops accepting for a while (see pauseAccepting).
 const MAX_WAITING = 1024
+const NOT_ACCEPTING = `not accepting for ${PAUSE_MS / 1000}s`
+const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
@@ -34,10 +41,14 @@ const MAX_WAITING = 1024
 // (prelude.js: the PROXY header, the TLS handshake); the session then reads the
 // TLSSocket, and the client's address is the one the header gave.
 class Listener {
+  // descriptors: { limit, share }: the process's limit on open files and this
+  // listener's share of it (descriptors.js), null each when unknown.
   constructor ({
-    config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null
+    config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
+    descriptors = { limit: null, share: null }
   }) {
     this.config = config
+    this.descriptors = descriptors
     this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
     this.backendTls = backendTls // tls.connect options for backends, or null
     this.prelude = new Set() // connections in their prelude: closed with the listener
@@ -53,10 +64,13 @@ class Listener {
     this.closing = false
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
-    // lila short of descriptors or memory for backend connections: said once a second.
+    // lila short of descriptors or memory (short, pauseAccepting): said once a second.
     this.sayShortage = throttled(message => this.log.error(message))
     this.sweep = null
     this.sweepEvery = 1000
+    this.port = null // the port bound, to bind again after a pause
+    this.paused = null // the timer that ends a pause in accepting (pauseAccepting)
+    this.unsubscribe = null // from reports of running out of descriptors
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
@@ -81,9 +95,11 @@ class Listener {
   }
 
   // A reload: new settings for new connections (and, where they read them as they go,
-  // for open ones); new TLS material for new handshakes.
-  reconfigure (config, { tls = null, backendTls = null } = {}) {
+  // for open ones); new TLS material for new handshakes; a new share of descriptors when
+  // the number of listeners changed.
+  reconfigure (config, { tls = null, backendTls = null, descriptors = this.descriptors } = {}) {
     this.config = config
+    this.descriptors = descriptors
     this.tls = tls
     this.backendTls = backendTls
     this.protocol.reconfigure(config, this)
@@ -92,8 +108,51 @@ class Listener {
   }
 
   async listen () {
-    this.bound = await listen(this.server, this.config, this.log)
+    this.bound = await listen(this.server, this.config)
+    this.port = this.server.address().port
+    this.server.on('error', err => this.onAcceptError(err))
+    this.unsubscribe = onOutOfDescriptors(doing => this.onOutOfDescriptors(doing))
     return this.bound
+  }
+
+  // accept() failed. Out of descriptors, libuv would accept and close every connection
+  // waiting in the kernel to keep the loop from spinning; lila stops accepting instead.
+  onAcceptError (err) {
+    if (!isOutOfDescriptors(err)) return this.short(err, 'accept failed')
+    this.pauseAccepting(this.outOf(NOT_ACCEPTING))
+  }
+
+  // Stop accepting for PAUSE_MS, said once a second: the listening socket is closed, so
+  // new clients are refused at once (nothing of theirs was read: they may try again)
+  // rather than accepted and closed; open and held connections go on. It is bound again
+  // by itself (resumeAccepting).
+  pauseAccepting (message) {
+    if (this.paused !== null || this.closing) return
+    this.sayShortage(message)
+    this.server.close()
+    this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
+  }
+
+  resumeAccepting () {
+    this.paused = null
+    if (this.closing) return
+    if (this.full) {
+      this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS) // still full: not said again
+      return
+    }
+    const again = () => {
+      this.server.off('error', failed)
+      this.log.info(`accepting again on ${this.bound}`)
+    }
+    const failed = err => {
+      this.server.off('listening', again)
+      if (isOutOfDescriptors(err)) return this.pauseAccepting(this.outOf(`cannot listen again; ${TRYING}`))
+      this.log.error(`cannot listen on ${this.bound} again: ${reasonOf(err)}; ${TRYING}`)
+      this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
+    }
+    this.server.once('listening', again)
+    this.server.prependOnceListener('error', failed)
+    this.server.listen({ host: this.config.host || undefined, port: this.port, backlog: BACKLOG })
   }
 
   // What status pages, metrics labels, the access log and control requests call this
@@ -137,6 +196,27 @@ class Listener {
     this.sweep.unref()
   }
 
+  // lila itself is short of something (descriptors, memory) for `doing`: no backend is
+  // to blame. Said once a second.
+  // Out of descriptors, accepting more clients would only make it worse (and libuv
+  // accepts and closes in silence what waits in the kernel once accept() fails): the
+  // listener stops accepting for a while.
+  short (err, doing) {
+    if (!isOutOfDescriptors(err)) return this.sayShortage(`${doing}: ${reasonOf(err)}`)
+    reportOutOfDescriptors(doing)
+  }
+
+  // lila ran out of descriptors `doing` something, here or elsewhere (descriptors.js).
+  onOutOfDescriptors (doing) {
+    if (this.paused === null) this.pauseAccepting(this.outOf(`${doing}; ${NOT_ACCEPTING}`))
+    else this.sayShortage(this.outOf(doing))
+  }
+
+  // "out of file descriptors (limit 256): <doing>"
+  outOf (doing) {
+    return outOfDescriptors(this.descriptors.limit, doing)
+  }
+
   // A client (tcp) or request (http) that no backend could take.
   countUnserved () {
     this.unserved++
@@ -147,9 +227,20 @@ class Listener {
     return Math.ceil(ms / this.sweepEvery) + 1
   }
 
+  // --max-conn, or by default what the listener's share of descriptors allows (null:
+  // no cap).
+  get maxConn () {
+    return this.config.maxConn !== null ? this.config.maxConn : defaultMaxConn(this.descriptors.share)
+  }
+
   get hasRoom () {
-    const { maxConn } = this.config
+    const { maxConn } = this
     return maxConn === null || this.sessions.size < maxConn
+  }
+
+  // No room to serve a client, nor to hold one.
+  get full () {
+    return !this.hasRoom && this.waiting.size >= holdable(this.descriptors.share, this.maxConn, MAX_WAITING)
   }
 
   accept (client) {
@@ -166,9 +257,14 @@ class Listener {
   }
 
   hold (client) {
-    if (this.waiting.size >= MAX_WAITING) {
-      this.log.debug(`client closed: ${this.waiting.size} connections already wait for a slot`)
-      return client.destroy()
+    if (this.full) {
+      client.destroy()
+      const waiting = this.waiting.size
+      const what = `${this.sessions.size} clients served (--max-conn ${this.maxConn}) and ${waiting} waiting`
+      const message = this.config.maxConn === null
+        ? this.outOf(`${what}, as many as it allows; ${NOT_ACCEPTING}`)
+        : `${what}: ${NOT_ACCEPTING}`
+      return this.pauseAccepting(message)
     }
     this.waiting.add(client)
     client.on('error', () => {})
@@ -198,7 +294,10 @@ class Listener {
   // what is left. Resolves when every session is gone.
   close (timeout) {
     this.closing = true
-    this.server.close()
+    if (this.unsubscribe !== null) this.unsubscribe()
+    clearTimeout(this.paused)
+    this.paused = null
+    if (this.server.listening) this.server.close()
     const held = [...this.waiting]
     this.waiting.clear()
     for (const client of held) client.destroy()
@@ -237,6 +336,8 @@ class Listener {
       mode: this.upstream.mode,
       address: this.server.address(),
       active: this.sessions.size,
+      maxConn: this.maxConn, // given or derived from the descriptor limit; null: none
+      accepting: this.paused === null && !this.closing,
       waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
       unserved: this.unserved, // no backend could take them (or none in time)

@@ -192,7 +192,7 @@ class TcpSession {
     socket.destroy()
     this.attempt.shortage()
     listener.countUnserved()
-    listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    listener.short(err, 'cannot open a backend connection')
     this.client.destroy()
     if (this.clientClosed) this.finish()
   }

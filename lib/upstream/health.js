@@ -4,6 +4,7 @@ const http = require('http')
 const { dial, readyEvent, backendReason } = require('./dial')
 const { formatProxyHeader } = require('../proxy/proxy-protocol')
 const VERSION = require('../version')
+const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
 
 // Active health checks: every watched backend is probed every `interval`, each probe
 // given up after `timeout`. A probe is started only when the previous one of the same
@@ -11,6 +12,8 @@ const VERSION = require('../version')
 // after the previous one started (or at once, if that one took longer). Each result
 // goes to the Backend (checkPassed / checkFailed), whose state machine applies rise and
 // fall. Probes are not traffic: they take no lease and count nowhere but in the state.
+// A probe lila could not make for want of file descriptors says nothing of the backend:
+// it counts neither way, and is reported (the listeners say it, and stop accepting).
 //
 // check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
 // `GET path` with Node's http client (https with --backend-tls, `tls` being its
@@ -50,8 +53,13 @@ class HealthChecker {
     const startedAt = Date.now()
     probe(backend, this.check, this.timeout, (ok, reason) => {
       if (this.watched.get(backend) === entry) {
-        if (ok) backend.checkPassed(reason)
-        else backend.checkFailed(reason)
+        if (ok === null) {
+          reportOutOfDescriptors(`health check of ${backend.address} not made, not counted`)
+        } else if (ok) {
+          backend.checkPassed(reason)
+        } else {
+          backend.checkFailed(reason)
+        }
         const wait = Math.max(0, this.interval - (Date.now() - startedAt))
         entry.timer = setTimeout(() => this.run(backend, entry), wait)
         entry.timer.unref()
@@ -72,7 +80,8 @@ class HealthChecker {
   }
 }
 
-// One probe of one backend; done(ok, reason) exactly once, within `timeout`. A probe
+// One probe of one backend; done(ok, reason) exactly once, within `timeout`; ok null
+// when lila could not make it (out of file descriptors). A probe
 // that got its answer closes politely (FIN, then reads what is left), as a well-behaved
 // client would, so backends do not log resets; what lingers is cut after `timeout`.
 function probe (backend, check, timeout, done) {
@@ -107,6 +116,7 @@ function probeTcp (backend, { tls = null, preface = null }, timeout, finish, doi
   }
   socket.on(readyEvent(socket), () => finish(true, tls === null ? 'tcp connect ok' : 'tls handshake ok'))
   socket.on('error', err => {
+    if (isOutOfDescriptors(err)) return finish(null, 'out of file descriptors')
     finish(false, connected ? `tls handshake: ${backendReason(err, tls)}` : `tcp ${backendReason(err, tls)}`)
   })
   return ok => {
@@ -136,7 +146,10 @@ function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, fi
     const status = res.statusCode
     finish(status >= 200 && status < 400, `http ${path} ${status}`)
   })
-  req.on('error', err => finish(false, `http ${path} ${backendReason(err, tls)}`))
+  req.on('error', err => {
+    if (isOutOfDescriptors(err)) return finish(null, 'out of file descriptors')
+    finish(false, `http ${path} ${backendReason(err, tls)}`)
+  })
   req.end()
   return () => {
     if (!answered) return req.destroy()
