@@ -149,3 +149,30 @@ t.test('Expect: 100-continue on a small body: lila says 100 Continue itself and 
   t.equal(backend.last.headers.expect, '100-continue', 'with its Expect')
   large.socket.destroy()
 })
+
+t.test('large uploads fill a backend\'s max-conn: the next request waits in the visible queue, then 503', async t => {
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    req.resume()
+    req.on('end', () => res.end('ok\n'))
+  })
+  const lila = await spawnLila(t, ['rr', `${backend.address},max-conn=2`, '--protocol', 'http', '--port', '0',
+    '--host', '127.0.0.1', '--status-port', '0', '--check', 'none', '--queue-timeout', '1s'])
+  // Two uploads too large to hold first: each takes one of the backend's two slots.
+  const uploads = [rawClient(lila.port, post(1000000)), rawClient(lila.port, post(1000000))]
+  t.teardown(() => { for (const u of uploads) u.socket.destroy() })
+  for (const u of uploads) u.socket.write(Buffer.alloc(100 * 1024, 'a'))
+  await until(() => backend.requests === 2, 'both uploads to reach the backend', { timeout: 10000 })
+
+  const waiting = request(lila.port, { path: '/waits' })
+  let snapshot = null
+  for (let i = 0; i < 100; i++) {
+    snapshot = await statusJson(lila)
+    if (snapshot.listeners[0].queued === 1) break
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  t.equal(snapshot.listeners[0].queued, 1, 'the GET waits in the queue /status shows')
+  const answer = await within(10000, 'the queued GET', waiting)
+  t.equal(answer.status, 503, 'answered 503 after --queue-timeout')
+  t.equal((await statusJson(lila)).listeners[0].queueTimeouts, 1, 'counted as a queue timeout')
+  await lila.waitForLine(/503 for GET \/waits from \S+: no backend available/)
+})
