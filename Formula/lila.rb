@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9ab0ffb9fb27b71c5e460c4c16738ddbf9d99d9043685763f7f831175377cb5f"
+  sha256 "a5f4eba936de04d96ae6f5858749934d4cd25f69fb98c15eeee1652ee317f008"
   license "MIT"
 
   depends_on "node"

@@ -109,7 +109,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     proxyProtocol: ['v2', 'v2'],
     file: ['/tmp/x.pem', '/tmp/x.pem'],
     statusList: ['5xx', '5xx'],
-    percent: ['25%', '25%']
+    percent: ['25%', '25%'],
+    rate: ['10/s,burst=20', '10/s,burst=20']
   }
   // Some options need another, given beside them on both sides.
   const companions = {

@@ -254,7 +254,9 @@ t.test('tcp mode with --backend-tls: the check is a handshake, after the PROXY h
       '--backend-tls-ca', good.cert, '--proxy-protocol', version])
     t.same(row(lila, port), ['up', 'tls handshake ok'], `--proxy-protocol ${version}`)
   }
-  t.same(headers, ['127.0.0.1', '127.0.0.1'], 'the probes\' headers named no client: the connection\'s own address')
+  // At least one probe each (the first lila may probe again while the second starts).
+  t.ok(headers.length >= 2, `${headers.length} probes`)
+  t.same([...new Set(headers)], ['127.0.0.1'], 'the probes\' headers named no client: the connection\'s own address')
 })
 
 t.test('backendReason: TLS failures in words, with the fix; anything else as before', async t => {

@@ -22,6 +22,9 @@ const LISTENER_FAMILIES = [
   ['lila_listener_accepting', 'gauge',
     '0 while the listener has stopped accepting for a while (out of descriptors, or full).',
     l => l.accepting === undefined ? null : (l.accepting ? 1 : 0)],
+  ['lila_listener_limit_tracked_addresses', 'gauge',
+    'Client addresses the per-client limits keep state for now (bounded: expires with them).',
+    l => l.limitedClients === undefined ? null : l.limitedClients.connections + l.limitedClients.rate],
   ['lila_listener_unserved_total', 'counter',
     'Connections (tcp) or requests (http) that no backend could take.', l => l.unserved],
   ['lila_listener_queue_length', 'gauge',
@@ -43,7 +46,10 @@ const LISTENER_BY_CAUSE = [
     l => l.retries, 'cause'],
   ['lila_listener_responses_total',
     'http: responses to clients by status class (the backend\'s, or lila\'s own; 499: the client left first).',
-    l => l.responses, 'code']
+    l => l.responses, 'code'],
+  ['lila_listener_limited_total',
+    'Clients or http requests turned away by a per-client limit (--rate-limit, --max-conn-per-client).',
+    l => l.limited, 'limit']
 ]
 const BACKEND_BY_CAUSE = [
   ['lila_backend_ejections_total',

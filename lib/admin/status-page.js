@@ -81,7 +81,8 @@ function listenerSection (l, history, now) {
     `active ${l.active}`, `waiting ${l.waiting}`, `queued ${l.queued}`, `accepted ${l.accepted}`,
     `unserved ${l.unserved}`, `queue timeouts ${l.queueTimeouts}`, `retries ${byCause(l.retries)}`,
     ...(l.retryBudgetExhausted > 0 ? [`retries refused by the budget ${l.retryBudgetExhausted}`] : []),
-    ...(l.failedEverywhere > 0 ? [`requests that failed everywhere ${l.failedEverywhere}`] : [])
+    ...(l.failedEverywhere > 0 ? [`requests that failed everywhere ${l.failedEverywhere}`] : []),
+    ...(limitedCount(l) > 0 ? [`turned away by per-client limits ${byCause(nonZero(l.limited))}`] : [])
   ].join(' · ')
   const times = l.protocol === 'http' ? 'response time' : 'connect + first byte'
   const live = l.protocol === 'http' ? 'in flight' : 'live'
@@ -96,6 +97,9 @@ ${charts(history.points, now, perSecond(l))}
 ${l.backends.map(b => backendRow(b, total, history.backends[b.address] || [], now, perSecond(l))).join('\n')}
 </table>`
 }
+
+const limitedCount = l => Object.values(l.limited || {}).reduce((sum, n) => sum + n, 0)
+const nonZero = counts => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0))
 
 // " · not accepting", while the listener has stopped accepting for a while.
 function notAccepting (l) {

@@ -34,6 +34,8 @@ function listenerFrom (settings, { mode, backends, tls, backendTls }) {
     retryOn: settings.retryOn,
     retryBudget: settings.retryBudget,
     maxConn: settings.maxConn,
+    rateLimit: settings.rateLimit,
+    maxConnPerClient: settings.maxConnPerClient,
     timeout: settings.timeout,
     headerTimeout: settings.headerTimeout,
     bodyTimeout: settings.bodyTimeout,

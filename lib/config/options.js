@@ -201,6 +201,24 @@ const OPTIONS = [
     help: 'http: answers that count as failures: codes, 5xx, gateway, none'
   },
   {
+    name: 'rate-limit',
+    arg: 'N/s[,burst=M]',
+    type: 'rate',
+    group: 'listening',
+    default: null,
+    shown: 'none',
+    help: 'per client address: http requests (else 429), tcp connections (else closed)'
+  },
+  {
+    name: 'max-conn-per-client',
+    arg: 'N',
+    type: 'positive',
+    group: 'listening',
+    default: null,
+    shown: 'none',
+    help: 'connections one client address may hold; more: 429 (http) or closed (tcp)'
+  },
+  {
     name: 'queue-timeout',
     arg: 'DUR',
     type: 'duration',

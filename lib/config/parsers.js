@@ -139,6 +139,18 @@ const PARSERS = {
     return parseInteger(text, flag, 1, MAX_WORKERS, `a whole number from 1 to ${MAX_WORKERS}, or auto`)
   },
   statusList: (text, flag) => parseStatusList(text, flag),
+  // "10/s", "600/m", "10/s,burst=50": a token bucket's rate (per second) and size (by
+  // default, a second's worth and at least 1).
+  rate: (text, flag) => {
+    const match = /^(\d+(?:\.\d+)?)\/(s|m)(?:,burst=(\d+))?$/.exec(text)
+    const rate = match ? Number(match[1]) / (match[2] === 'm' ? 60 : 1) : 0
+    if (!match || rate <= 0 || rate > 1e6 || (match[3] !== undefined && Number(match[3]) < 1)) {
+      throw new UsageError(`invalid rate ${quote(text)}${forFlag(flag)}: ` +
+        'expected requests per second or minute, e.g. 10/s, 600/m or 10/s,burst=50')
+    }
+    const burst = match[3] !== undefined ? Number(match[3]) : Math.max(1, Math.ceil(rate))
+    return { rate, burst }
+  },
   percent: (text, flag) => {
     if (text === 'off') return null
     const match = /^(\d+(?:\.\d+)?)%?$/.exec(text)

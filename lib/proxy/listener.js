@@ -6,6 +6,7 @@ const { throttled } = require('../log')
 const { formatAddress } = require('../address')
 const { defaultName } = require('../config/names')
 const { startPrelude } = require('./prelude')
+const { RateLimiter, ConnectionCounter } = require('./client-limits')
 const { reasonOf } = require('../errors')
 const {
   defaultMaxConn, holdable, isOutOfDescriptors, outOfDescriptors, reportOutOfDescriptors, onOutOfDescriptors, PAUSE_MS
@@ -25,6 +26,8 @@ const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 //   name                         'tcp', 'http': what snapshots and log lines say
 //   Session                      serves one client connection (below)
 //   alpn                         what TLS offers clients to speak (undefined: nothing)
+//   limitsRequests               true: --rate-limit counts requests (the protocol asks
+//                                rateLimited()), not connections
 //   reconfigure(config, listener)  settings derived from the config: at the start and
 //                                on every reload (after the listener took the new ones)
 //   timeouts(config)             the ms the protocol's own timeouts need sweeps for
@@ -32,7 +35,8 @@ const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 //   drained()                    clean-up once every session is gone after close()
 //   snapshot()                   what the listener's snapshot adds, or null
 //   snapshotBackend(backend)     a backend as stats() shows it (index.js)
-// A Session: `new Session(listener, client)`, then `start()`, serves one client
+// A Session: `new Session(listener, client)`, then `start()` (or `turnAway(refusal)`
+// when a per-client limit refuses the client: close it, or answer 429), serves one client
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
 // has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
 // requests), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
@@ -71,10 +75,56 @@ class Listener {
     this.port = null // the port bound, to bind again after a pause
     this.paused = null // the timer that ends a pause in accepting (pauseAccepting)
     this.unsubscribe = null // from reports of running out of descriptors
+    // Per-client limits (client-limits.js), from --max-conn-per-client and --rate-limit.
+    this.perClient = null // ConnectionCounter, or null: no limit
+    this.counted = new Map() // session -> the address it is counted under
+    this.rate = null // RateLimiter, or null
+    this.limited = { 'max-conn-per-client': 0, 'rate-limit': 0 } // clients or requests turned away
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
+    this.configureLimits(config)
     protocol.reconfigure(config, this)
+  }
+
+  // --max-conn-per-client and --rate-limit, at the start and on a reload. Connection
+  // counts carry over; a new rate starts with full buckets.
+  configureLimits ({ maxConnPerClient, rateLimit }) {
+    if (maxConnPerClient === null) this.perClient = null
+    else if (this.perClient === null) this.perClient = new ConnectionCounter(maxConnPerClient)
+    else this.perClient.max = maxConnPerClient
+    const same = this.rate !== null && rateLimit !== null &&
+      this.rate.rate === rateLimit.rate && this.rate.burst === rateLimit.burst
+    if (!same) this.rate = rateLimit === null ? null : new RateLimiter(rateLimit)
+  }
+
+  // A request (http) may go on: 0, else the seconds until this client may send another
+  // (--rate-limit), counted.
+  rateLimited (address) {
+    if (this.rate === null) return 0
+    const wait = this.rate.take(address)
+    if (wait > 0) this.limited['rate-limit']++
+    return wait
+  }
+
+  // May this session's client be served? null, or why not: { limit, detail, retryAfter }.
+  // Over --max-conn-per-client, or (tcp, whose unit is the connection) --rate-limit.
+  admit (session) {
+    const address = session.clientAddress
+    if (this.perClient !== null) {
+      if (!this.perClient.open(address)) {
+        this.limited['max-conn-per-client']++
+        const detail = `${address} already holds ${this.perClient.max} connections`
+        return { limit: 'max-conn-per-client', detail, retryAfter: 1 }
+      }
+      this.counted.set(session, address)
+    }
+    if (!this.protocol.limitsRequests) {
+      const wait = this.rateLimited(address)
+      const detail = `${address} opens connections faster than --rate-limit`
+      if (wait > 0) return { limit: 'rate-limit', detail, retryAfter: wait }
+    }
+    return null
   }
 
   arrive (client) {
@@ -99,6 +149,7 @@ class Listener {
   // the number of listeners changed.
   reconfigure (config, { tls = null, backendTls = null, descriptors = this.descriptors } = {}) {
     this.config = config
+    this.configureLimits(config)
     this.descriptors = descriptors
     this.tls = tls
     this.backendTls = backendTls
@@ -253,7 +304,10 @@ class Listener {
   serve (client) {
     const session = new this.protocol.Session(this, client)
     this.sessions.add(session)
-    session.start()
+    const refusal = this.admit(session)
+    if (refusal === null) return session.start()
+    this.log.debug(`client ${session.clientAddress} turned away by --${refusal.limit}: ${refusal.detail}`)
+    session.turnAway(refusal)
   }
 
   hold (client) {
@@ -274,6 +328,11 @@ class Listener {
 
   sessionDone (session) {
     this.sessions.delete(session)
+    const address = this.counted.get(session)
+    if (address !== undefined) {
+      this.counted.delete(session)
+      if (this.perClient !== null) this.perClient.close(address)
+    }
     this.serveWaiting()
     if (this.drained !== null && this.sessions.size === 0) {
       const drained = this.drained
@@ -340,6 +399,11 @@ class Listener {
       accepting: this.paused === null && !this.closing,
       waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
+      limited: { ...this.limited }, // turned away by per-client limits
+      limitedClients: {
+        connections: this.perClient === null ? 0 : this.perClient.size,
+        rate: this.rate === null ? 0 : this.rate.size
+      }, // addresses tracked for them now
       unserved: this.unserved, // no backend could take them (or none in time)
       ...this.upstream.stats(), // panic, queued (waiting for a backend slot), queueTimeouts
       ...this.protocol.snapshot() // http: responses by class, requestTime

@@ -116,6 +116,11 @@ class TcpSession {
     this.attempt.start()
   }
 
+  // A per-client limit turns the client away (listener.js admit): closed at once.
+  turnAway () {
+    this.client.destroy()
+  }
+
   // No backend could take the client (attempt.js): close it.
   unserved (queueReason) {
     const { listener } = this

@@ -16,6 +16,7 @@ class Http1Protocol {
     this.name = 'http'
     this.Session = HttpSession
     this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
+    this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
     this.rewrite = null // { proto, via, forwarded } for requestHead (rewrite.js)
     this.pools = new Map() // Backend -> Pool

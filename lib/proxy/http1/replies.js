@@ -7,6 +7,7 @@ const REASONS = {
   405: 'Method Not Allowed',
   408: 'Request Timeout',
   414: 'URI Too Long',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   502: 'Bad Gateway',
   503: 'Service Unavailable',

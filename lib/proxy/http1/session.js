@@ -189,12 +189,17 @@ class HttpSession {
   }
 
   // Answer a request lila cannot serve and close the connection.
-  refuse (status, detail) {
+  // A per-client limit turns the client away (listener.js admit): 429, then closed.
+  turnAway ({ detail, retryAfter }) {
+    this.refuse(429, detail, { retryAfter })
+  }
+
+  refuse (status, detail, { retryAfter = 0 } = {}) {
     this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
     // A head refused before an exchange is counted here; an exchange counts its own.
     if (this.exchange === null) this.listener.protocol.stats.refused(status)
     this.buf = null
-    this.client.write(reply(status, detail, { close: true }))
+    this.client.write(reply(status, detail, { close: true, retryAfter }))
     this.shut()
   }
 

@@ -1,0 +1,143 @@
+'use strict'
+
+// Per-client limits (lib/proxy/client-limits.js, issue 13): --rate-limit, a token bucket
+// per client address, and --max-conn-per-client. The limiter on its own with a fake
+// clock (memory bounded with a million addresses), then the real executable with clients
+// from 127.0.0.1 and 127.0.0.2.
+
+const t = require('tap')
+const net = require('net')
+const http = require('http')
+const { RateLimiter, ConnectionCounter } = require('../lib/proxy/client-limits')
+const { PARSERS } = require('../lib/config/parsers')
+const { spawnLila, httpBackend, tcpBackend, statusJson, request, within, until } = require('./fixtures/helpers')
+
+t.test('the token bucket: a burst, then the rate; Retry-After in whole seconds', async t => {
+  let now = 0
+  const limiter = new RateLimiter({ rate: 2, burst: 3, now: () => now })
+  t.same([1, 2, 3, 4].map(() => limiter.take('a')), [0, 0, 0, 1], 'three at once, the fourth waits')
+  t.equal(limiter.take('b'), 0, 'another address has its own bucket')
+  now += 500 // one token back
+  t.equal(limiter.take('a'), 0)
+  t.equal(limiter.take('a'), 1)
+  now += 10000
+  t.same([1, 2, 3, 4].map(() => limiter.take('a')), [0, 0, 0, 1], 'full again after a rest, never more than the burst')
+  const slow = new RateLimiter({ rate: 1 / 60, burst: 1, now: () => now })
+  t.equal(slow.take('a'), 0)
+  t.equal(slow.take('a'), 60, '1/m: a minute to wait')
+})
+
+t.test('a million addresses: memory stays bounded, state is kept while it matters', async t => {
+  let now = 0
+  const limiter = new RateLimiter({ rate: 10, burst: 10, now: () => now })
+  for (let i = 0; i < 1e6; i++) {
+    limiter.take(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)
+    if (i % 1000 === 999) now += 1 // a million addresses over 1,000 ms
+  }
+  t.ok(limiter.size <= 1e6)
+  now += 2000
+  limiter.take('192.0.2.1')
+  t.ok(limiter.size <= 2, `two spans later only the new address is kept (size ${limiter.size})`)
+  // An address still short of tokens keeps its bucket across a rotation.
+  for (let i = 0; i < 10; i++) limiter.take('203.0.113.9')
+  now += 1000 // a rotation: its bucket moves to the previous generation
+  limiter.take('192.0.2.2')
+  t.equal(limiter.take('203.0.113.9'), 0, 'ten tokens came back in a second')
+  t.ok(limiter.size <= 3)
+})
+
+t.test('connections per address: counted while open, forgotten at zero', async t => {
+  const counter = new ConnectionCounter(2)
+  t.ok(counter.open('a'))
+  t.ok(counter.open('a'))
+  t.notOk(counter.open('a'), 'a third is refused')
+  t.ok(counter.open('b'))
+  counter.close('a')
+  t.ok(counter.open('a'), 'one closed, one more allowed')
+  for (const address of ['a', 'a', 'b']) counter.close(address)
+  t.equal(counter.size, 0, 'nothing kept for addresses with no connection')
+})
+
+t.test('--rate-limit: one line naming the bad value', async t => {
+  t.same(PARSERS.rate('10/s', '--rate-limit'), { rate: 10, burst: 10 })
+  t.same(PARSERS.rate('600/m,burst=50', '--rate-limit'), { rate: 10, burst: 50 })
+  t.same(PARSERS.rate('1/m', '--rate-limit'), { rate: 1 / 60, burst: 1 })
+  for (const bad of ['10', '10/h', '0/s', '-1/s', '10/s,burst=0', '10/s,burst=x', 'fast']) {
+    t.throws(() => PARSERS.rate(bad, '--rate-limit'),
+      { message: `invalid rate "${bad}" for --rate-limit: expected requests per second or minute, e.g. 10/s, 600/m or 10/s,burst=50` })
+  }
+})
+
+// A GET from `localAddress`: resolves { status, retryAfter }.
+function getFrom (port, localAddress, agent = false) {
+  return new Promise(resolve => {
+    http.get({ host: '127.0.0.1', port, localAddress, path: '/', agent }, res => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode, retryAfter: res.headers['retry-after'] }))
+    }).on('error', error => resolve({ error: error.code }))
+  })
+}
+
+t.test('http: 429 with Retry-After for one address while another is served', async t => {
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--rate-limit', '1/m,burst=3'])
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const first = []
+  for (let i = 0; i < 5; i++) first.push(await getFrom(lila.port, '127.0.0.1', agent))
+  t.same(first.map(r => r.status), [200, 200, 200, 429, 429], 'a burst of three, then 429')
+  t.equal(first[3].retryAfter, '60', 'Retry-After: when the next token comes')
+  t.equal((await getFrom(lila.port, '127.0.0.2')).status, 200, '127.0.0.2 is served meanwhile')
+  t.equal(backend.requests, 4, 'the 429s never reached the backend')
+  const status = await statusJson(lila)
+  t.same(status.listeners[0].limited, { 'max-conn-per-client': 0, 'rate-limit': 2 })
+  t.match(status.listeners[0].responses, { '4xx': 2 })
+  const metrics = String((await request(lila.statusPort, { path: '/metrics' })).body)
+  t.match(metrics, /^lila_listener_limited_total\{listener="[^"]+",limit="rate-limit"\} 2$/m)
+  t.match(metrics, /^lila_listener_limit_tracked_addresses\{listener="[^"]+"\} 2$/m)
+})
+
+t.test('--max-conn-per-client: tcp closes the extra connection at once; http answers 429', async t => {
+  const echo = await tcpBackend(t, 'echo', socket => {
+    socket.resume()
+    socket.on('end', () => socket.end())
+  })
+  const tcp = await spawnLila(t, ['rr', echo.address, '--port', '0', '--host', '127.0.0.1', '--status-port', '0',
+    '--check', 'none', '--max-conn-per-client', '2'])
+  const open = localAddress => {
+    const socket = net.connect({ port: tcp.port, host: '127.0.0.1', localAddress })
+    socket.on('error', () => {})
+    socket.gone = new Promise(resolve => socket.once('close', resolve))
+    return socket
+  }
+  const held = [open('127.0.0.1'), open('127.0.0.1')]
+  t.teardown(() => { for (const s of held) s.destroy() })
+  await until(() => echo.connections === 2, 'two connections to reach the backend')
+  const third = open('127.0.0.1')
+  await within(5000, 'the third connection to be closed', third.gone)
+  const other = open('127.0.0.2')
+  held.push(other)
+  await until(() => echo.connections === 3, '127.0.0.2 to be served')
+  t.equal((await statusJson(tcp)).listeners[0].limited['max-conn-per-client'], 1)
+  held[0].destroy()
+  await until(() => echo.open === 2, 'one connection to close')
+  const again = open('127.0.0.1')
+  held.push(again)
+  await until(() => echo.connections === 4, 'a slot freed: 127.0.0.1 is served again')
+  t.pass('served again once it holds fewer')
+
+  const backend = await httpBackend(t, 'b')
+  const web = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--max-conn-per-client', '1'])
+  const idle = net.connect(web.port, '127.0.0.1')
+  idle.on('error', () => {})
+  t.teardown(() => idle.destroy())
+  await new Promise(resolve => idle.once('connect', resolve))
+  for (let i = 0; i < 100 && (await statusJson(web)).listeners[0].active !== 1; i++) {
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  const refused = await getFrom(web.port, '127.0.0.1')
+  t.equal(refused.status, 429, 'a second connection from the same address: 429')
+  t.equal((await getFrom(web.port, '127.0.0.2')).status, 200, 'another address is served')
+})
