@@ -40,6 +40,8 @@ class HttpProtocol extends Http1Protocol {
     const session = new Http2Session(listener, socket)
     listener.handOver(from, session)
     socket.on('error', ignore) // until Node's http2 listens (and reports) too
+    // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
+    socket.allowHalfOpen = false
     if (buf === null) return this.connectHttp2(session)
     socket.unshift(buf)
     setImmediate(() => this.connectHttp2(session))
