@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7f06b0bb6c22b6ba6e82e21e9bd62b0677e38b044886036dd73d3370cf4743c8"
+  sha256 "edad81b98e2a9c90606e3ac29e8926382000086001552c833ce0e1464dfb755f"
   license "MIT"
 
   depends_on "node"

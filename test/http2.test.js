@@ -110,7 +110,8 @@ t.test('the preface in pieces, and a hand-made request: h2c by prior knowledge',
   // :authority (static name 1) "x", in HPACK without Huffman.
   const block = Buffer.from([0x82, 0x84, 0x86, 0x41, 0x01, 0x78])
   const headers = Buffer.concat([Buffer.from([0, 0, block.length, 1, 5, 0, 0, 0, 1]), block])
-  const pieces = [preface.subarray(0, 3), preface.subarray(3, 16), preface.subarray(16), Buffer.concat([settings, headers])]
+  const pieces = [preface.subarray(0, 3), preface.subarray(3, 16), preface.subarray(16)]
+  pieces.push(Buffer.concat([settings, headers]))
   for (const piece of pieces) {
     socket.write(piece)
     await new Promise(resolve => setImmediate(resolve))
