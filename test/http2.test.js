@@ -474,7 +474,7 @@ t.test('over TLS, ALPN: h2 for HTTP/2 clients, http/1.1 for the others, on one p
   t.match(backend.last.headers.via, /^2\.0 lila-/)
   const https = require('https')
   const h1 = await new Promise((resolve, reject) => {
-    https.get({ host: '127.0.0.1', port: lila.port, ca: cert.pem, path: '/old', ALPNProtocols: ['http/1.1'] }, res => {
+    https.get({ host: '127.0.0.1', port: lila.port, ca: cert.pem, path: '/old', ALPNProtocols: ['http/1.1'], agent: false }, res => {
       let body = ''
       const alpn = res.socket.alpnProtocol
       res.on('data', d => { body += d })
