@@ -91,7 +91,7 @@ class Http2Session {
   // works on a request the client has nothing to say: the backend's timeout applies.
   // An idle connection is closed with a GOAWAY; one whose streams stall is cut.
   onIdleSweep (idleLimit) {
-    if (++this.idleTicks < idleLimit) return
+    if (++this.idleTicks < idleLimit || this.h2 === null) return
     for (const exchange of this.exchanges) if (exchange.awaitingBackend()) return
     if (this.exchanges.size === 0 && this.idleTicks < 2 * idleLimit) this.h2.close()
     else this.destroy()
