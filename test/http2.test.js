@@ -531,3 +531,53 @@ t.test('graceful close: an in-flight stream finishes; --idle-timeout closes an i
   t.pass('closed by lila after --idle-timeout')
   await settles(t, lila2)
 })
+
+t.test('a backend that answers before the body is all sent: the client gets the whole answer, the rest of its body is dropped', async t => {
+  const backend = await httpBackend(t, 'early', (req, res) => {
+    res.writeHead(413, { 'Content-Type': 'text/plain' })
+    res.end('too large')
+  })
+  const lila = await startLila(t, ['rr', backend.address, ...HTTP])
+  const session = await h2connect(t, lila.port)
+  const chunk = Buffer.alloc(64 * 1024)
+  const res = await h2request(session, {
+    method: 'POST',
+    path: '/upload',
+    endStream: false,
+    onStream: stream => {
+      let n = 0
+      const pump = () => {
+        while (n < 64) {
+          n++
+          if (!stream.write(chunk)) return stream.once('drain', pump)
+        }
+        stream.end()
+      }
+      pump()
+    }
+  })
+  t.equal(res.status, 413)
+  t.equal(res.body.toString(), 'too large', 'the whole answer arrived')
+  t.equal(res.rstCode, constants.NGHTTP2_NO_ERROR)
+  await closed(session)
+  await settles(t, lila)
+})
+
+t.test('--accept-proxy: the PROXY header, then HTTP/2 by prior knowledge; the client address is the header\'s', async t => {
+  const backend = await httpBackend(t, 'p')
+  const lila = await startLila(t, ['rr', backend.address, ...HTTP, '--accept-proxy'])
+  const session = require('http2').connect(`http://127.0.0.1:${lila.port}`, {
+    createConnection: () => {
+      const socket = net.connect(lila.port, '127.0.0.1')
+      socket.write('PROXY TCP4 192.0.2.7 127.0.0.1 5555 80\r\n')
+      return socket
+    }
+  })
+  session.on('error', () => {})
+  t.teardown(() => session.destroy())
+  const res = await h2request(session)
+  t.equal(res.status, 200)
+  t.equal(backend.last.headers['x-forwarded-for'], '192.0.2.7')
+  await closed(session)
+  await settles(t, lila)
+})

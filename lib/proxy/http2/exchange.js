@@ -17,6 +17,9 @@ const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = con
 
 // The access log's status when the client went away before any of its response.
 const CLIENT_CLOSED = 499
+// A response complete before the client's body: the rest of the body is read and
+// dropped for this long, then the stream is reset (as http1/session.js lingers).
+const LINGER_MS = 2000
 
 // Stream handlers shared by every exchange (socket-events.js): `this` is the
 // Http2Stream, which carries its exchange.
@@ -390,11 +393,9 @@ class StreamExchange {
   finish () {
     if (this.done) return
     this.done = true
-    // Answered before the client finished its body: the rest is not wanted (RFC 9113
-    // 8.1: a complete response, then RST_STREAM NO_ERROR once it is sent).
     if (this.reading) {
       this.reading = false
-      this.reset(NGHTTP2_NO_ERROR)
+      linger(this.stream)
     }
     this.logged()
     this.session.exchangeDone(this)
@@ -435,6 +436,19 @@ class StreamExchange {
   }
 }
 
+// Answered before the client finished its body, which is not wanted: RFC 9113 8.1 has
+// the server reset the stream (NO_ERROR) after its complete response. Node says when
+// the response was handed to nghttp2, not when it left, and a reset drops what has not
+// left; so the rest of the body is read and dropped (the stream's data handler drops
+// it once the exchange is done) and the stream reset only if the client still sends
+// after LINGER_MS, when the response has long left.
+function linger (stream) {
+  if (stream.destroyed) return
+  stream.resume()
+  const timer = setTimeout(() => { if (!stream.destroyed) stream.close(NGHTTP2_NO_ERROR) }, LINGER_MS)
+  stream.once('close', () => clearTimeout(timer))
+}
+
 // A response head's size as HTTP/1.1 writes it (HTTP/2 compresses it; the access log
 // counts what it says).
 function headSize (res) {
@@ -450,4 +464,4 @@ function fieldOf (head, lower) {
   return null
 }
 
-module.exports = { StreamExchange }
+module.exports = { StreamExchange, linger }

@@ -1,11 +1,10 @@
 'use strict'
 
-const { constants } = require('http2')
 const { clientAddress } = require('../bind')
 const { reasonOf, HttpError } = require('../../errors')
 const { handlers, addListeners } = require('../socket-events')
 const { requestFromHeaders } = require('./request')
-const { StreamExchange } = require('./exchange')
+const { StreamExchange, linger } = require('./exchange')
 const { replyOf } = require('./replies')
 
 // Node's ServerHttp2Session handlers shared by every session (socket-events.js): `this`
@@ -70,7 +69,7 @@ class Http2Session {
     const { headers, body } = replyOf(status, detail)
     stream.respond(headers)
     stream.end(body)
-    if (!stream.endAfterHeaders) stream.close(constants.NGHTTP2_NO_ERROR) // its body is not wanted
+    if (!stream.endAfterHeaders) linger(stream) // its body is not wanted
   }
 
   // A stream moved a byte.
