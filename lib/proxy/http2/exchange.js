@@ -320,7 +320,7 @@ class StreamExchange {
       return
     }
     response.frame(res, conn, buf.length - end)
-    if (stream.destroyed) return this.onClientClose()
+    if (stream.destroyed || stream.closed) return this.onClientClose() // reset by the client meanwhile
     try {
       stream.respond(responseHeaders(res, response.chunked), {
         endStream: response.bodyless,

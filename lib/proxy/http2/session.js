@@ -66,6 +66,7 @@ class Http2Session {
     this.listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
     this.listener.protocol.stats.refused(status)
     stream.on('error', ignore)
+    if (stream.destroyed || stream.closed) return
     const { headers, body } = replyOf(status, detail)
     stream.respond(headers)
     stream.end(body)
