@@ -2,16 +2,14 @@
 
 const { constants } = require('http2')
 const { performance } = require('perf_hooks')
-const { reasonOf, isLocalShortage, HttpError } = require('../../errors')
-const { requestHead, viaLoops } = require('../http1/rewrite')
+const { reasonOf, HttpError } = require('../../errors')
+const { viaLoops } = require('../http1/rewrite')
 const { Attempt } = require('../../upstream/attempt')
-const { backendReason } = require('../../upstream/dial')
 const { handlers, addListeners } = require('../socket-events')
 const { StreamBody } = require('./request-body')
-const { Response } = require('./response')
-const { responseHeaders, trailerHeaders } = require('./headers')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
+const { Http1Leg } = require('./to-http1')
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = constants
 
@@ -35,14 +33,14 @@ const STREAM = handlers({
 
 // One HTTP/2 stream: one request, balanced on its own exactly as an HTTP/1.1 request
 // is (http1/exchange.js, of which this is the stream-level counterpart): an Attempt
-// picks the backend, queues, retries and blames; a pooled HTTP/1.1 connection
-// (http1/connection-pool.js, whose socket events come here) gets the head rewrite.js
-// makes and the body (request-body.js); the response (response.js) comes back as
-// HTTP/2 headers, DATA and trailers, with back-pressure both ways (a stream the client
-// does not read pauses the backend connection; a backend that does not read pauses
-// the stream, and HTTP/2 flow control stops the client). lila's own answers (502, 503,
-// 504, ...) are HTTP/2 responses; a failure after the response started resets the
-// stream (INTERNAL_ERROR), never the connection, which other streams share.
+// picks the backend, queues, retries and blames; on the backend it is seated on, a leg
+// carries the request and its response: to-http1.js over a pooled HTTP/1.1
+// connection. The response comes back as HTTP/2 headers, DATA and trailers, with
+// back-pressure both ways (a stream the client does not read pauses the leg; a backend
+// that does not read pauses the stream, and HTTP/2 flow control stops the client).
+// lila's own answers (502, 503, 504, ...) are HTTP/2 responses; a failure after the
+// response started resets the stream (INTERNAL_ERROR), never the connection, which
+// other streams share.
 //
 // Its Http2Session (session.js) gives it the stream and hears exchangeDone(); the
 // session's `clientAddress`, touch() (not idle) and the listener's sweep (onSweep)
@@ -57,19 +55,17 @@ class StreamExchange {
     this.path = head.path // ctx for uri-hash
     this.body = new StreamBody(head)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
-    this.response = new Response(this, head)
     this.reading = !this.body.done // the client's DATA is still to come
 
     // Where it goes.
     this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
-    this.sentAt = 0
+    this.leg = null // the request on the backend it is seated on
     this.lastStatus = 502
-    this.silentTicks = 0
-    this.conn = null
-    this.upstreamHead = null
+    this.backendAnswered = false // the response is a backend's (not lila's own)
 
     // What the client got.
     this.responseStarted = false
+    this.responseStatus = 0
     this.responseTrailers = null
     this.bytesOut = 0
     this.done = false
@@ -103,20 +99,23 @@ class StreamExchange {
   }
 
   seated (lease) {
-    this.upstreamHead = null
-    if (this.attempt.attempts > 1) this.response = new Response(this, this.head)
-    this.listener.protocol.poolFor(lease.backend).acquire(this)
+    this.leg = new Http1Leg(this, lease.backend)
+    this.leg.start()
   }
 
-  // The backend connection failed (see Exchange#upstreamFailed). After the response
-  // started, only this stream is reset.
-  upstreamFailed (reason, cause, conn = this.conn) {
+  // The leg failed: `cause` says how (see Backend.failed; 'connect': before the request
+  // went out). Before any response byte the attempt retries where safe; `reused`: on a
+  // connection that had served before, which may be the keep-alive race, tried once
+  // more on a fresh one to the same backend. After the response started, only this
+  // stream is reset.
+  upstreamFailed (reason, cause, { reused = false } = {}) {
     if (this.done) return
     const { attempt } = this
+    const leg = this.leg
+    this.leg = null
+    leg.abandon()
     const backend = attempt.backend
     const status = cause === 'timeout' ? 504 : 502
-    if (conn !== null) conn.destroy()
-    this.conn = null
     const { log } = this.listener
     if (this.responseStarted) {
       const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
@@ -127,10 +126,11 @@ class StreamExchange {
       this.finish()
       return
     }
-    const replayable = !this.response.gotBytes && this.body.canReplay()
-    if (conn !== null && conn.reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
+    const replayable = !leg.gotBytes && this.body.canReplay()
+    if (reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
-      return conn.pool.acquire(this, { fresh: true })
+      this.leg = leg.again()
+      return this.leg.start()
     }
     this.lastStatus = status
     const sent = cause !== 'connect'
@@ -139,22 +139,18 @@ class StreamExchange {
     else this.answer(status, attempt.failure)
   }
 
-  shortOf (conn, err) {
-    conn.destroy()
-    this.conn = null
+  // lila itself could not open a backend connection (out of descriptors).
+  shortOf (err) {
+    this.leg = null
     this.attempt.shortage(this.bytesIn)
     this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
 
   abandonUpstream () {
-    const conn = this.conn
-    this.conn = null
-    if (conn !== null) {
-      conn.destroy()
-    } else if (this.attempt.backend !== null) {
-      this.listener.protocol.poolFor(this.attempt.backend).cancel(this)
-    }
+    const leg = this.leg
+    this.leg = null
+    if (leg !== null) leg.abandon()
     this.attempt.cancel()
   }
 
@@ -162,56 +158,15 @@ class StreamExchange {
     this.attempt.release(this.bytesIn, this.bytesOut)
   }
 
-  // The pooled connection's owner (http1/connection-pool.js).
-
-  onUpstreamConnect (conn) {
-    if (!conn.ready) return
-    this.conn = conn
-    this.silentTicks = 0
-    if (this.upstreamHead === null) {
-      const { rewrite } = this.listener.protocol
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.address, rewrite)
-    }
-    this.sentAt = performance.now()
-    const socket = conn.socket
-    socket.cork()
-    socket.write(this.upstreamHead, 'latin1')
-    this.body.replay(socket)
-    socket.uncork()
+  // The leg is connected and sent what was held: the client's body flows again.
+  legConnected () {
+    this.body.sent()
     if (this.reading) this.stream.resume()
   }
 
-  onUpstreamData (conn, chunk) {
-    this.session.touch()
-    this.silentTicks = 0
-    this.response.read(chunk)
-  }
-
-  onUpstreamDrain () {
+  // The backend took what it was sent: read the client on.
+  legDrained () {
     if (this.reading) this.stream.resume()
-  }
-
-  onUpstreamEnd (conn) {
-    if (this.response.ended()) this.responseDone()
-  }
-
-  onUpstreamClose (conn) {
-    if (this.conn !== conn) return
-    const reason = this.response.gotBytes
-      ? 'closed the connection mid-response'
-      : 'closed the connection without answering'
-    this.upstreamFailed(reason, 'closed')
-  }
-
-  onUpstreamError (conn, err) {
-    if (this.conn !== null && this.conn !== conn) return
-    if (isLocalShortage(err) && !this.responseStarted) return this.shortOf(conn, err)
-    this.upstreamFailed(backendReason(err, conn.pool.tls), conn.ready ? 'reset' : 'connect', conn)
-  }
-
-  onUpstreamTimeout (conn) {
-    if (!conn.ready) return this.upstreamFailed('connect timed out', 'connect', conn)
-    this.upstreamFailed('timed out', 'timeout')
   }
 
   // The request body, from the client's stream.
@@ -219,22 +174,16 @@ class StreamExchange {
   onClientData (chunk) {
     if (this.done) return
     this.session.touch()
-    if (this.body.overflows(chunk)) return this.clientBodyFailed('more DATA than its Content-Length')
-    const framed = this.body.frame(chunk)
-    if (framed === chunk) return this.sendBody(chunk)
-    for (const piece of framed) this.sendBody(piece)
-  }
-
-  sendBody (piece) {
-    const holdingEnough = this.body.keep(piece)
-    if (this.conn === null) {
-      // Still connecting (or queued): hold it, and stop reading once holding enough.
+    const { body, leg } = this
+    if (body.overflows(chunk)) return this.clientBodyFailed('more DATA than its Content-Length')
+    const holdingEnough = body.add(chunk)
+    if (leg === null || !leg.connected) {
+      // Still connecting (or queued): held, and the stream paused once holding enough.
       if (holdingEnough) this.stream.pause()
       return
     }
-    this.body.sent()
-    this.silentTicks = 0 // a backend still being sent the request is not silent
-    if (!this.conn.socket.write(piece)) this.stream.pause()
+    body.sent()
+    if (!leg.write(chunk)) this.stream.pause()
   }
 
   onClientTrailers (headers) {
@@ -252,8 +201,8 @@ class StreamExchange {
     this.reading = false
     this.session.touch()
     if (!this.body.end()) return this.clientBodyFailed('the body ended short of its Content-Length')
-    const last = this.body.last(this.clientTrailers)
-    if (last !== null) this.sendBody(last)
+    const { leg } = this
+    if (leg !== null && leg.connected) leg.end() // else the leg ends it once connected
   }
 
   // The request cannot be completed (its body contradicts its framing): the stream is
@@ -269,7 +218,7 @@ class StreamExchange {
   }
 
   onClientDrain () {
-    if (this.conn !== null) this.conn.socket.resume()
+    if (this.leg !== null) this.leg.resume()
   }
 
   onClientError (err) {
@@ -277,7 +226,7 @@ class StreamExchange {
   }
 
   // The stream is gone (the client reset it, or the connection closed): drop the
-  // backend connection and release the count, as for an HTTP/1.1 client that left.
+  // backend side and release the count, as for an HTTP/1.1 client that left.
   onClientClose () {
     if (this.done) return
     this.abandonUpstream()
@@ -291,71 +240,77 @@ class StreamExchange {
     return this.body.done && !this.responseStarted && !this.done
   }
 
-  // The listener's sweep (see Exchange#onSweep).
+  // The listener's sweep: the leg's backend silent for --timeout.
   onSweep (silentLimit) {
-    const conn = this.conn
-    if (conn === null || conn.socket.isPaused()) return
-    if (++this.silentTicks >= silentLimit) this.onUpstreamTimeout(conn)
+    if (this.leg !== null) this.leg.onSweep(silentLimit)
   }
 
-  // The response, to the client's stream.
+  // The response, from the leg to the client's stream.
 
   // A 1xx from the backend: interim headers.
-  interim (res) {
+  interim (headers) {
     if (this.done || this.stream.destroyed) return
     try {
-      this.stream.additionalHeaders(responseHeaders(res))
+      this.stream.additionalHeaders(headers)
     } catch (err) {
-      this.listener.log.debug(`${res.status} from ${this.attempt.backend.address} not passed on: ${err.message}`)
+      const from = this.attempt.backend.address
+      this.listener.log.debug(`${headers[':status']} from ${from} not passed on: ${err.message}`)
     }
   }
 
-  startResponse (res, buf, end) {
-    const { response, conn, stream } = this
-    const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs: performance.now() - this.sentAt }
-    this.lastStatus = res.status
-    if (this.attempt.answered(res.status, how)) {
-      if (this.conn === conn) this.conn = null
-      conn.destroy()
-      return
+  // The backend's final status: judged by the attempt. True when it is dropped, the
+  // request retried elsewhere (the leg it came on is abandoned).
+  answered (status, latencyMs) {
+    const leg = this.leg
+    const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs }
+    this.lastStatus = status
+    if (!this.attempt.answered(status, how)) return false
+    leg.abandon()
+    return true
+  }
+
+  // The final head goes to the client. `bodyless`: it ends the stream; `trailers`: a
+  // body whose trailers may come (the stream waits for them). False when it cannot
+  // (the client left, or the head cannot be said in HTTP/2).
+  respond (headers, { bodyless, trailers, headBytes }) {
+    const { stream } = this
+    if (stream.destroyed || stream.closed) { // reset by the client meanwhile
+      this.onClientClose()
+      return false
     }
-    response.frame(res, conn, buf.length - end)
-    if (stream.destroyed || stream.closed) return this.onClientClose() // reset by the client meanwhile
     try {
-      stream.respond(responseHeaders(res, response.chunked), {
-        endStream: response.bodyless,
-        waitForTrailers: response.chunked && !response.bodyless
-      })
+      stream.respond(headers, { endStream: bodyless, waitForTrailers: trailers && !bodyless })
     } catch (err) {
-      return this.upstreamFailed(`sent a response HTTP/2 cannot carry (${err.message})`, 'invalid')
+      this.upstreamFailed(`sent a response HTTP/2 cannot carry (${err.message})`, 'invalid')
+      return false
     }
     this.responseStarted = true
-    this.bytesOut += headSize(res)
-    if (response.bodyless) return this.responseDone()
-    if (end < buf.length) response.forward(buf, end)
+    this.backendAnswered = true
+    this.responseStatus = headers[':status']
+    this.bytesOut += headBytes
+    return true
   }
 
   toClient (piece) {
     if (this.done) return
     this.bytesOut += piece.length
-    if (!this.stream.write(piece) && this.conn !== null) this.conn.socket.pause()
+    if (!this.stream.write(piece) && this.leg !== null) this.leg.pause()
   }
 
-  responseDone () {
-    const conn = this.conn
-    this.conn = null
-    if (this.response.reusable && this.body.done) conn.pool.release(conn)
-    else conn.destroy()
+  // The response is complete (the leg gave its connection back); `trailers`, an
+  // HTTP/2 header object, or null.
+  responseDone (trailers) {
+    this.leg = null
     this.releaseLease()
-    const { response, stream } = this
+    const { stream } = this
     if (!stream.writableEnded && !stream.destroyed) { // not a bodyless response (endStream)
-      if (response.chunked) this.responseTrailers = trailerHeaders(response.trailers)
-      stream.end() // then wantTrailers, for a chunked body
+      this.responseTrailers = trailers
+      stream.end() // then wantTrailers, when the stream waits for them
     }
     this.finish()
   }
 
-  // A chunked response's body is all sent: its trailers (or none) end the stream.
+  // The body is all sent: the trailers (or none) end the stream.
   onWantTrailers () {
     try {
       this.stream.sendTrailers(this.responseTrailers || {})
@@ -405,12 +360,12 @@ class StreamExchange {
   logged () {
     const { accessLog, protocol } = this.listener
     const ms = performance.now() - this.openedAt
-    protocol.stats.count(this.status, this.response.head !== null ? this.attempt.backend : null, ms)
+    protocol.stats.count(this.status, this.backendAnswered ? this.attempt.backend : null, ms)
     if (accessLog !== null) accessLog.log(this.record(ms))
   }
 
   get status () {
-    if (this.response.head !== null) return this.response.head.status
+    if (this.backendAnswered) return this.responseStatus
     return this.replied || CLIENT_CLOSED
   }
 
@@ -447,15 +402,6 @@ function linger (stream) {
   stream.resume()
   const timer = setTimeout(() => { if (!stream.destroyed) stream.close(NGHTTP2_NO_ERROR) }, LINGER_MS)
   stream.once('close', () => clearTimeout(timer))
-}
-
-// A response head's size as HTTP/1.1 writes it (HTTP/2 compresses it; the access log
-// counts what it says).
-function headSize (res) {
-  const fields = res.fields
-  let size = 17 // "HTTP/1.1 200 \r\n" and the empty line
-  for (let i = 0; i < fields.length; i += 3) size += fields[i].length + fields[i + 2].length + 4
-  return size
 }
 
 function fieldOf (head, lower) {

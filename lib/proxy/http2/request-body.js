@@ -1,24 +1,24 @@
 'use strict'
 
-const { RequestBody } = require('../http1/request-body')
+// Request body bytes kept for a replay on another backend (as http1/request-body.js).
+const REPLAY_LIMIT = 64 * 1024
+// RFC 9110 9.2.2: a request with one of these methods may be sent again.
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
-const CRLF = '\r\n'
-
-// An HTTP/2 request's body, as its StreamExchange (exchange.js) sends it to an HTTP/1.1
-// backend: DATA as it comes, with the request's Content-Length, or chunked when the
-// client gave none (http2/request.js says which), ending with the client's trailers.
-// What went out is held for a replay on another connection as for HTTP/1.1, by a
-// RequestBody (http1/request-body.js: up to 64 KiB, idempotent or not yet sent), whose
-// own framing is not used: it is given the framed pieces.
-//   body.frame(chunk)      -> the pieces the backend gets for a DATA chunk
-//   body.last(trailers)    -> the end of a chunked body ('0\r\n', trailers, '\r\n'), or null
+// An HTTP/2 request's body, as its StreamExchange (exchange.js) reads it from the
+// client's DATA frames: how much came, whether it is complete, and the first 64 KiB
+// held for a replay on another backend, under HTTP/1.1's rules (idempotent, or not a
+// byte sent yet). It frames nothing: the leg to the backend does (to-http1.js sends it
+// with its length or chunked, to-http2.js as DATA).
 class StreamBody {
   constructor (head) {
-    this.chunked = head.chunked
+    this.method = head.method
     this.length = head.contentLength // -1: none said
     this.done = head.endStream // the client's stream ended: every byte of it read
     this.received = 0 // body bytes (DATA) from the client
-    this.held = new RequestBody({ chunked: false, bodyLength: 0, method: head.method })
+    this.pieces = [] // what came, while a replay is possible; null after
+    this.heldBytes = 0
+    this.started = false // some byte of it went to a backend
   }
 
   // Is `chunk` more than the Content-Length the client announced? (nghttp2 refuses
@@ -27,34 +27,44 @@ class StreamBody {
     return this.length !== -1 && this.received + chunk.length > this.length
   }
 
-  frame (chunk) {
+  // A DATA chunk came: held while a replay is possible. True once more is held than a
+  // replay may keep: a caller still connecting stops reading then.
+  add (chunk) {
     this.received += chunk.length
-    if (!this.chunked) return chunk
-    return [`${chunk.length.toString(16)}\r\n`, chunk, CRLF]
+    if (this.pieces !== null) {
+      this.pieces.push(chunk)
+      this.heldBytes += chunk.length
+    }
+    return this.heldBytes > REPLAY_LIMIT
   }
 
-  // The client's stream ended; `trailers` are its trailer fields ([name, value, ...]),
-  // or null. True when what came agrees with the Content-Length.
+  // What came so far, for a backend connection that is new (the first, or a retry's).
+  held () {
+    return this.pieces === null ? [] : this.pieces
+  }
+
+  // Pieces went out to a backend: past the limit, nothing is held any more.
+  sent () {
+    this.started = this.received > 0
+    if (this.pieces !== null && this.heldBytes > REPLAY_LIMIT) this.pieces = null
+  }
+
+  // The client's stream ended. True when what came agrees with the Content-Length.
   end () {
     this.done = true
     return this.length === -1 || this.received === this.length
   }
 
-  last (trailers) {
-    if (!this.chunked) return null
-    let out = '0\r\n'
-    if (trailers !== null) {
-      for (let i = 0; i < trailers.length; i += 2) out += `${trailers[i]}: ${trailers[i + 1]}\r\n`
-    }
-    return `${out}\r\n`
+  // Can the request be sent again? All of it is held, and it is idempotent or none of
+  // it went out yet.
+  canReplay () {
+    return this.pieces !== null && (IDEMPOTENT.has(this.method) || !this.started)
   }
 
-  // Replay (see http1/request-body.js).
-  keep (piece) { return this.held.keep(piece) }
-  sent () { this.held.sent() }
-  replay (socket) { this.held.replay(socket) }
-  canReplay () { return this.held.canReplay() }
-  canRepeat () { return this.held.canRepeat() }
+  // Can it be sent again after a backend answered it? Only an idempotent one.
+  canRepeat () {
+    return this.pieces !== null && IDEMPOTENT.has(this.method)
+  }
 }
 
-module.exports = { StreamBody }
+module.exports = { StreamBody, REPLAY_LIMIT }
