@@ -107,6 +107,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     name: ['front', 'front'],
     flag: [true, true],
     proxyProtocol: ['v2', 'v2'],
+    backendProtocol: ['h2', 'h2'],
     file: ['/tmp/x.pem', '/tmp/x.pem'],
     statusList: ['5xx', '5xx'],
     percent: ['25%', '25%']
@@ -116,6 +117,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     timeout: { protocol: 'http' },
     'header-timeout': { protocol: 'http' },
     forwarded: { protocol: 'http' },
+    'backend-protocol': { protocol: 'http' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },
     'hash-balance-factor': { mode: 'ip-hash' },

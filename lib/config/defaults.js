@@ -37,6 +37,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls }) {
     timeout: settings.timeout,
     headerTimeout: settings.headerTimeout,
     forwarded: settings.forwarded,
+    backendProtocol: settings.backendProtocol, // 'h1' or 'h2'
     check: settings.check,
     checkHost: settings.checkHost,
     checkInterval: settings.checkInterval,

@@ -10,6 +10,7 @@ const { StreamBody } = require('./request-body')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
 const { Http1Leg } = require('./to-http1')
+const { Http2Leg } = require('./to-http2')
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = constants
 
@@ -35,7 +36,8 @@ const STREAM = handlers({
 // is (http1/exchange.js, of which this is the stream-level counterpart): an Attempt
 // picks the backend, queues, retries and blames; on the backend it is seated on, a leg
 // carries the request and its response: to-http1.js over a pooled HTTP/1.1
-// connection. The response comes back as HTTP/2 headers, DATA and trailers, with
+// connection, to-http2.js as a stream of a pooled HTTP/2 session
+// (--backend-protocol h2). The response comes back as HTTP/2 headers, DATA and trailers, with
 // back-pressure both ways (a stream the client does not read pauses the leg; a backend
 // that does not read pauses the stream, and HTTP/2 flow control stops the client).
 // lila's own answers (502, 503, 504, ...) are HTTP/2 responses; a failure after the
@@ -99,7 +101,8 @@ class StreamExchange {
   }
 
   seated (lease) {
-    this.leg = new Http1Leg(this, lease.backend)
+    const Leg = this.listener.protocol.backendProtocol === 'h2' ? Http2Leg : Http1Leg
+    this.leg = new Leg(this, lease.backend)
     this.leg.start()
   }
 
@@ -126,7 +129,9 @@ class StreamExchange {
       this.finish()
       return
     }
-    const replayable = !leg.gotBytes && this.body.canReplay()
+    // 'connect': the backend did not process it (not connected, or it refused the
+    // stream): whatever was sent may go again.
+    const replayable = !leg.gotBytes && (cause === 'connect' ? this.body.kept : this.body.canReplay())
     if (reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
       this.leg = leg.again()

@@ -27,6 +27,52 @@ class HttpProtocol extends Http1Protocol {
     this.alpn = ['h2', 'http/1.1']
     this.server = null // Node's Http2Server, once a client spoke HTTP/2
     this.attaching = null // the Http2Session whose connection Node is taking
+    this.backendProtocol = 'h1' // --backend-protocol
+    this.http2Pools = new Map() // Backend -> Http2Pool, with --backend-protocol h2
+  }
+
+  reconfigure (config, listener) {
+    super.reconfigure(config, listener)
+    this.backendProtocol = config.backendProtocol
+    for (const pool of this.http2Pools.values()) pool.configure(this.connectTimeout, this.backendTls)
+  }
+
+  sweep (listener) {
+    super.sweep(listener)
+    const now = Date.now()
+    for (const [backend, pool] of this.http2Pools) {
+      if (backend.retired && backend.live === 0) {
+        pool.close()
+        this.http2Pools.delete(backend)
+      } else {
+        pool.expire(now)
+      }
+    }
+  }
+
+  drained () {
+    super.drained()
+    for (const pool of this.http2Pools.values()) pool.close()
+  }
+
+  // A backend as stats() shows it: its pool is its HTTP/2 sessions' with
+  // --backend-protocol h2 ({ sockets: sessions, idle, connects, reuses, streams }).
+  snapshotBackend (backend) {
+    const snapshot = super.snapshotBackend(backend)
+    const pool = this.http2Pools.get(backend)
+    if (pool !== undefined && (this.backendProtocol === 'h2' || snapshot.pool === null)) snapshot.pool = pool.snapshot()
+    return snapshot
+  }
+
+  // The HTTP/2 sessions to `backend`, for a leg (to-http2.js).
+  http2PoolFor (backend) {
+    let pool = this.http2Pools.get(backend)
+    if (pool === undefined) {
+      const { Http2Pool } = require('./backend-pool')
+      pool = new Http2Pool(backend, { connectTimeout: this.connectTimeout, tls: this.backendTls })
+      this.http2Pools.set(backend, pool)
+    }
+    return pool
   }
 
   // `from`, an HTTP/1.1 session, found that its client speaks HTTP/2: an Http2Session

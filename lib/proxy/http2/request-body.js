@@ -55,6 +55,11 @@ class StreamBody {
     return this.length === -1 || this.received === this.length
   }
 
+  // Is all of it still held (a backend that did not process it may be sent it again)?
+  get kept () {
+    return this.pieces !== null
+  }
+
   // Can the request be sent again? All of it is held, and it is idempotent or none of
   // it went out yet.
   canReplay () {
