@@ -323,7 +323,7 @@ t.test('a client that does not read holds the HTTP/2 backend (flow control end t
   await settles(t, lila)
 })
 
-t.test('HTTP/1.1 clients to HTTP/2 backends', { todo: 'HTTP/1.1 clients still speak HTTP/1.1 to the backends' }, async t => {
+t.test('HTTP/1.1 clients to HTTP/2 backends', async t => {
   const backend = await h2Backend(t, 'b', (stream, headers, b) => {
     let size = 0
     stream.on('data', c => { size += c.length })
@@ -384,4 +384,43 @@ t.test('--backend-protocol h1 (the default) still speaks HTTP/1.1 to backends', 
   const session = await h2connect(t, lila.port)
   t.equal(served(await h2request(session)), 'old')
   await closed(session)
+})
+
+t.test('HTTP/1.1 clients to HTTP/2 backends: HTTP/1.0, HEAD, request trailers, upgrades, failures', async t => {
+  const { exchange } = require('./fixtures/helpers')
+  let trailersSeen = null
+  const backend = await h2Backend(t, 'b', (stream, headers) => {
+    stream.on('trailers', trailers => { trailersSeen = trailers })
+    stream.resume()
+    stream.on('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'text/plain' })
+      stream.end(headers[':method'] === 'HEAD' ? undefined : `${headers[':method']} ${headers[':path']}\n`)
+    })
+  })
+  const dead = `127.0.0.1:${await deadPort()}`
+  const lila = await startLila(t, ['rr', backend.address, ...H2])
+
+  const old = await exchange(lila.port, 'GET /old HTTP/1.0\r\n\r\n')
+  t.match(old.data, /^HTTP\/1\.1 200 OK\r\n/)
+  t.match(old.data, /\r\nConnection: close\r\n/, 'no length from the backend: the body ends with the connection')
+  t.notMatch(old.data, /Transfer-Encoding/, 'never chunked for HTTP/1.0')
+  t.match(old.data, /\r\n\r\nGET \/old\n$/)
+
+  const head = await exchange(lila.port, 'HEAD /h HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  t.match(head.data, /^HTTP\/1\.1 200 OK\r\n/)
+  t.match(head.data, /\r\n\r\n$/, 'no body for HEAD')
+
+  const trailed = await exchange(lila.port, 'POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n' +
+    '5\r\nhello\r\n0\r\nX-Check: 42\r\n\r\n')
+  t.match(trailed.data, /\r\n\r\n(?:[0-9a-f]+\r\n)?POST \/t\n/)
+  t.same(trailersSeen && { check: trailersSeen['x-check'] }, { check: '42' }, 'chunked trailers reach the backend as HTTP/2 trailers')
+
+  const upgrade = await exchange(lila.port, 'GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n')
+  t.match(upgrade.data, /^HTTP\/1\.1 502 Bad Gateway\r\n[\s\S]*an upgrade to websocket cannot be carried to an HTTP\/2 backend/)
+
+  const lila2 = await startLila(t, ['rr', dead, ...H2, '--retries', '0'])
+  const failed = await exchange(lila2.port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  t.match(failed.data, /^HTTP\/1\.1 502 Bad Gateway\r\n[\s\S]*backend 127\.0\.0\.1:\d+ connection refused\n$/)
+  await settles(t, lila)
+  await settles(t, lila2)
 })

@@ -4,7 +4,6 @@ const { clientAddress } = require('../bind')
 const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
-const { Exchange } = require('./exchange')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
 
@@ -24,8 +23,9 @@ const CLIENT = handlers({
 })
 
 // One client connection in HTTP mode: reads request heads (strictly), hands each
-// request to an Exchange that balances it on its own, and keeps the connection alive
-// between requests. Pipelined requests wait, unread past one head's worth, until the
+// request to an Exchange that balances it on its own (the protocol's `Exchange`:
+// exchange.js, or http2/from-http1.js for HTTP/2 backends), and keeps the connection
+// alive between requests. Pipelined requests wait, unread past one head's worth, until the
 // response before them is done, so responses go out in order.
 //
 // The exchange being served uses the client's connection through write, cork/uncork,
@@ -174,7 +174,7 @@ class HttpSession {
       this.buf = null
       this.scanned = 0
       this.mayBeHttp2 = false
-      const exchange = new Exchange(this, head, end - start)
+      const exchange = new this.listener.protocol.Exchange(this, head, end - start)
       this.exchange = exchange
       exchange.start()
       if (end < buf.length) {

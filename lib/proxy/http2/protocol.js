@@ -1,6 +1,7 @@
 'use strict'
 
 const { Http1Protocol } = require('../http1/protocol')
+const { Exchange } = require('../http1/exchange')
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2), and the limits Node's
 // http2 keeps for it. Streams per connection: like HAProxy's 100 and nginx's 128.
@@ -34,6 +35,8 @@ class HttpProtocol extends Http1Protocol {
   reconfigure (config, listener) {
     super.reconfigure(config, listener)
     this.backendProtocol = config.backendProtocol
+    // HTTP/1.1 requests to HTTP/2 backends: from-http1.js rather than http1/exchange.js.
+    this.Exchange = this.backendProtocol === 'h2' ? require('./from-http1').Http1ToHttp2 : Exchange
     for (const pool of this.http2Pools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
 
