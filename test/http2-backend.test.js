@@ -424,3 +424,21 @@ t.test('HTTP/1.1 clients to HTTP/2 backends: HTTP/1.0, HEAD, request trailers, u
   await settles(t, lila)
   await settles(t, lila2)
 })
+
+t.test('--check http over HTTP/2 to HTTP/2 backends', async t => {
+  const healthy = await h2Backend(t, 'healthy', (stream, headers, b) => {
+    stream.respond({ ':status': headers[':path'] === '/health' ? 200 : 404 })
+    stream.end(`${b.name}\n`)
+  })
+  const sick = await h2Backend(t, 'sick', stream => {
+    stream.respond({ ':status': 500 })
+    stream.end()
+  })
+  const lila = await startLila(t, ['rr', healthy.address, sick.address, ...H2, '--check', 'http:/health', '--check-interval', '1s', '--fall', '1'])
+  const [up, down] = lila.stats().backends
+  t.equal(up.state, 'up', 'the healthy backend answered its HTTP/2 check')
+  t.equal(down.state, 'down', 'the one answering 500 is down')
+  t.match(down.downReason, /http \/health 500/)
+  t.equal(healthy.last[':path'], '/health')
+  t.match(healthy.last['user-agent'], /^lila\/.* health check$/)
+})
