@@ -166,7 +166,7 @@ t.test('gRPC-shaped answers: trailers, trailers-only, TE: trailers; streaming bo
   await settles(t, lila)
 })
 
-t.test('h2 over TLS to backends: ALPN h2; a TLS backend that does not speak HTTP/2 is a failed connect', async t => {
+t.test('h2 over TLS to backends: ALPN h2; a backend that does not speak HTTP/2 is a failed connect, saying so', async t => {
   const dir = certDir(t)
   const cert = makeCertificate(dir, 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
   const secure = await h2Backend(t, 'secure', undefined, { secure: { cert: cert.pem, key: cert.keyPem } })
@@ -185,10 +185,19 @@ t.test('h2 over TLS to backends: ALPN h2; a TLS backend that does not speak HTTP
   const bad = await h2request(s2)
   t.equal(bad.status, 502)
   t.match(bad.body.toString(), /does not speak HTTP\/2 over TLS/)
+  // h2c to a backend that speaks HTTP/1.1 only.
+  const plain = await httpBackend(t, 'plain')
+  const lila3 = await startLila(t, ['rr', plain.address, ...H2, '--retries', '0'])
+  const s3 = await h2connect(t, lila3.port)
+  const wrong = await h2request(s3)
+  t.equal(wrong.status, 502)
+  t.match(wrong.body.toString(), /closed the connection without speaking HTTP\/2 \(is --backend-protocol right\?\)/)
   await closed(session)
   await closed(s2)
+  await closed(s3)
   await settles(t, lila)
   await settles(t, lila2)
+  await settles(t, lila3)
 })
 
 t.test('a backend that goes away (GOAWAY): streams in flight finish, new ones take a new session', async t => {

@@ -68,6 +68,7 @@ class BackendSession {
     this.idleSince = Date.now()
     this.heardAt = Date.now() // the last frame from the backend (a response, a PING ack)
     this.pinging = false
+    this.settled = false // the backend's SETTINGS came: it speaks HTTP/2
   }
 
   get hasRoom () {
@@ -93,6 +94,7 @@ class BackendSession {
   }
 
   onSettings (settings) {
+    this.settled = true
     this.heardAt = Date.now()
     const max = settings.maxConcurrentStreams
     if (typeof max === 'number' && max > 0) this.limit = Math.min(max, MAX_STREAMS)

@@ -199,6 +199,12 @@ class Http2Leg {
     if (!this.gotBytes && code === NGHTTP2_REFUSED_STREAM) {
       return this.exchange.upstreamFailed('refused the stream', 'connect', { reused: true })
     }
+    // Nothing HTTP/2 ever came back on the session (an HTTP/1.1 server answers the
+    // preface with an error and closes): the request reached no HTTP/2 peer.
+    if (!this.session.settled) {
+      const reason = 'closed the connection without speaking HTTP/2 (is --backend-protocol right?)'
+      return this.exchange.upstreamFailed(reason, 'connect')
+    }
     const reason = this.error !== null && this.error.code !== 'ERR_HTTP2_STREAM_ERROR'
       ? (this.error.code || this.error.message)
       : `reset the stream (${codeName(code)})`
