@@ -3,7 +3,7 @@
 const { Upstream } = require('./upstream/upstream')
 const { Listener } = require('./proxy/listener')
 const { createTcpProtocol } = require('./proxy/tcp')
-const { createHttp1Protocol } = require('./proxy/http1/protocol')
+const { createHttpProtocol } = require('./proxy/http2/protocol')
 const { loadListenerTls } = require('./proxy/tls')
 const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
@@ -29,7 +29,7 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 // Listener serves (listener.js) from { via }.
 const PROTOCOLS = {
   tcp: createTcpProtocol,
-  http: createHttp1Protocol
+  http: createHttpProtocol // HTTP/1.1 and HTTP/2
 }
 
 function createBalancer (config, {

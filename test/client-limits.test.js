@@ -141,3 +141,25 @@ t.test('--max-conn-per-client: tcp closes the extra connection at once; http ans
   t.equal(refused.status, 429, 'a second connection from the same address: 429')
   t.equal((await getFrom(web.port, '127.0.0.2')).status, 200, 'another address is served')
 })
+
+t.test('HTTP/2: each stream is a request for --rate-limit; 429 with retry-after', async t => {
+  const http2 = require('http2')
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--check', 'none', '--rate-limit', '1/m,burst=2'])
+  const session = http2.connect(`http://127.0.0.1:${lila.port}`)
+  t.teardown(() => session.close())
+  const get = () => new Promise(resolve => {
+    const stream = session.request({ ':path': '/' })
+    let headers = null
+    stream.on('response', h => { headers = h })
+    stream.resume()
+    stream.on('end', () => resolve(headers))
+    stream.on('error', error => resolve({ error }))
+  })
+  const answers = []
+  for (let i = 0; i < 3; i++) answers.push(await within(5000, 'an HTTP/2 answer', get()))
+  t.same(answers.map(h => h[':status']), [200, 200, 429], 'two streams, then 429')
+  t.equal(answers[2]['retry-after'], '60')
+  t.equal(backend.requests, 2)
+})

@@ -40,6 +40,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls }) {
     headerTimeout: settings.headerTimeout,
     bodyTimeout: settings.bodyTimeout,
     forwarded: settings.forwarded,
+    backendProtocol: settings.backendProtocol, // 'h1' or 'h2'
     check: settings.check,
     checkHost: settings.checkHost,
     checkInterval: settings.checkInterval,

@@ -140,6 +140,15 @@ const OPTIONS = [
     help: 'http: also send the RFC 7239 Forwarded header'
   },
   {
+    name: 'backend-protocol',
+    arg: 'h1|h2',
+    type: 'backendProtocol',
+    group: 'http',
+    default: 'h1',
+    only: 'http',
+    help: 'http: HTTP/1.1 or HTTP/2 to backends (h2c; h2 with --backend-tls)'
+  },
+  {
     name: 'check',
     group: 'health',
     arg: 'SPEC',

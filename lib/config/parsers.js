@@ -116,6 +116,12 @@ const PARSERS = {
     }
     return text
   },
+  backendProtocol: (text, flag) => {
+    if (text !== 'h1' && text !== 'h2') {
+      throw new UsageError(`invalid backend protocol ${quote(text)}${forFlag(flag)}: expected h1 or h2`)
+    }
+    return text
+  },
   proxyProtocol: (text, flag) => {
     if (text !== 'v1' && text !== 'v2') {
       throw new UsageError(`invalid PROXY protocol version ${quote(text)}${forFlag(flag)}: expected v1 or v2`)

@@ -21,8 +21,8 @@ const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
-// object made for this listener (tcp.js createTcpProtocol, http1/protocol.js
-// createHttp1Protocol), of which the listener uses only this:
+// object made for this listener (tcp.js createTcpProtocol, http2/protocol.js
+// createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
 //   name                         'tcp', 'http': what snapshots and log lines say
 //   Session                      serves one client connection (below)
 //   alpn                         what TLS offers clients to speak (undefined: nothing)
@@ -43,7 +43,9 @@ const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 // move for `idleLimit` sweeps (--idle-timeout) closes itself (see startSweep). With
 // --accept-proxy or TLS termination a connection first goes through its prelude
 // (prelude.js: the PROXY header, the TLS handshake); the session then reads the
-// TLSSocket, and the client's address is the one the header gave.
+// TLSSocket, and the client's address is the one the header gave. A session may hand
+// its connection on to a session of another kind (handOver): an HTTP/1.1 session whose
+// client speaks HTTP/2.
 class Listener {
   // descriptors: { limit, share }: the process's limit on open files and this
   // listener's share of it (descriptors.js), null each when unknown.
@@ -324,6 +326,17 @@ class Listener {
     client.on('error', () => {})
     // A client that leaves while held; once served, a no-op.
     client.once('close', () => this.waiting.delete(client))
+  }
+
+  // A session handed its connection to another (HTTP/1.1 to HTTP/2, see
+  // http1/session.js): `next` is the one that calls sessionDone.
+  handOver (session, next) {
+    this.sessions.delete(session)
+    this.sessions.add(next)
+    const address = this.counted.get(session)
+    if (address === undefined) return
+    this.counted.delete(session)
+    this.counted.set(next, address) // still the same client connection, counted once
   }
 
   sessionDone (session) {

@@ -50,6 +50,9 @@ function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefine
     socket.once('secure', () => {
       if (finished) return
       socket.off('error', onTlsError)
+      // Done, as tls.Server says on its sockets: Node's http2 waits for a socket that
+      // is still "secureConnecting" to connect, which a server's never does.
+      socket.secureConnecting = false
       succeed(socket, origin)
     })
   }

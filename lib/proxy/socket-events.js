@@ -16,4 +16,9 @@ function addListeners (emitter, table) {
   for (const event in table) emitter.on(event, table[event])
 }
 
-module.exports = { handlers, addListeners }
+// The table's handlers off again: the socket goes to another owner (HTTP/2).
+function removeListeners (emitter, table) {
+  for (const event in table) emitter.off(event, table[event])
+}
+
+module.exports = { handlers, addListeners, removeListeners }

@@ -17,7 +17,8 @@ const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
 //
 // check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
 // `GET path` with Node's http client (https with --backend-tls, `tls` being its
-// tls.connect options) and passes on a 2xx or 3xx status. `host` is the Host header
+// tls.connect options), or its http2 client for HTTP/2 backends (`http2`: h2c, or h2
+// by ALPN), and passes on a 2xx or 3xx status. `host` is the Host header (:authority)
 // (--check-host); by default the backend as it was given.
 class HealthChecker {
   constructor (options) {
@@ -27,11 +28,11 @@ class HealthChecker {
 
   // New settings (a reload): probes under way finish as they began; the next ones use
   // these.
-  configure ({ check, interval, timeout, host = null, tls = null, proxyProtocol = null }) {
+  configure ({ check, interval, timeout, host = null, tls = null, proxyProtocol = null, http2 = false }) {
     const preface = tls !== null && proxyProtocol !== null
       ? formatProxyHeader(proxyProtocol, { source: null, destination: null })
       : null
-    this.check = { ...check, host, tls, preface }
+    this.check = { ...check, host, tls, preface, http2 }
     this.interval = interval
     this.timeout = timeout
   }
@@ -96,7 +97,8 @@ function probe (backend, check, timeout, done) {
     stop(ok)
     done(ok, reason)
   }
-  stop = (check.type === 'http' ? probeHttp : probeTcp)(backend, check, timeout, finish, next => { what = next })
+  const run = check.type !== 'http' ? probeTcp : check.http2 ? probeHttp2 : probeHttp
+  stop = run(backend, check, timeout, finish, next => { what = next })
 }
 
 function describe (check) {
@@ -155,6 +157,33 @@ function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, fi
     if (!answered) return req.destroy()
     req.setTimeout(timeout, () => req.destroy())
   }
+}
+
+// The same over HTTP/2 (--backend-protocol h2): one session, one stream, closed after.
+function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
+  const http2 = require('http2')
+  const host = hostHeader || (backend.name === null ? backend.address : `${backend.name}:${backend.port}`)
+  const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
+  socket.unref()
+  const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.address}`, { createConnection: () => socket })
+  const failed = err => finish(false, `http ${path} ${backendReason(err, tls)}`)
+  session.on('error', failed)
+  const req = session.request({
+    ':method': 'GET',
+    ':path': path,
+    ':authority': host,
+    'user-agent': `lila/${VERSION} health check`
+  }, { endStream: true })
+  req.on('response', headers => {
+    const status = headers[':status']
+    req.resume()
+    finish(status >= 200 && status < 400, `http ${path} ${status}`)
+  })
+  req.on('error', failed)
+  req.on('close', () => {
+    if (req.rstCode) finish(false, `http ${path} stream reset (code ${req.rstCode})`)
+  })
+  return () => session.destroy()
 }
 
 module.exports = { HealthChecker, probe }

@@ -324,8 +324,9 @@ class Membership {
 }
 
 // What HealthChecker takes (constructor and configure).
-function checkerOptions ({ check, checkInterval, checkTimeout, checkHost, proxyProtocol }, tls) {
-  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls, proxyProtocol }
+function checkerOptions ({ check, checkInterval, checkTimeout, checkHost, proxyProtocol, backendProtocol }, tls) {
+  const http2 = backendProtocol === 'h2' // --check http speaks HTTP/2 to them
+  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls, proxyProtocol, http2 }
 }
 
 function newGroup (spec) {

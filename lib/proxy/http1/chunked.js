@@ -6,7 +6,9 @@ const { HttpError } = require('./parse')
 // lines and trailers, and in strides through the data, to find where the body ends,
 // refusing anything a strict parser would. lila forwards the bytes as they are (the
 // framing stays chunked); `onData`, when given, receives just the data, for a client
-// that cannot take chunked (HTTP/1.0).
+// that cannot take chunked (HTTP/1.0). With `keepTrailers` it also keeps the trailer
+// section's text (`trailers`, e.g. "Grpc-Status: 0\r\n"), for an HTTP/2 client, which
+// gets trailers as fields of their own.
 
 const SIZE = 0
 const SIZE_LF = 1
@@ -41,8 +43,9 @@ for (const c of TCHARS) TCHAR[c.charCodeAt(0)] = 1
 // No whitespace is taken around extensions: RFC 9112 allows some, parsers disagree on
 // it, and disagreement about where a chunk ends is how bodies get smuggled.
 class ChunkedReader {
-  constructor (status = 400) {
+  constructor (status = 400, { keepTrailers = false } = {}) {
     this.status = status // what to answer when the body is malformed
+    this.trailers = keepTrailers ? '' : null // the trailer lines so far, when kept
     this.state = SIZE
     this.size = 0
     this.digits = 0 // significant digits of the chunk size so far
@@ -114,8 +117,12 @@ class ChunkedReader {
           if (c !== 10) this.fail('CR without LF at the end of the body')
           return i
         default:
-          if (state < TRAILER_START) this.extension(c)
-          else this.trailer(c)
+          if (state < TRAILER_START) {
+            this.extension(c)
+          } else {
+            this.trailer(c)
+            if (this.trailers !== null && this.state !== FINAL_LF) this.trailers += String.fromCharCode(c)
+          }
       }
     }
     return -1

@@ -288,6 +288,7 @@ module.exports = {
   hasToken,
   trimOws,
   TOKEN,
+  BAD_VALUE,
   MAX_HEAD,
   MAX_TARGET
 }

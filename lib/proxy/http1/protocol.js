@@ -1,6 +1,7 @@
 'use strict'
 
 const { HttpSession } = require('./session')
+const { Exchange } = require('./exchange')
 const { Pool } = require('./connection-pool')
 const { ResponseStats } = require('./response-stats')
 
@@ -15,6 +16,7 @@ class Http1Protocol {
   constructor ({ via }) {
     this.name = 'http'
     this.Session = HttpSession
+    this.Exchange = Exchange // what serves a request of a session (http2/protocol.js may change it)
     this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via

@@ -36,7 +36,8 @@ function forwardedValue (value) {
   return TOKEN.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`
 }
 
-// The request as the backend gets it: always HTTP/1.1 with keep-alive. `hostIfMissing`
+// The request as the backend gets it: always HTTP/1.1 with keep-alive. An HTTP/2
+// request (http2/request.js makes its head, version 2) says so in Via. `hostIfMissing`
 // stands in for the Host an HTTP/1.0 client may leave out.
 //   settings: { proto: 'http' | 'https', via: lila's Via token, forwarded: add RFC 7239 Forwarded }
 //   continued: lila answered the client's Expect: 100-continue itself, so the backend
@@ -76,7 +77,7 @@ function requestHead (head, clientAddress, hostIfMissing, settings, { continued 
   } else if (forwarded !== null) {
     out += `Forwarded: ${forwarded}\r\n`
   }
-  out += `Via: 1.1 ${settings.via}\r\n\r\n`
+  out += `Via: ${head.version === 2 ? '2.0' : '1.1'} ${settings.via}\r\n\r\n`
   return out
 }
 

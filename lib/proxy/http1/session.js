@@ -4,8 +4,8 @@ const { clientAddress } = require('../bind')
 const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
-const { Exchange } = require('./exchange')
-const { handlers, addListeners } = require('../socket-events')
+const { handlers, addListeners, removeListeners } = require('../socket-events')
+const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
 
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for this long, so the client reads the response before
@@ -23,13 +23,18 @@ const CLIENT = handlers({
 })
 
 // One client connection in HTTP mode: reads request heads (strictly), hands each
-// request to an Exchange that balances it on its own, and keeps the connection alive
-// between requests. Pipelined requests wait, unread past one head's worth, until the
+// request to an Exchange that balances it on its own (the protocol's `Exchange`:
+// exchange.js, or http2/from-http1.js for HTTP/2 backends), and keeps the connection
+// alive between requests. Pipelined requests wait, unread past one head's worth, until the
 // response before them is done, so responses go out in order.
 //
 // The exchange being served uses the client's connection through write, cork/uncork,
 // pause/resume, end, touch and takeBuffered, and reads `clientAddress` and `closing`;
 // it hands back with bodyDone(rest), exchangeDone(keepAlive) and refuse(status, detail).
+//
+// A client that speaks HTTP/2 (TLS agreed on h2, or its first bytes are the HTTP/2
+// connection preface) is handed to the protocol's HTTP/2 side (toHttp2), when the
+// listener's protocol has one (http2/protocol.js).
 class HttpSession {
   constructor (listener, client) {
     this.listener = listener
@@ -43,12 +48,29 @@ class HttpSession {
     this.clientEnded = false
     this.lingerTimer = null
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
+    // The first bytes may be the HTTP/2 preface (prior knowledge; over TLS, HTTP/2 is
+    // agreed by ALPN only): until the first request.
+    this.mayBeHttp2 = listener.protocol.startHttp2 !== undefined && !client.encrypted
     client.session = this
     addListeners(client, CLIENT)
   }
 
   start () {
+    if (this.client.alpnProtocol === 'h2') return this.toHttp2(null)
     this.client.resume()
+  }
+
+  // The client speaks HTTP/2: the connection, with the bytes read so far, goes to an
+  // HTTP/2 session (http2/session.js), which calls the listener's sessionDone.
+  toHttp2 (buf) {
+    if (this.client.destroyed) return // its close comes, and ends this session
+    if (this.headTimer !== null) clearTimeout(this.headTimer)
+    this.headTimer = null
+    this.buf = null
+    this.client.pause()
+    removeListeners(this.client, CLIENT)
+    this.client.session = null
+    this.listener.protocol.startHttp2(this.listener, this, this.client, buf)
   }
 
   // What the exchange being served may do with the client's connection.
@@ -119,6 +141,11 @@ class HttpSession {
   nextRequest () {
     while (this.buf !== null && this.exchange === null && !this.closing) {
       let buf = this.buf
+      if (this.mayBeHttp2 && buf[0] === 0x50) { // "P"
+        const preface = matchPreface(buf)
+        if (preface === HTTP2) return this.toHttp2(buf)
+        if (preface === MAYBE) return this.waitForHead()
+      }
       // RFC 9112 2.2: ignore empty lines before a request line.
       let start = 0
       while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2
@@ -136,10 +163,7 @@ class HttpSession {
         if (this.clientEnded) return this.refuse(400, 'connection closed in the middle of a request head')
         if (start > 0) this.buf = buf.subarray(start)
         this.scanned = this.buf.length
-        if (this.headTimer === null) {
-          this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
-        }
-        return
+        return this.waitForHead()
       }
       if (this.headTimer !== null) {
         clearTimeout(this.headTimer)
@@ -155,7 +179,8 @@ class HttpSession {
       }
       this.buf = null
       this.scanned = 0
-      const exchange = new Exchange(this, head, end - start)
+      this.mayBeHttp2 = false
+      const exchange = new this.listener.protocol.Exchange(this, head, end - start)
       this.exchange = exchange
       exchange.start()
       if (end < buf.length) {
@@ -167,6 +192,13 @@ class HttpSession {
       if (this.clientEnded && this.exchange === exchange) exchange.onClientEnd()
     }
     if (this.buf === null && this.exchange === null && this.clientEnded) this.shut()
+  }
+
+  // A head (or the HTTP/2 preface) has started to arrive: it has --header-timeout.
+  waitForHead () {
+    if (this.headTimer === null) {
+      this.headTimer = setTimeout(() => this.onHeadTimeout(), this.listener.config.headerTimeout)
+    }
   }
 
   // The exchange has read its whole request body; `rest` is what followed it.

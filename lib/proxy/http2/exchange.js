@@ -1,0 +1,422 @@
+'use strict'
+
+const { constants } = require('http2')
+const { performance } = require('perf_hooks')
+const { reasonOf, HttpError } = require('../../errors')
+const { viaLoops } = require('../http1/rewrite')
+const { Attempt } = require('../../upstream/attempt')
+const { handlers, addListeners } = require('../socket-events')
+const { StreamBody } = require('./request-body')
+const { trailerFields } = require('./request')
+const { replyOf } = require('./replies')
+const { Http1Leg } = require('./to-http1')
+const { Http2Leg } = require('./to-http2')
+
+const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = constants
+
+// The access log's status when the client went away before any of its response.
+const CLIENT_CLOSED = 499
+// A response complete before the client's body: the rest of the body is read and
+// dropped for this long, then the stream is reset (as http1/session.js lingers).
+const LINGER_MS = 2000
+
+// Stream handlers shared by every exchange (socket-events.js): `this` is the
+// Http2Stream, which carries its exchange.
+const STREAM = handlers({
+  data (chunk) { this.exchange.onClientData(chunk) },
+  end () { this.exchange.onClientEnd() },
+  trailers (headers) { this.exchange.onClientTrailers(headers) },
+  drain () { this.exchange.onClientDrain() },
+  wantTrailers () { this.exchange.onWantTrailers() },
+  error (err) { this.exchange.onClientError(err) },
+  close () { this.exchange.onClientClose() }
+})
+
+// One HTTP/2 stream: one request, balanced on its own exactly as an HTTP/1.1 request
+// is (http1/exchange.js, of which this is the stream-level counterpart): an Attempt
+// picks the backend, queues, retries and blames; on the backend it is seated on, a leg
+// carries the request and its response: to-http1.js over a pooled HTTP/1.1
+// connection, to-http2.js as a stream of a pooled HTTP/2 session
+// (--backend-protocol h2). The response comes back as HTTP/2 headers, DATA and trailers, with
+// back-pressure both ways (a stream the client does not read pauses the leg; a backend
+// that does not read pauses the stream, and HTTP/2 flow control stops the client).
+// lila's own answers (502, 503, 504, ...) are HTTP/2 responses; a failure after the
+// response started resets the stream (INTERNAL_ERROR), never the connection, which
+// other streams share.
+//
+// Its Http2Session (session.js) gives it the stream and hears exchangeDone(); the
+// session's `clientAddress`, touch() (not idle) and the listener's sweep (onSweep)
+// serve it as an HTTP/1.1 session serves an Exchange.
+class StreamExchange {
+  constructor (session, stream, head) {
+    this.session = session
+    this.listener = session.listener
+    this.stream = stream
+    this.head = head
+    this.clientAddress = session.clientAddress // ctx for ip-hash
+    this.path = head.path // ctx for uri-hash
+    this.body = new StreamBody(head)
+    this.clientTrailers = null // the request's trailers, [name, value, ...]
+    this.reading = !this.body.done // the client's DATA is still to come
+
+    // Where it goes.
+    this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
+    this.leg = null // the request on the backend it is seated on
+    this.lastStatus = 502
+    this.backendAnswered = false // the response is a backend's (not lila's own)
+
+    // What the client got.
+    this.responseStarted = false
+    this.responseStatus = 0
+    this.responseTrailers = null
+    this.bytesOut = 0
+    this.done = false
+    this.replied = 0
+    this.openedAt = performance.now()
+    stream.exchange = this
+    addListeners(stream, STREAM)
+  }
+
+  // The request's head as HTTP/1.1 would write it, and its body.
+  get bytesIn () {
+    return this.head.size + this.body.received
+  }
+
+  start () {
+    const { via } = this.listener.protocol
+    if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
+    const wait = this.listener.rateLimited(this.clientAddress)
+    if (wait > 0) {
+      return this.answer(429, `${this.clientAddress} sends requests faster than --rate-limit`, { retryAfter: wait })
+    }
+    this.attempt.start()
+  }
+
+  // The attempt's owner (upstream/attempt.js), as Exchange.
+
+  unserved (queueReason) {
+    const { attempt } = this
+    if (attempt.attempts === 0) {
+      this.listener.countUnserved()
+      const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
+      return this.answer(503, detail, { retryAfter: 5 })
+    }
+    this.answer(this.lastStatus, attempt.failure)
+  }
+
+  seated (lease) {
+    const Leg = this.listener.protocol.backendProtocol === 'h2' ? Http2Leg : Http1Leg
+    this.leg = new Leg(this, lease.backend)
+    this.leg.start()
+  }
+
+  // The leg failed: `cause` says how (see Backend.failed; 'connect': before the request
+  // went out). Before any response byte the attempt retries where safe; `reused`: on a
+  // connection that had served before, which may be the keep-alive race, tried once
+  // more on a fresh one to the same backend. After the response started, only this
+  // stream is reset.
+  upstreamFailed (reason, cause, { reused = false } = {}) {
+    if (this.done) return
+    const { attempt } = this
+    const leg = this.leg
+    this.leg = null
+    leg.abandon()
+    const backend = attempt.backend
+    const status = cause === 'timeout' ? 504 : 502
+    const { log } = this.listener
+    if (this.responseStarted) {
+      const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
+      log.warn(`${request}: backend ${backend.address} ${reason}; HTTP/2 stream reset`)
+      attempt.blame(reason, cause)
+      this.releaseLease()
+      this.reset(NGHTTP2_INTERNAL_ERROR)
+      this.finish()
+      return
+    }
+    // 'connect': the backend did not process it (not connected, or it refused the
+    // stream): whatever was sent may go again.
+    const replayable = !leg.gotBytes && (cause === 'connect' ? this.body.kept : this.body.canReplay())
+    if (reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
+      log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
+      this.leg = leg.again()
+      return this.leg.start()
+    }
+    this.lastStatus = status
+    const sent = cause !== 'connect'
+    const retried = attempt.failed(reason, { cause, sent, replayable, bytesIn: this.bytesIn })
+    if (retried) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+    else this.answer(status, attempt.failure)
+  }
+
+  // lila itself could not open a backend connection (out of descriptors).
+  shortOf (err) {
+    this.leg = null
+    this.attempt.shortage(this.bytesIn)
+    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
+  }
+
+  abandonUpstream () {
+    const leg = this.leg
+    this.leg = null
+    if (leg !== null) leg.abandon()
+    this.attempt.cancel()
+  }
+
+  releaseLease () {
+    this.attempt.release(this.bytesIn, this.bytesOut)
+  }
+
+  // The leg is connected and sent what was held: the client's body flows again.
+  legConnected () {
+    this.body.sent()
+    if (this.reading) this.stream.resume()
+  }
+
+  // The backend took what it was sent: read the client on.
+  legDrained () {
+    if (this.reading) this.stream.resume()
+  }
+
+  // The request body, from the client's stream.
+
+  onClientData (chunk) {
+    if (this.done) return
+    this.session.touch()
+    const { body, leg } = this
+    if (body.overflows(chunk)) return this.clientBodyFailed('more DATA than its Content-Length')
+    const holdingEnough = body.add(chunk)
+    if (leg === null || !leg.connected) {
+      // Still connecting (or queued): held, and the stream paused once holding enough.
+      if (holdingEnough) this.stream.pause()
+      return
+    }
+    body.sent()
+    if (!leg.write(chunk)) this.stream.pause()
+  }
+
+  onClientTrailers (headers) {
+    if (this.done) return
+    try {
+      this.clientTrailers = trailerFields(headers)
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err
+      this.clientBodyFailed(err.message)
+    }
+  }
+
+  onClientEnd () {
+    if (this.done || !this.reading) return
+    this.reading = false
+    this.session.touch()
+    if (!this.body.end()) return this.clientBodyFailed('the body ended short of its Content-Length')
+    const { leg } = this
+    if (leg !== null && leg.connected) leg.end() // else the leg ends it once connected
+  }
+
+  // The request cannot be completed (its body contradicts its framing): the stream is
+  // reset as malformed (RFC 9113 8.1.1).
+  clientBodyFailed (detail) {
+    this.listener.log.debug(`HTTP/2 stream from ${this.clientAddress} reset: ${detail}`)
+    this.reading = false
+    this.abandonUpstream()
+    this.releaseLease()
+    if (!this.responseStarted) this.replied = 400
+    this.reset(NGHTTP2_PROTOCOL_ERROR)
+    this.finish()
+  }
+
+  onClientDrain () {
+    if (this.leg !== null) this.leg.resume()
+  }
+
+  onClientError (err) {
+    this.listener.log.debug(`HTTP/2 stream from ${this.clientAddress}: ${reasonOf(err)}`)
+  }
+
+  // The stream is gone (the client reset it, or the connection closed): drop the
+  // backend side and release the count, as for an HTTP/1.1 client that left.
+  onClientClose () {
+    if (this.done) return
+    this.abandonUpstream()
+    this.releaseLease()
+    this.done = true
+    this.logged()
+    this.session.exchangeDone(this)
+  }
+
+  awaitingBackend () {
+    return this.body.done && !this.responseStarted && !this.done
+  }
+
+  // The listener's sweep: the leg's backend silent for --timeout.
+  onSweep (silentLimit) {
+    if (this.leg !== null) this.leg.onSweep(silentLimit)
+  }
+
+  // The response, from the leg to the client's stream.
+
+  // A 1xx from the backend: interim headers.
+  interim (headers) {
+    if (this.done || this.stream.destroyed) return
+    try {
+      this.stream.additionalHeaders(headers)
+    } catch (err) {
+      const from = this.attempt.backend.address
+      this.listener.log.debug(`${headers[':status']} from ${from} not passed on: ${err.message}`)
+    }
+  }
+
+  // The backend's final status: judged by the attempt. True when it is dropped, the
+  // request retried elsewhere (the leg it came on is abandoned).
+  answered (status, latencyMs) {
+    const leg = this.leg
+    const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs }
+    this.lastStatus = status
+    if (!this.attempt.answered(status, how)) return false
+    leg.abandon()
+    return true
+  }
+
+  // The final head goes to the client. `bodyless`: it ends the stream; `trailers`: a
+  // body whose trailers may come (the stream waits for them). False when it cannot
+  // (the client left, or the head cannot be said in HTTP/2).
+  respond (headers, { bodyless, trailers, headBytes }) {
+    const { stream } = this
+    if (stream.destroyed || stream.closed) { // reset by the client meanwhile
+      this.onClientClose()
+      return false
+    }
+    try {
+      stream.respond(headers, { endStream: bodyless, waitForTrailers: trailers && !bodyless })
+    } catch (err) {
+      this.upstreamFailed(`sent a response HTTP/2 cannot carry (${err.message})`, 'invalid')
+      return false
+    }
+    this.responseStarted = true
+    this.backendAnswered = true
+    this.responseStatus = headers[':status']
+    this.bytesOut += headBytes
+    return true
+  }
+
+  toClient (piece) {
+    if (this.done) return
+    this.bytesOut += piece.length
+    if (!this.stream.write(piece) && this.leg !== null) this.leg.pause()
+  }
+
+  // The response is complete (the leg gave its connection back); `trailers`, an
+  // HTTP/2 header object, or null.
+  responseDone (trailers) {
+    this.leg = null
+    this.releaseLease()
+    const { stream } = this
+    if (!stream.writableEnded && !stream.destroyed) { // not a bodyless response (endStream)
+      this.responseTrailers = trailers
+      stream.end() // then wantTrailers, when the stream waits for them
+    }
+    this.finish()
+  }
+
+  // The body is all sent: the trailers (or none) end the stream.
+  onWantTrailers () {
+    try {
+      this.stream.sendTrailers(this.responseTrailers || {})
+    } catch (err) {
+      this.listener.log.debug(`trailers from ${this.attempt.lastBackend} not passed on: ${err.message}`)
+      this.reset(NGHTTP2_INTERNAL_ERROR)
+    }
+  }
+
+  // lila answers the request itself (error statuses).
+  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
+    const { head, stream } = this
+    if (status >= 500 && !quiet) {
+      this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
+    }
+    this.responseStarted = true
+    this.replied = status
+    if (!stream.destroyed && !stream.headersSent) {
+      const { headers, body } = replyOf(status, detail, { retryAfter, head: head.method === 'HEAD' })
+      try {
+        stream.respond(headers)
+        stream.end(body)
+        this.bytesOut += body.length
+      } catch (err) {
+        this.listener.log.debug(`${status} to ${this.clientAddress} not sent: ${err.message}`)
+      }
+    }
+    this.finish()
+  }
+
+  reset (code) {
+    if (!this.stream.destroyed) this.stream.close(code)
+  }
+
+  finish () {
+    if (this.done) return
+    this.done = true
+    if (this.reading) {
+      this.reading = false
+      linger(this.stream)
+    }
+    this.logged()
+    this.session.exchangeDone(this)
+  }
+
+  // Once per stream: counted (http1/response-stats.js) and written to the access log.
+  logged () {
+    const { accessLog, protocol } = this.listener
+    const ms = performance.now() - this.openedAt
+    protocol.stats.count(this.status, this.backendAnswered ? this.attempt.backend : null, ms)
+    if (accessLog !== null) accessLog.log(this.record(ms))
+  }
+
+  get status () {
+    if (this.backendAnswered) return this.responseStatus
+    return this.replied || CLIENT_CLOSED
+  }
+
+  // What the access log (access-log.js) prints of this request, as Exchange#record.
+  record (ms) {
+    const { head, attempt } = this
+    return {
+      listener: this.listener.name,
+      protocol: 'http',
+      client: this.clientAddress,
+      backend: attempt.backend !== null ? attempt.backend.address : attempt.lastBackend,
+      method: head.method,
+      target: head.target,
+      version: 'HTTP/2.0',
+      status: this.status,
+      bytesIn: this.bytesIn,
+      bytesOut: this.bytesOut,
+      ms,
+      host: head.host,
+      referer: fieldOf(head, 'referer'),
+      userAgent: fieldOf(head, 'user-agent')
+    }
+  }
+}
+
+// Answered before the client finished its body, which is not wanted: RFC 9113 8.1 has
+// the server reset the stream (NO_ERROR) after its complete response. Node says when
+// the response was handed to nghttp2, not when it left, and a reset drops what has not
+// left; so the rest of the body is read and dropped (the stream's data handler drops
+// it once the exchange is done) and the stream reset only if the client still sends
+// after LINGER_MS, when the response has long left.
+function linger (stream) {
+  if (stream.destroyed) return
+  stream.resume()
+  const timer = setTimeout(() => { if (!stream.destroyed) stream.close(NGHTTP2_NO_ERROR) }, LINGER_MS)
+  stream.once('close', () => clearTimeout(timer))
+}
+
+function fieldOf (head, lower) {
+  const fields = head.fields
+  for (let i = 1; i < fields.length; i += 3) if (fields[i] === lower) return fields[i + 1]
+  return null
+}
+
+module.exports = { StreamExchange, linger }

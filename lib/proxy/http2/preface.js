@@ -1,0 +1,20 @@
+'use strict'
+
+// The HTTP/2 connection preface (RFC 9113 3.4): what a client that knows the server
+// speaks HTTP/2 ("prior knowledge", h2c) sends first. Its first 18 bytes read as an
+// HTTP/1.x request head ("PRI * HTTP/2.0"), so an HTTP/1.1 session looks for it before
+// it parses anything (http1/session.js). Pure, and free of the http2 module.
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1')
+
+const NOT_HTTP2 = -1
+const MAYBE = 0 // the start of it: wait for more bytes
+const HTTP2 = 1
+
+// Do the first bytes of a connection, `buf`, open with the preface?
+function matchPreface (buf) {
+  const n = Math.min(buf.length, PREFACE.length)
+  for (let i = 0; i < n; i++) if (buf[i] !== PREFACE[i]) return NOT_HTTP2
+  return n === PREFACE.length ? HTTP2 : MAYBE
+}
+
+module.exports = { matchPreface, PREFACE, NOT_HTTP2, MAYBE, HTTP2 }

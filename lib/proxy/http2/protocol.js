@@ -1,0 +1,137 @@
+'use strict'
+
+const { Http1Protocol } = require('../http1/protocol')
+const { Exchange } = require('../http1/exchange')
+
+// What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2), and the limits Node's
+// http2 keeps for it. Streams per connection: like HAProxy's 100 and nginx's 128.
+const HTTP2_OPTIONS = {
+  settings: {
+    maxConcurrentStreams: 128,
+    maxHeaderListSize: 64 * 1024 // decoded; lila refuses heads over 16 KiB (request.js)
+  },
+  maxSessionMemory: 10 // MiB per connection, Node's default, said here
+}
+
+// HTTP as a Listener's protocol (listener.js): HTTP/1.1 and HTTP/2 on one port. It is
+// the HTTP/1.1 protocol (http1/protocol.js: sessions, backend pools, rewrite, Via,
+// response stats) plus the HTTP/2 side: TLS offers h2 first by ALPN, and an HTTP/1.1
+// session whose client speaks HTTP/2 (ALPN h2, or the connection preface in the clear)
+// hands its connection over (startHttp2). Node's http2 module frames HTTP/2; its
+// server object is made for the first HTTP/2 client, never listens, and is given
+// connections by emitting 'connection'. Each stream is balanced as a request of its
+// own, over the same pools, to HTTP/1.1 backends.
+// One per listener: createHttpProtocol({ via }).
+class HttpProtocol extends Http1Protocol {
+  constructor ({ via }) {
+    super({ via })
+    this.alpn = ['h2', 'http/1.1']
+    this.server = null // Node's Http2Server, once a client spoke HTTP/2
+    this.attaching = null // the Http2Session whose connection Node is taking
+    this.backendProtocol = 'h1' // --backend-protocol
+    this.http2Pools = new Map() // Backend -> Http2Pool, with --backend-protocol h2
+  }
+
+  reconfigure (config, listener) {
+    super.reconfigure(config, listener)
+    this.backendProtocol = config.backendProtocol
+    // HTTP/1.1 requests to HTTP/2 backends: from-http1.js rather than http1/exchange.js.
+    this.Exchange = this.backendProtocol === 'h2' ? require('./from-http1').Http1ToHttp2 : Exchange
+    for (const pool of this.http2Pools.values()) pool.configure(this.connectTimeout, this.backendTls)
+  }
+
+  sweep (listener) {
+    super.sweep(listener)
+    const now = Date.now()
+    for (const [backend, pool] of this.http2Pools) {
+      if (backend.retired && backend.live === 0) {
+        pool.close()
+        this.http2Pools.delete(backend)
+      } else {
+        pool.expire(now)
+      }
+    }
+  }
+
+  drained () {
+    super.drained()
+    for (const pool of this.http2Pools.values()) pool.close()
+  }
+
+  // A backend as stats() shows it: its pool is its HTTP/2 sessions' with
+  // --backend-protocol h2 ({ sockets: sessions, idle, connects, reuses, streams }).
+  snapshotBackend (backend) {
+    const snapshot = super.snapshotBackend(backend)
+    const pool = this.http2Pools.get(backend)
+    if (pool !== undefined && (this.backendProtocol === 'h2' || snapshot.pool === null)) snapshot.pool = pool.snapshot()
+    return snapshot
+  }
+
+  // The HTTP/2 sessions to `backend`, for a leg (to-http2.js).
+  http2PoolFor (backend) {
+    let pool = this.http2Pools.get(backend)
+    if (pool === undefined) {
+      const { Http2Pool } = require('./backend-pool')
+      pool = new Http2Pool(backend, { connectTimeout: this.connectTimeout, tls: this.backendTls })
+      this.http2Pools.set(backend, pool)
+    }
+    return pool
+  }
+
+  // `from`, an HTTP/1.1 session, found that its client speaks HTTP/2: an Http2Session
+  // (session.js) takes its place in the listener, and Node's http2 the socket, with the
+  // bytes already read (`buf`, or null) put back in front. Node takes those from the
+  // socket's buffer on the next tick and the rest straight from the socket, so the
+  // socket is handed over once the read that brought `buf` is over (setImmediate): what
+  // comes meanwhile queues in the buffer behind `buf`, in order.
+  startHttp2 (listener, from, socket, buf) {
+    const { Http2Session } = require('./session')
+    const session = new Http2Session(listener, socket)
+    listener.handOver(from, session)
+    socket.on('error', ignore) // until Node's http2 listens (and reports) too
+    // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
+    socket.allowHalfOpen = false
+    if (buf === null) return this.connectHttp2(session)
+    socket.unshift(buf)
+    setImmediate(() => this.connectHttp2(session))
+  }
+
+  connectHttp2 (session) {
+    const { socket } = session
+    if (socket.destroyed) return session.onClose()
+    this.attaching = session
+    try {
+      this.http2Server().emit('connection', socket)
+    } finally {
+      this.attaching = null
+    }
+    if (session.h2 === null) { // Node did not take it
+      socket.destroy()
+      return session.onClose()
+    }
+    process.nextTick(readOn, socket)
+  }
+
+  http2Server () {
+    if (this.server === null) {
+      const http2 = require('http2')
+      this.server = http2.createServer(HTTP2_OPTIONS)
+      this.server.on('session', h2 => this.attaching.attach(h2))
+    }
+    return this.server
+  }
+}
+
+function ignore () {}
+
+// After Node's http2 took the bytes in the socket's buffer: the socket reads on (one
+// never read yet, paused since its accept, starts), straight into Node's http2.
+function readOn (socket) {
+  if (!socket.destroyed) socket.read(0)
+}
+
+function createHttpProtocol ({ via }) {
+  return new HttpProtocol({ via })
+}
+
+module.exports = { createHttpProtocol, HttpProtocol, HTTP2_OPTIONS }

@@ -1,0 +1,124 @@
+'use strict'
+
+const { clientAddress } = require('../bind')
+const { reasonOf, HttpError } = require('../../errors')
+const { handlers, addListeners } = require('../socket-events')
+const { requestFromHeaders } = require('./request')
+const { StreamExchange, linger } = require('./exchange')
+const { replyOf } = require('./replies')
+
+// Node's ServerHttp2Session handlers shared by every session (socket-events.js): `this`
+// is Node's session, which carries ours as `owner`.
+const H2 = handlers({
+  stream (stream, headers, flags, rawHeaders) { this.owner.onStream(stream, rawHeaders) },
+  error (err) { this.owner.onError(err) },
+  close () { this.owner.onClose() }
+})
+
+// Refused streams' late errors (a reset after the answer) go nowhere.
+function ignore () {}
+
+// One HTTP/2 client connection: a Listener's session (see listener.js), made when an
+// HTTP/1.1 session found its client speaks HTTP/2 (protocol.js startHttp2). Node's
+// http2 module does the framing, flow control and HPACK on the socket; this turns each
+// stream into a StreamExchange (exchange.js) balanced on its own, and answers the
+// listener: its sweeps (idle connection, silent backends), a graceful close (GOAWAY,
+// in-flight streams finish) and the end (sessionDone, once).
+class Http2Session {
+  constructor (listener, socket) {
+    this.listener = listener
+    this.socket = socket
+    this.clientAddress = clientAddress(socket)
+    this.h2 = null // Node's ServerHttp2Session, once attached
+    this.exchanges = new Set() // the streams being served
+    this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
+    this.ended = false
+    this.closing = false // a graceful close was asked
+  }
+
+  // Node's http2 made its session for the socket.
+  attach (h2) {
+    this.h2 = h2
+    h2.owner = this
+    addListeners(h2, H2)
+    if (this.closing) h2.close()
+  }
+
+  start () {}
+
+  onStream (stream, rawHeaders) {
+    this.idleTicks = 0
+    let head
+    try {
+      head = requestFromHeaders(rawHeaders, stream.endAfterHeaders)
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err
+      return this.refuse(stream, err.status, err.message)
+    }
+    const exchange = new StreamExchange(this, stream, head)
+    this.exchanges.add(exchange)
+    exchange.start()
+  }
+
+  // A request lila will not forward (malformed, CONNECT, too large): answered on its
+  // stream; the connection and its other streams go on.
+  refuse (stream, status, detail) {
+    this.listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
+    this.listener.protocol.stats.refused(status)
+    stream.on('error', ignore)
+    if (stream.destroyed || stream.closed) return
+    const { headers, body } = replyOf(status, detail)
+    stream.respond(headers)
+    stream.end(body)
+    if (!stream.endAfterHeaders) linger(stream) // its body is not wanted
+  }
+
+  // A stream moved a byte.
+  touch () {
+    this.idleTicks = 0
+  }
+
+  exchangeDone (exchange) {
+    this.exchanges.delete(exchange)
+  }
+
+  // The listener's sweep, for each stream's --timeout (see StreamExchange#onSweep).
+  onSweep (silentLimit) {
+    for (const exchange of this.exchanges) exchange.onSweep(silentLimit)
+  }
+
+  // The listener's sweep: no stream moved a byte for --idle-timeout. While a backend
+  // works on a request the client has nothing to say: the backend's timeout applies.
+  // An idle connection is closed with a GOAWAY; one whose streams stall is cut.
+  onIdleSweep (idleLimit) {
+    if (++this.idleTicks < idleLimit || this.h2 === null) return
+    for (const exchange of this.exchanges) if (exchange.awaitingBackend()) return
+    if (this.exchanges.size === 0 && this.idleTicks < 2 * idleLimit) this.h2.close()
+    else this.destroy()
+  }
+
+  onError (err) {
+    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${reasonOf(err)}`)
+  }
+
+  // Node's session closed (or never came: the client left first).
+  onClose () {
+    if (this.ended) return
+    this.ended = true
+    for (const exchange of [...this.exchanges]) exchange.onClientClose()
+    this.listener.sessionDone(this)
+  }
+
+  destroy () {
+    if (this.h2 !== null) this.h2.destroy()
+    this.socket.destroy()
+  }
+
+  // Graceful close: GOAWAY; the streams in flight finish, then the connection closes.
+  closeIfIdle () {
+    this.closing = true
+    if (this.h2 !== null) this.h2.close()
+  }
+}
+
+module.exports = { Http2Session }
