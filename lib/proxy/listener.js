@@ -100,13 +100,14 @@ class Listener {
     if (!same) this.rate = rateLimit === null ? null : new RateLimiter(rateLimit)
   }
 
-  // A request (http) may go on: 0, else the seconds until this client may send another
-  // (--rate-limit), counted.
+  // A request (http, either version) over --rate-limit: null when it may go on, else
+  // what to answer with 429: { detail, retryAfter } (counted).
   rateLimited (address) {
-    if (this.rate === null) return 0
+    if (this.rate === null) return null
     const wait = this.rate.take(address)
-    if (wait > 0) this.limited['rate-limit']++
-    return wait
+    if (wait === 0) return null
+    this.limited['rate-limit']++
+    return { detail: `${address} sends requests faster than --rate-limit`, retryAfter: wait }
   }
 
   // May this session's client be served? null, or why not: { limit, detail, retryAfter }.
@@ -121,10 +122,10 @@ class Listener {
       }
       this.counted.set(session, address)
     }
-    if (!this.protocol.limitsRequests) {
-      const wait = this.rateLimited(address)
+    const limited = this.protocol.limitsRequests ? null : this.rateLimited(address)
+    if (limited !== null) {
       const detail = `${address} opens connections faster than --rate-limit`
-      if (wait > 0) return { limit: 'rate-limit', detail, retryAfter: wait }
+      return { limit: 'rate-limit', detail, retryAfter: limited.retryAfter }
     }
     return null
   }

@@ -81,10 +81,8 @@ class Exchange {
     const { head, body } = this
     const { via } = this.listener.protocol
     if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
-    const wait = this.listener.rateLimited(this.clientAddress)
-    if (wait > 0) {
-      return this.answer(429, `${this.clientAddress} sends requests faster than --rate-limit`, { retryAfter: wait })
-    }
+    const limited = this.listener.rateLimited(this.clientAddress)
+    if (limited !== null) return this.answer(429, limited.detail, limited)
     if (body.done || head.asksUpgrade || body.longerThan(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue' && head.version === 1) {

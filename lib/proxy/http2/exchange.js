@@ -85,10 +85,8 @@ class StreamExchange {
   start () {
     const { via } = this.listener.protocol
     if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
-    const wait = this.listener.rateLimited(this.clientAddress)
-    if (wait > 0) {
-      return this.answer(429, `${this.clientAddress} sends requests faster than --rate-limit`, { retryAfter: wait })
-    }
+    const limited = this.listener.rateLimited(this.clientAddress)
+    if (limited !== null) return this.answer(429, limited.detail, limited)
     this.attempt.start()
   }
 

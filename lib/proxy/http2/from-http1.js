@@ -71,6 +71,8 @@ class Http1ToHttp2 {
     const { via } = this.listener.protocol
     if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     if (head.isUpgrade) return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
+    const limited = this.listener.rateLimited(this.clientAddress)
+    if (limited !== null) return this.answer(429, limited.detail, limited)
     this.attempt.start()
   }
 
