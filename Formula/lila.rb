@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f6c95f67bc36e9e009a7385304e999680d1d0e816b273ce2a938c5e65d1b976b"
+  sha256 "cd1743070efd3b4e7fdbfcd83bde49f10256491c2c188808f35bf99b58c1b3ee"
   license "MIT"
 
   depends_on "node"

@@ -33,6 +33,7 @@ class Http1Leg {
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
     this.sentAt = 0
     this.abandoned = false
+    this.dialing = null // a connection being opened for it (see start)
   }
 
   get connected () {
@@ -43,8 +44,11 @@ class Http1Leg {
     return this.response.gotBytes
   }
 
+  // The pool has no queue of its own (http1/connection-pool.js): a connection now,
+  // ready or being opened; one being opened is kept to close if the client leaves.
   start () {
-    this.pool.acquire(this, { fresh: this.newConnection })
+    const conn = this.pool.acquire(this, { fresh: this.newConnection })
+    if (this.conn !== conn) this.dialing = conn
   }
 
   // The connection is ready: the head, then the body held so far (all of it, on a
@@ -52,6 +56,7 @@ class Http1Leg {
   onUpstreamConnect (conn) {
     if (!conn.ready) return
     if (this.abandoned) return conn.destroy() // the client left while it connected
+    this.dialing = null
     this.conn = conn
     this.silentTicks = 0
     const { exchange } = this
@@ -104,10 +109,10 @@ class Http1Leg {
 
   abandon () {
     this.abandoned = true
-    const conn = this.conn
+    const conn = this.conn || this.dialing
     this.conn = null
+    this.dialing = null
     if (conn !== null) conn.destroy()
-    else this.pool.cancel(this)
   }
 
   // The keep-alive race: the same backend again, on a new connection.
