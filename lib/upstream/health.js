@@ -18,7 +18,7 @@ const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
 // check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
 // `GET path` with Node's http client (https with --backend-tls, `tls` being its
 // tls.connect options) and passes on a 2xx or 3xx status. `host` is the Host header
-// (--check-host); by default the backend as it was given.
+// (--check-host); by default the backend as it was given (localhost for a Unix socket).
 class HealthChecker {
   constructor (options) {
     this.configure(options)
@@ -128,7 +128,7 @@ function probeTcp (backend, { tls = null, preface = null }, timeout, finish, doi
 }
 
 function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
-  const host = hostHeader || (backend.name === null ? backend.address : `${backend.name}:${backend.port}`)
+  const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
   let answered = false
   const req = http.request({
     // The connection traffic would make: the certificate is checked against the
