@@ -114,7 +114,8 @@ t.test('the records, in process: weights, backups, a target that fails for now k
   const config = { backends: [parseBackend(`${NAME},max-conn=9`)], resolveInterval: 10 }
   const { upstream, waitFor } = makeUpstream(t, config, { resolveSrv: dns.resolveSrv, resolve: dns.resolve })
   await within(5000, 'the start', upstream.start())
-  const shown = () => Object.fromEntries(upstream.backends.map(b => [b.address, [b.weight, b.backup, b.maxConn, b.name]]))
+  const shown = () => Object.fromEntries(upstream.backends.map(b =>
+    [b.address, [b.weight, b.backup, b.maxConn, b.name]]))
   t.same(shown(), {
     '127.0.0.1:8001': [1, false, 9, 'a.test'],
     '127.0.0.1:8002': [7, false, 9, 'b.test'],

@@ -14,7 +14,7 @@ const path = require('path')
 const http = require('http')
 const { spawnSync } = require('child_process')
 const {
-  spawnLila, runLila, exchange, curl, request, statusJson, settled, within, until
+  spawnLila, runLila, exchange, curl, request, settled, within, until
 } = require('./fixtures/helpers')
 const { render, createView } = require('../lib/admin/dashboard')
 
