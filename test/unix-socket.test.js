@@ -230,6 +230,39 @@ t.test('tcp mode on a Unix socket, with --workers 2: served, and the file remove
   t.notOk(fs.existsSync(listenFile), 'the socket file is gone')
 })
 
+t.test('SIGHUP: a Unix socket listener kept stays bound, one moved to another path is replaced, one removed takes its file with it', async t => {
+  const dir = tempDir(t)
+  const backendFile = path.join(dir, 'app.sock')
+  await unixHttpBackend(t, backendFile, 'a')
+  const [one, two, three] = ['one.sock', 'two.sock', 'three.sock'].map(f => path.join(dir, f))
+  const file = path.join(dir, 'lila.json')
+  const write = listeners => fs.writeFileSync(file, JSON.stringify({
+    protocol: 'http', check: 'none', listeners: listeners.map(([name, sock]) => ({ name, host: `unix:${sock}`, backends: [`unix:${backendFile}`] }))
+  }))
+  write([['web', one], ['api', two]])
+  const lila = await spawnLila(t, ['--config', file], { waitForListening: false })
+  await lila.waitForLine(new RegExp(`^lila: api: listening on unix:${escape(two)} `))
+  const get = sock => curl(['--unix-socket', sock, 'http://x/']).then(r => r.stdout)
+  t.equal(await get(one), 'a /\n')
+  t.equal(await get(two), 'a /\n')
+
+  write([['web', one], ['api', three]])
+  lila.child.kill('SIGHUP')
+  await lila.waitForLine(/^lila: reloaded \(1 change\)$/)
+  t.match(lila.stderr, `lila: reload: listener api replaced: listening on unix:${three} (http, random, 1 backend)\n`)
+  t.equal(await get(one), 'a /\n', 'the listener kept still serves')
+  t.equal(await get(three), 'a /\n', 'the new path serves')
+  await until(() => !fs.existsSync(two), 'the old socket file to go')
+
+  write([['api', three]])
+  lila.child.kill('SIGHUP')
+  await lila.waitForLine(/^lila: reloaded \(1 change\)$/, { count: 2 })
+  await until(() => !fs.existsSync(one), 'the removed listener\'s socket file to go')
+  t.equal(await get(three), 'a /\n')
+  t.equal((await lila.stop()).code, 0)
+  t.notOk(fs.existsSync(three))
+})
+
 t.test('the config file: Unix socket backends and listeners, and the SRV form', async t => {
   const { parseConfigFile } = require('../lib/config/file')
   const config = parseConfigFile(JSON.stringify({
