@@ -207,6 +207,25 @@ t.test('lila on a Unix socket: curl --unix-socket reaches it, the client is "uni
   t.equal(fs.readFileSync(listenFile, 'utf8'), 'keep me')
 })
 
+t.test('TLS on a Unix socket listener: the client is still "unix:"', async t => {
+  const { certDir, makeCertificate } = require('./fixtures/certs')
+  const dir = tempDir(t)
+  const { cert, key } = makeCertificate(certDir(t), 'localhost')
+  const backendFile = path.join(dir, 'app.sock')
+  const listenFile = path.join(dir, 'lila.sock')
+  const backend = await unixHttpBackend(t, backendFile, 'a')
+  const lila = await spawnLila(t, [
+    '--protocol', 'http', `unix:${backendFile}`, '--host', `unix:${listenFile}`, '--check', 'none',
+    '--tls-cert', cert, '--tls-key', key
+  ], { waitForListening: false })
+  await lila.waitForLine(/listening on unix:/)
+  const res = await curl(['--unix-socket', listenFile, '--cacert', cert, 'https://localhost/tls'])
+  t.equal(res.stdout, 'a /tls\n', res.stderr)
+  t.equal(backend.requests[0].headers['x-forwarded-for'], 'unix:')
+  t.equal(backend.requests[0].headers['x-forwarded-proto'], 'https')
+  t.equal((await lila.stop()).code, 0)
+})
+
 t.test('tcp mode on a Unix socket, with --workers 2: served, and the file removed on stop', async t => {
   const dir = tempDir(t)
   const backendFile = path.join(dir, 'app.sock')
