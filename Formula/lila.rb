@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cd1743070efd3b4e7fdbfcd83bde49f10256491c2c188808f35bf99b58c1b3ee"
+  sha256 "49bbabc946a2310d0fbf52ce7b551949aab9989e3a59e33f87401233cd16da74"
   license "MIT"
 
   depends_on "node"

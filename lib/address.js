@@ -4,9 +4,26 @@ const net = require('net')
 
 const HOSTNAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i
 
+// A Unix socket is written "unix:/path/app.sock", as a backend and as a listen address.
+const UNIX_PREFIX = 'unix:'
+
 // "host:port", with IPv6 hosts in brackets as URLs and users write them.
 function formatAddress (host, port) {
   return `${net.isIPv6(host) ? `[${host}]` : host}:${port}`
+}
+
+// A backend as it was written, without its settings (parsers.js parseBackend):
+// "10.0.0.1:80", "[::1]:80", "name:80", "unix:/run/app.sock" or an SRV name
+// ("_http._tcp.example.com"). What a reload and the control API match backends by.
+function specAddress (spec) {
+  if (spec.path != null) return UNIX_PREFIX + spec.path
+  if (spec.srv != null) return spec.srv
+  return formatAddress(spec.host, spec.port)
+}
+
+// "unix:/path" -> "/path"; anything else -> null.
+function unixPath (text) {
+  return typeof text === 'string' && text.startsWith(UNIX_PREFIX) ? text.slice(UNIX_PREFIX.length) : null
 }
 
 // A DNS name (RFC 1123, underscores allowed as in service names) or an IPv4 address.
@@ -22,4 +39,4 @@ function plainAddress (address) {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 
-module.exports = { formatAddress, isHostName, plainAddress }
+module.exports = { formatAddress, specAddress, unixPath, isHostName, plainAddress, UNIX_PREFIX }

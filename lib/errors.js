@@ -113,7 +113,9 @@ const REASONS = {
   ESERVFAIL: 'DNS server failure',
   EREFUSED: 'DNS query refused',
   EMFILE: 'too many open files',
-  EPIPE: 'broken pipe'
+  EPIPE: 'broken pipe',
+  ENOENT: 'no such file or directory', // a Unix socket's path
+  ENOTDIR: 'a part of the path is not a folder'
 }
 
 // Errors that say lila itself is short of something (descriptors, memory), not that a

@@ -20,9 +20,10 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 //   lb.stats()                            // a fresh plain snapshot
 //   const lines = await lb.reload(next)   // apply a new config; what changed, in words
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
-// `now` (a clock) and `resolve` (name -> Promise of addresses) replace Date.now and DNS,
-// for tests. `via` is this lila's token in HTTP Via headers (loop detection). `table`
-// false leaves out the start-up table (workers after the first print none).
+// `now` (a clock), `resolve` (name -> Promise of addresses) and `resolveSrv` (SRV name
+// -> Promise of records, as dns.resolveSrv gives them) replace Date.now and DNS, for
+// tests. `via` is this lila's token in HTTP Via headers (loop detection). `table` false
+// leaves out the start-up table (workers after the first print none).
 // `accessLog` (access-log.js) writes a line per connection or request; by default the
 // one config.accessLog asks for, on `stdout`; null: none.
 // One factory per protocol (config.protocol), each making the protocol object a new
@@ -36,6 +37,7 @@ function createBalancer (config, {
   log = silentLogger,
   now = Date.now,
   resolve = null,
+  resolveSrv = null,
   via = viaToken(),
   table = true,
   stdout = process.stdout,
@@ -63,7 +65,9 @@ function createBalancer (config, {
   function make (listenerConfig, { tls, backendTls }, descriptors) {
     const named = () => logsName(listenerConfig, current.listeners.length)
     const listenerLog = prefixed(log, () => named() ? listenerConfig.name : null)
-    const upstream = new Upstream(listenerConfig, { now, log: listenerLog, resolve, tls: backendTls, table })
+    const upstream = new Upstream(listenerConfig, {
+      now, log: listenerLog, resolve, resolveSrv, tls: backendTls, table
+    })
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
     return new Listener({
       config: listenerConfig, upstream, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors
@@ -140,8 +144,9 @@ function createBalancer (config, {
 
     // Bind new listeners first, all or none. One that takes the port of a listener
     // being removed can only bind once that one stopped accepting.
-    const freed = listenerConfig => [...removed].some(old =>
-      old.config.port !== 0 && old.config.port === listenerConfig.port)
+    const freed = listenerConfig => [...removed].some(old => old.config.port === null
+      ? old.config.host === listenerConfig.host // the same Unix socket
+      : old.config.port !== 0 && old.config.port === listenerConfig.port)
     const bound = []
     try {
       for (const [listener, listenerConfig] of created) {

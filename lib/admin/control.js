@@ -1,6 +1,7 @@
 'use strict'
 
 const { ControlError, ConflictError } = require('../errors')
+const { specAddress } = require('../address')
 
 // Runtime control of one balancer's backends, for the status listener and the
 // dashboard: the functions status.js is given, over the listeners of one process.
@@ -87,6 +88,10 @@ function createControl (lb) {
         const names = listeners.map(l => l.name).join(', ')
         throw new ControlError(400, `there are ${listeners.length} listeners (${names}): say which with ?listener=NAME`)
       }
+      if (spec.path !== undefined && listeners[0].backendTls !== null) {
+        throw new ControlError(400, `cannot add ${specAddress(spec)} to listener ${listeners[0].name}: ` +
+          'it speaks TLS to its backends (--backend-tls), and lila does so to TCP backends only')
+      }
       let backends
       try {
         backends = await listeners[0].upstream.addBackend(spec)
@@ -95,7 +100,7 @@ function createControl (lb) {
         throw err
       }
       if (backends.length === 0) {
-        return { message: `added ${spec.host}:${spec.port}: it resolves to no address yet`, backends: [] }
+        return { message: `added ${specAddress(spec)}: it resolves to no address yet`, backends: [] }
       }
       const result = done(backends)
       return { ...result, message: `added ${result.message}` }
@@ -136,7 +141,7 @@ function controlFrom (perform) {
 
 function portOf (listener) {
   const address = listener.server.address()
-  return address ? String(address.port) : null
+  return address && typeof address === 'object' ? String(address.port) : null // a string on a Unix socket
 }
 
 module.exports = { createControl, controlFrom, OPS }

@@ -5,7 +5,7 @@ const net = require('net')
 const crypto = require('crypto')
 const { listen } = require('../proxy/bind')
 const { RuntimeError, UsageError, ControlError, reasonOf } = require('../errors')
-const { formatAddress } = require('../address')
+const { specAddress } = require('../address')
 const { renderPage } = require('./status-page')
 const { History } = require('./history')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
@@ -234,14 +234,15 @@ function backendSpec (parseBackend, text, what) {
   }
 }
 
-// "127.0.0.1:80", ":80" or "[::1]:80" -> the address as backends show it. Settings
+// "127.0.0.1:80", ":80", "[::1]:80" or "unix:/run/app.sock" (its slashes written %2F in a
+// path) -> the address as backends show it. Settings
 // (",weight=2") have no place in a path.
 function normalise (parseBackend, text) {
   if (text.includes(',')) {
     throw new ControlError(400, `invalid backend address ${JSON.stringify(text)}: expected host:port without settings`)
   }
   const spec = backendSpec(parseBackend, text, 'backend address')
-  return formatAddress(spec.host, spec.port)
+  return specAddress(spec)
 }
 
 function weightOf (text) {

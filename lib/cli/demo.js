@@ -14,7 +14,9 @@ async function runDemo (config, io, serve) {
   try {
     return await serve(config, { ...io, listenHint }, ([address], log) => {
       log.info(`demo backends: ${listener.backends.map(b => `127.0.0.1:${b.port}`).join(', ')}`)
-      log.info(`try: for i in 1 2 3 4 5 6; do curl -s http://${address}/; done`)
+      // On a Unix socket (--host unix:/path), curl goes through it.
+      const target = address.startsWith('unix:') ? `--unix-socket ${address.slice(5)} http://localhost/` : `http://${address}/`
+      log.info(`try: for i in 1 2 3 4 5 6; do curl -s ${target}; done`)
       log.info('Ctrl-C stops the demo')
     })
   } finally {
@@ -24,7 +26,8 @@ async function runDemo (config, io, serve) {
 
 // 4444 may well be taken (another demo, another tool): say how to get a free port.
 function listenHint (err) {
-  return err.cause && err.cause.code === 'EADDRINUSE' ? 'lila demo --port 0 takes a free port' : null
+  const port = err.cause && err.cause.code === 'EADDRINUSE' && err.cause.port !== -1 // -1: a Unix socket
+  return port ? 'lila demo --port 0 takes a free port' : null
 }
 
 function startDemoBackend (n) {

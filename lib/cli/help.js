@@ -153,7 +153,9 @@ function helpText (columns) {
     'Backend:',
     ...paragraph(BACKEND_SYNTAX, '  '),
     ...paragraph('host is a name, IPv4 or [IPv6]; ":8080" means 127.0.0.1:8080. Every address a name ' +
-      'resolves to is a backend, resolved again every --resolve-interval. weight=N from 0 to 1000 ' +
+      'resolves to is a backend, resolved again every --resolve-interval. unix:/path is a Unix socket. ' +
+      '_service._proto.name, without a port, is found through SRV records: a backend per target and ' +
+      'port, weighted by the records, lower priorities as backups. weight=N from 0 to 1000 ' +
       '(default 1); max-conn=N caps its connections (more wait in a queue); slow-start=DUR ramps its ' +
       'weight up when it comes back; backup backends take traffic only when no other backend can.', '  '),
     ...groups,

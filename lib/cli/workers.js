@@ -10,6 +10,8 @@ const { sumStats } = require('../admin/sum-stats')
 const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
+const { removeStaleSocket } = require('../proxy/bind')
+const { unixPath } = require('../address')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
 // module; each worker runs every listener, and the primary hands them connections in
@@ -36,6 +38,14 @@ const FIRST_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 30000
 const STABLE_MS = 30000 // a worker up this long resets the back-off
 const REPLY_TIMEOUT_MS = 2000
+
+// Remove the stale socket files of the Unix socket listeners (bind.js) but those of
+// `running` listeners (in use: by our own workers).
+function removeStaleSockets (listeners, running = []) {
+  const inUse = new Set(running.map(l => l.host))
+  const paths = listeners.filter(l => !inUse.has(l.host)).map(l => unixPath(l.host)).filter(path => path !== null)
+  return Promise.all(paths.map(removeStaleSocket))
+}
 
 function workerCount (workers) {
   return workers === 'auto' ? os.availableParallelism() : workers
@@ -202,6 +212,7 @@ function runPrimary (config, io) {
         logRefused(log, err.message)
         return
       }
+      await removeStaleSockets(next.listeners, current.listeners)
       // A worker started from now on gets the new config; those running are told.
       const previous = current
       current = next
@@ -231,7 +242,11 @@ function runPrimary (config, io) {
       // While starting, SIGHUP is ignored; once stopping (a worker failed), too.
       reload: reloadConfig === null ? null : () => starting || stopping ? null : reload()
     })
-    for (const slot of slots) fork(slot)
+    // Socket files left by a lila that died go before the workers bind: each worker
+    // removing them itself would race the others.
+    removeStaleSockets(config.listeners).then(() => {
+      if (!stopping) for (const slot of slots) fork(slot)
+    })
   })
 
   // Ask one worker something: resolves with its reply's value, rejects on its error,

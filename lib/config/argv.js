@@ -6,7 +6,7 @@
 const { parseArgs } = require('util')
 const { UsageError } = require('../errors')
 const { OPTIONS, BY_NAME, parseArgsOptions } = require('./options')
-const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
+const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, MODE_WORDS, looksLikeBackend, quote } = require('./parsers')
 const { buildListener, buildGlobals, buildConfig } = require('./builder')
 const { modeName } = require('../upstream/balancers')
 const { didYouMean } = require('./suggest')
@@ -78,7 +78,7 @@ function normaliseArgv (argv) {
       continue
     }
     const next = argv[i + 1]
-    const isValue = next !== undefined && !next.startsWith('-') && !next.includes(':') &&
+    const isValue = next !== undefined && !next.startsWith('-') && !looksLikeBackend(next) &&
       !modeName(next) && !COMMANDS.includes(next)
     out.push(`--access-log=${isValue ? next : 'text'}`)
     if (isValue) i++
@@ -138,7 +138,7 @@ function parseCommandLine (argv, env = {}) {
   let mode = command === 'demo' ? { value: 'round-robin', at: null } : undefined
   if (words.length && modeName(words[0])) {
     mode = { value: words.shift(), at: null }
-  } else if (words.length && !words[0].includes(':')) {
+  } else if (words.length && !looksLikeBackend(words[0])) {
     // The first word may also have been meant as a command (`lila dmeo`).
     const hint = didYouMean(words[0], command === 'run' ? [...MODE_WORDS, ...COMMANDS] : MODE_WORDS) ||
       `expected one of ${MODE_NAMES}, or a backend host:port`

@@ -9,7 +9,7 @@
 // expected; a value from the file is named by its JSON path.
 
 const { UsageError } = require('../errors')
-const { formatAddress } = require('../address')
+const { specAddress, unixPath } = require('../address')
 const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
 const { PARSERS, NUMERIC, parseBackend, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
 const { listenerFrom, configFrom } = require('./defaults')
@@ -113,13 +113,27 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     } catch (err) {
       throw src.fail(at, err.message)
     }
-    const address = formatAddress(backend.host, backend.port)
+    const address = specAddress(backend)
     if (seen.has(address)) {
       const message = `duplicate backend ${quote(address)}: expected each backend once (use weight=N to send it more)`
       throw src.fail(at, message)
     }
     seen.add(address)
     backends.push(backend)
+  }
+
+  // A Unix socket has no port; lila speaks TLS to TCP backends only.
+  if (unixPath(settings.host) !== null && given('port')) {
+    const subject = src.about(BY_NAME.get('port'))
+    throw src.fail(at('port'), `${subject}does not apply to a Unix socket (${src.setting('host', settings.host)})`)
+  }
+  if (settings.backendTls) {
+    const unix = backends.find(b => b.path !== undefined)
+    if (unix !== undefined) {
+      const message = `${src.about(BY_NAME.get('backend-tls'))}does not apply to Unix socket backend ` +
+        `${quote(specAddress(unix))}: expected TCP backends only with it`
+      throw src.fail(at('backend-tls'), message)
+    }
   }
 
   // Options that only make sense together.
@@ -182,7 +196,12 @@ function buildConfig (globals, listeners, src, listenerAt = () => null) {
   for (let i = 0; i < listeners.length; i++) {
     for (let j = 0; j < i; j++) {
       const [a, b] = [listeners[j], listeners[i]]
-      if (a.port !== 0 && a.port === b.port && (a.host === b.host || isWildcard(a.host) || isWildcard(b.host))) {
+      if (unixPath(a.host) !== null || unixPath(b.host) !== null) {
+        if (a.host === b.host) {
+          throw src.fail(listenerAt(i),
+            `socket ${b.host} is taken by listener ${quote(a.name)}: expected each listener on its own`)
+        }
+      } else if (a.port !== 0 && a.port === b.port && (a.host === b.host || isWildcard(a.host) || isWildcard(b.host))) {
         throw src.fail(listenerAt(i),
           `port ${b.port} is taken by listener ${quote(a.name)}: expected each listener on its own port`)
       }

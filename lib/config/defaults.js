@@ -14,6 +14,7 @@
 const { LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
 const { DEFAULT_MODE } = require('../upstream/balancers')
 const { defaultName } = require('./names')
+const { unixPath } = require('../address')
 
 const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.default]))
 
@@ -22,8 +23,8 @@ const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.defa
 // (tls: { certificates } or null, backendTls: { ca, caAt, insecure } or null).
 function listenerFrom (settings, { mode, backends, tls, backendTls }) {
   return {
-    name: settings.name === null ? defaultName(settings.protocol, settings.port) : settings.name,
-    port: settings.port,
+    name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
+    port: unixPath(settings.host) !== null ? null : settings.port, // null on a Unix socket
     host: settings.host,
     protocol: settings.protocol,
     mode,

@@ -37,10 +37,11 @@ const OPTIONS = [
     name: 'host',
     arg: 'ADDR',
     type: 'host',
+    unix: true, // unix:/path too
     group: 'listening',
     default: null,
     shown: 'all interfaces',
-    help: 'listen address'
+    help: 'listen address; unix:/path listens on a Unix socket'
   },
   {
     name: 'protocol',

@@ -7,7 +7,7 @@
 
 const net = require('net')
 const { UsageError } = require('../errors')
-const { formatAddress, isHostName } = require('../address')
+const { formatAddress, isHostName, unixPath } = require('../address')
 const { MODES } = require('../upstream/balancers')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
@@ -15,6 +15,10 @@ const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/
 const UNIT_MS = { ms: 1, s: 1000, m: 60000, h: 3600000 }
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
 const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]'
+// An SRV name: _service._proto.name (RFC 2782).
+const SRV_NAME = /^_[A-Za-z0-9-]{1,62}\._[A-Za-z0-9-]{1,62}\.[^:]+$/
+// The longest path a Unix socket address holds (sun_path, less its ending zero byte).
+const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
@@ -90,10 +94,16 @@ const PARSERS = {
     }
     return Number(text)
   },
-  host: (text, flag) => {
+  host: (text, flag, option = {}) => {
+    if (option.unix && unixPath(text) !== null) {
+      const problem = socketPathProblem(unixPath(text), 'lila.sock')
+      if (problem !== null) throw new UsageError(`invalid address ${quote(text)}${forFlag(flag)}: expected ${problem}`)
+      return text
+    }
     const host = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text
     if (!net.isIP(host) && !isHostName(host)) {
-      throw new UsageError(`invalid address ${quote(text)}${forFlag(flag)}: expected an IP address or host name`)
+      const unix = option.unix ? ', or unix:/path for a Unix socket' : ''
+      throw new UsageError(`invalid address ${quote(text)}${forFlag(flag)}: expected an IP address or host name${unix}`)
     }
     return host
   },
@@ -198,24 +208,60 @@ function range (from, to) {
 // Option types whose JSON value may be a number as well as a string.
 const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers'])
 
+// What is wrong with a Unix socket's path, in words after "expected", or null.
+function socketPathProblem (path, example) {
+  if (!path.startsWith('/')) return `unix: and an absolute path, e.g. unix:/run/${example}`
+  if (path.endsWith('/')) return `the path of a socket file after unix:, not a folder, e.g. unix:/run/${example}`
+  if (path.includes('\0')) return 'a path without a NUL byte after unix:'
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH) {
+    return `a path of at most ${MAX_SOCKET_PATH} bytes after unix: (what a Unix socket address holds here)`
+  }
+  return null
+}
+
+// Is this word on the command line meant as a backend rather than a mode?
+function looksLikeBackend (word) {
+  return word.includes(':') || SRV_NAME.test(word)
+}
+
 // "host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]"
 //   -> { host, port, weight, maxConn, slowStart, backup }
+// "unix:/path/app.sock[,...]"      -> the same with host and port null and `path`
+// "_service._proto.name[,...]"     -> the same with host and port null and `srv` (the
+//                                     name; its records give targets, ports and weights)
 function parseBackend (text) {
   const invalid = expected => new UsageError(`invalid backend ${quote(text)}: expected ${expected}`)
   const [address, ...settings] = text.split(',')
-  const match = /^\[([^\]]*)\]:([^:]*)$/.exec(address) || /^([^:[\]]*):([^:]*)$/.exec(address)
-  if (!match) throw invalid(BACKEND_SYNTAX)
-  const host = match[1] === '' ? '127.0.0.1' : match[1]
-  const bracketed = address.startsWith('[')
-  if (bracketed ? !net.isIPv6(host) : !isHostName(host)) {
-    throw invalid(bracketed ? 'an IPv6 address in [brackets]' : 'a host name or IPv4 address before the ":"')
+  const backend = { host: null, port: null, weight: 1, maxConn: null, slowStart: 0, backup: false }
+  if (unixPath(address) !== null) {
+    const problem = socketPathProblem(unixPath(address), 'app.sock')
+    if (problem !== null) throw invalid(problem)
+    backend.path = unixPath(address)
+  } else if (SRV_NAME.test(address)) {
+    if (!isHostName(address)) throw invalid('an SRV name _service._proto.name, e.g. _http._tcp.example.com')
+    backend.srv = address.toLowerCase().replace(/\.$/, '')
+  } else if (address.includes(':') && SRV_NAME.test(address.slice(0, address.indexOf(':')))) {
+    throw invalid('an SRV name without a port: its records give each target\'s port')
+  } else {
+    const match = /^\[([^\]]*)\]:([^:]*)$/.exec(address) || /^([^:[\]]*):([^:]*)$/.exec(address)
+    if (!match) throw invalid(BACKEND_SYNTAX)
+    const host = match[1] === '' ? '127.0.0.1' : match[1]
+    const bracketed = address.startsWith('[')
+    if (bracketed ? !net.isIPv6(host) : !isHostName(host)) {
+      throw invalid(bracketed ? 'an IPv6 address in [brackets]' : 'a host name or IPv4 address before the ":"')
+    }
+    if (!/^\d+$/.test(match[2]) || Number(match[2]) < 1 || Number(match[2]) > 65535) {
+      throw invalid('a port number from 1 to 65535 after the ":"')
+    }
+    backend.host = host
+    backend.port = Number(match[2])
   }
-  if (!/^\d+$/.test(match[2]) || Number(match[2]) < 1 || Number(match[2]) > 65535) {
-    throw invalid('a port number from 1 to 65535 after the ":"')
-  }
-  const backend = { host, port: Number(match[2]), weight: 1, maxConn: null, slowStart: 0, backup: false }
   for (const setting of settings) {
     const [key, value] = setting.split('=')
+    if (key === 'weight' && backend.srv !== undefined) {
+      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: ` +
+        'an SRV backend\'s weights come from its records; expected max-conn=N, slow-start=DUR or backup')
+    }
     if (key === 'backup' && value === undefined) {
       backend.backup = true
     } else if (key === 'weight' && /^\d+$/.test(value) && Number(value) <= 1000) {
@@ -244,6 +290,7 @@ module.exports = {
   parseDuration,
   parseInteger,
   parseBackend,
+  looksLikeBackend,
   PARSERS,
   NUMERIC,
   DURATION,

@@ -1,9 +1,9 @@
 'use strict'
 
 const net = require('net')
-const { listen, BACKLOG } = require('./bind')
+const { listen, listenOptions, setOrigin, UNIX_ORIGIN } = require('./bind')
 const { throttled } = require('../log')
-const { formatAddress } = require('../address')
+const { formatAddress, unixPath } = require('../address')
 const { defaultName } = require('../config/names')
 const { startPrelude } = require('./prelude')
 const { RateLimiter, ConnectionCounter } = require('./client-limits')
@@ -74,7 +74,8 @@ class Listener {
     this.sayShortage = throttled(message => this.log.error(message))
     this.sweep = null
     this.sweepEvery = 1000
-    this.port = null // the port bound, to bind again after a pause
+    this.port = null // the port bound, to bind again after a pause; null on a Unix socket
+    this.unix = unixPath(config.host) !== null // listening on a Unix socket (a reload never changes it)
     this.paused = null // the timer that ends a pause in accepting (pauseAccepting)
     this.unsubscribe = null // from reports of running out of descriptors
     // Per-client limits (client-limits.js), from --max-conn-per-client and --rate-limit.
@@ -131,6 +132,7 @@ class Listener {
   }
 
   arrive (client) {
+    if (this.unix) setOrigin(client, UNIX_ORIGIN) // a Unix socket's client: no address
     if (!this.config.acceptProxy && this.tls === null) return this.accept(client)
     if (this.closing || this.prelude.size >= MAX_WAITING) return client.destroy()
     const prelude = startPrelude(client, {
@@ -163,7 +165,7 @@ class Listener {
 
   async listen () {
     this.bound = await listen(this.server, this.config)
-    this.port = this.server.address().port
+    this.port = this.unix ? null : this.server.address().port
     this.server.on('error', err => this.onAcceptError(err))
     this.unsubscribe = onOutOfDescriptors(doing => this.onOutOfDescriptors(doing))
     return this.bound
@@ -206,7 +208,7 @@ class Listener {
     }
     this.server.once('listening', again)
     this.server.prependOnceListener('error', failed)
-    this.server.listen({ host: this.config.host || undefined, port: this.port, backlog: BACKLOG })
+    this.server.listen(listenOptions({ host: this.config.host, port: this.port }))
   }
 
   // What status pages, metrics labels, the access log and control requests call this
@@ -214,8 +216,8 @@ class Listener {
   // (Reloads match listeners by config.name, which defaults to protocol:port.)
   get name () {
     const { name, protocol, port, host } = this.config
-    if (name && name !== defaultName(protocol, port)) return name
-    return this.bound || formatAddress(host || '0.0.0.0', port)
+    if (name && name !== defaultName(protocol, port, host)) return name
+    return this.bound || (unixPath(host) !== null ? host : formatAddress(host || '0.0.0.0', port))
   }
 
   // Start serving: the backends' first checks are done. Clients that came since the

@@ -2,7 +2,7 @@
 
 const tls = require('tls')
 const { parseProxyHeader } = require('./proxy-protocol')
-const { setOrigin } = require('./bind')
+const { setOrigin, carryOrigin } = require('./bind')
 
 // What a connection goes through before a session serves it, when the listener asks
 // for it: a PROXY protocol header (--accept-proxy), then the TLS handshake (TLS
@@ -18,7 +18,7 @@ const { setOrigin } = require('./bind')
 function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefined, timeout, log }, done) {
   let current = raw // the socket to destroy if it all ends early
   let finished = false
-  const peer = `${raw.remoteAddress}:${raw.remotePort}`
+  const peer = raw.remoteAddress === undefined ? 'unix:' : `${raw.remoteAddress}:${raw.remotePort}`
   const fail = reason => {
     if (finished) return
     finished = true
@@ -64,6 +64,7 @@ function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefine
     raw.off('close', onClose)
     if (socket !== raw) raw.on('error', () => {}) // the TLSSocket reports what matters
     if (origin !== null) setOrigin(socket, origin)
+    else if (socket !== raw) carryOrigin(raw, socket)
     done(socket)
   }
 

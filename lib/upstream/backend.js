@@ -38,11 +38,15 @@ class Backend extends EventEmitter {
     now = Date.now, checked = false, rise = null, fall = null, ejectAfter = 0, rampOnFirstUp = false, onFree = null
   } = {}) {
     super()
-    const { host, port, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
-    this.host = host
-    this.port = port
-    this.address = formatAddress(host, port)
-    this.name = name // the DNS name this address came from, or null for an IP literal
+    const { host, port, path = null, weight = 1, maxConn = null, backup = false, slowStart = 0, name = null } = spec
+    this.host = host // null for a Unix socket
+    this.port = port // null for a Unix socket
+    this.path = path // a Unix socket's path, or null
+    this.address = path !== null ? `unix:${path}` : formatAddress(host, port)
+    // The Host an HTTP request that has none is sent with: the address, or localhost
+    // for a Unix socket (which has no host name).
+    this.hostHeader = path !== null ? 'localhost' : this.address
+    this.name = name // the DNS name this address came from (SRV: the target), or null for an IP literal
     this.weight = weight
     this.maxConn = maxConn
     this.backup = backup

@@ -13,7 +13,14 @@ const { reasonOf } = require('../errors')
 // `preface` (a PROXY protocol header) goes first, in the clear, before any TLS; then a
 // failed connect may be reported twice (by the TCP socket and by TLS over it): callers
 // ignore the events of a socket they are done with.
+// A Unix socket backend (`backend.path`) is dialled by its path, never with TLS (the
+// config refuses it).
 function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null } = {}) {
+  if (backend.path !== null && backend.path !== undefined) {
+    const socket = net.connect({ path: backend.path, allowHalfOpen })
+    if (preface !== null) socket.write(preface)
+    return socket
+  }
   const raw = tlsOptions === null || preface !== null
     ? net.connect({ host: backend.host, port: backend.port, allowHalfOpen, noDelay: true })
     : null

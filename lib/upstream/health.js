@@ -19,7 +19,7 @@ const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
 // `GET path` with Node's http client (https with --backend-tls, `tls` being its
 // tls.connect options), or its http2 client for HTTP/2 backends (`http2`: h2c, or h2
 // by ALPN), and passes on a 2xx or 3xx status. `host` is the Host header (:authority)
-// (--check-host); by default the backend as it was given.
+// (--check-host); by default the backend as it was given (localhost for a Unix socket).
 class HealthChecker {
   constructor (options) {
     this.configure(options)
@@ -130,7 +130,7 @@ function probeTcp (backend, { tls = null, preface = null }, timeout, finish, doi
 }
 
 function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
-  const host = hostHeader || (backend.name === null ? backend.address : `${backend.name}:${backend.port}`)
+  const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
   let answered = false
   const req = http.request({
     // The connection traffic would make: the certificate is checked against the
@@ -162,10 +162,10 @@ function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, fi
 // The same over HTTP/2 (--backend-protocol h2): one session, one stream, closed after.
 function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
   const http2 = require('http2')
-  const host = hostHeader || (backend.name === null ? backend.address : `${backend.name}:${backend.port}`)
+  const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
   const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
   socket.unref()
-  const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.address}`, { createConnection: () => socket })
+  const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })
   const failed = err => finish(false, `http ${path} ${backendReason(err, tls)}`)
   session.on('error', failed)
   const req = session.request({

@@ -4,11 +4,12 @@ const net = require('net')
 const { Backend } = require('./backend')
 const { HealthChecker } = require('./health')
 const { Discovery } = require('./discovery')
-const { formatAddress } = require('../address')
+const { formatAddress, specAddress } = require('../address')
 const { reasonOf } = require('../errors')
 
-// Who the backends of one listener are: the groups as given (an IP literal is one
-// backend, a name as many as DNS says), the Backends made from them, those retired but
+// Who the backends of one listener are: the groups as given (an IP literal or a Unix
+// socket is one backend, a name as many as DNS says, an SRV name one per address of each
+// target its records give), the Backends made from them, those retired but
 // still finishing connections, and the health checker that probes them. Membership
 // changes come from DNS, from a reload (update) and from an operator (add, remove); a
 // backend that leaves is retired: no new traffic, its open connections finish.
@@ -17,7 +18,7 @@ const { reasonOf } = require('../errors')
 // two callbacks: changed() when the set of backends changed, and state(backend, state)
 // when a backend went up or down.
 class Membership {
-  constructor (settings, { now, log, resolve, tls, started, onFree, changed, state }) {
+  constructor (settings, { now, log, resolve, resolveSrv = null, tls, started, onFree, changed, state }) {
     this.now = now
     this.log = log
     this.resolve = resolve
@@ -27,7 +28,8 @@ class Membership {
     this.state = state
     this.thresholds = thresholdsOf(settings)
     this.checker = settings.check === null ? null : new HealthChecker(checkerOptions(settings, tls))
-    this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve }
+    this.resolveSrv = resolveSrv
+    this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve, resolveSrv }
     this.discovery = null
     this.groups = settings.backends.map(newGroup)
     this.backends = [] // every group's, in the order given
@@ -35,7 +37,7 @@ class Membership {
     this.checking = false // first checks started: new backends are probed at once
     this.closed = false
     for (const group of this.groups) {
-      if (group.name === null) group.backends.push(this.#create(group.spec, group.spec.host, null))
+      if (group.name === null) group.backends.push(this.#create(group.spec))
     }
     this.#rebuild()
   }
@@ -47,7 +49,8 @@ class Membership {
     await Promise.all(this.backends.map(b => this.watch(b)))
   }
 
-  // The backend with this address ("10.0.0.1:80"), or null. Retired ones are not found.
+  // The backend with this address ("10.0.0.1:80", "unix:/run/app.sock"), or null.
+  // Retired ones are not found.
   find (address) {
     for (const backend of this.backends) if (backend.address === address) return backend
     return null
@@ -95,7 +98,7 @@ class Membership {
     if (group.name === null ? this.find(label) !== null : this.given(label)) return null
     this.groups.push(group)
     if (group.name === null) {
-      group.backends.push(this.#revive(group, label) || this.#create(spec, spec.host, null))
+      group.backends.push(this.#revive(group, label, null) || this.#create(spec))
       this.#rebuild()
       this.log.info(`backend ${label} added (by an operator)`)
     } else {
@@ -131,7 +134,8 @@ class Membership {
     this.#updateChecks(checkerOptions(settings, tls))
     const { resolveInterval, dnsServer } = settings
     if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
-      this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve: this.resolve }
+      const { resolve, resolveSrv } = this
+      this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve, resolveSrv }
       if (this.discovery !== null) {
         this.discovery.close()
         this.discovery = null
@@ -150,12 +154,12 @@ class Membership {
         const what = specChanges(group.spec, spec)
         if (what.length > 0) {
           group.spec = spec
-          for (const backend of group.backends) backend.configure(spec)
+          for (const backend of group.backends) backend.configure(settingsOf(group, backend.address))
           changes.push(`backend ${key}: ${what.join(', ')}`)
         }
       } else {
         group = newGroup(spec)
-        if (group.name === null) group.backends.push(this.#revive(group, key) || this.#create(spec, spec.host, null))
+        if (group.name === null) group.backends.push(this.#revive(group, key, null) || this.#create(spec))
         joined.push(group)
         changes.push(`backend ${key} added`)
       }
@@ -177,7 +181,7 @@ class Membership {
     const rows = [['backend', 'state', 'check']]
     for (const group of this.groups) {
       if (group.name !== null && group.backends.length === 0) {
-        rows.push([`${group.name}:${group.spec.port}`, '-', `cannot resolve: ${group.error || 'no address'}`])
+        rows.push([groupLabel(group), '-', `cannot resolve: ${group.error || 'no address'}`])
       }
       for (const b of group.backends) {
         const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
@@ -195,8 +199,10 @@ class Membership {
     if (this.discovery !== null) this.discovery.close()
   }
 
-  #create (spec, host, name) {
-    const backend = new Backend({ ...spec, host, name }, {
+  // `spec`: a backend's settings and where it is (host and port, or path), and `name`:
+  // the DNS name it came from (null when given as it is).
+  #create (spec) {
+    const backend = new Backend(spec, {
       now: this.now,
       checked: this.checker !== null,
       ...this.thresholds,
@@ -210,20 +216,25 @@ class Membership {
     return backend
   }
 
-  // Resolve a group's name now and every --resolve-interval.
+  // Resolve a group's name (A and AAAA, or SRV) now and every --resolve-interval.
   #watchName (group) {
     if (this.discovery === null) this.discovery = new Discovery(this.discoveryOptions)
-    return this.discovery.watch(group.name, (err, addresses) => this.#resolved(group, err, addresses), group)
+    const onResult = (err, answer) => this.#resolved(group, err, answer)
+    if (group.srv) return this.discovery.watchService(group.name, onResult, group)
+    return this.discovery.watch(group.name, onResult, group)
   }
 
   // A name was resolved (or failed to be): join the new addresses, retire the gone ones.
-  #resolved (group, err, addresses) {
+  // `answer`: the addresses of a name, or the records of an SRV name (discovery.js
+  // watchService), whose weights and priorities may change those of backends that stay.
+  #resolved (group, err, answer) {
     if (this.closed || group.removed) return
-    const label = `${group.name}:${group.spec.port}`
+    const label = groupLabel(group)
+    const shown = backend => group.srv ? backend.address : backend.host
     if (err) {
       const reason = reasonOf(err)
       if (group.error !== reason) {
-        const kept = group.backends.map(b => b.host)
+        const kept = group.backends.map(shown)
         const keeping = kept.length ? `keeping ${kept.join(', ')}` : 'no backend from it yet'
         this.log.warn(`cannot resolve ${label}: ${reason}; ${keeping}`)
       }
@@ -231,20 +242,37 @@ class Membership {
       return
     }
     group.error = null
+    const wanted = group.srv ? this.#srvEndpoints(group, answer) : nameEndpoints(group, answer)
     const added = []
-    for (const host of addresses) {
-      const address = formatAddress(host, group.spec.port)
-      if (group.backends.some(b => b.address === address)) continue
+    const changed = []
+    for (const [address, endpoint] of wanted) {
+      const { weight, backup } = endpoint
+      const have = group.backends.find(b => b.address === address)
+      if (have !== undefined) {
+        // An SRV record's new weight or priority (an operator's weight stays until then).
+        const before = settingsOf(group, address)
+        const what = group.records.has(address) ? specChanges(before, { ...before, weight, backup }) : []
+        if (what.length > 0) {
+          have.configure({ ...group.spec, weight, backup })
+          changed.push(`${address} ${what.join(', ')}`)
+        }
+        continue
+      }
       if (this.backends.some(b => b.address === address)) {
         this.log.debug(`${label}: ${address} is already a backend`)
         continue
       }
-      group.backends.push(this.#revive(group, address) || this.#create(group.spec, host, group.name))
-      added.push(host)
+      const spec = { ...group.spec, host: endpoint.host, port: endpoint.port, name: endpoint.name, weight, backup }
+      const revived = this.#revive(group, address, endpoint.name)
+      if (revived !== null) revived.configure(spec)
+      const backend = revived || this.#create(spec)
+      group.backends.push(backend)
+      added.push(shown(backend))
     }
-    const removed = group.backends.filter(backend => !addresses.includes(backend.host))
-    group.backends = group.backends.filter(backend => addresses.includes(backend.host))
-    if (added.length === 0 && removed.length === 0) return
+    if (group.srv) group.records = new Map([...wanted].map(([address, e]) => [address, recordOf(e)]))
+    const removed = group.backends.filter(backend => !wanted.has(backend.address))
+    group.backends = group.backends.filter(backend => wanted.has(backend.address))
+    if (added.length === 0 && removed.length === 0 && changed.length === 0) return
     this.#rebuild()
     const left = this.#retire(removed)
     if (this.isStarted()) {
@@ -252,12 +280,46 @@ class Membership {
       if (added.length) changes.push(`added ${added.join(', ')}`)
       if (removed.length) {
         const draining = left ? `, ${connections(left)} left to drain` : ''
-        changes.push(`removed ${removed.map(b => b.host).join(', ')}${draining}`)
+        changes.push(`removed ${removed.map(shown).join(', ')}${draining}`)
       }
-      const hosts = group.backends.map(b => b.host).join(', ') || 'nothing'
+      if (changed.length) changes.push(changed.join(', '))
+      const backup = b => group.srv && b.backup ? ' (backup)' : ''
+      const hosts = group.backends.map(b => shown(b) + backup(b)).join(', ') || 'nothing'
       this.log.info(`${label} resolves to ${hosts} (${changes.join('; ')})`)
     }
     this.changed()
+  }
+
+  // An SRV name's records -> Map address -> { host, port, name, weight, backup }: each
+  // address of each target is a backend; the records of the lowest priority are
+  // primaries, the others backups (lila has one tier of them). A weight of 0 counts as 1
+  // (RFC 2782: the least chance, and an equal share when every record says 0). A target
+  // that could not be resolved this time (a timeout, not "no such name") keeps the
+  // backends it had.
+  #srvEndpoints (group, records) {
+    const wanted = new Map()
+    const first = Math.min(...records.map(r => r.priority))
+    for (const record of records) {
+      const settings = {
+        port: record.port,
+        name: record.target,
+        weight: record.weight === 0 ? 1 : record.weight,
+        backup: group.spec.backup || record.priority > first,
+        lowPriority: record.priority > first
+      }
+      const hosts = record.addresses !== null
+        ? record.addresses
+        : group.backends.filter(b => b.name === record.target && b.port === record.port).map(b => b.host)
+      if (record.addresses === null) {
+        const keeping = hosts.length ? `keeping ${hosts.join(', ')}` : 'no backend from it yet'
+        this.log.debug(`${groupLabel(group)}: cannot resolve ${record.target}: ${reasonOf(record.error)}; ${keeping}`)
+      }
+      for (const host of hosts) {
+        const address = formatAddress(host, record.port)
+        if (!wanted.has(address)) wanted.set(address, { host, ...settings })
+      }
+    }
+    return wanted
   }
 
   // A group taken out (reload, remove), once no longer in this.groups: its name is no
@@ -283,10 +345,10 @@ class Membership {
   }
 
   // An address that comes back while its connections still finish is the same backend:
-  // one max-conn, one set of counters.
-  #revive (group, address) {
+  // one max-conn, one set of counters. `name`: the DNS name it comes from now.
+  #revive (group, address, name) {
     for (const backend of this.retired) {
-      if (backend.address !== address || backend.name !== group.name) continue
+      if (backend.address !== address || backend.name !== name) continue
       this.retired.delete(backend)
       backend.revive()
       this.watch(backend)
@@ -330,18 +392,46 @@ function checkerOptions ({ check, checkInterval, checkTimeout, checkHost, proxyP
 }
 
 function newGroup (spec) {
+  const srv = spec.srv !== undefined
   return {
     spec,
-    name: net.isIP(spec.host) ? null : spec.host,
+    srv, // an SRV name: its records give the backends (#srvEndpoints)
+    // what is resolved: a name, an SRV name, or null (an IP address, a Unix socket)
+    name: srv ? spec.srv : spec.path !== undefined || net.isIP(spec.host) ? null : spec.host,
     backends: [],
     error: null, // the last resolution failure, while it lasts
+    records: new Map(), // SRV: address -> { weight, lowPriority }, as its records last said
     removed: false // taken out (#removeGroup): its late answers are ignored
   }
 }
 
 // A backend as it was given: what a reload matches old and new backends by.
 function groupKey (spec) {
-  return formatAddress(spec.host, spec.port)
+  return specAddress(spec)
+}
+
+// A group's name in log lines: "name:80", or an SRV name as it is.
+function groupLabel (group) {
+  return group.srv ? group.name : `${group.name}:${group.spec.port}`
+}
+
+// A name's addresses -> Map address -> { host, port, name, weight, backup }.
+function nameEndpoints (group, addresses) {
+  const { port, weight, backup } = group.spec
+  return new Map(addresses.map(host => [formatAddress(host, port), { host, port, name: group.name, weight, backup }]))
+}
+
+// The settings of a group's backend at `address`: the group's, but an SRV name's
+// weights and backups are its records' (as last resolved).
+function settingsOf (group, address) {
+  const record = group.records.get(address)
+  if (!group.srv || record === undefined) return group.spec
+  return { ...group.spec, weight: record.weight, backup: group.spec.backup || record.lowPriority }
+}
+
+// What is kept of an SRV endpoint to see what the next answer changes.
+function recordOf ({ weight, lowPriority }) {
+  return { weight, lowPriority }
 }
 
 // "weight 1 -> 3, backup": what a reload changes in a backend's settings.

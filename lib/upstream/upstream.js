@@ -4,7 +4,7 @@ const { createMode } = require('./balancers')
 const { WaitQueue } = require('./queue')
 const { Membership, leftOpen } = require('./membership')
 const { silentLogger, formatTable } = require('../log')
-const { formatAddress } = require('../address')
+const { specAddress } = require('../address')
 const { ConflictError } = require('../errors')
 const { RetryBudget } = require('./retry-budget')
 
@@ -27,7 +27,8 @@ const { RetryBudget } = require('./retry-budget')
 class Upstream {
   // config: a listener's settings as the config builds them (every field present).
   constructor (config, {
-    now = Date.now, log = silentLogger, resolve = null, balancerOptions = {}, tls = null, table = true
+    now = Date.now, log = silentLogger, resolve = null, resolveSrv = null, balancerOptions = {}, tls = null,
+    table = true
   } = {}) {
     this.mode = config.mode
     this.hashBalanceFactor = config.hashBalanceFactor
@@ -53,6 +54,7 @@ class Upstream {
       now,
       log,
       resolve,
+      resolveSrv,
       tls,
       started: () => this.started,
       onFree: backend => this.#freed(backend),
@@ -267,12 +269,13 @@ class Upstream {
     this.#changed()
   }
 
-  // Add a backend as given on the command line: an IP address is one backend, a name
-  // as many as it resolves to. Resolves with them once each was checked (their state
-  // says how it went). Throws a ConflictError if it is already a backend.
+  // Add a backend as given on the command line: an IP address or a Unix socket is one
+  // backend, a name as many as it resolves to, an SRV name as many as its records give.
+  // Resolves with them once each was checked (their state says how it went). Throws a
+  // ConflictError if it is already a backend.
   async addBackend (spec) {
     const backends = await this.members.add(spec)
-    if (backends === null) throw new ConflictError(`${formatAddress(spec.host, spec.port)} is already a backend`)
+    if (backends === null) throw new ConflictError(`${specAddress(spec)} is already a backend`)
     this.#serveQueue()
     return backends
   }

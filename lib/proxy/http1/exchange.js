@@ -197,7 +197,7 @@ class Exchange {
     this.silentTicks = 0
     if (this.upstreamHead === null) {
       const { rewrite } = this.listener.protocol
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.address, rewrite,
+      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.hostHeader, rewrite,
         { continued: this.continued })
     }
     this.sentAt = performance.now()

@@ -26,8 +26,10 @@ function dropped (lower, listed) {
   return HOP_BY_HOP.has(lower) || (listed !== null && listed.includes(lower) && !PROTECTED.has(lower))
 }
 
-// RFC 7239 node: IPv6 in brackets and quotes, IPv4 bare.
+// RFC 7239 node: IPv6 in brackets and quotes, IPv4 bare; a Unix socket's client
+// ("unix:", bind.js) has no address: unknown.
 function forwardedNode (address) {
+  if (address === 'unix:') return 'unknown'
   return address.includes(':') ? `"[${address}]"` : address
 }
 

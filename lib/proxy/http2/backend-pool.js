@@ -51,7 +51,7 @@ class BackendSession {
     this.socket.once(readyEvent(this.socket), connected)
     this.socket.setTimeout(pool.connectTimeout)
     this.socket.once('timeout', connectTimedOut)
-    this.h2 = http2.connect(`${pool.tls === null ? 'http' : 'https'}://${pool.backend.address}`, {
+    this.h2 = http2.connect(`${pool.tls === null ? 'http' : 'https'}://${pool.backend.hostHeader}`, {
       createConnection: () => this.socket,
       settings: { enablePush: false }
     })

@@ -64,7 +64,7 @@ class Http1Leg {
     const socket = conn.socket
     this.sentAt = performance.now()
     socket.cork()
-    socket.write(requestHead(exchange.head, exchange.clientAddress, this.backend.address, rewrite), 'latin1')
+    socket.write(requestHead(exchange.head, exchange.clientAddress, this.backend.hostHeader, rewrite), 'latin1')
     for (const piece of exchange.body.held()) this.frame(piece)
     if (exchange.body.done) this.finishBody()
     socket.uncork()

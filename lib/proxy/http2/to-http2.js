@@ -70,7 +70,7 @@ class Http2Leg {
     const { body } = exchange
     const { rewrite } = exchange.listener.protocol
     const { head, clientAddress } = exchange
-    const headers = backendRequestHeaders(head, clientAddress, this.backend.address, rewrite, this.scheme)
+    const headers = backendRequestHeaders(head, clientAddress, this.backend.hostHeader, rewrite, this.scheme)
     const held = body.held()
     const endStream = body.done && held.length === 0 && exchange.clientTrailers === null
     let stream
