@@ -4,7 +4,7 @@
 // Memory of lila, against HAProxy and a bare Node proxy, in one run:
 //
 //   node bench/memory.js [--lila PATH] [--count 10000] [--only idle,load,startup]
-//                        [--seconds 10] [--after 8] [--node-flags="--max-semi-space-size=2"]
+//                        [--seconds 10] [--after 12] [--settle 12] [--node-flags="--max-semi-space-size=2"]
 //                        [--no-peers] [--snapshots DIR] [--out FILE]
 //
 // idle: `count` idle proxied TCP connections, and `count` idle HTTP keep-alive clients
@@ -39,7 +39,7 @@ const { runLoad } = require('./loadgen')
 const FD_LIMIT = 65536
 const OPEN_CONCURRENCY = 200 // connections being set up at once (under lila's backlog)
 const WARM_CONNECTIONS = 200 // opened and closed first, so code warm-up is not counted
-const SETTLE_MS = 8000 // after connections open or close, before a reading: longer than lila takes to collect
+const SETTLE_MS = 12000 // after connections open or close, before a reading: longer than lila takes to collect
 const STARTUP_RUNS = 21
 const LB_CPU = 0
 const LOAD_CPU = 1
@@ -175,7 +175,9 @@ async function idleProbe ({ kind, protocol, count, dir, opts }) {
     const { port: backendPort } = await backend.ask({ cmd: 'backend', http })
     const live = async () => (await backend.ask({ cmd: 'stats' })).live
     try {
-      subject = await startSubject({ kind, protocol, backends: [`127.0.0.1:${backendPort}`], dir, opts, maxConn: count + 100 })
+      // HAProxy wants 2 descriptors per connection and a few more under its own limit.
+      const maxConn = kind === 'haproxy' ? Math.min(count + 100, Math.floor((Math.min(FD_LIMIT, hardFdLimit()) - 40) / 2)) : count + 100
+      subject = await startSubject({ kind, protocol, backends: [`127.0.0.1:${backendPort}`], dir, opts, maxConn })
     } catch (err) {
       return { label, error: `did not start: ${err.message.split('\n')[0]}` }
     }
@@ -330,17 +332,19 @@ async function loadProbe ({ kind, protocol, backends, dir, opts, loadgen }) {
 function loadTable (results, opts) {
   const out = []
   const cell = s => s.heapUsed === undefined ? mib(s.rss) : `${mib(s.rss)} (heap ${mib(s.heapUsed)})`
-  out.push(`| process | at start | peak under load | end of load | ${opts.after} s after | after a forced GC | requests (errors) |`)
-  out.push('|---|--:|--:|--:|--:|--:|--:|')
+  const early = Math.min(5, opts.after - 1)
+  out.push(`| process | at start | peak under load | end of load | ${early} s after | ${opts.after} s after | after a forced GC | requests (errors) |`)
+  out.push('|---|--:|--:|--:|--:|--:|--:|--:|')
   for (const r of results) {
     if (r.error) {
-      out.push(`| ${r.label} | not measured: ${r.error} | | | | | |`)
+      out.push(`| ${r.label} | not measured: ${r.error} | | | | | | |`)
       continue
     }
     const last = r.ends[r.ends.length - 1].end
+    const atEarly = r.series.find(p => p.s === early)
     const peak = r.peak.heapUsed === undefined ? mib(r.peak.rss) : `${mib(r.peak.rss)} (heap ${mib(r.peakHeap)})`
     const requests = r.ends.map(e => `${e.result.requests} (${e.result.non2xx + e.result.socketErrors})`).join(', ')
-    out.push(`| ${r.label} | ${cell(r.start)} | ${peak} | ${cell(last)} | ${cell(r.after)} | ` +
+    out.push(`| ${r.label} | ${cell(r.start)} | ${peak} | ${cell(last)} | ${atEarly ? mib(atEarly.rss) : '—'} | ${cell(r.after)} | ` +
       `${r.afterGc ? cell(r.afterGc) : '—'} | ${requests} |`)
   }
   const lines = []
@@ -562,16 +566,17 @@ function describe (opts, loadgen, backendKind) {
   const haproxy = procs.which('haproxy')
   if (haproxy) peers.push(`HAProxy ${version(procs.runSync([haproxy, '-v']).out)}`)
   if (procs.which('wrk')) peers.push(`wrk ${version(procs.runSync(['wrk', '-v']).out)}`)
-  let commit = ''
-  try {
-    commit = procs.runSync(['git', '-C', path.dirname(opts.lilaPath), 'rev-parse', '--short', 'HEAD']).out.trim()
-  } catch {}
+  // The commit, when the lila measured is this checkout's (./lila or lib/).
+  const root = path.join(__dirname, '..')
+  const git = procs.runSync(['git', '-C', root, 'rev-parse', '--short', 'HEAD'])
+  const commit = git.code === 0 && !path.relative(root, opts.lilaPath).startsWith('..') ? git.out.trim() : ''
   return [
     `- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
     `- Machine: ${os.cpus()[0].model.trim()}, ${os.cpus().length} cores, ${os.type()} ${os.release()}, ` +
       `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${os.loadavg()[0].toFixed(2)} at the start`,
     `- Node: ${process.version}; peers: ${peers.join(', ') || 'none'}`,
-    `- lila: ${path.relative(process.cwd(), opts.lilaPath) || opts.lilaPath}${commit ? ` (commit ${commit})` : ''}` +
+    `- lila: ${path.relative(root, opts.lilaPath).startsWith('..') ? opts.lilaPath : path.relative(root, opts.lilaPath)}` +
+      `${commit ? ` (commit ${commit})` : ''}` +
       `, run as \`node --expose-gc ${opts.nodeFlags.length ? opts.nodeFlags.join(' ') + ' ' : ''}--require bench/memory-probe.js\``,
     `- Load: ${loadgen}, on CPU 1 with the backends (${backendKind}); the balancer alone on CPU 0; ` +
       `each phase ${opts.seconds} s`
@@ -586,7 +591,7 @@ async function main () {
       count: { type: 'string', default: '10000' },
       only: { type: 'string', default: 'idle,load,startup' },
       seconds: { type: 'string', default: '10' },
-      after: { type: 'string', default: '8' },
+      after: { type: 'string', default: '12' },
       settle: { type: 'string', default: String(SETTLE_MS / 1000) },
       'node-flags': { type: 'string', default: '' },
       'no-peers': { type: 'boolean', default: false },
