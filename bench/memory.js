@@ -569,7 +569,8 @@ function describe (opts, loadgen, backendKind) {
   // The commit, when the lila measured is this checkout's (./lila or lib/).
   const root = path.join(__dirname, '..')
   const git = procs.runSync(['git', '-C', root, 'rev-parse', '--short', 'HEAD'])
-  const commit = git.code === 0 && !path.relative(root, opts.lilaPath).startsWith('..') ? git.out.trim() : ''
+  let commit = git.code === 0 && !path.relative(root, opts.lilaPath).startsWith('..') ? git.out.trim() : ''
+  if (commit && procs.runSync(['git', '-C', root, 'status', '--porcelain', '--', 'lib', 'lila']).out.trim()) commit += ' with changes'
   return [
     `- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
     `- Machine: ${os.cpus()[0].model.trim()}, ${os.cpus().length} cores, ${os.type()} ${os.release()}, ` +
@@ -629,6 +630,7 @@ async function main () {
   const backendKind = procs.which('nginx') ? 'nginx' : 'node'
 
   const out = ['# lila memory', '', ...describe(opts, loadgen, backendKind), '']
+  if (opts.snapshots) out.push(`Heap snapshots were written to ${opts.snapshots}: writing one takes memory, so the figures after it are not comparable.`, '')
   if (!values['no-peers'] && peers.length === 0) out.push('HAProxy is not installed (apt-get install haproxy): no peer figures.', '')
   const say = line => process.stderr.write(`memory: ${line}\n`)
   const raw = {} // every sample, for --json

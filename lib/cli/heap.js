@@ -13,65 +13,78 @@ const vm = require('vm')
 // nothing, so no collection comes: V8's own memory reducer took 30 to 45 s to run,
 // and until then lila kept 40 to 50 MiB it no longer used (bench/RESULTS-memory.md).
 //
-// So lila watches its heap once a second. Once it has grown by GROWTH bytes since the
-// last collection and then stayed quiet for a second (no collection, under QUIET_BYTES
-// allocated), lila collects: two full collections in a row, the first freeing the old
-// generation's garbage and emptying the young generation, the second releasing the
-// pages the first emptied. V8 shrinks the young generation only at a collection after
-// 5 s in which little was allocated (what a collection moves into the old generation
-// counts as allocated), so after SECOND_TICKS more quiet seconds lila collects twice
-// more: the young generation goes back to its first size and the old generation's
-// emptied pages are released. 7 to 8 s after traffic stopped, lila is back near where
-// it started. A busy process is never quiet, so lila never collects under load; a
-// quiet one is collected four times per growth, each a pause of a few milliseconds
-// (tens with 10,000 connections open).
+// So lila watches once a second. Once its heap has grown by GROWTH bytes since the
+// last collection and lila has then been quiet for a second (under QUIET_CPU of CPU,
+// under QUIET_BYTES allocated, no collection by V8), it collects: two full collections
+// in a row, the first freeing the old generation's garbage and emptying the young
+// generation, the second releasing the pages the first emptied. V8 shrinks the young
+// generation only at a collection after 5 s in which little was allocated (what a
+// collection moves into the old generation counts as allocated), so after SECOND_TICKS
+// more quiet seconds lila collects twice again, and the young generation goes back to
+// its first size; should V8 still have kept it, lila tries again after another quiet
+// spell, up to TRIES times. 7 to 8 s after traffic stopped lila is back near where it
+// started. A busy process is never quiet (CPU counts, so bodies moved as Buffers do
+// too), so lila never collects under load; each collection is a pause of a few
+// milliseconds (tens with 10,000 connections open), four or so per growth.
 const TICK_MS = 1000
 const FIRST_TICKS = 1
 const SECOND_TICKS = 6
+const TRIES = 3
 const QUIET_BYTES = 256 * 1024
+const QUIET_CPU_US = 100 * 1000 // a tenth of a core
 const GROWTH = 4 * 1024 * 1024
 
-// stats() -> { used, committed } (bytes of V8's heap in use, and resident); collect()
-// runs a full collection. Both are injectable for tests; tick() is what the timer runs.
+// stats() -> { used, committed, young, cpu }: bytes of V8's heap in use, resident, and
+// of its young generation, and the process's CPU time in µs; collect() runs a full
+// collection. Both injectable for tests; tick() is what the timer runs.
 class IdleCollector {
-  constructor ({ stats = heapStats, collect = gcFunction(), growth = GROWTH } = {}) {
+  constructor ({ stats = processStats, collect = gcFunction(), growth = GROWTH } = {}) {
     this.stats = stats
     this.collect = collect
     this.growth = growth
     const now = stats()
+    this.last = now
     this.floor = now.committed // committed heap after the last collection (or at the start)
-    this.lastUsed = now.used
-    this.quiet = 0 // ticks in a row without a collection and with little allocated
-    this.second = false // the first collection ran; the second waits for SECOND_TICKS
+    this.young = now.young // the young generation's first size, which it shrinks back to
+    this.quiet = 0 // quiet ticks in a row
+    this.second = false // collected once; collecting again after SECOND_TICKS
+    this.tries = 0 // second collections that left the young generation grown
     this.collections = 0
     this.timer = null
   }
 
-  // One look at the heap: 0, or which collection (1, 2) it ran.
+  // One look: 0, or which collection (1, 2) it ran.
   tick () {
-    const { used, committed } = this.stats()
-    const allocated = used - this.lastUsed // negative: V8 collected since the last tick
-    this.lastUsed = used
-    this.quiet = allocated >= 0 && allocated < QUIET_BYTES ? this.quiet + 1 : 0
+    const now = this.stats()
+    const allocated = now.used - this.last.used // negative: V8 collected since the last tick
+    const busy = now.cpu - this.last.cpu
+    this.last = now
+    const quiet = allocated >= 0 && allocated < QUIET_BYTES && busy < QUIET_CPU_US
+    this.quiet = quiet ? this.quiet + 1 : 0
     if (this.collect === null) return 0
-    if (this.second) {
-      if (this.quiet < SECOND_TICKS) return 0
-      this.second = false
-      this.#run(2)
-      this.floor = this.stats().committed
-      return 2
+    if (!this.second) {
+      if (this.quiet < FIRST_TICKS || now.committed < this.floor + this.growth) return 0
+      this.#run()
+      this.second = true
+      this.tries = 0
+      return 1
     }
-    if (this.quiet < FIRST_TICKS || committed < this.floor + this.growth) return 0
-    this.second = true
-    this.#run(2)
-    return 1
+    if (this.quiet < SECOND_TICKS) return 0
+    const after = this.#run()
+    // Still four times its first size or more: V8 kept it; again, after more quiet.
+    if (after.young >= 4 * this.young && ++this.tries < TRIES) return 2
+    this.second = false
+    this.floor = after.committed
+    return 2
   }
 
-  #run (times) {
-    for (let i = 0; i < times; i++) this.collect()
-    this.collections += times
-    this.lastUsed = this.stats().used
+  #run () {
+    this.collect()
+    this.collect()
+    this.collections += 2
+    this.last = this.stats() // the collections' own CPU and freeing are not traffic
     this.quiet = 0
+    return this.last
   }
 
   start () {
@@ -87,9 +100,16 @@ class IdleCollector {
   }
 }
 
-function heapStats () {
+function processStats () {
   const h = v8.getHeapStatistics()
-  return { used: h.used_heap_size, committed: h.total_physical_size }
+  const young = v8.getHeapSpaceStatistics().find(space => space.space_name === 'new_space')
+  const cpu = process.cpuUsage()
+  return {
+    used: h.used_heap_size,
+    committed: h.total_physical_size,
+    young: young === undefined ? 0 : young.space_size,
+    cpu: cpu.user + cpu.system
+  }
 }
 
 // V8's gc(): the global one when node runs with --expose-gc, else taken from a context
@@ -113,4 +133,6 @@ function startIdleCollector () {
   return new IdleCollector().start()
 }
 
-module.exports = { IdleCollector, startIdleCollector, gcFunction, FIRST_TICKS, SECOND_TICKS, QUIET_BYTES, GROWTH }
+module.exports = {
+  IdleCollector, startIdleCollector, gcFunction, FIRST_TICKS, SECOND_TICKS, TRIES, QUIET_BYTES, QUIET_CPU_US, GROWTH
+}
