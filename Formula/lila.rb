@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "49bbabc946a2310d0fbf52ce7b551949aab9989e3a59e33f87401233cd16da74"
+  sha256 "cb6951ce09551ab81fb013e3504de666727cd5297ab4f6af598f2a7ad4da8a4a"
   license "MIT"
 
   depends_on "node"

@@ -1,54 +1,160 @@
 #!/usr/bin/env node
 'use strict'
 
-// Memory and start-up probes for lila.
+// Memory of lila, against HAProxy and a bare Node proxy, in one run:
 //
-//   node bench/memory.js [--lila PATH] [--count 10000]
+//   node bench/memory.js [--lila PATH] [--count 10000] [--only idle,load,startup]
+//                        [--seconds 10] [--after 12] [--settle 12] [--node-flags="--max-semi-space-size=2"]
+//                        [--no-peers] [--snapshots DIR] [--out FILE]
 //
-// Memory: `count` idle connections proxied through lila tcp (and, once lila has it,
-// `count` idle keep-alive clients through lila http, each after one request). Reported
-// as KiB of lila's RSS (VmRSS) per connection above its RSS once warmed up and idle.
-// The clients and the backend live in two helper processes ("holders", this file with
-// --holder), so that only lila needs two sockets per connection and this process's
-// fd limit and memory are not involved. lila and the holders are started through
-// `sh -c 'ulimit -n 65536; exec ...'`, since a process cannot raise another's limit.
+// idle: `count` idle proxied TCP connections, and `count` idle HTTP keep-alive clients
+//   (each after one request), held open through lila, through HAProxy, and through
+//   node-floor.js (the least a Node program can hold for one: Node's own sockets). For
+//   each: RSS once warmed up, RSS with the connections, KiB per connection between the
+//   two; for the Node ones also the live heap per connection (after a forced GC), and
+//   what is left once the connections close.
+// load: lila and HAProxy under load, tcp and http, the same backends: many keep-alive
+//   clients, then 1 MiB bodies, then a new connection per request; RSS (and lila's heap)
+//   at the start, the peak under load, at its end, `after` seconds after it stopped,
+//   and (lila) after a forced GC: whether the memory comes back.
+// startup: `lila --version` against `node -e 0`.
 //
-// Start-up: median wall time of `lila --version` against `node -e 0`.
+// lila and node-floor run as `node --expose-gc --require memory-probe.js ...`; the
+// probe answers SIGUSR2 with process.memoryUsage() and V8's heap figures, and does
+// nothing else (a GC only when asked, after the figures that must not see one). The
+// clients and the idle backend live in helper processes ("holders", this file with
+// --holder) pinned to CPU 1, lila to CPU 0. Every fd limit is raised through
+// `sh -c 'ulimit -n ...; exec ...'`, up to the hard limit.
 
+const fs = require('fs')
+const os = require('os')
 const net = require('net')
 const path = require('path')
 const { spawnSync } = require('child_process')
 const procs = require('./procs')
-const { treeRssKiB } = require('./cpu')
+const { treeRssKiB, treeCpuMicros } = require('./cpu')
+const { startBackends, startOnFreePort, get } = require('./backends')
+const { runLoad } = require('./loadgen')
 
 const FD_LIMIT = 65536
-const OPEN_CONCURRENCY = 200 // connections being set up at once (under lila's backlog of 511)
+const OPEN_CONCURRENCY = 200 // connections being set up at once (under lila's backlog)
 const WARM_CONNECTIONS = 200 // opened and closed first, so code warm-up is not counted
-const SETTLE_MS = 2000
+const SETTLE_MS = 12000 // after connections open or close, before a reading: longer than lila takes to collect
 const STARTUP_RUNS = 21
+const LB_CPU = 0
+const LOAD_CPU = 1
+const PROBE = path.join(__dirname, 'memory-probe.js')
+const FLOOR = path.join(__dirname, 'peers', 'node-floor.js')
 
-async function probe ({ lilaPath, count = 10000 }) {
+// The load probe's phases, one after the other on one process.
+const PHASES = [
+  { id: 'keep-alive', what: '1,000 keep-alive clients, 5-byte bodies', path: '/', connections: 1000, close: false },
+  { id: 'bodies', what: '32 keep-alive clients, 1 MiB bodies', path: '/1m', connections: 32, close: false },
+  { id: 'close', what: '100 clients, a new connection per request', path: '/', connections: 100, close: true }
+]
+
+// ---- What is measured: lila, node-floor (both through the probe) or HAProxy ----------
+
+// Start `kind` ('lila' | 'floor' | 'haproxy') balancing `backends` in `protocol`.
+// Returns { name, pid, port, sample({ gc, snapshot }), stop() }. sample() resolves
+// with { rss } (bytes) and, for the Node ones, the heap figures of memory-probe.js.
+async function startSubject ({ kind, protocol, backends, dir, opts, maxConn }) {
+  const name = `${kind === 'floor' ? 'node-floor' : kind} ${protocol}`
+  if (kind === 'haproxy') return startHaproxy({ name, protocol, backends, dir, maxConn })
+  const probeFile = path.join(dir, `probe-${kind}-${protocol}-${Date.now()}.json`)
+  const script = kind === 'lila' ? opts.lilaPath : FLOOR
+  const argv = ['node', '--expose-gc', ...opts.nodeFlags, '--require', PROBE, script,
+    'round-robin', ...backends, '--host', '127.0.0.1', '--port', '0']
+  if (protocol !== 'tcp') argv.push('--protocol', protocol)
+  if (kind === 'lila' && maxConn) argv.push('--max-conn', String(maxConn))
+  const handle = await procs.start(argv, {
+    cpu: LB_CPU,
+    ulimitN: FD_LIMIT,
+    env: { ...process.env, LILA_MEMORY_PROBE: probeFile },
+    ready: /listening on 127\.0\.0\.1:(\d+)/
+  })
+  let seq = 0
+  let queue = Promise.resolve() // one request to the probe at a time: they share a file
+  const ask = async (gc, maps, snapshot) => {
+    const id = ++seq
+    fs.writeFileSync(probeFile, JSON.stringify({ seq: id, gc, maps, snapshot }))
+    process.kill(handle.pid, 'SIGUSR2')
+    const deadline = Date.now() + (snapshot ? 120000 : 10000)
+    while (Date.now() < deadline) {
+      try {
+        const answer = JSON.parse(fs.readFileSync(`${probeFile}.out`, 'utf8'))
+        if (answer.seq === id) return answer
+      } catch {}
+      await procs.sleep(20)
+    }
+    throw new Error(`${name} did not answer the memory probe`)
+  }
+  return {
+    name,
+    pid: handle.pid,
+    port: Number(handle.ready[1]),
+    node: true,
+    output: handle.output,
+    sample ({ gc = false, maps = true, snapshot = null } = {}) {
+      const answer = queue.then(() => ask(gc, maps, snapshot))
+      queue = answer.catch(() => {})
+      return answer
+    },
+    stop: handle.stop
+  }
+}
+
+function startHaproxy ({ name, protocol, backends, dir, maxConn }) {
+  const haproxy = procs.which('haproxy')
+  return startOnFreePort(async port => {
+    const conf = path.join(dir, `haproxy-${protocol}.cfg`)
+    fs.writeFileSync(conf, `# generated by lila bench/memory.js
+global
+  nbthread 1
+  maxconn ${maxConn || 4096}
+
+defaults
+  mode ${protocol}
+  timeout connect 5s
+  timeout client 120s
+  timeout server 120s
+${protocol === 'http' ? '  timeout http-keep-alive 120s\n  option http-keep-alive\n  http-reuse always\n' : ''}
+frontend fe
+  bind 127.0.0.1:${port}
+  default_backend be
+
+backend be
+  balance roundrobin
+${backends.map((b, i) => `  server s${i} ${b}`).join('\n')}
+`)
+    return procs.start([haproxy, '-db', '-f', conf], { cpu: LB_CPU, ulimitN: FD_LIMIT })
+  }).then(({ port, pid, stop }) => ({
+    name,
+    pid,
+    port,
+    node: false,
+    output: () => '',
+    async sample () { return { rss: treeRssKiB(pid) * 1024 } },
+    stop
+  }))
+}
+
+// ---- idle: memory per connection ----------------------------------------------------
+
+function connectionBudget (count) {
   const lines = []
-  // lila tcp holds a client and a backend socket per connection; a hundred more for
-  // everything else.
+  // A proxied TCP connection holds two sockets; a hundred more for everything else.
   const need = 2 * count + 100
   const hard = hardFdLimit()
   const limit = Math.min(FD_LIMIT, hard)
   let n = count
   if (limit < need) {
     n = Math.floor((limit - 100) / 2)
-    lines.push(`fd limit: ${count} connections need \`ulimit -n\` ≥ ${need} for lila; the hard limit here is ${hard} ` +
+    lines.push(`fd limit: ${count} connections need \`ulimit -n\` ≥ ${need}; the hard limit here is ${hard} ` +
       'and cannot be raised from inside (raise it with `ulimit -Hn` as root, /etc/security/limits.conf or ' +
       `the container's nofile limit), so ${n} connections were used`)
   }
-  if (n < 1000) {
-    lines.push('memory: not measured: too few file descriptors for a meaningful figure')
-  } else {
-    lines.push(await memoryProbe({ lilaPath, count: n, protocol: 'tcp' }))
-    lines.push(await memoryProbe({ lilaPath, count: n, protocol: 'http' }))
-  }
-  lines.push(startupProbe(lilaPath))
-  return lines
+  return { n, lines }
 }
 
 function hardFdLimit () {
@@ -56,63 +162,230 @@ function hardFdLimit () {
   return text === 'unlimited' ? Infinity : Number(text) || 1024
 }
 
-async function memoryProbe ({ lilaPath, count, protocol }) {
-  const label = `lila ${protocol}`
+// One subject holding `count` idle connections (see the head of this file).
+async function idleProbe ({ kind, protocol, count, dir, opts }) {
+  const label = `${kind === 'floor' ? 'node-floor' : kind} ${protocol}`
+  const http = protocol === 'http'
   let backend = null
   let clients = null
-  let lila = null
+  let subject = null
   try {
     backend = await startHolder()
     clients = await startHolder()
-    const http = protocol === 'http'
     const { port: backendPort } = await backend.ask({ cmd: 'backend', http })
-    const liveOnBackend = async () => (await backend.ask({ cmd: 'stats' })).live
-    const argv = [...procs.lilaArgv(lilaPath), 'round-robin', `127.0.0.1:${backendPort}`, '--host', '127.0.0.1', '--port', '0']
-    if (protocol !== 'tcp') argv.push('--protocol', protocol)
+    const live = async () => (await backend.ask({ cmd: 'stats' })).live
     try {
-      lila = await procs.start(argv, { cpu: 0, ulimitN: FD_LIMIT, ready: /listening on 127\.0\.0\.1:(\d+)/ })
+      // HAProxy wants 2 descriptors per connection and a few more under its own limit.
+      const maxConn = kind === 'haproxy' ? Math.min(count + 100, Math.floor((Math.min(FD_LIMIT, hardFdLimit()) - 40) / 2)) : count + 100
+      subject = await startSubject({ kind, protocol, backends: [`127.0.0.1:${backendPort}`], dir, opts, maxConn })
     } catch (err) {
-      return `${label}: not measured: did not start: ${err.message.split('\n')[0]}`
+      return { label, error: `did not start: ${err.message.split('\n')[0]}` }
     }
-    const port = Number(lila.ready[1])
+    const { port } = subject
+    const openAll = async n => {
+      const opened = await clients.ask({ cmd: 'open', port, count: n, http }, 180000)
+      if (opened.failed > 0) throw new Error(`${opened.failed} of ${n} connections failed (${opened.firstError})`)
+      // tcp: a client counts once it is connected through to the backend.
+      if (!http) {
+        await until(async () => await live() >= n, 60000).catch(async err => {
+          throw new Error(`${err.message} (${await live()} of ${n}; ${procs.tail(subject.output())})`)
+        })
+      }
+    }
+    const closeAll = async () => {
+      await clients.ask({ cmd: 'closeAll' })
+      if (!http) await until(async () => await live() === 0, 30000)
+    }
 
     // Warm up, then let it go idle and take the baseline.
-    await clients.ask({ cmd: 'open', port, count: WARM_CONNECTIONS, http }, 60000)
-    if (!http) await until(async () => await liveOnBackend() >= WARM_CONNECTIONS, 10000).catch(() => {})
-    await clients.ask({ cmd: 'closeAll' })
-    if (!http) await until(async () => await liveOnBackend() === 0, 10000)
-    await procs.sleep(SETTLE_MS)
-    const idleKiB = treeRssKiB(lila.pid)
-
+    await openAll(WARM_CONNECTIONS)
+    await closeAll()
+    await procs.sleep(opts.settle * 1000)
+    const base = await subject.sample()
     const t0 = Date.now()
-    const opened = await clients.ask({ cmd: 'open', port, count, http }, 120000)
-    if (opened.failed > 0) return `${label}: ${opened.failed} of ${count} connections failed (${opened.firstError}); not measured`
-    // tcp: a client is only proxied once lila has connected it to the backend.
-    // tcp: a client counts once lila has connected it through to the backend.
-    if (!http) {
-      await until(async () => await liveOnBackend() >= count, 30000).catch(async err => {
-        throw new Error(`${err.message} (${await liveOnBackend()} of ${count}; lila says: ${procs.tail(lila.output())})`)
-      })
-    }
-    await procs.sleep(SETTLE_MS)
-    const loadedKiB = treeRssKiB(lila.pid)
-    const perConn = (loadedKiB - idleKiB) / count
-    const what = http
-      ? `${count} idle keep-alive clients (one request each)`
-      : `${count} idle proxied connections (${2 * count} sockets in lila)`
-    return `${label}: ${what}: RSS ${mib(idleKiB)} idle → ${mib(loadedKiB)}, **${perConn.toFixed(1)} KiB per connection** ` +
-      `(set up in ${((Date.now() - t0) / 1000).toFixed(1)} s)`
+    await openAll(count)
+    const setupSeconds = (Date.now() - t0) / 1000
+    await procs.sleep(opts.settle * 1000)
+    const loaded = await subject.sample({ snapshot: snapshotPath(opts, `idle-${kind}-${protocol}`) })
+    const loadedGc = subject.node ? await subject.sample({ gc: true }) : null
+    await closeAll()
+    await procs.sleep(opts.settle * 1000)
+    const closed = await subject.sample()
+    const closedGc = subject.node ? await subject.sample({ gc: true }) : null
+    return { label, kind, protocol, count, setupSeconds, base, loaded, loadedGc, closed, closedGc }
   } catch (err) {
-    return `${label}: not measured: ${err.message.split('\n')[0]}`
+    return { label, error: err.message.split('\n')[0] }
   } finally {
-    if (lila) await lila.stop()
+    if (subject) await subject.stop()
     if (clients) await clients.stop()
     if (backend) await backend.stop()
   }
 }
 
-function mib (kib) {
-  return `${(kib / 1024).toFixed(1)} MiB`
+function snapshotPath (opts, what) {
+  return opts.snapshots ? path.join(opts.snapshots, `${what}-${Date.now()}.heapsnapshot`) : null
+}
+
+function idleTable (results) {
+  const out = []
+  out.push('| process | connections | RSS idle | RSS with them | **KiB per connection** | live heap per connection | RSS once they closed | and after a forced GC |')
+  out.push('|---|--:|--:|--:|--:|--:|--:|--:|')
+  for (const r of results) {
+    if (r.error) {
+      out.push(`| ${r.label} | not measured: ${r.error} | | | | | | |`)
+      continue
+    }
+    const perConn = (r.loaded.rss - r.base.rss) / r.count / 1024
+    const heap = r.loadedGc ? `${((r.loadedGc.heapUsed - r.closedGc.heapUsed) / r.count / 1024).toFixed(2)} KiB` : '—'
+    out.push(`| ${r.label} | ${r.count} | ${mib(r.base.rss)} | ${mib(r.loaded.rss)} | **${perConn.toFixed(2)}** | ${heap} | ` +
+      `${mib(r.closed.rss)} | ${r.closedGc ? mib(r.closedGc.rss) : '—'} |`)
+  }
+  // lila beyond Node's own sockets: lila's figure less node-floor's, per protocol.
+  const lines = []
+  for (const protocol of ['tcp', 'http']) {
+    const lila = results.find(r => r.kind === 'lila' && r.protocol === protocol && !r.error)
+    const floor = results.find(r => r.kind === 'floor' && r.protocol === protocol && !r.error)
+    const haproxy = results.find(r => r.kind === 'haproxy' && r.protocol === protocol && !r.error)
+    if (!lila) continue
+    const per = r => (r.loaded.rss - r.base.rss) / r.count / 1024
+    const parts = []
+    if (floor) {
+      const heap = r => (r.loadedGc.heapUsed - r.closedGc.heapUsed) / r.count / 1024
+      parts.push(`${(per(lila) - per(floor)).toFixed(2)} KiB of RSS per connection beyond Node's own sockets ` +
+        `(live heap: ${(heap(lila) - heap(floor)).toFixed(2)} KiB)`)
+    }
+    if (haproxy) parts.push(`${(per(lila) / per(haproxy)).toFixed(1)}× HAProxy's per connection`)
+    if (parts.length > 0) lines.push(`- lila ${protocol}: ${parts.join('; ')}`)
+  }
+  return [...out, '', ...lines]
+}
+
+// ---- load: RSS before, under and after load -----------------------------------------
+
+async function loadProbe ({ kind, protocol, backends, dir, opts, loadgen }) {
+  const label = `${kind} ${protocol}`
+  let subject = null
+  try {
+    try {
+      subject = await startSubject({ kind, protocol, backends: backends.addresses, dir, opts, maxConn: kind === 'haproxy' ? 4096 : null })
+    } catch (err) {
+      return { label, error: `did not start: ${err.message.split('\n')[0]}` }
+    }
+    await get(subject.port, '/')
+    await procs.sleep(1000)
+    const start = await subject.sample()
+    let peak = start
+    let peakHeap = start.heapUsed || 0
+    const ends = []
+    for (const phase of opts.phases) {
+      const before = { cpu: treeCpuMicros(subject.pid), sample: await subject.sample({ maps: false }) }
+      const sampling = { on: true }
+      const sampler = (async () => {
+        while (sampling.on) {
+          await procs.sleep(500)
+          const s = await subject.sample({ maps: false })
+          if (s.rss > peak.rss) peak = s
+          if (s.heapUsed > peakHeap) peakHeap = s.heapUsed
+        }
+      })()
+      let result
+      try {
+        result = await runLoad({
+          tool: loadgen,
+          port: subject.port,
+          urlPath: phase.path,
+          connections: phase.connections,
+          seconds: opts.seconds,
+          close: phase.close,
+          cpu: LOAD_CPU,
+          dir
+        })
+      } finally {
+        sampling.on = false
+        await sampler
+      }
+      const cpuMicros = treeCpuMicros(subject.pid) - before.cpu
+      const end = await subject.sample({ maps: false })
+      if (end.rss > peak.rss) peak = end
+      const gcMs = end.gcTime ? sumGc(end.gcTime) - sumGc(before.sample.gcTime) : null
+      ends.push({ phase, result, end, cpuMicros, gcMs })
+    }
+    // Once a second after the load: when does the memory come back?
+    const series = []
+    const stopped = Date.now()
+    for (let i = 1; i < opts.after; i++) {
+      await procs.sleep(stopped + i * 1000 - Date.now())
+      series.push({ s: i, rss: treeRssKiB(subject.pid) * 1024 }) // from outside: the probe would allocate
+    }
+    await procs.sleep(stopped + opts.after * 1000 - Date.now())
+    const after = await subject.sample({ snapshot: snapshotPath(opts, `after-load-${kind}-${protocol}`) })
+    series.push({ s: opts.after, ...after })
+    const afterGc = subject.node ? await subject.sample({ gc: true }) : null
+    return { label, kind, protocol, start, peak, peakHeap, ends, series, after, afterGc }
+  } catch (err) {
+    return { label, error: err.message.split('\n')[0] }
+  } finally {
+    if (subject) await subject.stop()
+  }
+}
+
+function loadTable (results, opts) {
+  const out = []
+  const cell = s => s.heapUsed === undefined ? mib(s.rss) : `${mib(s.rss)} (heap ${mib(s.heapUsed)})`
+  const early = Math.min(5, opts.after - 1)
+  out.push(`| process | at start | peak under load | end of load | ${early} s after | ${opts.after} s after | after a forced GC | requests (errors) |`)
+  out.push('|---|--:|--:|--:|--:|--:|--:|--:|')
+  for (const r of results) {
+    if (r.error) {
+      out.push(`| ${r.label} | not measured: ${r.error} | | | | | | |`)
+      continue
+    }
+    const last = r.ends[r.ends.length - 1].end
+    const atEarly = r.series.find(p => p.s === early)
+    const peak = r.peak.heapUsed === undefined ? mib(r.peak.rss) : `${mib(r.peak.rss)} (heap ${mib(r.peakHeap)})`
+    const requests = r.ends.map(e => `${e.result.requests} (${e.result.non2xx + e.result.socketErrors})`).join(', ')
+    out.push(`| ${r.label} | ${cell(r.start)} | ${peak} | ${cell(last)} | ${atEarly ? mib(atEarly.rss) : '—'} | ${cell(r.after)} | ` +
+      `${r.afterGc ? cell(r.afterGc) : '—'} | ${requests} |`)
+  }
+  const lines = []
+  for (const protocol of ['tcp', 'http']) {
+    const lila = results.find(r => r.kind === 'lila' && r.protocol === protocol && !r.error)
+    const haproxy = results.find(r => r.kind === 'haproxy' && r.protocol === protocol && !r.error)
+    if (!lila) continue
+    const kept = lila.after.rss - lila.start.rss
+    let line = `- lila ${protocol}: grew by ${mib(lila.peak.rss - lila.start.rss)} under load and kept ${mib(kept)} of it ` +
+      `${opts.after} s after (${Math.round(100 * kept / Math.max(1, lila.peak.rss - lila.start.rss))}%)`
+    if (haproxy) {
+      line += `; RSS ${opts.after} s after the load ${(lila.after.rss / haproxy.after.rss).toFixed(1)}× HAProxy's, ` +
+        `peak ${(lila.peak.rss / haproxy.peak.rss).toFixed(1)}×`
+    }
+    lines.push(line)
+  }
+  return [...out, '', ...lines]
+}
+
+function sumGc (t) {
+  return t.minor + t.major + t.incremental + t.weak
+}
+
+// CPU per request in each phase, and the share of it spent in GC pauses (Node ones).
+function cpuTable (results) {
+  const phases = results.find(r => !r.error)?.ends.map(e => e.phase) || []
+  const out = ['| process | ' + phases.map(p => `${p.id}: CPU µs/req (GC share)`).join(' | ') + ' |']
+  out.push('|---|' + phases.map(() => '--:').join('|') + '|')
+  for (const r of results) {
+    if (r.error) continue
+    out.push(`| ${r.label} | ` + r.ends.map(e => {
+      const perReq = e.cpuMicros / Math.max(1, e.result.requests)
+      const gc = e.gcMs === null ? '' : ` (${(100 * e.gcMs * 1000 / Math.max(1, e.cpuMicros)).toFixed(0)}%)`
+      return `${perReq.toFixed(1)}${gc}`
+    }).join(' | ') + ' |')
+  }
+  return out
+}
+
+function mib (bytes) {
+  return `${(bytes / 1048576).toFixed(1)} MiB`
 }
 
 async function until (check, timeoutMs) {
@@ -123,6 +396,8 @@ async function until (check, timeoutMs) {
   }
   throw new Error(`connections did not reach the expected count on the backend within ${timeoutMs} ms`)
 }
+
+// ---- startup ------------------------------------------------------------------------
 
 // `lila --version` against `node -e 0`: the median of each, and the difference, which
 // is what loading lila (one file, no dependencies) costs at start. Runs alternate so
@@ -151,11 +426,38 @@ function startupProbe (lilaPath) {
   }
 }
 
-// ---- Holders: the clients, or the backend, in a process of their own ------------------
+// What run.js prints under "Memory and start-up": lila's idle figures and start-up.
+async function probe ({ lilaPath, count = 10000 }) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-memory-'))
+  const opts = { lilaPath, nodeFlags: [], snapshots: null, settle: SETTLE_MS / 1000 }
+  try {
+    const { n, lines } = connectionBudget(count)
+    const results = []
+    for (const protocol of ['tcp', 'http']) results.push(await idleProbe({ kind: 'lila', protocol, count: n, dir, opts }))
+    for (const r of results) {
+      if (r.error) {
+        lines.push(`${r.label}: not measured: ${r.error}`)
+        continue
+      }
+      const what = r.protocol === 'http'
+        ? `${r.count} idle keep-alive clients (one request each)`
+        : `${r.count} idle proxied connections (${2 * r.count} sockets in lila)`
+      const perConn = (r.loaded.rss - r.base.rss) / r.count / 1024
+      lines.push(`${r.label}: ${what}: RSS ${mib(r.base.rss)} idle → ${mib(r.loaded.rss)}, ` +
+        `**${perConn.toFixed(1)} KiB per connection** (set up in ${r.setupSeconds.toFixed(1)} s; bench/memory.js has more)`)
+    }
+    lines.push(startupProbe(lilaPath))
+    return lines
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+// ---- Holders: the clients, or the idle backend, in a process of their own --------------
 
 async function startHolder () {
   const handle = await procs.start(['node', __filename, '--holder'], {
-    cpu: 1, ulimitN: FD_LIMIT, ipc: true, ready: /holder ready/
+    cpu: LOAD_CPU, ulimitN: FD_LIMIT, ipc: true, ready: /holder ready/
   })
   let nextId = 0
   const waiting = new Map()
@@ -201,11 +503,11 @@ function holder () {
             })
           }
         })
-        server.listen(0, '127.0.0.1', () => resolve({ port: server.address().port }))
+        server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => resolve({ port: server.address().port }))
       })
     },
-    // Open `count` connections to lila, OPEN_CONCURRENCY at a time; for http send one
-    // request on each and wait for its response. The connections then stay idle.
+    // Open `count` connections, OPEN_CONCURRENCY at a time; for http send one request
+    // on each and wait for its response. The connections then stay idle.
     open ({ port, count, http }) {
       return new Promise(resolve => {
         let started = 0
@@ -230,7 +532,7 @@ function holder () {
             setImmediate(launch)
           }
           socket.on('error', err => finish(err))
-          socket.on('close', () => finish(new Error('closed by lila')))
+          socket.on('close', () => finish(new Error('closed by the balancer')))
           socket.once('connect', () => {
             clients.push(socket)
             if (!http) return finish()
@@ -256,22 +558,142 @@ function holder () {
   process.stderr.write('holder ready\n')
 }
 
+// ---- The report ---------------------------------------------------------------------
+
+function describe (opts, loadgen, backendKind) {
+  const version = text => (text.match(/\d+\.\d+(\.\d+)?\S*/) || [''])[0]
+  const peers = []
+  const haproxy = procs.which('haproxy')
+  if (haproxy) peers.push(`HAProxy ${version(procs.runSync([haproxy, '-v']).out)}`)
+  if (procs.which('wrk')) peers.push(`wrk ${version(procs.runSync(['wrk', '-v']).out)}`)
+  // The commit, when the lila measured is this checkout's (./lila or lib/).
+  const root = path.join(__dirname, '..')
+  const git = procs.runSync(['git', '-C', root, 'rev-parse', '--short', 'HEAD'])
+  let commit = git.code === 0 && !path.relative(root, opts.lilaPath).startsWith('..') ? git.out.trim() : ''
+  if (commit && procs.runSync(['git', '-C', root, 'status', '--porcelain', '--', 'lib', 'lila']).out.trim()) commit += ' with changes'
+  return [
+    `- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}`,
+    `- Machine: ${os.cpus()[0].model.trim()}, ${os.cpus().length} cores, ${os.type()} ${os.release()}, ` +
+      `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${os.loadavg()[0].toFixed(2)} at the start`,
+    `- Node: ${process.version}; peers: ${peers.join(', ') || 'none'}`,
+    `- lila: ${path.relative(root, opts.lilaPath).startsWith('..') ? opts.lilaPath : path.relative(root, opts.lilaPath)}` +
+      `${commit ? ` (commit ${commit})` : ''}` +
+      `, run as \`node --expose-gc ${opts.nodeFlags.length ? opts.nodeFlags.join(' ') + ' ' : ''}--require bench/memory-probe.js\``,
+    `- Load: ${loadgen}, on CPU 1 with the backends (${backendKind}); the balancer alone on CPU 0; ` +
+      `each phase ${opts.seconds} s`
+  ]
+}
+
+async function main () {
+  const { parseArgs } = require('util')
+  const { values } = parseArgs({
+    options: {
+      lila: { type: 'string', default: path.join(__dirname, '..', 'lila') },
+      count: { type: 'string', default: '10000' },
+      only: { type: 'string', default: 'idle,load,startup' },
+      seconds: { type: 'string', default: '10' },
+      after: { type: 'string', default: '12' },
+      settle: { type: 'string', default: String(SETTLE_MS / 1000) },
+      'node-flags': { type: 'string', default: '' },
+      'no-peers': { type: 'boolean', default: false },
+      subjects: { type: 'string', default: 'lila,floor,haproxy' },
+      snapshots: { type: 'string' },
+      out: { type: 'string' },
+      json: { type: 'string' },
+      phases: { type: 'string', default: PHASES.map(p => p.id).join(',') },
+      help: { type: 'boolean', short: 'h', default: false }
+    }
+  })
+  if (values.help) {
+    process.stdout.write(fs.readFileSync(__filename, 'utf8').split('\n').slice(3, 7).map(l => l.slice(3)).join('\n') + '\n')
+    return
+  }
+  procs.installCleanup()
+  const only = new Set(values.only.split(',').map(s => s.trim()))
+  const opts = {
+    lilaPath: path.resolve(values.lila),
+    nodeFlags: values['node-flags'].split(/\s+/).filter(Boolean),
+    seconds: Number(values.seconds),
+    after: Number(values.after),
+    settle: Number(values.settle),
+    snapshots: values.snapshots ? path.resolve(values.snapshots) : null,
+    phases: PHASES.filter(p => values.phases.split(',').includes(p.id))
+  }
+  if (opts.snapshots) fs.mkdirSync(opts.snapshots, { recursive: true })
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-memory-'))
+  fs.chmodSync(dir, 0o755) // nginx workers run as another user when started by root
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+  const subjects = values.subjects.split(',')
+  const peers = !values['no-peers'] && subjects.includes('haproxy') && procs.which('haproxy') ? ['haproxy'] : []
+  const nodes = ['lila', 'floor'].filter(k => subjects.includes(k))
+  const loadgen = procs.which('wrk') ? 'wrk' : 'node'
+  const backendKind = procs.which('nginx') ? 'nginx' : 'node'
+
+  const out = ['# lila memory', '', ...describe(opts, loadgen, backendKind), '']
+  if (opts.snapshots) out.push(`Heap snapshots were written to ${opts.snapshots}: writing one takes memory, so the figures after it are not comparable.`, '')
+  if (!values['no-peers'] && peers.length === 0) out.push('HAProxy is not installed (apt-get install haproxy): no peer figures.', '')
+  const say = line => process.stderr.write(`memory: ${line}\n`)
+  const raw = {} // every sample, for --json
+
+  if (only.has('idle')) {
+    const { n, lines } = connectionBudget(Number(values.count))
+    const results = []
+    for (const protocol of ['tcp', 'http']) {
+      for (const kind of [...nodes, ...peers]) {
+        say(`idle ${kind} ${protocol}: ${n} connections`)
+        results.push(await idleProbe({ kind, protocol, count: n, dir, opts }))
+      }
+    }
+    raw.idle = results
+    out.push('## Idle connections', '')
+    out.push(`Each process holds ${n} idle connections: proxied TCP connections (two sockets each in the balancer), ` +
+      'or HTTP keep-alive clients after one request each. node-floor is a bare Node proxy (bench/peers/node-floor.js): ' +
+      'what Node\'s own sockets cost. Live heap: V8\'s heap in use after a forced GC with the connections, less the ' +
+      'same once they closed.', '')
+    out.push(...lines.map(l => `- ${l}`), ...(lines.length ? [''] : []))
+    out.push(...idleTable(results), '')
+  }
+
+  if (only.has('load')) {
+    const backends = await startBackends({ kind: backendKind, delays: [0, 0], dir, cpu: LOAD_CPU })
+    const results = []
+    try {
+      for (const protocol of ['tcp', 'http']) {
+        for (const kind of [...nodes.filter(k => k === 'lila'), ...peers]) {
+          say(`load ${kind} ${protocol}`)
+          results.push(await loadProbe({ kind, protocol, backends, dir, opts, loadgen }))
+        }
+      }
+    } finally {
+      await backends.stop()
+    }
+    raw.load = results
+    out.push('## Under load, and after', '')
+    out.push(`One process per row, through these phases in turn, ${opts.seconds} s each: ` +
+      opts.phases.map(p => p.what).join('; ') + '. RSS (and, for lila, V8\'s heap in use) at the start, the highest ' +
+      `sampled every 0.5 s, at the end of the load, ${opts.after} s after it, then after a forced GC.`, '')
+    out.push(...loadTable(results, opts), '')
+    out.push('CPU time of the balancer per request in each phase (noisy on a shared machine: compare rows of one run), ' +
+      'and the part of it the Node ones spent in GC pauses:', '')
+    out.push(...cpuTable(results), '')
+  }
+
+  if (only.has('startup')) out.push('## Start-up', '', `- ${startupProbe(opts.lilaPath)}`, '')
+
+  if (values.json) fs.writeFileSync(values.json, JSON.stringify(raw, null, 1))
+  const text = out.join('\n')
+  process.stdout.write(text)
+  const full = only.size === 3 && !opts.nodeFlags.length && opts.phases.length === PHASES.length
+  const file = values.out || (full ? path.join(__dirname, 'RESULTS-memory.md') : null)
+  if (file) {
+    fs.writeFileSync(file, text)
+    say(`written to ${path.relative(process.cwd(), file)}`)
+  }
+}
+
 module.exports = { probe }
 
 if (require.main === module) {
-  if (process.argv.includes('--holder')) {
-    holder()
-  } else {
-    const { parseArgs } = require('util')
-    const { values } = parseArgs({
-      options: {
-        lila: { type: 'string', default: path.join(__dirname, '..', 'lila') },
-        count: { type: 'string', default: '10000' }
-      }
-    })
-    procs.installCleanup()
-    probe({ lilaPath: path.resolve(values.lila), count: Number(values.count) }).then(lines => {
-      for (const line of lines) process.stdout.write(`- ${line}\n`)
-    })
-  }
+  if (process.argv.includes('--holder')) holder()
+  else main()
 }

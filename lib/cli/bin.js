@@ -15,7 +15,8 @@ process.on('uncaughtException', err => {
   }
 })
 
-main(process.argv.slice(2)).then(code => {
+// This process is lila's own: it may give memory back once traffic stops (heap.js).
+main(process.argv.slice(2), { collectIdle: true }).then(code => {
   process.exitCode = code
   // Everything is closed by now, so the process ends by itself; if some handle is
   // still open, do not hang on it.

@@ -20,17 +20,22 @@ const lazy = {
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
   get startDashboard () { return require('../admin/terminal').startDashboard },
   get reloadLog () { return require('./reload-log') },
-  get signals () { return require('./signals') }
+  get signals () { return require('./signals') },
+  get heap () { return require('./heap') }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
 // process.exit; signals arrive through `signals` (the process, or an emitter in tests).
-// io: { stdout, stderr, stdin, signals, env, cluster, readFile } (readFile: for the
-// config file)
+// io: { stdout, stderr, stdin, signals, env, cluster, readFile, collectIdle } (readFile:
+// for the config file; collectIdle: the process is lila's own, so it may give memory
+// back once traffic stops, heap.js; bin.js sets it, tests running main in-process not)
 async function main (argv, io = {}) {
   const { stdout = process.stdout, stderr = process.stderr, signals = process, env = process.env } = io
   // A worker of `--workers` takes its config from the primary (workers.js).
-  if (env.LILA_WORKER && require('cluster').isWorker) return lazy.workers.runWorker({ stderr, signals })
+  if (env.LILA_WORKER && require('cluster').isWorker) {
+    if (io.collectIdle) lazy.heap.startIdleCollector()
+    return lazy.workers.runWorker({ stderr, signals })
+  }
 
   let parsed
   let config
@@ -69,6 +74,7 @@ async function main (argv, io = {}) {
     case 'demo':
       return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
+      if (io.collectIdle) lazy.heap.startIdleCollector()
       if (lazy.workers.workerCount(config.workers) > 1) {
         return primary(config, { ...io, stderr, signals, cluster: io.cluster || require('cluster'), reloadConfig })
       }

@@ -22,7 +22,6 @@ const CLIENT = handlers({
   close () { this.session.onClientClose() }
 })
 const BACKEND = handlers({
-  timeout () { this.session.onUpstreamTimeout(this) },
   error (err) { this.session.onUpstreamError(this, err) },
   close () { this.session.onUpstreamClose(this) },
   data (chunk) { this.session.fromUpstream(this, chunk) },
@@ -30,6 +29,10 @@ const BACKEND = handlers({
   drain () { this.session.onUpstreamDrain() }
 })
 function upstreamConnect () { this.session.onConnect(this) }
+// The connect timeout is a timer of the session's own, dropped once connected: a
+// socket timeout (socket.setTimeout) leaves its cleared Timeout on the socket for the
+// connection's life, some 120 bytes for each idle connection.
+function connectTimedOut (session, socket) { session.onUpstreamTimeout(socket) }
 
 // L4 balancing, one client connection and its (current) backend connection: pick a
 // backend, connect (trying others when that fails), then pass bytes both ways until
@@ -46,6 +49,7 @@ class TcpSession {
     this.client = client
     this.clientAddress = clientAddress(client) // read by ip-hash
     this.upstream = null // the backend socket, once an attempt starts
+    this.connectTimer = null // while it connects
     this.proxyHeader = null // --proxy-protocol: written first on every attempt
     this.attempt = new Attempt(listener.upstream, this, this)
     this.piping = false
@@ -143,8 +147,8 @@ class TcpSession {
     }
     const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: this.proxyHeader })
     this.upstream = socket
-    // Until connected, the socket timeout is the connect timeout.
-    socket.setTimeout(config.connectTimeout)
+    this.connectTimer = setTimeout(connectTimedOut, config.connectTimeout, this, socket)
+    this.connectTimer.unref() // as a socket timeout would be
     socket.session = this
     addListeners(socket, BACKEND)
     socket.once(readyEvent(socket), upstreamConnect)
@@ -154,7 +158,7 @@ class TcpSession {
     this.piping = true
     this.idleTicks = 0
     this.connectedAt = performance.now()
-    socket.setTimeout(0) // connected: idleness is the listener's sweep from here on
+    this.stopConnectTimer() // connected: idleness is the listener's sweep from here on
     // The verdict on this backend comes with its first byte (or a clean close); a
     // reset before that is a failure (see onUpstreamError).
     if (this.early !== null) {
@@ -180,8 +184,15 @@ class TcpSession {
 
   // A connect that fails is retried on another backend (attempt.js); the client never
   // notices, unless no backend is left.
+  stopConnectTimer () {
+    if (this.connectTimer === null) return
+    clearTimeout(this.connectTimer)
+    this.connectTimer = null
+  }
+
   connectFailed (socket, reason, cause = 'connect') {
     this.listener.log.debug(`connect to ${this.attempt.backend.address} failed: ${reason}`)
+    this.stopConnectTimer()
     this.upstream = null
     socket.destroy()
     const retried = this.attempt.failed(reason, { cause, replayable: !this.clientClosed })
@@ -193,6 +204,7 @@ class TcpSession {
   // blamed, and no other backend would do better. The client is closed.
   shortOf (socket, err) {
     const { listener } = this
+    this.stopConnectTimer()
     this.upstream = null
     socket.destroy()
     this.attempt.shortage()
@@ -261,6 +273,7 @@ class TcpSession {
   finish () {
     if (this.finished) return
     this.finished = true
+    this.stopConnectTimer()
     const { client, attempt, listener } = this
     attempt.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)

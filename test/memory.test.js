@@ -1,0 +1,48 @@
+'use strict'
+
+// What an idle connection keeps (bench/memory.js measures what it costs): in process,
+// lila's own sessions looked at once their connections went idle. No timing.
+
+const t = require('tap')
+const { tcpBackend, greetThenEcho, openGreeted, httpBackend, startLila } = require('./fixtures/helpers')
+const net = require('net')
+
+// The Timeout a socket timeout leaves on its socket (Node keeps a cleared one there).
+function socketTimer (socket) {
+  const key = Object.getOwnPropertySymbols(socket).find(s => s.description === 'timeout')
+  return key === undefined ? null : socket[key]
+}
+
+t.test('tcp: an idle proxied connection keeps no connect timer, on its session or its backend socket', async t => {
+  const backend = await tcpBackend(t, 'a', greetThenEcho)
+  const { lb, port } = await startLila(t, ['rr', backend.address, '--connect-timeout', '2s'])
+  const open = []
+  for (let i = 0; i < 3; i++) open.push(await openGreeted(port))
+  t.teardown(() => { for (const o of open) o.socket.destroy() })
+  const sessions = [...lb.listeners[0].sessions]
+  t.equal(sessions.length, 3)
+  for (const session of sessions) {
+    t.ok(session.piping, 'connected and piping')
+    t.equal(session.connectTimer, null, 'the session dropped its connect timer')
+    t.equal(socketTimer(session.upstream), null, 'the backend socket holds no Timeout')
+    t.equal(session.early, null, 'nothing held from the client')
+  }
+})
+
+t.test('http: an idle keep-alive client keeps no request, buffer or timer', async t => {
+  const backend = await httpBackend(t, 'a')
+  const { lb, port } = await startLila(t, ['rr', backend.address, '--protocol', 'http'])
+  const client = net.connect(port, '127.0.0.1')
+  t.teardown(() => client.destroy())
+  await new Promise(resolve => client.once('connect', resolve))
+  // Two requests on the one connection; the second's response read in full.
+  for (let i = 0; i < 2; i++) {
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+    await new Promise(resolve => client.once('data', resolve))
+  }
+  const [session] = lb.listeners[0].sessions
+  t.equal(session.exchange, null, 'no exchange')
+  t.equal(session.buf, null, 'no bytes held')
+  t.equal(session.headTimer, null, 'no head timer')
+  t.equal(socketTimer(session.client), null, 'no socket timeout on the client')
+})
