@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cb6951ce09551ab81fb013e3504de666727cd5297ab4f6af598f2a7ad4da8a4a"
+  sha256 "396694481aa92845712d15f967eae5942c76b623104a105786ba45c114faf1e5"
   license "MIT"
 
   depends_on "node"

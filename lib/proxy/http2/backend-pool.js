@@ -21,7 +21,6 @@ const { handlers, addListeners } = require('../socket-events')
 const NOT_H2 = 'does not speak HTTP/2 over TLS (ALPN agreed on no h2; is --backend-protocol right?)'
 
 const MAX_STREAMS = 100 // per session, below the backend's own limit when that is higher
-const MAX_SESSIONS = 64 // per backend; legs beyond wait for a stream
 const IDLE_MS = 30000 // an idle session is closed after this long
 const PING_MS = 10000 // a session nothing was heard on for this long is pinged
 
@@ -163,7 +162,6 @@ class Http2Pool {
     this.connectTimeout = connectTimeout
     this.tls = tls // tls.connect options with --backend-tls
     this.sessions = []
-    this.waiting = [] // legs waiting for a stream (MAX_SESSIONS reached, each full)
     this.connects = 0
     this.reuses = 0
   }
@@ -175,16 +173,14 @@ class Http2Pool {
 
   // A stream for `leg` on a session with room: a ready one, one connecting, or a new
   // one. `fresh`: not on a session that already carried streams (the leg's last one
-  // was refused or its session went away).
+  // was refused or its session went away). No cap on sessions and no queue of its own,
+  // as the HTTP/1.1 pool: a leg exists only with a lease on the backend, so streams are
+  // bounded by max-conn, and every request that waits does so in the visible queue.
   acquire (leg, { fresh = false } = {}) {
     for (const session of this.sessions) {
       if (!session.hasRoom || (fresh && session.served > 0)) continue
       if (session.ready) return session.give(leg)
       session.pending.push(leg)
-      return
-    }
-    if (this.sessions.length >= MAX_SESSIONS) {
-      this.waiting.push(leg)
       return
     }
     this.connects++
@@ -193,20 +189,18 @@ class Http2Pool {
     session.pending.push(leg)
   }
 
-  // A leg's stream closed: its slot goes to a waiting leg.
+  // A leg's stream closed.
   streamDone (session) {
     session.streams--
     session.heard()
     if (session.streams === 0) session.idleSince = Date.now()
     if (session.draining && session.streams === 0) session.close()
-    else if (this.waiting.length > 0 && session.hasRoom && session.ready) session.give(this.waiting.shift())
   }
 
+  // A leg given up before its session connected.
   cancel (leg) {
-    let i = this.waiting.indexOf(leg)
-    if (i !== -1) return this.waiting.splice(i, 1)
     for (const session of this.sessions) {
-      i = session.pending.indexOf(leg)
+      const i = session.pending.indexOf(leg)
       if (i !== -1) return session.pending.splice(i, 1)
     }
   }
@@ -214,7 +208,6 @@ class Http2Pool {
   removed (session) {
     const i = this.sessions.indexOf(session)
     if (i !== -1) this.sessions.splice(i, 1)
-    if (this.waiting.length > 0) this.acquire(this.waiting.shift())
   }
 
   // The listener's sweep (protocol.js): idle sessions closed, silent ones pinged.
