@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "396694481aa92845712d15f967eae5942c76b623104a105786ba45c114faf1e5"
+  sha256 "79b23ef0a24872d2a80473d5d387a0e304ae1803e28509d534cbb16c4334576d"
   license "MIT"
 
   depends_on "node"

@@ -176,3 +176,44 @@ t.test('large uploads fill a backend\'s max-conn: the next request waits in the 
   t.equal((await statusJson(lila)).listeners[0].queueTimeouts, 1, 'counted as a queue timeout')
   await lila.waitForLine(/503 for GET \/waits from \S+: no backend available/)
 })
+
+t.test('HTTP/2: 1,000 streams trickling small bodies hold no backend; a GET is answered; a silent body gets 408', async t => {
+  const http2 = require('http2')
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    req.resume()
+    req.on('end', () => res.end('ok\n'))
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--body-timeout', '2s'])
+  const sessions = []
+  t.teardown(() => { for (const s of sessions) s.destroy() })
+  const streams = []
+  for (let c = 0; c < 10; c++) {
+    const session = http2.connect(`http://127.0.0.1:${lila.port}`)
+    session.on('error', () => {})
+    sessions.push(session)
+    for (let i = 0; i < 100; i++) {
+      const stream = session.request({ ':method': 'POST', ':path': '/upload', 'content-length': '100' })
+      stream.on('error', () => {})
+      stream.status = new Promise(resolve => stream.on('response', h => resolve(h[':status'])))
+      stream.write('x')
+      streams.push(stream)
+    }
+  }
+  await until(() => streams.every(s => s.id !== undefined), 'every stream to open', { timeout: 10000 })
+  const get = () => new Promise(resolve => {
+    const stream = sessions[0].request({ ':path': '/get' })
+    stream.on('response', h => resolve(h[':status']))
+    stream.resume()
+  })
+  t.equal(await within(10000, 'the GET beside 1,000 trickling streams', get()), 200, 'the GET is answered')
+  t.equal(backend.requests, 1, 'the backend saw only the GET: the uploads are held by lila')
+  t.equal((await statusJson(lila)).listeners[0].backends[0].live, 0, 'none of them holds the backend')
+
+  // They stop sending: 408 each after --body-timeout, none of them reached the backend.
+  const statuses = await within(20000, 'the 408s', Promise.all(streams.map(s => s.status)))
+  t.equal(statuses.filter(s => s === 408).length, 1000, 'every silent body got 408')
+  t.equal(backend.requests, 1)
+  for (const session of sessions) session.destroy()
+  await settled(lila, { timeout: 10000 })
+})

@@ -6,7 +6,7 @@ const { reasonOf, HttpError } = require('../../errors')
 const { viaLoops } = require('../http1/rewrite')
 const { Attempt } = require('../../upstream/attempt')
 const { handlers, addListeners } = require('../socket-events')
-const { StreamBody } = require('./request-body')
+const { StreamBody, REPLAY_LIMIT } = require('./request-body')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
 const { Http1Leg } = require('./to-http1')
@@ -16,6 +16,8 @@ const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = con
 
 // The access log's status when the client went away before any of its response.
 const CLIENT_CLOSED = 499
+// A request body up to this size is read whole before a backend is taken (see start).
+const BUFFER_FIRST = REPLAY_LIMIT
 // A response complete before the client's body: the rest of the body is read and
 // dropped for this long, then the stream is reset (as http1/session.js lingers).
 const LINGER_MS = 2000
@@ -58,6 +60,8 @@ class StreamExchange {
     this.body = new StreamBody(head)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
+    this.buffering = false // reading a small body before taking a backend (see start)
+    this.quietTicks = 0 // listener sweeps without DATA from the client (--body-timeout)
 
     // Where it goes.
     this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
@@ -87,6 +91,15 @@ class StreamExchange {
     if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
+    // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
+    // client that sends it slowly holds no backend connection meanwhile.
+    if (this.body.done || this.body.length > BUFFER_FIRST) return this.attempt.start()
+    this.buffering = true
+  }
+
+  // The body is read, or more of it than is worth holding: now a backend.
+  bodyBuffered () {
+    this.buffering = false
     this.attempt.start()
   }
 
@@ -181,11 +194,14 @@ class StreamExchange {
   onClientData (chunk) {
     if (this.done) return
     this.session.touch()
+    this.quietTicks = 0
     const { body, leg } = this
     if (body.overflows(chunk)) return this.clientBodyFailed('more DATA than its Content-Length')
     const holdingEnough = body.add(chunk)
     if (leg === null || !leg.connected) {
-      // Still connecting (or queued): held, and the stream paused once holding enough.
+      // Still reading a small body, connecting or queued: held, and the stream paused
+      // once holding enough.
+      if (this.buffering && holdingEnough) this.bodyBuffered()
       if (holdingEnough) this.stream.pause()
       return
     }
@@ -208,6 +224,7 @@ class StreamExchange {
     this.reading = false
     this.session.touch()
     if (!this.body.end()) return this.clientBodyFailed('the body ended short of its Content-Length')
+    if (this.buffering) return this.bodyBuffered() // the leg ends it once connected
     const { leg } = this
     if (leg !== null && leg.connected) leg.end() // else the leg ends it once connected
   }
@@ -247,8 +264,18 @@ class StreamExchange {
     return this.body.done && !this.responseStarted && !this.done
   }
 
-  // The listener's sweep: the leg's backend silent for --timeout.
-  onSweep (silentLimit) {
+  // The listener's sweep: the leg's backend silent for --timeout; a request body that
+  // sent nothing for --body-timeout (not while lila holds the stream paused) is
+  // answered 408, and its backend side dropped.
+  onSweep (silentLimit, bodyLimit) {
+    if (this.reading && !this.done && !this.stream.isPaused() && ++this.quietTicks >= bodyLimit) {
+      this.buffering = false
+      this.abandonUpstream()
+      this.releaseLease()
+      if (!this.responseStarted) return this.answer(408, 'request body timed out: no byte of it within --body-timeout')
+      this.reset(NGHTTP2_PROTOCOL_ERROR)
+      return this.finish()
+    }
     if (this.leg !== null) this.leg.onSweep(silentLimit)
   }
 

@@ -82,9 +82,10 @@ class Http2Session {
     this.exchanges.delete(exchange)
   }
 
-  // The listener's sweep, for each stream's --timeout (see StreamExchange#onSweep).
-  onSweep (silentLimit) {
-    for (const exchange of this.exchanges) exchange.onSweep(silentLimit)
+  // The listener's sweep, for each stream's --timeout and --body-timeout (see
+  // StreamExchange#onSweep).
+  onSweep (silentLimit, bodyLimit) {
+    for (const exchange of this.exchanges) exchange.onSweep(silentLimit, bodyLimit)
   }
 
   // The listener's sweep: no stream moved a byte for --idle-timeout. While a backend
