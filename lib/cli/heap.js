@@ -14,7 +14,7 @@ const vm = require('vm')
 // and until then lila kept 40 to 50 MiB it no longer used (bench/RESULTS-memory.md).
 //
 // So lila watches once a second. Once its heap has grown by GROWTH bytes since the
-// last collection and lila has then been quiet for a second (under QUIET_CPU of CPU,
+// last collection and lila has then been quiet for a second (under QUIET_CPU_US of CPU,
 // under QUIET_BYTES allocated, no collection by V8), it collects: two full collections
 // in a row, the first freeing the old generation's garbage and emptying the young
 // generation, the second releasing the pages the first emptied. V8 shrinks the young
