@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "79b23ef0a24872d2a80473d5d387a0e304ae1803e28509d534cbb16c4334576d"
+  sha256 "890719f650256f0d633d7a8de6ecf6e174434b2a4c61c30cbe74fb862143d301"
   license "MIT"
 
   depends_on "node"

@@ -59,8 +59,10 @@ t.test('the pool has no cap of its own: every exchange given to it gets a connec
   const exchanges = Array.from({ length: 1100 }, standIn)
   for (const exchange of exchanges) pool.acquire(exchange)
   t.equal(pool.size, 1100, 'a socket for each')
-  await within(20000, 'every connection', Promise.all(exchanges.map(e => e.connected)))
+  const conns = await within(20000, 'every connection', Promise.all(exchanges.map(e => e.connected)))
   t.pass('1,100 connections, none waiting')
+  for (const conn of conns) conn.destroy()
+  await until(() => pool.size === 0, 'every connection to close', { timeout: 20000 })
 })
 
 t.test('an idle connection the backend has ended is not reused, even before its close', async t => {

@@ -73,17 +73,18 @@ class Exchange {
   }
 
   // A small body is read whole before a backend is taken, as nginx does: a client that
-  // sends it slowly then holds nothing but its own connection, never a backend's. A
-  // body past BUFFER_FIRST (a Content-Length over it, or a chunked one that grows past
-  // it) streams to the backend as it comes. A client that waits for 100 Continue
-  // before sending gets it from lila.
+  // sends it slowly then holds nothing but its own connection, never a backend's. Only
+  // one whose Content-Length says it is small: a chunked body may be a stream the
+  // client interleaves with the response, which waiting for its end would deadlock, and
+  // a larger one streams to the backend as it comes. A client that waits for 100
+  // Continue before sending gets it from lila.
   start () {
     const { head, body } = this
     const { via } = this.listener.protocol
     if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
-    if (body.done || head.asksUpgrade || body.longerThan(BUFFER_FIRST)) return this.attempt.start()
+    if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue' && head.version === 1) {
       this.continued = true

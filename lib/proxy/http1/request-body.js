@@ -57,10 +57,10 @@ class RequestBody {
     return this.heldBytes > REPLAY_LIMIT
   }
 
-  // Is the body declared longer than `bytes` (a Content-Length)? A chunked one says
+  // Is the body declared (a Content-Length) at most `bytes` long? A chunked one says
   // nothing of its length.
-  longerThan (bytes) {
-    return this.chunked === null && this.left > bytes
+  fitsIn (bytes) {
+    return this.chunked === null && this.left <= bytes
   }
 
   // A piece went out to the backend as it came.

@@ -92,8 +92,10 @@ class StreamExchange {
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
     // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
-    // client that sends it slowly holds no backend connection meanwhile.
-    if (this.body.done || this.body.length > BUFFER_FIRST) return this.attempt.start()
+    // client that sends it slowly holds no backend connection meanwhile. Only with a
+    // content-length: without one it may be a stream (gRPC) answered as it goes.
+    const { length } = this.body
+    if (this.body.done || length === -1 || length > BUFFER_FIRST) return this.attempt.start()
     this.buffering = true
   }
 
