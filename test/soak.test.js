@@ -20,7 +20,7 @@ const net = require('net')
 const fs = require('fs')
 const path = require('path')
 const { fork } = require('child_process')
-const { spawnLila, deadPort, within, memoryOf, settled, isSettled } = require('./fixtures/helpers')
+const { spawnLila, restartablePort, within, memoryOf, settled, isSettled } = require('./fixtures/helpers')
 const { prng } = require('./fixtures/http-fuzz')
 
 const SECONDS = Number(process.env.SOAK_SECONDS || 20) // per protocol
@@ -29,10 +29,11 @@ const BACKEND = path.join(__dirname, 'fixtures', 'chaos-backend.js')
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 t.setTimeout(SECONDS * 2 * 1000 * 3 + 120000)
 
-// Backend processes on fixed ports, so a restarted one comes back where it was.
+// Backend processes on fixed ports, so a restarted one comes back where it was; the
+// ports lie outside the ephemeral range (restartablePort).
 async function startFleet (t, n) {
   const fleet = []
-  for (let i = 0; i < n; i++) fleet.push({ port: await deadPort(), child: null, mode: 'normal' })
+  for (let i = 0; i < n; i++) fleet.push({ port: await restartablePort(), child: null, mode: 'normal' })
   const start = async b => {
     b.child = fork(BACKEND, [String(b.port)], { stdio: 'ignore' })
     b.mode = 'normal'
