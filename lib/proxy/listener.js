@@ -110,6 +110,7 @@ class Listener {
   // May this session's client be served? null, or why not: { limit, detail, retryAfter }.
   // Over --max-conn-per-client, or (tcp, whose unit is the connection) --rate-limit.
   admit (session) {
+    if (this.perClient === null && this.rate === null) return null // (the address may cost a system call)
     const address = session.clientAddress
     if (this.perClient !== null) {
       if (!this.perClient.open(address)) {
@@ -121,8 +122,10 @@ class Listener {
     }
     if (!this.protocol.limitsRequests) {
       const wait = this.rateLimited(address)
-      const detail = `${address} opens connections faster than --rate-limit`
-      if (wait > 0) return { limit: 'rate-limit', detail, retryAfter: wait }
+      if (wait > 0) {
+        const detail = `${address} opens connections faster than --rate-limit`
+        return { limit: 'rate-limit', detail, retryAfter: wait }
+      }
     }
     return null
   }

@@ -13,9 +13,13 @@ const { reasonOf } = require('../errors')
 // `preface` (a PROXY protocol header) goes first, in the clear, before any TLS; then a
 // failed connect may be reported twice (by the TCP socket and by TLS over it): callers
 // ignore the events of a socket they are done with.
-function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null } = {}) {
-  const raw = tlsOptions === null || preface !== null
-    ? net.connect({ host: backend.host, port: backend.port, allowHalfOpen, noDelay: true })
+// `onread` ({ buffer, callback }, net.Socket's option): a plain TCP socket reads into
+// `buffer` and hands what it read to `callback` (`this` is the socket) instead of
+// emitting 'data'; ignored with TLS, which reads through its own socket.
+function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null, onread = undefined } = {}) {
+  const plain = tlsOptions === null
+  const raw = plain || preface !== null
+    ? net.connect({ host: backend.host, port: backend.port, allowHalfOpen, noDelay: true, onread: plain && onread })
     : null
   if (preface !== null) raw.write(preface) // sent as soon as the connect completes
   if (tlsOptions === null) return raw
