@@ -18,12 +18,19 @@ const procs = require('./procs')
 
 const BIG_BODY_BYTES = 1024 * 1024
 
-const KINDS = ['nginx', 'go', 'node']
+// The kinds --backend takes for W1-W3. `go/16k`: the Go backend writing bodies in
+// 16 KiB writes (any size in KiB) instead of one.
+const KINDS = ['nginx', 'go', 'go/<N>k', 'node']
+const GO_KIND = /^go(?:\/(\d+)k)?$/
+
+function isKind (kind) {
+  return kind === 'nginx' || kind === 'node' || (GO_KIND.test(kind) && Number(kind.match(GO_KIND)[1] || 1) > 0)
+}
 
 // Why backends of `kind` cannot run here (a tool is missing), or null.
 function backendMissing (kind) {
   if (kind === 'nginx') return procs.which('nginx') ? null : 'nginx is not installed (apt-get install nginx)'
-  if (kind === 'go') return goTool() ? null : 'Go is not installed (https://go.dev/dl/, or apt-get install golang-go)'
+  if (GO_KIND.test(kind)) return goTool() ? null : 'Go is not installed (https://go.dev/dl/, or apt-get install golang-go)'
   if (kind === 'redis') {
     const missing = ['redis-server', 'redis-benchmark'].filter(t => !procs.which(t))
     return missing.length === 0 ? null : `${missing.join(' and ')} not installed (apt-get install redis-server redis-tools)`
@@ -31,17 +38,19 @@ function backendMissing (kind) {
   return null
 }
 
-// Start `delays.length` backends of `kind` ('nginx' | 'go' | 'node' | 'redis'), pinned
-// to `cpu`. Returns { addresses, counts(), stop() }; counts() resolves with how many
-// requests each backend has served so far.
+// Start `delays.length` backends of `kind` ('nginx' | 'go[/Nk]' | 'node' | 'redis'),
+// pinned to `cpu`. Returns { addresses, counts(), stop() }; counts() resolves with how
+// many requests each backend has served so far.
 async function startBackends ({ kind, delays, dir, cpu }) {
   const started = []
+  const go = kind.match(GO_KIND)
   try {
-    const goBinary = kind === 'go' ? await buildGoBackend() : null
+    const goBinary = go ? await buildGoBackend() : null
+    const writeSize = go && go[1] ? Number(go[1]) * 1024 : 0
     for (let i = 0; i < delays.length; i++) {
       const name = String.fromCharCode(65 + i) // A, B, ...
       if (kind === 'nginx') started.push(await startNginxBackend({ name, dir, cpu }))
-      else if (kind === 'go') started.push(await startGoBackend({ name, binary: goBinary, cpu }))
+      else if (go) started.push(await startGoBackend({ name, binary: goBinary, writeSize, cpu }))
       else if (kind === 'redis') started.push(await startRedisBackend({ name, dir, cpu }))
       else started.push(await startNodeBackend({ name, delay: delays[i], cpu }))
     }
@@ -100,8 +109,8 @@ async function buildGoBackend () {
   return binary
 }
 
-async function startGoBackend ({ name, binary, cpu }) {
-  const handle = await procs.start([binary, '-port', '0', '-name', name], {
+async function startGoBackend ({ name, binary, writeSize, cpu }) {
+  const handle = await procs.start([binary, '-port', '0', '-name', name, '-write-size', String(writeSize)], {
     cpu, ready: /backend \w+ listening on 127\.0\.0\.1:(\d+)/
   })
   const port = Number(handle.ready[1])
@@ -264,4 +273,4 @@ function get (port, urlPath, { timeoutMs = 5000, headers = {} } = {}) {
   })
 }
 
-module.exports = { KINDS, backendMissing, goTool, startBackends, startOnFreePort, get, redisCommand, tempPaths }
+module.exports = { KINDS, isKind, backendMissing, goTool, startBackends, startOnFreePort, get, redisCommand, tempPaths }

@@ -29,7 +29,7 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
   for (const w of workloads) {
     const rows = cells.filter(c => c.workload === w.id)
     if (!rows.some(c => c.status === 'ok')) continue
-    out.push(`## ${w.id}: ${w.title}${w.backend === 'redis' ? '' : ` (${BACKEND_LABELS[w.backend]} backends)`}`, '')
+    out.push(`## ${w.id}: ${w.title}${w.backend === 'redis' ? '' : ` (${backendLabel(w.backend)} backends)`}`, '')
     if (w.backend === 'redis') {
       out.push(...redisTable(rows))
       continue
@@ -77,7 +77,10 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
   return out.join('\n')
 }
 
-const BACKEND_LABELS = { nginx: 'nginx', go: 'Go net/http', node: 'Node', redis: 'redis' }
+function backendLabel (kind) {
+  if (kind.startsWith('go/')) return `Go net/http, ${kind.slice(3, -1)} KiB writes,`
+  return { nginx: 'nginx', go: 'Go net/http', node: 'Node' }[kind]
+}
 
 function disturbedNote (rows) {
   const disturbed = rows.filter(noisy)

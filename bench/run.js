@@ -17,7 +17,7 @@ const os = require('os')
 const path = require('path')
 const { parseArgs } = require('util')
 const procs = require('./procs')
-const { KINDS, backendMissing, startBackends, get, redisCommand } = require('./backends')
+const { KINDS, isKind, backendMissing, startBackends, get, redisCommand } = require('./backends')
 const { runLoad, runRedisBenchmark } = require('./loadgen')
 const { treeCpuMicros, cpuJiffies, busyPercent } = require('./cpu')
 const { allContenders } = require('./contenders')
@@ -93,7 +93,7 @@ async function main () {
   const loadgen = opts.loadgen || (procs.which('wrk') ? 'wrk' : 'node')
   if (loadgen === 'node' && !opts.loadgen) notes.push('wrk is not installed (apt-get install wrk): the Node load generator (loadgen.js) was used; it saturates sooner, so req/s are lower than with wrk')
   const backendKinds = opts.backends || [procs.which('nginx') ? 'nginx' : 'node']
-  const unknownKinds = backendKinds.filter(k => !KINDS.includes(k))
+  const unknownKinds = backendKinds.filter(k => !isKind(k))
   if (unknownKinds.length > 0) usage(`unknown backend ${unknownKinds.join(', ')}; expected some of ${KINDS.join(', ')}`)
   if (backendKinds[0] === 'node' && !opts.backends) notes.push('nginx is not installed: the Node backends (backend-server.js) were used for every workload')
   if (!procs.which('taskset')) notes.push('taskset is not installed (util-linux): nothing was pinned to a CPU')
@@ -287,11 +287,14 @@ function usage (message) {
   process.exit(2)
 }
 
-const BACKEND_NAMES = {
-  nginx: 'nginx, 1 worker each',
-  go: 'Go net/http (peers/go-backend)',
-  node: 'bench/backend-server.js',
-  redis: 'redis-server'
+function backendName (kind) {
+  if (kind.startsWith('go/')) return `Go net/http writing bodies in ${kind.slice(3, -1)} KiB writes (peers/go-backend)`
+  return {
+    nginx: 'nginx, 1 worker each',
+    go: 'Go net/http (peers/go-backend)',
+    node: 'bench/backend-server.js',
+    redis: 'redis-server'
+  }[kind]
 }
 
 function describeMachine (opts, { loadgen, workloads, seconds }) {
@@ -310,7 +313,7 @@ function describeMachine (opts, { loadgen, workloads, seconds }) {
   if (hp) peers.push(`http-proxy ${hp}`)
   if (procs.which('wrk')) peers.push((firstLine(['wrk', '--version']) || 'wrk ?').replace(/ \[.*$/, '').replace(/ +Copyright.*$/, ''))
   const kinds = [...new Set(workloads.map(w => w.backend))]
-  if (kinds.includes('go') && !backendMissing('go')) {
+  if (kinds.some(k => k.startsWith('go')) && !backendMissing('go')) {
     peers.push((firstLine([require('./backends').goTool(), 'version']) || 'go ?').replace(/^go version go/, 'Go ').replace(/ \S+\/\S+$/, ''))
   }
   if (kinds.includes('redis') && !backendMissing('redis')) {
@@ -342,7 +345,7 @@ function describeBackends (workloads) {
     if (!byKind.has(w.backend)) byKind.set(w.backend, [])
     byKind.get(w.backend).push(w.id)
   }
-  return [...byKind].map(([kind, ids]) => `${BACKEND_NAMES[kind]} (${ids.join(', ')})`).join('; ')
+  return [...byKind].map(([kind, ids]) => `${backendName(kind)} (${ids.join(', ')})`).join('; ')
 }
 
 function safe (fn, fallback) {

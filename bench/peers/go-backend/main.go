@@ -4,14 +4,16 @@
 // Standard library only: built offline by bench/backends.js (go build), cached in
 // bench/.cache.
 //
-//	go-backend -port 0 -name A
+//	go-backend -port 0 -name A [-write-size 16384]
 //
 // Prints "backend A listening on 127.0.0.1:PORT" on stderr once bound.
 // GET /        -> 200, "hello" (5 bytes)
 // GET /1m      -> 200, 1 MiB
 // GET /__count -> 200, the number of requests served so far (this one excluded)
 // A request with "Connection: close" is answered and the connection closed
-// (net/http does that itself).
+// (net/http does that itself). Bodies are written with one Write (net/http sends the
+// head and the first 4 KiB, then the rest in one write(2)), or with -write-size in
+// writes of that many bytes, as a server streaming from a file or a proxy would.
 package main
 
 import (
@@ -33,6 +35,7 @@ var served atomic.Int64
 func main() {
 	port := flag.Int("port", 0, "port to listen on (0: a free one)")
 	name := flag.String("name", "backend", "name printed when listening")
+	writeSize := flag.Int("write-size", 0, "write bodies in pieces of this many bytes (0: all at once)")
 	flag.Parse()
 
 	hello := []byte("hello")
@@ -44,7 +47,13 @@ func main() {
 			h := w.Header()
 			h["Content-Type"] = []string{"text/plain"}
 			h["Content-Length"] = []string{length}
-			w.Write(body)
+			if *writeSize <= 0 {
+				w.Write(body)
+				return
+			}
+			for i := 0; i < len(body); i += *writeSize {
+				w.Write(body[i:min(i+*writeSize, len(body))])
+			}
 		}
 	}
 	mux := http.NewServeMux()
