@@ -178,7 +178,7 @@ class TcpSession {
   // A FIN from the client: passed on once a backend is connected (half-close).
   onClientEnd () {
     this.clientEnded = true
-    if (this.piping) passEnd(this.upstream)
+    if (this.piping) setImmediate(passEnd, this.upstream)
   }
 
   onUpstreamDrain () {
@@ -192,7 +192,7 @@ class TcpSession {
   onUpstreamEnd (socket) {
     if (socket !== this.upstream) return
     if (!this.answered) this.onAnswer(false)
-    passEnd(this.client)
+    setImmediate(passEnd, this.client)
   }
 
   // The listener's sweep: no byte either way for --idle-timeout closes a connection
@@ -392,10 +392,13 @@ class TcpSession {
 
 // Pass a FIN on to `socket`. One that has already read its peer's FIN and has nothing
 // left to write is closed instead: close() sends the same FIN, without a shutdown()
-// call and its round through the event loop first (a connection per request, as in
-// HTTP/1.0 or W2 of the bench, ends this way on one side). TLS ends with its own
-// close_notify, so it always ends.
+// call and its round through the event loop first. Called a tick after the other
+// side's 'end', so that when both FINs came in the same batch of reads (a connection
+// per request, as in HTTP/1.0 or W2 of the bench) this socket's own 'end' came first
+// and neither side needs a shutdown(). TLS ends with its own close_notify, so it
+// always ends.
 function passEnd (socket) {
+  if (socket.destroyed) return
   if (socket.readableEnded && socket.writableLength === 0 && !socket.encrypted) socket.destroy()
   else socket.end()
 }
