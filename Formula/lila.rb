@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "890719f650256f0d633d7a8de6ecf6e174434b2a4c61c30cbe74fb862143d301"
+  sha256 "56f0e62dbcb1cfae6232f867fda8c053f5e6e33e25a1b5883ff9731d55226986"
   license "MIT"
 
   depends_on "node"

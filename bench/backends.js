@@ -1,29 +1,58 @@
 'use strict'
 
-// The two backends behind every balancer: either small nginx instances returning fixed
-// bodies (fast, C, sendfile for the 1 MiB body) or the raw-socket Node server in
-// backend-server.js (the only kind that can answer after a fixed delay, for W4).
-// Each backend is its own process so that each counts only what it served:
-// nginx through stub_status, Node through its /__count path.
+// The backends behind every balancer, one of three kinds answering the same requests
+// with the same bodies: small nginx instances (C, sendfile for the 1 MiB body), a Go
+// net/http server (peers/go-backend, built here with `go build`: Go's buffered writes,
+// a goroutine per connection), or the raw-socket Node server in backend-server.js (the
+// only kind that can answer after a fixed delay, for W4). And, for the redis workload,
+// redis-server instances. Each backend is its own process so that each counts only what
+// it served: nginx through stub_status, Go and Node through their /__count path, redis
+// through INFO stats.
 
 const fs = require('fs')
 const path = require('path')
 const http = require('http')
+const net = require('net')
+const crypto = require('crypto')
 const procs = require('./procs')
 
 const BIG_BODY_BYTES = 1024 * 1024
 
-// Start `delays.length` backends of `kind` ('nginx' | 'node'), pinned to `cpu`.
-// Returns { addresses, counts(), stop() }; counts() resolves with how many
-// requests each backend has served so far.
+// The kinds --backend takes for W1-W3. `go/16k`: the Go backend writing bodies in
+// 16 KiB writes (any size in KiB) instead of one.
+const KINDS = ['nginx', 'go', 'go/<N>k', 'node']
+const GO_KIND = /^go(?:\/(\d+)k)?$/
+
+function isKind (kind) {
+  return kind === 'nginx' || kind === 'node' || (GO_KIND.test(kind) && Number(kind.match(GO_KIND)[1] || 1) > 0)
+}
+
+// Why backends of `kind` cannot run here (a tool is missing), or null.
+function backendMissing (kind) {
+  if (kind === 'nginx') return procs.which('nginx') ? null : 'nginx is not installed (apt-get install nginx)'
+  if (GO_KIND.test(kind)) return goTool() ? null : 'Go is not installed (https://go.dev/dl/, or apt-get install golang-go)'
+  if (kind === 'redis') {
+    const missing = ['redis-server', 'redis-benchmark'].filter(t => !procs.which(t))
+    return missing.length === 0 ? null : `${missing.join(' and ')} not installed (apt-get install redis-server redis-tools)`
+  }
+  return null
+}
+
+// Start `delays.length` backends of `kind` ('nginx' | 'go[/Nk]' | 'node' | 'redis'),
+// pinned to `cpu`. Returns { addresses, counts(), stop() }; counts() resolves with how
+// many requests each backend has served so far.
 async function startBackends ({ kind, delays, dir, cpu }) {
   const started = []
+  const go = kind.match(GO_KIND)
   try {
+    const goBinary = go ? await buildGoBackend() : null
+    const writeSize = go && go[1] ? Number(go[1]) * 1024 : 0
     for (let i = 0; i < delays.length; i++) {
       const name = String.fromCharCode(65 + i) // A, B, ...
-      started.push(kind === 'nginx'
-        ? await startNginxBackend({ name, dir, cpu })
-        : await startNodeBackend({ name, delay: delays[i], cpu }))
+      if (kind === 'nginx') started.push(await startNginxBackend({ name, dir, cpu }))
+      else if (go) started.push(await startGoBackend({ name, binary: goBinary, writeSize, cpu }))
+      else if (kind === 'redis') started.push(await startRedisBackend({ name, dir, cpu }))
+      else started.push(await startNodeBackend({ name, delay: delays[i], cpu }))
     }
   } catch (err) {
     await Promise.all(started.map(b => b.stop()))
@@ -45,11 +74,106 @@ async function startNodeBackend ({ name, delay, cpu }) {
   return { port, stop: handle.stop, count: async () => Number(await get(port, '/__count')) }
 }
 
+// ---- Go: peers/go-backend/main.go, built once per source and Go version ----------
+
+const GO_SOURCE = path.join(__dirname, 'peers', 'go-backend')
+const CACHE = path.join(__dirname, '.cache')
+
+// The go command: on PATH, or where the official tarball puts it.
+function goTool () {
+  return procs.which('go') || procs.which('/usr/local/go/bin/go')
+}
+
+// The go-backend binary, built if the cache has none for this source and this Go:
+// bench/.cache/go-backend-<hash>. Standard library only; the build is kept offline
+// (GOPROXY=off, GOTOOLCHAIN=local), so it needs no network. Resolves with its path.
+async function buildGoBackend () {
+  const go = goTool()
+  if (!go) throw new Error(backendMissing('go'))
+  const version = procs.runSync([go, 'version']).out.trim()
+  const hash = crypto.createHash('sha256').update(version)
+  for (const file of ['go.mod', 'main.go']) hash.update(fs.readFileSync(path.join(GO_SOURCE, file)))
+  const binary = path.join(CACHE, `go-backend-${hash.digest('hex').slice(0, 12)}`)
+  if (fs.existsSync(binary)) return binary
+  fs.mkdirSync(CACHE, { recursive: true })
+  process.stderr.write(`building the Go backend (${version}) into ${path.relative(process.cwd(), binary)}\n`)
+  const env = { ...process.env, GOTOOLCHAIN: 'local', GOPROXY: 'off', GOFLAGS: '-mod=mod', CGO_ENABLED: '0' }
+  if (!env.GOCACHE && !env.HOME) env.GOCACHE = path.join(CACHE, 'go-build')
+  const partial = `${binary}.${process.pid}.tmp`
+  const r = procs.runSync([go, 'build', '-trimpath', '-o', partial, '.'], { cwd: GO_SOURCE, env, timeout: 300000 })
+  if (r.code !== 0) {
+    fs.rmSync(partial, { force: true })
+    throw new Error(`go build failed: ${procs.tail(r.out)}`)
+  }
+  fs.renameSync(partial, binary)
+  return binary
+}
+
+async function startGoBackend ({ name, binary, writeSize, cpu }) {
+  const handle = await procs.start([binary, '-port', '0', '-name', name, '-write-size', String(writeSize)], {
+    cpu, ready: /backend \w+ listening on 127\.0\.0\.1:(\d+)/
+  })
+  const port = Number(handle.ready[1])
+  return { port, stop: handle.stop, count: async () => Number(await get(port, '/__count')) }
+}
+
+// ---- redis-server, for the redis-benchmark workload ---------------------------------
+
+// No persistence (nothing written to disk), 127.0.0.1 only. Counts commands processed
+// (INFO stats), less the INFO commands the bench itself sent.
+async function startRedisBackend ({ name, dir, cpu }) {
+  const server = procs.which('redis-server')
+  if (!server) throw new Error(backendMissing('redis'))
+  const workdir = path.join(dir, `redis-${name}`)
+  fs.mkdirSync(workdir, { recursive: true })
+  const { port, stop } = await startOnFreePort(port => procs.start([server, '--port', String(port),
+    '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', workdir,
+    '--logfile', '', '--maxclients', '10000'], { cpu }))
+  let infoRequests = 0
+  const count = async () => {
+    const text = await redisCommand(port, ['INFO', 'stats'])
+    infoRequests++
+    const m = text.match(/total_commands_processed:(\d+)/)
+    return Number(m[1]) - infoRequests
+  }
+  return { port, stop, count }
+}
+
+// One redis command on a fresh connection; resolves with the reply as text (a bulk or
+// simple string; an error reply rejects).
+function redisCommand (port, args, { timeoutMs = 5000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1')
+    const timer = setTimeout(() => socket.destroy(new Error(`redis ${args[0]} on port ${port}: timed out`)), timeoutMs)
+    let reply = ''
+    socket.setEncoding('latin1')
+    socket.write(`*${args.length}\r\n${args.map(a => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`)
+    socket.on('data', chunk => {
+      reply += chunk
+      const done = text => { clearTimeout(timer); socket.destroy(); resolve(text) }
+      if (reply[0] === '+' && reply.endsWith('\r\n')) return done(reply.slice(1, -2))
+      if (reply[0] === '-' && reply.endsWith('\r\n')) {
+        clearTimeout(timer)
+        socket.destroy()
+        return reject(new Error(`redis ${args[0]} on port ${port}: ${reply.slice(1, -2)}`))
+      }
+      if (reply[0] === '$') {
+        const nl = reply.indexOf('\r\n')
+        const length = nl === -1 ? -1 : Number(reply.slice(1, nl))
+        if (nl !== -1 && reply.length >= nl + 2 + length + 2) done(reply.slice(nl + 2, nl + 2 + length))
+      }
+    })
+    socket.on('error', err => { clearTimeout(timer); reject(err) })
+  })
+}
+
+// ---- nginx --------------------------------------------------------------------------
+
 // One nginx master + one worker per backend. keepalive_requests is raised so that
 // keep-alive workloads stay keep-alive (nginx closes after 1000 requests by default).
 async function startNginxBackend ({ name, dir, cpu }) {
   const nginx = procs.which('nginx')
-  if (!nginx) throw new Error('nginx is not installed (apt-get install nginx), use --backend node')
+  if (!nginx) throw new Error(`${backendMissing('nginx')}, use --backend go or node`)
   const big = path.join(dir, 'big.bin')
   if (!fs.existsSync(big)) fs.writeFileSync(big, Buffer.alloc(BIG_BODY_BYTES, 'x'))
   const prefix = path.join(dir, `backend-${name}`)
@@ -149,4 +273,4 @@ function get (port, urlPath, { timeoutMs = 5000, headers = {} } = {}) {
   })
 }
 
-module.exports = { startBackends, startOnFreePort, get, tempPaths }
+module.exports = { KINDS, isKind, backendMissing, goTool, startBackends, startOnFreePort, get, redisCommand, tempPaths }

@@ -60,6 +60,47 @@ async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir })
   }
 }
 
+// ---- redis-benchmark ---------------------------------------------------------------
+
+const REDIS_TESTS = 'get,set'
+
+// One redis-benchmark run against 127.0.0.1:port: `requests` of each test (GET, SET),
+// `connections` clients, no pipelining (every command a round trip). Resolves with the
+// shape above plus `tests`: { GET: req/s, SET: req/s } as redis-benchmark measured them;
+// rps is all requests over the sum of the tests' durations (their harmonic mean).
+async function runRedisBenchmark ({ port, connections, requests, cpu = null, timeoutMs }) {
+  const argv = ['redis-benchmark', '-h', '127.0.0.1', '-p', String(port), '-t', REDIS_TESTS,
+    '-n', String(requests), '-c', String(connections), '-P', '1', '-q', '--csv']
+  const t0 = process.hrtime.bigint()
+  const out = await procs.run(procs.pinned(cpu, argv), timeoutMs)
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+  const tests = {}
+  let busy = 0
+  let p50 = 0
+  let p99 = 0
+  for (const line of out.split('\n')) {
+    const f = line.split(',').map(v => v.replace(/^"|"$/g, ''))
+    if (f.length < 7 || f[0] === 'test' || !Number(f[1])) continue
+    tests[f[0]] = Number(f[1])
+    busy += requests / Number(f[1])
+    p50 = Math.max(p50, Number(f[4]))
+    p99 = Math.max(p99, Number(f[6]))
+  }
+  const count = Object.keys(tests).length
+  if (count !== REDIS_TESTS.split(',').length) throw new Error(`redis-benchmark gave no result: ${procs.tail(out)}`)
+  return {
+    tool: 'redis-benchmark',
+    requests: requests * count,
+    seconds,
+    rps: requests * count / busy,
+    p50Ms: p50, // the slower test's
+    p99Ms: p99,
+    non2xx: 0,
+    socketErrors: 0, // redis-benchmark retries or stops; a shortfall shows as a failed cell
+    tests
+  }
+}
+
 // ---- The Node load generator ------------------------------------------------------
 
 const MAX_SAMPLES = 5e6 // latency samples kept (bounded memory); beyond, not recorded
@@ -249,7 +290,7 @@ class ResponseParser {
   }
 }
 
-module.exports = { runLoad }
+module.exports = { runLoad, runRedisBenchmark }
 
 if (require.main === module) {
   const { parseArgs } = require('util')

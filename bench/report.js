@@ -29,7 +29,11 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
   for (const w of workloads) {
     const rows = cells.filter(c => c.workload === w.id)
     if (!rows.some(c => c.status === 'ok')) continue
-    out.push(`## ${w.id}: ${w.title}`, '')
+    out.push(`## ${w.id}: ${w.title}${w.backend === 'redis' ? '' : ` (${backendLabel(w.backend)} backends)`}`, '')
+    if (w.backend === 'redis') {
+      out.push(...redisTable(rows))
+      continue
+    }
     out.push('| contender | balance | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
       RATIO_PEERS.map(p => `÷ ${p}`).join(' | ') + ' |')
     out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|' + RATIO_PEERS.map(() => '--:').join('|') + '|')
@@ -41,12 +45,7 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
         `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
         `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**${noisy(c) ? ' †' : ''}`} | ${ratios.join(' | ')} |`)
     }
-    const disturbed = rows.filter(noisy)
-    if (disturbed.length > 0) {
-      out.push('', `† CPU 0 also ran other processes during this cell (${disturbed.map(c => `${c.contender} ${c.mode}: ` +
-        `${Math.round(c.otherLbCpuPct)}%`).join(', ')} of the interval): the balancer shared its core, its figures are less reliable.`)
-    }
-    out.push('')
+    out.push(...disturbedNote(rows), '')
   }
 
   // Contenders that did not run, once per contender and reason, with where.
@@ -78,6 +77,47 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
   return out.join('\n')
 }
 
+function backendLabel (kind) {
+  if (kind.startsWith('go/')) return `Go net/http, ${kind.slice(3, -1)} KiB writes,`
+  return { nginx: 'nginx', go: 'Go net/http', node: 'Node' }[kind]
+}
+
+function disturbedNote (rows) {
+  const disturbed = rows.filter(noisy)
+  if (disturbed.length === 0) return []
+  return ['', `† CPU 0 also ran other processes during this cell (${disturbed.map(c => `${c.contender} ${c.mode}: ` +
+    `${Math.round(c.otherLbCpuPct)}%`).join(', ')} of the interval): the balancer shared its core, its figures are less reliable.`]
+}
+
+// R1: redis-benchmark's own figures per command, and throughput against HAProxy tcp and
+// against redis hit directly, beside the CPU per request.
+function redisTable (rows) {
+  const out = ['| contender | GET req/s | SET req/s | req/s | p50 ms | p99 ms | share A/B | LB CPU % | load CPU % | ' +
+    '**LB CPU µs/req** | ÷ haproxy-tcp | req/s ÷ haproxy-tcp | req/s ÷ direct |',
+  '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|']
+  for (const c of rows) {
+    if (c.status !== 'ok') continue
+    const lilaOnly = text => c.contender.startsWith('lila-') ? text : ''
+    out.push(`| ${c.contender} | ${Math.round(c.tests.GET)} | ${Math.round(c.tests.SET)} | ${Math.round(c.rps)} | ` +
+      `${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ${c.shares.map(s => `${Math.round(s * 100)}%`).join(' / ')} | ` +
+      `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
+      `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**${noisy(c) ? ' †' : ''}`} | ` +
+      `${lilaOnly(ratio(rows, c, 'haproxy-tcp'))} | ${c.contender === 'direct' ? '' : rpsRatio(rows, c, 'haproxy-tcp')} | ` +
+      `${c.contender === 'direct' ? '' : rpsRatio(rows, c, 'direct')} |`)
+  }
+  out.push(...disturbedNote(rows), '')
+  out.push('p50 and p99 are the slower command\'s, as redis-benchmark measured them. redis-benchmark opens its 50 ' +
+    'connections again for each command, so the tcp balancers choose a backend per connection, twice per interval.', '')
+  return out
+}
+
+// c's requests per second divided by `peer`'s in the same workload and mode, as "0.93×".
+function rpsRatio (rows, c, peer) {
+  const other = rows.find(r => r.contender === peer && r.mode === c.mode && r.status === 'ok')
+  if (!other || !other.rps || c.status !== 'ok' || c === other) return ''
+  return `${(c.rps / other.rps).toFixed(2)}×`
+}
+
 // lila's LB CPU µs/req divided by `peer`'s in the same workload and mode, as "0.83×".
 function ratio (rows, c, peer) {
   const other = rows.find(r => r.contender === peer && r.mode === c.mode && r.status === 'ok')
@@ -103,6 +143,7 @@ function glance (workloads, cells) {
     '| workload | balance | lila-tcp | ÷ haproxy-tcp | lila-http | ÷ haproxy-http | ÷ http-proxy |',
     '|---|---|--:|--:|--:|--:|--:|']
   let any = false
+  const redis = []
   for (const w of workloads) {
     const rows = cells.filter(c => c.workload === w.id)
     for (const mode of w.modes) {
@@ -114,8 +155,15 @@ function glance (workloads, cells) {
       const us = c => !c ? '' : c.status !== 'ok' ? c.status : c.lbCpuUsPerReq.toFixed(1)
       out.push(`| ${w.id} | ${mode} | ${us(tcp)} | ${tcp ? ratio(rows, tcp, 'haproxy-tcp') : ''} | ` +
         `${us(http)} | ${http ? ratio(rows, http, 'haproxy-http') : ''} | ${http ? ratio(rows, http, 'http-proxy') : ''} |`)
+      if (w.backend === 'redis' && tcp && tcp.status === 'ok') {
+        const peer = rpsRatio(rows, tcp, 'haproxy-tcp')
+        const direct = rpsRatio(rows, tcp, 'direct')
+        redis.push(`${w.id} requests/s: lila-tcp ${Math.round(tcp.rps)}` +
+          `${peer ? `, ${peer} HAProxy tcp's` : ''}${direct ? `, ${direct} redis hit directly` : ''}.`)
+      }
     }
   }
+  if (redis.length > 0) out.push('', ...redis)
   return any ? [...out, ''] : []
 }
 

@@ -3,8 +3,8 @@
 
 // The benchmark runner: every workload against every contender, one at a time.
 //
-//   node bench/run.js [--quick] [--only W1,W3] [--contenders lila-tcp,haproxy-tcp]
-//                     [--lila PATH] [--backend nginx|node] [--loadgen wrk|node]
+//   node bench/run.js [--quick] [--only W1,W3,R1] [--contenders lila-tcp,haproxy-tcp]
+//                     [--lila PATH] [--backend nginx|go|node[,...]] [--loadgen wrk|node]
 //                     [--seconds N] [--warmup N] [--repeat N] [--out FILE] [--no-probes]
 //
 // Each cell: start the contender pinned to CPU 0, check it with one request, warm up,
@@ -17,8 +17,8 @@ const os = require('os')
 const path = require('path')
 const { parseArgs } = require('util')
 const procs = require('./procs')
-const { startBackends, get } = require('./backends')
-const { runLoad } = require('./loadgen')
+const { KINDS, isKind, backendMissing, startBackends, get, redisCommand } = require('./backends')
+const { runLoad, runRedisBenchmark } = require('./loadgen')
 const { treeCpuMicros, cpuJiffies, busyPercent } = require('./cpu')
 const { allContenders } = require('./contenders')
 const { markdown } = require('./report')
@@ -26,14 +26,19 @@ const { markdown } = require('./report')
 const LB_CPU = 0 // the balancer under test
 const LOAD_CPU = 1 // load generator and backends
 
-// `modes`: the balance modes compared; `delays`: per-backend response delay in ms.
+// `modes`: the balance modes compared; `delays`: per-backend response delay in ms;
+// `backend`: a fixed kind of backend (else the run's --backend, one row set per kind);
+// `layers`: the contenders' layers that can carry it (else all).
 const WORKLOADS = [
   { id: 'W1', title: 'keep-alive, 5-byte body, 50 connections', path: '/', connections: 50, close: false, modes: ['rr'], delays: [0, 0] },
   { id: 'W2', title: 'new connection per request (Connection: close), 5-byte body, 50 connections', path: '/', connections: 50, close: true, modes: ['rr'], delays: [0, 0] },
   { id: 'W3', title: '1 MiB bodies, keep-alive, 8 connections', path: '/1m', connections: 8, close: false, modes: ['rr'], delays: [0, 0] },
   { id: 'W4', title: 'backend A answers in 20 ms, B in 2 ms; keep-alive, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: false, modes: ['rr', 'lc'], delays: [20, 2] },
-  { id: 'W4c', title: 'backend A answers in 20 ms, B in 2 ms; new connection per request, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: true, modes: ['rr', 'lc'], delays: [20, 2] }
+  { id: 'W4c', title: 'backend A answers in 20 ms, B in 2 ms; new connection per request, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: true, modes: ['rr', 'lc'], delays: [20, 2] },
+  { id: 'R1', title: 'redis-benchmark -t get,set -c 50 -P 1 through the tcp balancers, two redis-servers', connections: 50, modes: ['rr'], delays: [0, 0], backend: 'redis', layers: ['none', 'tcp'] }
 ]
+// W4 and W4c need backends that wait before answering: only the Node one can.
+for (const w of WORKLOADS) if (!w.backend && w.delays.some(d => d > 0)) w.backend = 'node'
 
 function parseOptions (argv) {
   const { values } = parseArgs({
@@ -60,7 +65,7 @@ function parseOptions (argv) {
     only: list(values.only),
     contenders: list(values.contenders),
     lilaPath: path.resolve(values.lila),
-    backend: values.backend || null,
+    backends: list(values.backend),
     loadgen: values.loadgen || null,
     seconds: Number(values.seconds || (values.quick ? 3 : 10)),
     warmup: Number(values.warmup || (values.quick ? 1 : 3)),
@@ -85,15 +90,17 @@ async function main () {
 
   const notes = []
   const contenders = pickContenders(opts)
-  const workloads = pickWorkloads(opts)
   const loadgen = opts.loadgen || (procs.which('wrk') ? 'wrk' : 'node')
   if (loadgen === 'node' && !opts.loadgen) notes.push('wrk is not installed (apt-get install wrk): the Node load generator (loadgen.js) was used; it saturates sooner, so req/s are lower than with wrk')
-  const backendKind = opts.backend || (procs.which('nginx') ? 'nginx' : 'node')
-  if (backendKind === 'node' && !opts.backend) notes.push('nginx is not installed: the Node backends (backend-server.js) were used for every workload')
+  const backendKinds = opts.backends || [procs.which('nginx') ? 'nginx' : 'node']
+  const unknownKinds = backendKinds.filter(k => !isKind(k))
+  if (unknownKinds.length > 0) usage(`unknown backend ${unknownKinds.join(', ')}; expected some of ${KINDS.join(', ')}`)
+  if (backendKinds[0] === 'node' && !opts.backends) notes.push('nginx is not installed: the Node backends (backend-server.js) were used for every workload')
   if (!procs.which('taskset')) notes.push('taskset is not installed (util-linux): nothing was pinned to a CPU')
+  const workloads = pickWorkloads(opts, backendKinds)
   for (const w of workloads) {
-    if (w.delays.some(d => d > 0)) {
-      notes.push(`${w.id}: the delayed backends are always the Node backends (backend-server.js), as nginx cannot wait before answering`)
+    if (w.backend === 'node' && w.delays.some(d => d > 0)) {
+      notes.push(`${w.id}: the delayed backends are always the Node backends (backend-server.js), as nginx and the Go backend do not wait before answering`)
     }
   }
 
@@ -108,18 +115,34 @@ async function main () {
   const started = Date.now()
   const loadBefore = os.loadavg()[0]
   for (const w of workloads) {
-    const kind = w.delays.some(d => d > 0) ? 'node' : backendKind
-    const backends = await startBackends({ kind, delays: w.delays, dir, cpu: LOAD_CPU })
+    // The backend hit directly has nothing to balance in W4; R1 goes through tcp only.
+    const runs = w.modes.flatMap(mode => contenders
+      .filter(c => !(c.name === 'direct' && w.modes.length > 1) && (!w.layers || w.layers.includes(c.layer)))
+      .map(c => ({ mode, contender: c })))
+    // Backends that cannot run here skip the workload, saying why.
+    let backends = null
+    let skipped = backendMissing(w.backend)
+    if (skipped === null) {
+      try {
+        backends = await startBackends({ kind: w.backend, delays: w.delays, dir, cpu: LOAD_CPU })
+      } catch (err) {
+        skipped = `${w.backend} backends did not start: ${oneLine(err.message)}`
+      }
+    }
+    if (skipped !== null) {
+      for (const { mode, contender } of runs) {
+        const cell = { workload: w.id, contender: contender.name, mode, status: 'skipped', reason: skipped }
+        cells.push(cell)
+        progress(cell)
+      }
+      continue
+    }
     try {
-      for (const mode of w.modes) {
-        for (const c of contenders) {
-          // The backend hit directly has nothing to balance in W4.
-          if (c.name === 'direct' && w.modes.length > 1) continue
-          const cell = await measureCell({ w, mode, contender: c, backends, dir, opts, loadgen })
-          cells.push(cell)
-          progress(cell)
-          await procs.sleep(200) // let the last connections close before the next cell
-        }
+      for (const { mode, contender } of runs) {
+        const cell = await measureCell({ w, mode, contender, backends, dir, opts, loadgen })
+        cells.push(cell)
+        progress(cell)
+        await procs.sleep(200) // let the last connections close before the next cell
       }
     } finally {
       await backends.stop()
@@ -132,7 +155,7 @@ async function main () {
     probes = await require('./memory').probe({ lilaPath: opts.lilaPath, count: 10000 })
   }
 
-  const meta = describeMachine(opts, { loadgen, backendKind, seconds: (Date.now() - started) / 1000 })
+  const meta = describeMachine(opts, { loadgen, workloads, seconds: (Date.now() - started) / 1000 })
   meta.loadAverage = `${loadBefore.toFixed(2)} before the run, ${os.loadavg()[0].toFixed(2)} after (1-minute load average; the bench itself keeps about 2 busy)`
   const text = markdown({ meta, workloads, cells, notes, probes })
   process.stdout.write(`\n${text}\n`)
@@ -156,16 +179,31 @@ async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }
     return { ...cell, status: 'skipped', reason: `did not start: ${oneLine(err.message)}` }
   }
   try {
-    await get(lb.port, w.path) // one request must go through before anything is measured
-    const load = {
-      tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir
+    let load
+    if (w.backend === 'redis') {
+      // One command must go through before anything is measured; then a warm-up that
+      // also tells how many requests fill the interval (redis-benchmark counts requests,
+      // not seconds).
+      if (await redisCommand(lb.port, ['PING']) !== 'PONG') throw new Error('PING through the balancer: no PONG')
+      const params = { port: lb.port, connections: w.connections, cpu: LOAD_CPU }
+      const warm = await runRedisBenchmark({ ...params, requests: 5000 * Math.max(1, opts.warmup), timeoutMs: 60000 })
+      // Two commands: each gets half the interval.
+      const requests = Math.max(10000, Math.min(5e6, Math.round(warm.rps * opts.seconds / 2 / 1000) * 1000))
+      const timeoutMs = (opts.seconds * 5 + 30) * 1000
+      load = { run: () => runRedisBenchmark({ ...params, requests, timeoutMs }) }
+    } else {
+      await get(lb.port, w.path) // one request must go through before anything is measured
+      const params = {
+        tool: loadgen, port: lb.port, urlPath: w.path, connections: w.connections, close: w.close, cpu: LOAD_CPU, dir
+      }
+      if (opts.warmup > 0) await runLoad({ ...params, seconds: opts.warmup })
+      load = { run: () => runLoad({ ...params, seconds: opts.seconds }) }
     }
-    if (opts.warmup > 0) await runLoad({ ...load, seconds: opts.warmup })
     // With --repeat, keep the interval in which other processes disturbed the
     // balancer's core least: the closest to the balancer having CPU 0 to itself.
     let best = null
     for (let i = 0; i < opts.repeat; i++) {
-      const m = await measureInterval({ lb, load, backends, seconds: opts.seconds })
+      const m = await measureInterval({ lb, load, backends })
       if (best === null || (m.otherLbCpuPct ?? 0) < (best.otherLbCpuPct ?? 0)) best = m
     }
     return { ...cell, ...best, repeats: opts.repeat }
@@ -178,12 +216,12 @@ async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }
 
 // One measured interval: load, and around it the balancer tree's CPU time, per-CPU busy
 // time and the backends' request counters.
-async function measureInterval ({ lb, load, backends, seconds }) {
+async function measureInterval ({ lb, load, backends }) {
   const before = await backends.counts()
   const cpuBefore = lb.pid === null ? null : treeCpuMicros(lb.pid)
   const jiffiesBefore = cpuJiffies()
   const t0 = process.hrtime.bigint()
-  const r = await runLoad({ ...load, seconds })
+  const r = await load.run()
   const wallMicros = Number(process.hrtime.bigint() - t0) / 1000
   const cpuAfter = lb.pid === null ? null : treeCpuMicros(lb.pid)
   const jiffiesAfter = cpuJiffies()
@@ -194,6 +232,7 @@ async function measureInterval ({ lb, load, backends, seconds }) {
   const cpuMicros = cpuBefore === null ? null : cpuAfter - cpuBefore
   return {
     tool: r.tool,
+    tests: r.tests, // redis-benchmark: req/s per command
     requests: r.requests,
     rps: r.rps,
     p50Ms: r.p50Ms,
@@ -229,11 +268,18 @@ function pickContenders (opts) {
   return all.filter(c => opts.contenders.includes(c.name))
 }
 
-function pickWorkloads (opts) {
-  if (!opts.only) return WORKLOADS
-  const unknown = opts.only.filter(id => !WORKLOADS.some(w => w.id.toLowerCase() === id.toLowerCase()))
-  if (unknown.length > 0) usage(`unknown workload ${unknown.join(', ')}; expected some of ${WORKLOADS.map(w => w.id).join(', ')}`)
-  return WORKLOADS.filter(w => opts.only.some(id => id.toLowerCase() === w.id.toLowerCase()))
+// The workloads asked for, those without a fixed backend once per backend kind: with
+// one kind their ids stay W1..W3, with several each gets the kind (W1 nginx, W1 go).
+function pickWorkloads (opts, backendKinds) {
+  let picked = WORKLOADS
+  if (opts.only) {
+    const unknown = opts.only.filter(id => !WORKLOADS.some(w => w.id.toLowerCase() === id.toLowerCase()))
+    if (unknown.length > 0) usage(`unknown workload ${unknown.join(', ')}; expected some of ${WORKLOADS.map(w => w.id).join(', ')}`)
+    picked = WORKLOADS.filter(w => opts.only.some(id => id.toLowerCase() === w.id.toLowerCase()))
+  }
+  return picked.flatMap(w => w.backend
+    ? [w]
+    : backendKinds.map(kind => ({ ...w, id: backendKinds.length > 1 ? `${w.id} ${kind}` : w.id, backend: kind })))
 }
 
 function usage (message) {
@@ -241,7 +287,17 @@ function usage (message) {
   process.exit(2)
 }
 
-function describeMachine (opts, { loadgen, backendKind, seconds }) {
+function backendName (kind) {
+  if (kind.startsWith('go/')) return `Go net/http writing bodies in ${kind.slice(3, -1)} KiB writes (peers/go-backend)`
+  return {
+    nginx: 'nginx, 1 worker each',
+    go: 'Go net/http (peers/go-backend)',
+    node: 'bench/backend-server.js',
+    redis: 'redis-server'
+  }[kind]
+}
+
+function describeMachine (opts, { loadgen, workloads, seconds }) {
   const cpuinfo = safe(() => fs.readFileSync('/proc/cpuinfo', 'utf8'), '')
   const model = (cpuinfo.match(/^model name\s*:\s*(.*)$/m) || [])[1] || os.cpus()[0]?.model || 'unknown CPU'
   // First line of a tool's version output (some exit non-zero after printing it).
@@ -256,6 +312,13 @@ function describeMachine (opts, { loadgen, backendKind, seconds }) {
   const hp = safe(() => require(require.resolve('http-proxy/package.json', { paths: [__dirname] })).version, null)
   if (hp) peers.push(`http-proxy ${hp}`)
   if (procs.which('wrk')) peers.push((firstLine(['wrk', '--version']) || 'wrk ?').replace(/ \[.*$/, '').replace(/ +Copyright.*$/, ''))
+  const kinds = [...new Set(workloads.map(w => w.backend))]
+  if (kinds.some(k => k.startsWith('go')) && !backendMissing('go')) {
+    peers.push((firstLine([require('./backends').goTool(), 'version']) || 'go ?').replace(/^go version go/, 'Go ').replace(/ \S+\/\S+$/, ''))
+  }
+  if (kinds.includes('redis') && !backendMissing('redis')) {
+    peers.push((firstLine(['redis-server', '--version']) || 'redis ?').replace(/^Redis server v=(\S+).*$/, 'redis $1'))
+  }
   const lilaVersion = firstLine([...procs.lilaArgv(opts.lilaPath), '--version']) || 'lila (version unknown)'
   const commit = firstLine(['git', '-C', path.dirname(opts.lilaPath), 'rev-parse', '--short', 'HEAD'])
   const filters = [opts.only && `--only ${opts.only.join(',')}`, opts.contenders && `--contenders ${opts.contenders.join(',')}`].filter(Boolean)
@@ -271,8 +334,18 @@ function describeMachine (opts, { loadgen, backendKind, seconds }) {
       `${opts.repeat > 1 ? ` (best of ${opts.repeat}: the interval least disturbed by other processes on CPU 0)` : ''}` +
       `${filters.length ? `, ${filters.join(' ')}` : ''}; took ${Math.round(seconds)}s`,
     loadgen: loadgen === 'wrk' ? 'wrk, 1 thread' : 'bench/loadgen.js',
-    backendKind: backendKind === 'nginx' ? 'nginx, 1 worker each' : 'bench/backend-server.js'
+    backendKind: describeBackends(workloads)
   }
+}
+
+// "nginx, 1 worker each (W1, W2, W3); bench/backend-server.js (W4, W4c)"
+function describeBackends (workloads) {
+  const byKind = new Map()
+  for (const w of workloads) {
+    if (!byKind.has(w.backend)) byKind.set(w.backend, [])
+    byKind.get(w.backend).push(w.id)
+  }
+  return [...byKind].map(([kind, ids]) => `${backendName(kind)} (${ids.join(', ')})`).join('; ')
 }
 
 function safe (fn, fallback) {

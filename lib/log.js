@@ -29,19 +29,25 @@ function createLogger ({ level = 'info', stderr, prefix = '' }) {
 }
 
 // The same logger, its messages led by prefix() (a listener's name) unless it returns
-// null: whether a name is worth showing can change with a reload.
+// null: whether a name is worth showing can change with a reload. A logger given to
+// createBalancer() may lack enabled(): then every level is, and its functions decide.
 function prefixed (log, prefix) {
   const lead = message => {
     const p = prefix()
     return p === null ? message : `${p}: ${message}`
   }
+  const enabled = typeof log.enabled === 'function' ? log.enabled : everyLevel
   return {
-    enabled: log.enabled,
+    enabled,
     error: message => log.error(lead(message)),
     warn: message => log.warn(lead(message)),
     info: message => log.info(lead(message)),
-    debug: message => { if (log.enabled('debug')) log.debug(lead(message)) }
+    debug: message => { if (enabled('debug')) log.debug(lead(message)) }
   }
+}
+
+function everyLevel () {
+  return true
 }
 
 // An error that can repeat thousands of times a second (accept failing for lack of

@@ -149,6 +149,61 @@ t.test('32 MiB each way with half-close arrives intact', async t => {
   t.ok(back.equals(reply), 'the client got every byte back')
 })
 
+t.test('80 downloads at once, half read slowly, and small exchanges meanwhile: every byte arrives intact', async t => {
+  // Backend reads are copied out of a buffer all sockets share, or (bulk) written from a
+  // buffer of the socket's own while no write holds it (tcp.js READ): many sockets,
+  // slow readers and small replies interleaved must not mix up a byte.
+  const SIZE = 1024 * 1024
+  const backend = await tcpBackend(t, 'mixed', socket => {
+    let head = Buffer.alloc(0)
+    socket.on('data', function first (chunk) {
+      head = Buffer.concat([head, chunk])
+      if (!head.includes(10)) return
+      socket.removeListener('data', first)
+      if (head.toString('latin1', 0, 3) === 'big') {
+        const data = crypto.randomBytes(SIZE)
+        socket.write(crypto.createHash('sha256').update(data).digest('hex') + '\n')
+        socket.end(data)
+      } else {
+        socket.write(head)
+        socket.on('data', chunk => socket.write(chunk))
+        socket.on('end', () => socket.end())
+      }
+    })
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, ...base])
+  const download = slow => new Promise((resolve, reject) => {
+    const chunks = []
+    const socket = net.connect(lila.port, '127.0.0.1')
+    socket.on('error', reject)
+    socket.on('data', chunk => {
+      chunks.push(chunk)
+      if (slow) {
+        socket.pause()
+        setTimeout(() => socket.resume(), 2)
+      }
+    })
+    socket.on('end', () => {
+      const all = Buffer.concat(chunks)
+      const newline = all.indexOf('\n')
+      const body = all.subarray(newline + 1)
+      resolve(body.length === SIZE && crypto.createHash('sha256').update(body).digest('hex') === all.subarray(0, newline).toString())
+    })
+    socket.write('big\n')
+  })
+  const chat = async i => {
+    const lines = Array.from({ length: 20 }, (_, j) => `echo ${i} ${j} ${'.'.repeat(j * 7)}\n`)
+    const { data } = await exchange(lila.port, lines.join(''))
+    return data === lines.join('')
+  }
+  const results = await within(60000, 'the downloads and exchanges', Promise.all([
+    ...Array.from({ length: 80 }, (_, i) => download(i % 2 === 1)),
+    ...Array.from({ length: 100 }, (_, i) => chat(i))
+  ]))
+  t.equal(results.slice(0, 80).filter(ok => ok).length, 80, 'every download intact')
+  t.equal(results.slice(80).filter(ok => ok).length, 100, 'every exchange intact')
+})
+
 t.test('an error on one side ends the other', async t => {
   t.test('client resets: the backend connection closes', async t => {
     const backend = await tcpBackend(t, 'b', greetThenEcho)

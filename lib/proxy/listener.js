@@ -114,6 +114,7 @@ class Listener {
   // May this session's client be served? null, or why not: { limit, detail, retryAfter }.
   // Over --max-conn-per-client, or (tcp, whose unit is the connection) --rate-limit.
   admit (session) {
+    if (this.perClient === null && this.rate === null) return null // (the address may cost a system call)
     const address = session.clientAddress
     if (this.perClient !== null) {
       if (!this.perClient.open(address)) {

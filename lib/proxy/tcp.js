@@ -3,7 +3,7 @@
 const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../errors')
 const { clientAddress, originOf } = require('./bind')
-const { dial, readyEvent, resetOrDestroy, backendReason } = require('../upstream/dial')
+const { dial, resetOrDestroy, backendReason } = require('../upstream/dial')
 const { formatProxyHeader } = require('./proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
@@ -21,18 +21,63 @@ const CLIENT = handlers({
   error (err) { this.session.onClientError(err) },
   close () { this.session.onClientClose() }
 })
+// A plain backend socket reads through READ (below), not 'data'.
 const BACKEND = handlers({
+  connect () { this.session.onConnect(this) },
+  error (err) { this.session.onUpstreamError(this, err) },
+  close () { this.session.onUpstreamClose(this) },
+  end () { this.session.onUpstreamEnd(this) },
+  drain () { this.session.onUpstreamDrain() }
+})
+// --backend-tls: ready once the handshake is done; bytes come as 'data'.
+const BACKEND_TLS = handlers({
+  secureConnect () { this.session.onConnect(this) },
   error (err) { this.session.onUpstreamError(this, err) },
   close () { this.session.onUpstreamClose(this) },
   data (chunk) { this.session.fromUpstream(this, chunk) },
   end () { this.session.onUpstreamEnd(this) },
   drain () { this.session.onUpstreamDrain() }
 })
-function upstreamConnect () { this.session.onConnect(this) }
-// The connect timeout is a timer of the session's own, dropped once connected: a
-// socket timeout (socket.setTimeout) leaves its cleared Timeout on the socket for the
-// connection's life, some 120 bytes for each idle connection.
-function connectTimedOut (session, socket) { session.onUpstreamTimeout(socket) }
+
+// Plain backend sockets read into buffers lila keeps (net.Socket's `onread` option) and
+// hand each read straight to the session: no buffer allocated per read, and none of the
+// Readable machinery ('data' events, a buffer list, a tick per read).
+//
+// Small reads (an answer, a redis reply) land in one buffer every socket shares. The
+// next read on any socket overwrites it, so they are copied out before being written
+// on: a write may wait in Node's queue or the kernel's. A socket whose reads fill a
+// good part of its buffer is moving bulk (a download): it gets a buffer of its own,
+// written on without a copy. That buffer is read into again only once no write holds
+// it: the write completed at once; or it waits, the socket is paused for back-pressure
+// (a bulk read is above the writable high-water mark), and the client drains before
+// the socket resumes. A write that waits without that pause keeps the buffer, and the
+// socket goes back to the shared one, as does a socket whose reads turn small. At most
+// OWN_MAX buffers of their own exist at a time (4 MiB); past that, bulk is copied too.
+const READ_SIZE = 64 * 1024
+const BULK = 16 * 1024
+const OWN_MAX = 64
+const SPARE_MAX = 8
+const SHARED = Buffer.allocUnsafe(READ_SIZE)
+const reads = {
+  own: 0, // buffers of their own, bound to a socket or held by a write
+  spare: [], // own buffers no longer needed, for the next bulk socket (SPARE_MAX kept)
+  next: SHARED // what the socket that just read reads into next (see `buffer` below)
+}
+const READ = Object.freeze({
+  // Called once when the socket connects and after every read, right after `callback`
+  // for that socket.
+  buffer () {
+    const next = reads.next
+    reads.next = SHARED
+    return next
+  },
+  callback (nread, buffer) { this.session.fromUpstreamRead(this, nread, buffer) }
+})
+
+function takeOwnBuffer () {
+  reads.own++
+  return reads.spare.length > 0 ? reads.spare.pop() : Buffer.allocUnsafeSlow(READ_SIZE)
+}
 
 // L4 balancing, one client connection and its (current) backend connection: pick a
 // backend, connect (trying others when that fails), then pass bytes both ways until
@@ -44,12 +89,12 @@ function connectTimedOut (session, socket) { session.onUpstreamTimeout(socket) }
 // found by the listener's sweep (`idleTicks`), which costs one store per chunk where a
 // socket timeout would re-arm a timer per read and per write.
 class TcpSession {
+  #clientAddress = null
+
   constructor (listener, client) {
     this.listener = listener
     this.client = client
-    this.clientAddress = clientAddress(client) // read by ip-hash
     this.upstream = null // the backend socket, once an attempt starts
-    this.connectTimer = null // while it connects
     this.proxyHeader = null // --proxy-protocol: written first on every attempt
     this.attempt = new Attempt(listener.upstream, this, this)
     this.piping = false
@@ -61,13 +106,24 @@ class TcpSession {
     this.clientEnded = false
     this.finished = false
     this.idleTicks = 0 // listener sweeps since the last byte either way
+    this.connectTicks = 0 // listener sweeps since the current connect began
     this.openedAt = listener.accessLog === null ? 0 : performance.now() // for the access log only
     // The client is read while connecting, so that it leaving is noticed at once; what
     // it sends waits in `early` until a backend is connected.
     this.early = null
     this.earlyBytes = 0
+    this.ownBuffer = null // the backend socket's own read buffer, while it moves bulk (READ)
     client.session = this
     addListeners(client, CLIENT)
+    // The client's address is asked of the kernel when something needs it (ip-hash,
+    // per-client limits, a log line); now if the access log or debug lines will want it
+    // once the socket is closed.
+    if (listener.accessLog !== null || listener.log.enabled('debug')) this.#clientAddress = clientAddress(client)
+  }
+
+  get clientAddress () {
+    if (this.#clientAddress === null) this.#clientAddress = clientAddress(this.client)
+    return this.#clientAddress
   }
 
   fromClient (chunk) {
@@ -89,10 +145,40 @@ class TcpSession {
     if (!this.client.write(chunk)) socket.pause()
   }
 
+  // `nread` bytes from a plain backend socket, in the shared buffer or in its own (see
+  // READ): passed on, and the buffer it reads into next chosen.
+  fromUpstreamRead (socket, nread, buffer) {
+    if (socket !== this.upstream) return
+    if (buffer === SHARED) {
+      const chunk = Buffer.allocUnsafe(nread)
+      buffer.copy(chunk, 0, 0, nread)
+      if (nread >= BULK && reads.own < OWN_MAX) reads.next = this.ownBuffer = takeOwnBuffer()
+      return this.fromUpstream(socket, chunk)
+    }
+    this.fromUpstream(socket, buffer.subarray(0, nread))
+    if (this.client.writableLength === 0) {
+      // Written: the buffer is free.
+      if (nread >= BULK) reads.next = buffer
+      else this.dropOwnBuffer(true)
+    } else if (nread >= BULK && socket.isPaused()) {
+      reads.next = buffer // read into only after the client drained
+    } else {
+      this.dropOwnBuffer(false) // the waiting write keeps it
+    }
+  }
+
+  // Back to the shared buffer; the own one is reused when no write can hold it.
+  dropOwnBuffer (reusable) {
+    if (this.ownBuffer === null) return
+    if (reusable && reads.spare.length < SPARE_MAX) reads.spare.push(this.ownBuffer)
+    this.ownBuffer = null
+    reads.own--
+  }
+
   // A FIN from the client: passed on once a backend is connected (half-close).
   onClientEnd () {
     this.clientEnded = true
-    if (this.piping) this.upstream.end()
+    if (this.piping) setImmediate(passEnd, this.upstream)
   }
 
   onUpstreamDrain () {
@@ -106,13 +192,21 @@ class TcpSession {
   onUpstreamEnd (socket) {
     if (socket !== this.upstream) return
     if (!this.answered) this.onAnswer(false)
-    this.client.end()
+    setImmediate(passEnd, this.client)
   }
 
   // The listener's sweep: no byte either way for --idle-timeout closes a connection
-  // that is piping (one still connecting has --connect-timeout).
+  // that is piping; a connect that lasts --connect-timeout fails (a sweep rather than
+  // a timer per connection: see listener.js startSweep).
   onIdleSweep (idleLimit) {
-    if (++this.idleTicks >= idleLimit && this.piping) this.destroy()
+    if (this.piping) {
+      if (++this.idleTicks >= idleLimit) this.destroy()
+    } else if (this.upstream !== null) {
+      const { listener } = this
+      if (++this.connectTicks >= listener.ticksFor(listener.config.connectTimeout)) {
+        this.connectFailed(this.upstream, 'connect timed out')
+      }
+    }
   }
 
   start () {
@@ -145,20 +239,20 @@ class TcpSession {
     if (config.proxyProtocol && this.proxyHeader === null) {
       this.proxyHeader = formatProxyHeader(config.proxyProtocol, originOf(this.client))
     }
-    const socket = dial(backend, this.listener.backendTls, { allowHalfOpen: true, preface: this.proxyHeader })
+    const socket = dial(backend, this.listener.backendTls, {
+      allowHalfOpen: true, preface: this.proxyHeader, onread: READ
+    })
     this.upstream = socket
-    this.connectTimer = setTimeout(connectTimedOut, config.connectTimeout, this, socket)
-    this.connectTimer.unref() // as a socket timeout would be
+    this.connectTicks = 0
     socket.session = this
-    addListeners(socket, BACKEND)
-    socket.once(readyEvent(socket), upstreamConnect)
+    addListeners(socket, socket.encrypted ? BACKEND_TLS : BACKEND)
   }
 
   onConnect (socket) {
+    if (socket !== this.upstream) return
     this.piping = true
     this.idleTicks = 0
     this.connectedAt = performance.now()
-    this.stopConnectTimer() // connected: idleness is the listener's sweep from here on
     // The verdict on this backend comes with its first byte (or a clean close); a
     // reset before that is a failure (see onUpstreamError).
     if (this.early !== null) {
@@ -184,15 +278,8 @@ class TcpSession {
 
   // A connect that fails is retried on another backend (attempt.js); the client never
   // notices, unless no backend is left.
-  stopConnectTimer () {
-    if (this.connectTimer === null) return
-    clearTimeout(this.connectTimer)
-    this.connectTimer = null
-  }
-
   connectFailed (socket, reason, cause = 'connect') {
     this.listener.log.debug(`connect to ${this.attempt.backend.address} failed: ${reason}`)
-    this.stopConnectTimer()
     this.upstream = null
     socket.destroy()
     const retried = this.attempt.failed(reason, { cause, replayable: !this.clientClosed })
@@ -204,7 +291,6 @@ class TcpSession {
   // blamed, and no other backend would do better. The client is closed.
   shortOf (socket, err) {
     const { listener } = this
-    this.stopConnectTimer()
     this.upstream = null
     socket.destroy()
     this.attempt.shortage()
@@ -212,10 +298,6 @@ class TcpSession {
     listener.short(err, 'cannot open a backend connection')
     this.client.destroy()
     if (this.clientClosed) this.finish()
-  }
-
-  onUpstreamTimeout (socket) {
-    if (socket === this.upstream && !this.piping) this.connectFailed(socket, 'connect timed out')
   }
 
   onUpstreamError (socket, err) {
@@ -244,6 +326,7 @@ class TcpSession {
 
   onUpstreamClose (socket) {
     if (socket !== this.upstream) return
+    this.dropOwnBuffer(false) // a write to the client may still hold it
     // Closed without a FIN (destroyed, reset): nothing more can flow, end the client.
     // After a FIN, onUpstreamEnd ended the client once what is buffered is written.
     if (!socket.readableEnded && !this.client.destroyed) this.client.destroy()
@@ -273,7 +356,6 @@ class TcpSession {
   finish () {
     if (this.finished) return
     this.finished = true
-    this.stopConnectTimer()
     const { client, attempt, listener } = this
     attempt.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
@@ -308,17 +390,28 @@ class TcpSession {
   closeIfIdle () {}
 }
 
-const NO_TIMEOUTS = []
+// Pass a FIN on to `socket`. One that has already read its peer's FIN and has nothing
+// left to write is closed instead: close() sends the same FIN, without a shutdown()
+// call and its round through the event loop first. Called a tick after the other
+// side's 'end', so that when both FINs came in the same batch of reads (a connection
+// per request, as in HTTP/1.0 or W2 of the bench) this socket's own 'end' came first
+// and neither side needs a shutdown(). TLS ends with its own close_notify, so it
+// always ends.
+function passEnd (socket) {
+  if (socket.destroyed) return
+  if (socket.readableEnded && socket.writableLength === 0 && !socket.encrypted) socket.destroy()
+  else socket.end()
+}
 
 // TCP as a Listener's protocol (listener.js): TcpSessions, and nothing of its own to
-// configure, sweep or clean up. One per listener.
+// configure, sweep or clean up but the connect timeout. One per listener.
 function createTcpProtocol () {
   return {
     name: 'tcp',
     Session: TcpSession,
     alpn: undefined,
     reconfigure (config, listener) {},
-    timeouts (config) { return NO_TIMEOUTS },
+    timeouts (config) { return [config.connectTimeout] },
     sweep (listener) {},
     drained () {},
     snapshot () { return null },
@@ -326,4 +419,4 @@ function createTcpProtocol () {
   }
 }
 
-module.exports = { TcpSession, createTcpProtocol }
+module.exports = { TcpSession, createTcpProtocol, READ } // READ: for test/tcp-reads.test.js

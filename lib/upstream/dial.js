@@ -15,14 +15,20 @@ const { reasonOf } = require('../errors')
 // ignore the events of a socket they are done with.
 // A Unix socket backend (`backend.path`) is dialled by its path, never with TLS (the
 // config refuses it).
-function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null } = {}) {
+// `onread` ({ buffer, callback }, net.Socket's option): a plain socket reads into
+// `buffer` and hands what it read to `callback` (`this` is the socket) instead of
+// emitting 'data'; ignored with TLS, which reads through its own socket.
+function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null, onread = undefined } = {}) {
   if (backend.path !== null && backend.path !== undefined) {
-    const socket = net.connect({ path: backend.path, allowHalfOpen })
+    const socket = net.connect({ path: backend.path, allowHalfOpen, onread })
     if (preface !== null) socket.write(preface)
     return socket
   }
-  const raw = tlsOptions === null || preface !== null
-    ? net.connect({ host: backend.host, port: backend.port, allowHalfOpen, noDelay: true })
+  const plain = tlsOptions === null
+  const raw = plain || preface !== null
+    ? net.connect({
+      host: backend.host, port: backend.port, allowHalfOpen, noDelay: true, onread: plain ? onread : undefined
+    })
     : null
   if (preface !== null) raw.write(preface) // sent as soon as the connect completes
   if (tlsOptions === null) return raw

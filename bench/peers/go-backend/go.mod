@@ -1,0 +1,3 @@
+module lila.bench/go-backend
+
+go 1.22
