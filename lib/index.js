@@ -68,10 +68,51 @@ function createBalancer (config, {
     const upstream = new Upstream(listenerConfig, {
       now, log: listenerLog, resolve, resolveSrv, tls: backendTls, table
     })
+    const routes = listenerConfig.routes.map(route => makeRoute(route, listenerLog, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
     return new Listener({
-      config: listenerConfig, upstream, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors
+      config: listenerConfig, upstream, routes, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors
     })
+  }
+
+  // A route's pool: an Upstream of its own, whose lines name the route.
+  function makeRoute ({ name, match, pool }, listenerLog, backendTls) {
+    const log = prefixed(listenerLog, () => `route ${name}`)
+    return { name, match, upstream: new Upstream(pool, { now, log, resolve, resolveSrv, tls: backendTls, table }) }
+  }
+
+  // Every pool of a listener: its own backends' and its routes'.
+  const upstreamsOf = listener => [listener.upstream, ...listener.routes.map(route => route.upstream)]
+
+  // A reload's routes for a kept listener: kept ones (by name) take their new settings,
+  // new ones start, removed ones stop checking (requests they hold finish). -> [routes,
+  // lines, started]: `started` the promises of new routes' first checks.
+  function updateRoutes (listener, listenerConfig, backendTls) {
+    const old = new Map(listener.routes.map(route => [route.name, route]))
+    const lines = []
+    const started = []
+    const routes = listenerConfig.routes.map(config => {
+      const kept = old.get(config.name)
+      if (kept === undefined) {
+        const route = makeRoute(config, listener.log, backendTls)
+        started.push(route.upstream.start())
+        lines.push(`route ${config.name} added (${config.pool.backends.length} backends)`)
+        return route
+      }
+      old.delete(config.name)
+      const said = []
+      const [before, after] = [matchText(kept.match), matchText(config.match)]
+      if (before !== after) said.push(`match ${before} -> ${after}`)
+      if (kept.upstream.mode !== config.pool.mode) said.push(`mode ${kept.upstream.mode} -> ${config.pool.mode}`)
+      const changes = [...said, ...kept.upstream.update(config.pool, { tls: backendTls })]
+      for (const change of changes) lines.push(`route ${config.name}: ${change}`)
+      return { name: config.name, match: config.match, upstream: kept.upstream }
+    })
+    for (const route of old.values()) {
+      route.upstream.close()
+      lines.push(`route ${route.name} removed`)
+    }
+    return [routes, lines, started]
   }
 
   listeners = config.listeners.map(l => make(l, material(l), descriptorsFor(config.listeners)))
@@ -85,7 +126,7 @@ function createBalancer (config, {
     if (warning !== null) log.warn(warning)
     try {
       for (const listener of listeners) addresses.push(await listener.listen())
-      await Promise.all(listeners.map(listener => listener.upstream.start()))
+      await Promise.all(listeners.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start())))
       for (const listener of listeners) listener.open()
     } catch (err) {
       await close(0)
@@ -96,7 +137,7 @@ function createBalancer (config, {
   }
 
   function retire (listener, timeout) {
-    listener.upstream.close()
+    for (const upstream of upstreamsOf(listener)) upstream.close()
     const closed = listener.close(timeout).then(() => { retiring.delete(listener) })
     retiring.set(listener, closed)
     return closed
@@ -158,10 +199,13 @@ function createBalancer (config, {
     }
 
     const lines = describeChanges(current, next)
+    const routesStarted = []
     for (const [listener, listenerConfig, { tls, backendTls }] of kept) {
       const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
-      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors })
-      for (const change of changes) lines.push(`${listenerConfig.name}: ${change}`)
+      const [routes, routeChanges, started] = updateRoutes(listener, listenerConfig, backendTls)
+      routesStarted.push(...started)
+      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors, routes })
+      for (const change of [...changes, ...routeChanges]) lines.push(`${listenerConfig.name}: ${change}`)
     }
     const replaced = new Map() // name -> connections left on the old listener
     const connections = n => `${n} connection${n === 1 ? '' : 's'} left to drain`
@@ -182,7 +226,8 @@ function createBalancer (config, {
       }
     }
     const fresh = bound.map(([listener]) => listener)
-    await Promise.all(fresh.map(listener => listener.upstream.start()))
+    const starts = fresh.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start()))
+    await Promise.all([...routesStarted, ...starts])
     for (const listener of fresh) listener.open()
     for (const [listener, address] of bound) {
       const left = replaced.get(listener.config.name)
@@ -204,10 +249,21 @@ function createBalancer (config, {
   function stats () {
     return {
       startedAt,
-      listeners: listeners.map(listener => ({
-        ...listener.snapshot(),
-        backends: listener.upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
-      }))
+      listeners: listeners.map(listener => {
+        const backendsOf = upstream => upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
+        return {
+          ...listener.snapshot(),
+          backends: backendsOf(listener.upstream),
+          // --route: each route's pool, as a listener shows its own
+          routes: listener.routes.map(({ name, match, upstream }) => ({
+            name,
+            match: matchText(match),
+            mode: upstream.mode,
+            ...upstream.stats(),
+            backends: backendsOf(upstream)
+          }))
+        }
+      })
     }
   }
 
@@ -239,7 +295,8 @@ function createBalancer (config, {
 // bound at `address`. `extra` ends the parentheses (the --workers primary's ", 4 workers").
 function listeningOn (listener, address, extra = '') {
   const n = listener.upstream.backends.length
-  const backends = `${n} backend${n === 1 ? '' : 's'}`
+  const r = listener.routes.length
+  const backends = `${n} backend${n === 1 ? '' : 's'}${r === 0 ? '' : `, ${r} route${r === 1 ? '' : 's'}`}`
   return `listening on ${address} (${listener.protocol.name}, ${listener.upstream.mode}, ${backends}${extra})`
 }
 
@@ -250,6 +307,11 @@ function listeningLines (lb, addresses, extra) {
     const name = logsName(listener.config, lb.listeners.length) ? `${listener.config.name}: ` : ''
     return name + listeningOn(listener, addresses[i], extra)
   })
+}
+
+// A route's match as written: api.example.com/v1, *.example.com, /static.
+function matchText ({ host, wildcard, path }) {
+  return `${host === null ? '' : (wildcard ? '*.' : '') + host}${path === null ? '' : path}`
 }
 
 function defaultAccessLog (config, stdout) {

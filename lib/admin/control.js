@@ -23,7 +23,9 @@ const { specAddress } = require('../address')
 // `backend` is an address as in /status.json ("10.0.0.1:80", "[::1]:80"; for remove,
 // a name:port as given is accepted too, removing every address of it); `listener`
 // (optional while there is one listener, or while the backend is in only one) is a
-// listener's name, its address or its port.
+// listener's name, its address or its port; `route` (optional while the backend is in
+// one pool) a route's name (--route): its pool rather than the listener's own, which is
+// meant without it when the address is in both.
 function createControl (lb) {
   function listenersFor (qualifier) {
     if (qualifier === undefined || qualifier === null || qualifier === '') return lb.listeners
@@ -35,24 +37,54 @@ function createControl (lb) {
     return found
   }
 
-  // -> { listener, upstream, backend }
-  function locate ({ backend: address, listener: qualifier }) {
-    const hits = []
+  // The pools of those listeners: each one's own backends and its routes' (--route);
+  // with `route`, that route's only. -> [{ listener, upstream, where }]
+  function poolsFor (qualifier, route) {
+    const pools = []
     for (const listener of listenersFor(qualifier)) {
-      const backend = listener.upstream.find(address)
-      if (backend !== null) hits.push({ listener, upstream: listener.upstream, backend })
+      if (route === undefined || route === null || route === '') {
+        pools.push({ listener, upstream: listener.upstream, where: listener.name })
+      }
+      for (const r of listener.routes) {
+        if (route && r.name !== route) continue
+        pools.push({ listener, upstream: r.upstream, where: `${listener.name} route ${r.name}` })
+      }
     }
-    if (hits.length === 0) {
-      const where = qualifier ? ` in listener ${qualifier}` : ''
-      const message = `no backend ${JSON.stringify(address)}${where}: expected an address listed in /status.json`
-      throw new ControlError(404, message)
+    if (route && pools.length === 0) {
+      const names = listenersFor(qualifier).flatMap(l => l.routes.map(r => r.name))
+      const expected = names.length === 0 ? 'no listener has routes' : `expected one of ${names.join(', ')}`
+      throw new ControlError(404, `no route ${JSON.stringify(route)}: ${expected}`)
     }
+    return pools
+  }
+
+  // One pool, or why not: none (404), or several without a qualifier to choose (400).
+  function onePool (hits, address, kind) {
     if (hits.length > 1) {
-      const names = hits.map(h => h.listener.name).join(', ')
-      const message = `backend ${address} is in ${hits.length} listeners (${names}): say which with ?listener=NAME`
+      const names = hits.map(h => h.where).join(', ')
+      const message = `backend ${address} is in ${hits.length} ${kind} (${names}): ` +
+        'say which with ?listener=NAME (and ?route=NAME for a route\'s)'
       throw new ControlError(400, message)
     }
     return hits[0]
+  }
+
+  // -> { listener, upstream, backend }
+  function locate ({ backend: address, listener: qualifier, route }) {
+    const hits = []
+    for (const pool of poolsFor(qualifier, route)) {
+      const backend = pool.upstream.find(address)
+      if (backend !== null) hits.push({ ...pool, backend })
+    }
+    if (hits.length === 0) {
+      const scope = [qualifier && `listener ${qualifier}`, route && `route ${route}`].filter(Boolean)
+      const where = scope.length ? ` in ${scope.join(' ')}` : ''
+      const message = `no backend ${JSON.stringify(address)}${where}: expected an address listed in /status.json`
+      throw new ControlError(404, message)
+    }
+    // Without ?route, a listener's own backend is meant before a route's of the same address.
+    const own = hits.filter(h => h.upstream === h.listener.upstream)
+    return onePool(own.length > 0 ? own : hits, address, 'pools')
   }
 
   const done = (backends, what = null) => {
@@ -82,19 +114,21 @@ function createControl (lb) {
       upstream.setWeight(backend, request.value)
       return done([backend], `weight ${backend.weight} (was ${was})`)
     },
-    async add ({ spec, listener: qualifier }) {
+    async add ({ spec, listener: qualifier, route }) {
       const listeners = listenersFor(qualifier)
       if (listeners.length > 1) {
         const names = listeners.map(l => l.name).join(', ')
         throw new ControlError(400, `there are ${listeners.length} listeners (${names}): say which with ?listener=NAME`)
       }
+      // To the listener's own backends, or with ?route=NAME to that route's.
+      const [pool] = route ? poolsFor(qualifier, route) : [{ upstream: listeners[0].upstream }]
       if (spec.path !== undefined && listeners[0].backendTls !== null) {
         throw new ControlError(400, `cannot add ${specAddress(spec)} to listener ${listeners[0].name}: ` +
           'it speaks TLS to its backends (--backend-tls), and lila does so to TCP backends only')
       }
       let backends
       try {
-        backends = await listeners[0].upstream.addBackend(spec)
+        backends = await pool.upstream.addBackend(spec)
       } catch (err) {
         if (err instanceof ConflictError) throw new ControlError(409, err.message)
         throw err
@@ -105,19 +139,15 @@ function createControl (lb) {
       const result = done(backends)
       return { ...result, message: `added ${result.message}` }
     },
-    async remove ({ backend: address, listener: qualifier }) {
-      const hits = listenersFor(qualifier).filter(l => l.upstream.given(address))
+    async remove ({ backend: address, listener: qualifier, route }) {
+      const hits = poolsFor(qualifier, route).filter(pool => pool.upstream.given(address))
       if (hits.length === 0) {
         const message = `no backend given as ${JSON.stringify(address)}: ` +
           'expected an address or name:port as given on the command line or added'
         throw new ControlError(404, message)
       }
-      if (hits.length > 1) {
-        const names = hits.map(l => l.name).join(', ')
-        const message = `backend ${address} is in ${hits.length} listeners (${names}): say which with ?listener=NAME`
-        throw new ControlError(400, message)
-      }
-      const removed = hits[0].upstream.removeBackend(address)
+      const own = hits.filter(h => h.upstream === h.listener.upstream)
+      const removed = onePool(own.length > 0 ? own : hits, address, 'pools').upstream.removeBackend(address)
       const left = b => b.live > 0 ? `; ${b.live} connection${b.live === 1 ? '' : 's'} left to finish` : ''
       return {
         message: removed.length === 0

@@ -94,19 +94,26 @@ function createView () {
   return { selected: 0, top: 0, page: 0, help: false, message: '' }
 }
 
-// Every backend of every listener, in the order shown: [{ listener, backend }].
+// Every backend of every listener, in the order shown: [{ listener, route, backend }],
+// route null for a listener's own backends, else the route (--route) they serve.
 function backendRows (snapshot) {
   const rows = []
-  for (const listener of snapshot.listeners) for (const backend of listener.backends) rows.push({ listener, backend })
+  for (const listener of snapshot.listeners) {
+    for (const backend of listener.backends) rows.push({ listener, route: null, backend })
+    for (const route of listener.routes || []) {
+      for (const backend of route.backends) rows.push({ listener, route, backend })
+    }
+  }
   return rows
 }
 
-const rowKey = (listener, backend) => `${listener.name} ${backend.address}`
+const rowKey = ({ listener, route, backend }) =>
+  `${listener.name} ${route === null ? '' : route.name} ${backend.address}`
 
 // Totals per backend, to turn two snapshots into rates.
 function totals (snapshot) {
   const out = new Map()
-  for (const { listener, backend } of backendRows(snapshot)) out.set(rowKey(listener, backend), backend.total)
+  for (const row of backendRows(snapshot)) out.set(rowKey(row), row.backend.total)
   return out
 }
 
@@ -158,8 +165,8 @@ function handleKey (view, key, snapshot) {
   const move = key === 'pageup' ? -page : key === 'pagedown' ? page : MOVES[key]
   if (move !== undefined) return { view: { ...view, selected: clamp(selected + move, rows.length) }, action: null }
   if (rows.length === 0) return { view, action: null }
-  const { listener, backend } = rows[selected]
-  const target = { listener: listener.name, backend: backend.address }
+  const { listener, route, backend } = rows[selected]
+  const target = { listener: listener.name, backend: backend.address, ...(route === null ? {} : { route: route.name }) }
   if (key === 'drain' || key === 'enable' || key === 'disable') {
     return { view: { ...view, selected }, action: { op: key, ...target } }
   }
@@ -221,20 +228,28 @@ function frame (snapshot, view, {
   // The table's lines; `row` is the backend's index for a backend line.
   const body = []
   let index = 0
-  for (const listener of snapshot.listeners) {
-    if (count > 1) for (const text of about(listener)) body.push({ text })
-    for (const backend of listener.backends) {
-      const line = table.row(backend, perSecond.get(rowKey(listener, backend)), index === selected, paint)
-      body.push({ text: index === selected && colour ? INVERSE + line + RESET : line, row: index })
-      index++
+  let lastListener = null
+  let lastRoute = null
+  for (const row of rows) {
+    const { listener, route, backend } = row
+    if (count > 1 && lastListener !== listener) for (const text of about(listener)) body.push({ text })
+    if (route !== null && lastRoute !== route) {
+      const panic = route.panic ? ' · PANIC' : ''
+      const line = `route ${route.name} ${route.mode} · queued ${route.queued}${panic}`
+      for (const text of wrap(line, width)) body.push({ text })
     }
+    lastListener = listener
+    lastRoute = route
+    const line = table.row(backend, perSecond.get(rowKey(row)), index === selected, paint)
+    body.push({ text: index === selected && colour ? INVERSE + line + RESET : line, row: index })
+    index++
   }
 
   // The selected backend in full: the row may have cut its reason.
   const detail = []
   if (rows.length > 0) {
-    const { listener, backend } = rows[selected]
-    const where = count > 1 ? `${listener.name} › ` : ''
+    const { listener, route, backend } = rows[selected]
+    const where = (count > 1 ? `${listener.name} › ` : '') + (route === null ? '' : `route ${route.name} › `)
     const text = `${where}${backend.address} ${backend.status}${backend.reason ? `: ${backend.reason}` : ''}`
     detail.push(...cap(wrap(text, width), DETAIL_MAX, width))
   }

@@ -11,7 +11,8 @@ const histogram = require('../histogram')
 //
 //   const history = new History({ stats, every, points })
 //   history.start() / history.stop()
-//   history.series() -> { [listener name]: { points, backends: { [address]: points } } }
+//   history.series() -> { [listener name]: { points, backends: { [address]: points },
+//                         routes: { [route name]: { [address]: points } } } }
 //     points: [{ at, rps, eps, p99 }], oldest first
 //
 // A listener or backend the snapshot no longer has (a reload, a DNS change) is
@@ -60,9 +61,16 @@ class History {
   add (snapshot, at) {
     const seen = new Set()
     for (const listener of snapshot.listeners) {
-      this.track(listener.name, totalsOf(listener.backends, at, listener.unserved), seen)
+      const routes = listener.routes || []
+      const all = [...listener.backends, ...routes.flatMap(r => r.backends)]
+      this.track(listener.name, totalsOf(all, at, listener.unserved), seen)
       for (const b of listener.backends) {
         this.track(backendKey(listener.name, b.address), totalsOf([b], at), seen)
+      }
+      for (const route of routes) {
+        for (const b of route.backends) {
+          this.track(backendKey(listener.name, b.address, route.name), totalsOf([b], at), seen)
+        }
       }
     }
     for (const key of this.last.keys()) {
@@ -94,17 +102,19 @@ class History {
   series () {
     const out = {}
     for (const [key, points] of this.rings) {
-      const [listener, address] = key.split('\n')
-      out[listener] ??= { points: [], backends: {} }
+      const [listener, address, route] = key.split('\n')
+      out[listener] ??= { points: [], backends: {}, routes: {} }
       if (address === undefined) out[listener].points = points
-      else out[listener].backends[address] = points
+      else if (route === undefined) out[listener].backends[address] = points
+      else (out[listener].routes[route] ??= {})[address] = points
     }
     return out
   }
 }
 
 // A listener's name never holds a newline, so this key cannot be taken for another.
-const backendKey = (listener, address) => `${listener}\n${address}`
+// A backend of a route (--route) is kept apart from the same address elsewhere.
+const backendKey = (listener, address, route = null) => `${listener}\n${address}${route === null ? '' : `\n${route}`}`
 
 // Counters now: requests and errors so far (a listener's `unserved` clients are errors
 // too), and the backends' response times as per-bucket counts, added up.

@@ -39,6 +39,15 @@ const LISTENER_FAMILIES = [
     'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere]
 ]
 
+// A route's pool (--route), as a listener's own: [name, type, help, value(route)].
+const ROUTE_FAMILIES = [
+  ['lila_route_queue_length', 'gauge', 'Requests of the route waiting in its queue for a backend slot.', r => r.queued],
+  ['lila_route_queue_timeouts_total', 'counter', 'Requests of the route that gave up waiting in its queue.',
+    r => r.queueTimeouts],
+  ['lila_route_panic', 'gauge', '1 while every backend of the route is down and traffic goes to them anyway.',
+    r => r.panic ? 1 : 0]
+]
+
 // [name, help, counts(listener or backend) -> { word: n }, label]: one sample per word.
 const LISTENER_BY_CAUSE = [
   ['lila_listener_retries_total',
@@ -121,9 +130,19 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     if (l.requestTime) histogramSamples(out, requests, { listener: l.name }, l.requestTime)
   }
 
+  // --route: each route's pool, labelled with the route's name.
+  const routes = snapshot.listeners.flatMap(l => (l.routes || []).map(r => [{ listener: l.name, route: r.name }, r]))
+  for (const [name, type, help, value] of ROUTE_FAMILIES) {
+    family(name, type, help)
+    for (const [base, r] of routes) sample(out, name, base, value(r))
+  }
+
   const backends = []
   for (const l of snapshot.listeners) {
     for (const b of l.backends) backends.push([{ listener: l.name, backend: b.address }, b])
+  }
+  for (const [base, r] of routes) {
+    for (const b of r.backends) backends.push([{ ...base, backend: b.address }, b])
   }
 
   family('lila_backend_status', 'gauge', `1 for the backend's status (${STATUSES.join(', ')}), 0 for the others.`)

@@ -44,13 +44,18 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
     if (l.panic) {
       problems.push(`<li class=panic>${esc(l.name)}: panic, every backend is down; traffic goes to them anyway</li>`)
     }
-    for (const b of l.backends) {
-      backends++
-      if (b.status === 'up') {
-        up++
-      } else {
-        const why = b.reason ? ` (${esc(b.reason)})` : ''
-        problems.push(`<li>${esc(l.name)} → ${esc(b.address)}: <b>${esc(b.status)}</b>${why}</li>`)
+    for (const [where, pool] of [[l.name, l], ...(l.routes || []).map(r => [`${l.name} route ${r.name}`, r])]) {
+      if (pool !== l && pool.panic) {
+        problems.push(`<li class=panic>${esc(where)}: panic, every backend is down; traffic goes to them anyway</li>`)
+      }
+      for (const b of pool.backends) {
+        backends++
+        if (b.status === 'up') {
+          up++
+        } else {
+          const why = b.reason ? ` (${esc(b.reason)})` : ''
+          problems.push(`<li>${esc(where)} → ${esc(b.address)}: <b>${esc(b.status)}</b>${why}</li>`)
+        }
       }
     }
   }
@@ -73,10 +78,9 @@ ${snapshot.listeners.map(l => listenerSection(l, history[l.name] || NO_HISTORY, 
 `
 }
 
-const NO_HISTORY = { points: [], backends: {} }
+const NO_HISTORY = { points: [], backends: {}, routes: {} }
 
 function listenerSection (l, history, now) {
-  const total = l.backends.reduce((sum, b) => sum + b.total, 0)
   const facts = [
     `active ${l.active}`, `waiting ${l.waiting}`, `queued ${l.queued}`, `accepted ${l.accepted}`,
     `unserved ${l.unserved}`, `queue timeouts ${l.queueTimeouts}`, `retries ${byCause(l.retries)}`,
@@ -84,17 +88,35 @@ function listenerSection (l, history, now) {
     ...(l.failedEverywhere > 0 ? [`requests that failed everywhere ${l.failedEverywhere}`] : []),
     ...(limitedCount(l) > 0 ? [`turned away by per-client limits ${byCause(nonZero(l.limited))}`] : [])
   ].join(' · ')
+  const routes = l.routes || []
+  const own = routes.length > 0 && l.backends.length === 0
+    ? '<p class="facts">No backends of its own: a request no route matches gets 404.</p>'
+    : backendTable(l, l.backends, history.backends, now)
+  return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
+<p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
+${charts(history.points, now, perSecond(l))}
+${own}
+${routes.map(r => routeSection(l, r, (history.routes || {})[r.name] || {}, now)).join('\n')}`
+}
+
+// --route: a route's pool, under its listener.
+function routeSection (l, r, history, now) {
+  const facts = [`queued ${r.queued}`, `queue timeouts ${r.queueTimeouts}`, `retries ${byCause(r.retries)}`].join(' · ')
+  return `<h3>route ${esc(r.name)} <small>${esc(r.match)} · ${esc(r.mode)}</small></h3>
+<p class="facts">${facts}${r.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
+${backendTable(l, r.backends, history, now)}`
+}
+
+function backendTable (l, backends, history, now) {
+  const total = backends.reduce((sum, b) => sum + b.total, 0)
   const times = l.protocol === 'http' ? 'response time' : 'connect + first byte'
   const live = l.protocol === 'http' ? 'in flight' : 'live'
   const header = '<tr><th>backend</th><th class="st">status</th><th>weight</th>' +
     `<th>${live}</th><th>share</th><th>total</th><th>failures</th><th>in</th><th>out</th>` +
     `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th>` +
     '<th title="the last 15 minutes; hover for figures">15 min</th></tr>'
-  return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
-<p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
-${charts(history.points, now, perSecond(l))}
-<table>${header}
-${l.backends.map(b => backendRow(b, total, history.backends[b.address] || [], now, perSecond(l))).join('\n')}
+  return `<table>${header}
+${backends.map(b => backendRow(b, total, history[b.address] || [], now, perSecond(l))).join('\n')}
 </table>`
 }
 

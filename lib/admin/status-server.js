@@ -104,11 +104,12 @@ function createStatusServer ({
     if (refusal !== null) return send(res, 403, refusal, {}, true)
 
     const listener = query.get('listener')
+    const route = query.get('route') || undefined
     let result
     try {
       if (parts.length === 2) {
         const text = query.get('address') || await readAddress(req)
-        result = await control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener })
+        result = await control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener, route })
       } else {
         let address
         try {
@@ -117,12 +118,12 @@ function createStatusServer ({
           throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
         }
         if (parts.length === 3) {
-          result = await control.remove({ backend: normalise(parseBackend, address), listener })
+          result = await control.remove({ backend: normalise(parseBackend, address), listener, route })
         } else if (parts[3] === 'weight') {
           const value = weightOf(query.get('value'))
-          result = await control.weight({ backend: normalise(parseBackend, address), listener, value })
+          result = await control.weight({ backend: normalise(parseBackend, address), listener, route, value })
         } else {
-          result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener })
+          result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener, route })
         }
       }
     } catch (err) {

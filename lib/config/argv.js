@@ -155,9 +155,28 @@ function parseCommandLine (argv, env = {}) {
     return { command, config: buildConfig(globals, listeners, source) }
   }
   // Options are checked before backends are missed: "--port x" says what is wrong with it.
-  const listener = buildListener({ values: entries, mode, backends: words.map(value => ({ value, at: null })) }, source)
-  if (words.length === 0) throw new UsageError(`no backend given: expected lila [mode] ${BACKEND_SYNTAX}...`)
+  const routes = (values.route || []).map(routeEntry)
+  const listener = buildListener({
+    values: entries, mode, backends: words.map(value => ({ value, at: null })), routes
+  }, source)
+  if (words.length === 0 && routes.length === 0) {
+    throw new UsageError(`no backend given: expected lila [mode] ${BACKEND_SYNTAX}...`)
+  }
   return { command, config: buildConfig(globals, [listener], source) }
+}
+
+// One --route as the builder takes it (see buildRoutes).
+function routeEntry (text) {
+  const { match, mode, backends } = PARSERS.route(text, '--route')
+  const entry = value => ({ value, at: null })
+  return {
+    at: null,
+    match: entry(match),
+    name: undefined,
+    mode: mode === null ? undefined : entry(mode),
+    backends: backends.map(entry),
+    values: new Map()
+  }
 }
 
 // --config FILE: everything else is in the file, but for --log-level, and the

@@ -11,7 +11,7 @@
 const { UsageError } = require('../errors')
 const { specAddress, unixPath } = require('../address')
 const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
-const { PARSERS, NUMERIC, parseBackend, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
+const { PARSERS, NUMERIC, parseBackend, parseRouteMatch, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
 const { listenerFrom, configFrom } = require('./defaults')
 const { didYouMean } = require('./suggest')
 const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('../upstream/balancers')
@@ -60,26 +60,9 @@ function parseValue (option, { value, at }, src) {
   }
 }
 
-// The one place a listener is put together and checked, whichever source it came from.
-//   values        Map option name -> { value, at } (what was given; the rest defaults)
-//   mode          { value, at } or undefined (the default mode)
-//   backends      [{ value, at }]: backend strings
-//   certificates  [{ cert, key, certAt, keyAt }] from the file (beyond --tls-cert/--tls-key)
-function buildListener ({ values, mode: modeEntry, backends: backendEntries, certificates = [] }, src) {
-  const settings = {}
-  for (const o of LISTENER_OPTIONS) {
-    const entry = values.get(o.name)
-    settings[o.key] = entry === undefined ? o.default : parseValue(o, entry, src)
-  }
-  const given = name => values.has(name) && values.get(name).value !== false
-  const at = name => values.get(name).at
-
-  for (const o of LISTENER_OPTIONS) {
-    if (o.only && given(o.name) && settings.protocol !== o.only) {
-      throw src.fail(at(o.name), `${src.about(o)}needs ${src.setting('protocol', o.only)}`)
-    }
-  }
-
+// The mode, checked against the protocol and hash-balance-factor. `at(name)` is where
+// an option was given.
+function buildMode (modeEntry, settings, at, src) {
   let mode = DEFAULT_MODE
   if (modeEntry !== undefined) {
     if (src.json && typeof modeEntry.value !== 'string') {
@@ -100,10 +83,14 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     const message = `${subject}does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_MODES.join(', ')})`
     throw src.fail(at('hash-balance-factor'), message)
   }
+  return mode
+}
 
+// [{ value, at }] backend strings -> backends as parseBackend returns them, each once.
+function buildBackends (entries, src) {
   const backends = []
   const seen = new Set()
-  for (const { value, at } of backendEntries) {
+  for (const { value, at } of entries) {
     if (typeof value !== 'string') {
       throw src.fail(at, `expected a backend such as "10.0.0.1:80,weight=2", got ${shown(value)}`)
     }
@@ -121,7 +108,91 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     seen.add(address)
     backends.push(backend)
   }
+  return backends
+}
 
+// Options a route may set for its own pool (in the config file): how its backends are
+// chosen, retried and checked. Timeouts and limits stay the listener's.
+const ROUTE_OPTIONS = LISTENER_OPTIONS.filter(o => (o.group === 'balancing' || o.group === 'health') &&
+  o.name !== 'connect-timeout')
+
+// Routes (--route, "routes"): each its own pool, with the listener's settings (and
+// mode, unless it has one) but for its own mode, backends and ROUTE_OPTIONS. `entries`: [{ at, match, name, mode,
+// backends, values }], each part { value, at } as for a listener (name and mode may be
+// undefined; values a Map of ROUTE_OPTIONS given).
+//   -> [{ name, match: { host, wildcard, path }, pool }], `pool` a listener's settings as
+//      an Upstream takes them (listenerFrom's shape, named after the route)
+function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
+  const routes = []
+  for (const entry of entries) {
+    if (settings.protocol !== 'http') {
+      throw src.fail(entry.at, `routes need ${src.setting('protocol', 'http')}: they match a request's Host and path`)
+    }
+    let match
+    try {
+      match = parseRouteMatch(entry.match.value)
+    } catch (err) {
+      throw src.fail(entry.match.at, err.message)
+    }
+    const name = entry.name === undefined ? entry.match.value : entry.name.value
+    if (entry.name !== undefined && (typeof name !== 'string' || !ROUTE_NAME.test(name))) {
+      throw src.fail(entry.name.at, `invalid route name ${shown(name)}: expected letters, digits and . _ - (up to 64)`)
+    }
+    const same = routes.find(r => r.name === name || sameMatch(r.match, match))
+    if (same !== undefined) {
+      throw src.fail(entry.at, `duplicate route ${quote(name)}: expected each match once`)
+    }
+    const values = new Map([...listenerValues].filter(([key]) => ROUTE_OPTIONS.some(o => o.name === key)))
+    for (const [key, value] of entry.values) values.set(key, value)
+    // A hash-balance-factor of the listener's applies to a route only in a hash mode.
+    const routeSettings = { ...settings, hashBalanceFactor: null }
+    for (const o of ROUTE_OPTIONS) {
+      if (entry.values.has(o.name)) routeSettings[o.key] = parseValue(o, entry.values.get(o.name), src)
+    }
+    const at = key => values.get(key).at
+    const mode = entry.mode === undefined ? listenerMode : buildMode(entry.mode, routeSettings, at, src)
+    if (routeSettings.hashBalanceFactor === null && HASH_MODES.includes(mode)) {
+      routeSettings.hashBalanceFactor = settings.hashBalanceFactor
+    }
+    if (entry.backends.length === 0) {
+      const example = quote(`${entry.match.value}=10.0.0.1:80`)
+      throw src.fail(entry.at, `route ${quote(name)} has no backend: expected at least one, e.g. ${example}`)
+    }
+    const backends = buildBackends(entry.backends, src)
+    const pool = listenerFrom({ ...routeSettings, name }, { mode, backends, tls: null, backendTls: null, routes: [] })
+    routes.push({ name, match, pool })
+  }
+  return routes
+}
+
+const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+const sameMatch = (a, b) => a.host === b.host && a.wildcard === b.wildcard && a.path === b.path
+
+// The one place a listener is put together and checked, whichever source it came from.
+//   values        Map option name -> { value, at } (what was given; the rest defaults)
+//   mode          { value, at } or undefined (the default mode)
+//   backends      [{ value, at }]: backend strings
+//   routes        [{ at, match, name, mode, backends, values }]: see buildRoutes
+//   certificates  [{ cert, key, certAt, keyAt }] from the file (beyond --tls-cert/--tls-key)
+function buildListener ({
+  values, mode: modeEntry, backends: backendEntries, routes: routeEntries = [], certificates = []
+}, src) {
+  const settings = {}
+  for (const o of LISTENER_OPTIONS) {
+    const entry = values.get(o.name)
+    settings[o.key] = entry === undefined ? o.default : parseValue(o, entry, src)
+  }
+  const given = name => values.has(name) && values.get(name).value !== false
+  const at = name => values.get(name).at
+
+  for (const o of LISTENER_OPTIONS) {
+    if (o.only && given(o.name) && settings.protocol !== o.only) {
+      throw src.fail(at(o.name), `${src.about(o)}needs ${src.setting('protocol', o.only)}`)
+    }
+  }
+
+  const mode = buildMode(modeEntry, settings, at, src)
+  const backends = buildBackends(backendEntries, src)
   // A Unix socket has no port; lila speaks TLS to TCP backends only.
   if (unixPath(settings.host) !== null && given('port')) {
     const subject = src.about(BY_NAME.get('port'))
@@ -171,7 +242,9 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     backendTls = { ca: settings.backendTlsCa, caAt, insecure: settings.backendTlsInsecure }
   }
   const tls = tlsCertificates.length === 0 ? null : { certificates: tlsCertificates }
-  return listenerFrom(settings, { mode, backends, tls, backendTls })
+  const routes = buildRoutes(routeEntries, values, settings, mode, src)
+  for (const route of routes) route.pool.backendTls = backendTls
+  return listenerFrom(settings, { mode, backends, tls, backendTls, routes })
 }
 
 // The process-wide settings, from { name -> { value, at } }.
@@ -219,6 +292,7 @@ function isWildcard (host) {
 }
 
 module.exports = {
+  ROUTE_OPTIONS,
   buildListener,
   buildGlobals,
   buildConfig,

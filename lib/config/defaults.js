@@ -21,7 +21,7 @@ const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.defa
 // `settings` has every listener option; `parts` what no single option says: the mode,
 // the backends (as parseBackend returns them), and TLS as the builder put it together
 // (tls: { certificates } or null, backendTls: { ca, caAt, insecure } or null).
-function listenerFrom (settings, { mode, backends, tls, backendTls }) {
+function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] }) {
   return {
     name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
     port: unixPath(settings.host) !== null ? null : settings.port, // null on a Unix socket
@@ -61,7 +61,10 @@ function listenerFrom (settings, { mode, backends, tls, backendTls }) {
     tls,
     backendTls,
     proxyProtocol: settings.proxyProtocol,
-    acceptProxy: settings.acceptProxy
+    acceptProxy: settings.acceptProxy,
+    // --route: [{ name, match: { host, wildcard, path }, pool }], each pool a listener's
+    // settings (this shape) for its own Upstream; requests matching none go to `backends`
+    routes
   }
 }
 

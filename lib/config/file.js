@@ -16,11 +16,12 @@ const path = require('path')
 const { UsageError } = require('../errors')
 const { parseJson, JsonError } = require('./json')
 const { OPTIONS, BY_NAME, LISTENER_OPTIONS } = require('./options')
-const { buildListener, buildGlobals, buildConfig, jsonSource } = require('./builder')
+const { buildListener, buildGlobals, buildConfig, jsonSource, ROUTE_OPTIONS } = require('./builder')
 const { didYouMean } = require('./suggest')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
-const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'certificates'])
+const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'routes', 'certificates'])
+const ROUTE_KEYS = new Set([...ROUTE_OPTIONS.map(o => o.name), 'match', 'name', 'mode', 'backends'])
 const TOP_KEYS = new Set([
   ...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own').map(o => o.name),
   'mode', 'certificates', 'listeners'
@@ -115,20 +116,26 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
   const mode = values.get('mode')
   const backends = values.get('backends')
   const certificates = values.get('certificates')
+  const routes = values.get('routes')
   values.delete('mode')
   values.delete('backends')
   values.delete('certificates')
-  if (backends === undefined) {
+  values.delete('routes')
+  // With routes, the listener's own backends (for requests no route matches) may be left out.
+  if (backends === undefined && routes === undefined) {
     throw src.fail(where, 'missing "backends": expected a list such as ["10.0.0.1:80", "10.0.0.2:80,weight=2"]')
   }
-  if (!Array.isArray(backends.value) || backends.value.length === 0) {
+  if (backends !== undefined && (!Array.isArray(backends.value) || backends.value.length === 0)) {
     const got = Array.isArray(backends.value) ? 'an empty list' : typeName(backends.value)
     throw src.fail(backends.at, `expected a list of at least one backend such as ["10.0.0.1:80"], got ${got}`)
   }
   const listener = buildListener({
     values,
     mode,
-    backends: backends.value.map((value, i) => ({ value, at: `${backends.at}[${i}]` })),
+    backends: backends === undefined
+      ? []
+      : backends.value.map((value, i) => ({ value, at: `${backends.at}[${i}]` })),
+    routes: routes === undefined ? [] : routesFrom(routes, src),
     certificates: certificates === undefined ? [] : certificatesFrom(certificates, src)
   }, src)
   // File names are relative to the config file.
@@ -142,6 +149,54 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
     listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)
   }
   return listener
+}
+
+// "routes": [{ "match": "api.example.com", "mode": "lc", "backends": [...], ...options }]:
+// see builder.js buildRoutes.
+function routesFrom ({ value, at }, src) {
+  const example = '[{ "match": "api.example.com", "backends": ["10.0.0.1:80"] }]'
+  if (!Array.isArray(value) || value.length === 0) {
+    const got = Array.isArray(value) ? 'an empty list' : typeName(value)
+    throw src.fail(at, `expected a list of routes such as ${example}, got ${got}`)
+  }
+  return value.map((raw, i) => {
+    const where = `${at}[${i}]`
+    if (!isObject(raw)) {
+      throw src.fail(where, `expected a route object such as ${example.slice(1, -1)}, got ${typeName(raw)}`)
+    }
+    const values = new Map()
+    for (const key of Object.keys(raw)) {
+      if (!ROUTE_KEYS.has(key)) {
+        const hint = didYouMean(key, ROUTE_KEYS) ||
+          'expected "match", "backends", "name", "mode" or an option of the balancing and health groups'
+        throw src.fail(keyPath(where, key), `unknown key ${JSON.stringify(key)} in a route: ${hint}`)
+      }
+      values.set(key, { value: raw[key], at: keyPath(where, key) })
+    }
+    const part = key => {
+      const entry = values.get(key)
+      values.delete(key)
+      return entry
+    }
+    const match = part('match')
+    const name = part('name')
+    const mode = part('mode')
+    const backends = part('backends')
+    if (match === undefined) throw src.fail(where, 'missing "match": expected a host, *.host, a /path or host/path')
+    if (backends === undefined || !Array.isArray(backends.value) || backends.value.length === 0) {
+      const expected = 'expected "backends": a list of at least one backend such as ["10.0.0.1:80"]'
+      throw src.fail(backends === undefined ? where : backends.at, expected)
+    }
+    if (typeof match.value !== 'string') throw src.fail(match.at, `expected a string, got ${typeName(match.value)}`)
+    return {
+      at: where,
+      match,
+      name,
+      mode,
+      backends: backends.value.map((v, j) => ({ value: v, at: `${backends.at}[${j}]` })),
+      values
+    }
+  })
 }
 
 // "certificates": [{ "cert": "a.pem", "key": "a.key" }, ...]: more certificates for

@@ -150,6 +150,18 @@ const OPTIONS = [
     help: 'http: HTTP/1.1 or HTTP/2 to backends (h2c; h2 with --backend-tls)'
   },
   {
+    name: 'route',
+    arg: "'MATCH=[MODE] BACKEND...'",
+    type: 'route',
+    group: 'http',
+    scope: 'cli', // in the config file: "routes"
+    multiple: true,
+    only: 'http',
+    default: null,
+    shown: 'none',
+    help: 'requests for a host (*.host), a path prefix or both go to their own pool; repeatable'
+  },
+  {
     name: 'check',
     group: 'health',
     arg: 'SPEC',
@@ -454,6 +466,7 @@ function parseArgsOptions () {
   for (const o of OPTIONS) {
     spec[o.name] = { type: o.type === 'boolean' || o.type === 'flag' ? 'boolean' : 'string' }
     if (o.short) spec[o.name].short = o.short
+    if (o.multiple) spec[o.name].multiple = true
   }
   return spec
 }

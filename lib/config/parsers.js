@@ -120,6 +120,7 @@ const PARSERS = {
     }
     return text
   },
+  route: (text, flag) => parseRouteOption(text, flag),
   file: (text, flag) => {
     if (text === '' || text.includes('\0')) {
       throw new UsageError(`invalid file name ${quote(text)}${forFlag(flag)}: expected a path`)
@@ -284,8 +285,52 @@ function parseBackend (text) {
   return backend
 }
 
+// A route's MATCH (--route, "routes"): a host (api.example.com), a wildcard host
+// (*.example.com: any name under it), a path prefix (/static: /static and what is below
+// it) or a host and a path (api.example.com/v1) -> { host, wildcard, path }, null where
+// not given. The host is lowercased and has no port: a request's Host is matched
+// without its port.
+const ROUTE_PATH = /^\/[\x21-\x7e]*$/
+function parseRouteMatch (text) {
+  const invalid = expected => new UsageError(`invalid route match ${quote(text)}: expected ${expected}`)
+  const EXPECTED = 'a host (api.example.com), *.example.com, a path (/static) or both (api.example.com/v1)'
+  if (typeof text !== 'string' || text === '') throw invalid(EXPECTED)
+  const slash = text.indexOf('/')
+  const hostText = slash === -1 ? text : text.slice(0, slash)
+  let path = slash === -1 ? null : text.slice(slash)
+  let host = null
+  let wildcard = false
+  if (hostText !== '') {
+    wildcard = hostText.startsWith('*.')
+    host = (wildcard ? hostText.slice(2) : hostText).toLowerCase()
+    if (host.includes(':')) throw invalid('a host name without a port (a request\'s Host is matched without its port)')
+    if (!isHostName(host)) throw invalid(EXPECTED)
+  }
+  if (path !== null) {
+    if (!ROUTE_PATH.test(path) || path.includes('?') || path.includes('#')) {
+      throw invalid('a path prefix such as /static (printable, no spaces, no ? or #)')
+    }
+    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1) // /static/ is /static
+  }
+  return { host, wildcard, path }
+}
+
+// --route 'MATCH=[MODE] BACKEND [BACKEND...]' -> { match, mode, backends }: texts,
+// checked by the builder (mode null: the listener's default mode).
+function parseRouteOption (text, flag) {
+  const eq = text.indexOf('=')
+  const words = eq === -1 ? [] : text.slice(eq + 1).trim().split(/\s+/).filter(Boolean)
+  if (eq <= 0 || words.length === 0) {
+    throw new UsageError(`invalid route ${quote(text)}${forFlag(flag)}: expected MATCH=[MODE] BACKEND..., ` +
+      'e.g. "api.localhost=127.0.0.1:8081 127.0.0.1:8082" or "/static=rr 127.0.0.1:9000"')
+  }
+  const mode = MODE_WORDS.includes(words[0]) ? words.shift() : null
+  return { match: text.slice(0, eq), mode, backends: words }
+}
+
 module.exports = {
   LOG_LEVELS,
+  parseRouteMatch,
   ACCESS_LOG_FORMATS,
   parseDuration,
   parseInteger,

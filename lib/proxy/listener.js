@@ -7,6 +7,7 @@ const { formatAddress, unixPath } = require('../address')
 const { defaultName } = require('../config/names')
 const { startPrelude } = require('./prelude')
 const { RateLimiter, ConnectionCounter } = require('./client-limits')
+const { Router } = require('./router')
 const { reasonOf } = require('../errors')
 const {
   defaultMaxConn, holdable, isOutOfDescriptors, outOfDescriptors, reportOutOfDescriptors, onOutOfDescriptors, PAUSE_MS
@@ -50,7 +51,7 @@ class Listener {
   // descriptors: { limit, share }: the process's limit on open files and this
   // listener's share of it (descriptors.js), null each when unknown.
   constructor ({
-    config, upstream, log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
+    config, upstream, routes = [], log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
     descriptors = { limit: null, share: null }
   }) {
     this.config = config
@@ -58,7 +59,8 @@ class Listener {
     this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
     this.backendTls = backendTls // tls.connect options for backends, or null
     this.prelude = new Set() // connections in their prelude: closed with the listener
-    this.upstream = upstream
+    this.upstream = upstream // the listener's own backends: requests no route matches
+    this.setRoutes(routes)
     this.log = log
     this.protocol = protocol
     this.sessions = new Set()
@@ -153,8 +155,9 @@ class Listener {
   // A reload: new settings for new connections (and, where they read them as they go,
   // for open ones); new TLS material for new handshakes; a new share of descriptors when
   // the number of listeners changed.
-  reconfigure (config, { tls = null, backendTls = null, descriptors = this.descriptors } = {}) {
+  reconfigure (config, { tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes } = {}) {
     this.config = config
+    this.setRoutes(routes)
     this.configureLimits(config)
     this.descriptors = descriptors
     this.tls = tls
@@ -162,6 +165,28 @@ class Listener {
     this.protocol.reconfigure(config, this)
     if (this.sweep !== null) this.startSweep() // timeouts may have changed
     this.serveWaiting() // --max-conn may have grown
+  }
+
+  // --route: [{ name, match, upstream }], each route its own pool (index.js makes them).
+  setRoutes (routes) {
+    this.routes = routes
+    this.router = routes.length === 0 ? null : new Router(routes)
+  }
+
+  // The pool an HTTP request goes to: a route's { upstream }, or this listener's own;
+  // null when no route matches and the listener has no backends of its own (answer 404
+  // with unrouted()).
+  routeFor (head) {
+    if (this.router === null) return this
+    const route = this.router.match(head.host, head.path)
+    if (route !== null) return route
+    return this.config.backends.length === 0 ? null : this
+  }
+
+  // Why a request went nowhere (routeFor gave null), for the 404 page and the log.
+  unrouted (head) {
+    const where = `${head.host || '(no host)'}${head.path}`
+    return `no route for ${where}; the routes are ${this.routes.map(r => r.name).join(', ')}`
   }
 
   async listen () {

@@ -45,7 +45,8 @@ class Exchange {
     this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
 
     // Where it goes.
-    this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
+    this.route = this.listener.routeFor(head) // null: no route matches (404)
+    this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
     this.sentAt = 0 // when the head went to the backend: latency for least-time
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
@@ -84,6 +85,7 @@ class Exchange {
     if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
+    if (this.route === null) return this.answer(404, this.listener.unrouted(head))
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue' && head.version === 1) {

@@ -4,6 +4,7 @@
 
 const REASONS = {
   400: 'Bad Request',
+  404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
   414: 'URI Too Long',

@@ -64,7 +64,8 @@ class StreamExchange {
     this.quietTicks = 0 // listener sweeps without DATA from the client (--body-timeout)
 
     // Where it goes.
-    this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
+    this.route = this.listener.routeFor(head) // null: no route matches (404)
+    this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend it is seated on
     this.lastStatus = 502
     this.backendAnswered = false // the response is a backend's (not lila's own)
@@ -91,6 +92,7 @@ class StreamExchange {
     if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
+    if (this.route === null) return this.answer(404, this.listener.unrouted(this.head))
     // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
     // client that sends it slowly holds no backend connection meanwhile. Only with a
     // content-length: without one it may be a stream (gRPC) answered as it goes.

@@ -43,7 +43,8 @@ class Http1ToHttp2 {
     this.reading = !endStream
     this.sendData = (b, s, e) => this.bodyData(b.subarray(s, e))
 
-    this.attempt = new Attempt(this.listener.upstream, this, this, { perRequest: true })
+    this.route = this.listener.routeFor(head) // null: no route matches (404)
+    this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
     this.leg = null
     this.lastStatus = 502
 
@@ -73,6 +74,7 @@ class Http1ToHttp2 {
     if (head.isUpgrade) return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
+    if (this.route === null) return this.answer(404, this.listener.unrouted(head))
     this.attempt.start()
   }
 
