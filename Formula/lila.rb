@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "36541fe180c54960669786df75071e88bd68ee382d08a35053fb6a65011fbcc5"
+  sha256 "360cde5761326bc39e7ed29d1c9fed5e96989f9b6365f568c99cf56d16c82ddf"
   license "MIT"
 
   depends_on "node"

@@ -96,7 +96,8 @@ function createBalancer (config, {
       if (kept === undefined) {
         const route = makeRoute(config, listener.log, backendTls)
         started.push(route.upstream.start())
-        lines.push(`route ${config.name} added (${config.pool.backends.length} backends)`)
+        const n = config.pool.backends.length
+        lines.push(`route ${config.name} added (${n} backend${n === 1 ? '' : 's'})`)
         return route
       }
       old.delete(config.name)

@@ -45,25 +45,28 @@ function createControl (lb) {
       if (route === undefined || route === null || route === '') {
         pools.push({ listener, upstream: listener.upstream, where: listener.name })
       }
-      for (const r of listener.routes) {
+      for (const r of listener.routes || []) {
         if (route && r.name !== route) continue
         pools.push({ listener, upstream: r.upstream, where: `${listener.name} route ${r.name}` })
       }
     }
     if (route && pools.length === 0) {
-      const names = listenersFor(qualifier).flatMap(l => l.routes.map(r => r.name))
+      const names = listenersFor(qualifier).flatMap(l => (l.routes || []).map(r => r.name))
       const expected = names.length === 0 ? 'no listener has routes' : `expected one of ${names.join(', ')}`
       throw new ControlError(404, `no route ${JSON.stringify(route)}: ${expected}`)
     }
     return pools
   }
 
-  // One pool, or why not: none (404), or several without a qualifier to choose (400).
-  function onePool (hits, address, kind) {
+  // One pool, or why not: several without a qualifier to choose (400). `hits` are all
+  // listeners' own pools, or all routes' (a listener's own is preferred: see locate).
+  function onePool (hits, address) {
     if (hits.length > 1) {
-      const names = hits.map(h => h.where).join(', ')
-      const message = `backend ${address} is in ${hits.length} ${kind} (${names}): ` +
-        'say which with ?listener=NAME (and ?route=NAME for a route\'s)'
+      const own = hits[0].upstream === hits[0].listener.upstream
+      const names = hits.map(h => own ? h.listener.name : h.where).join(', ')
+      const message = own
+        ? `backend ${address} is in ${hits.length} listeners (${names}): say which with ?listener=NAME`
+        : `backend ${address} is in ${hits.length} routes (${names}): say which with ?route=NAME`
       throw new ControlError(400, message)
     }
     return hits[0]
@@ -84,7 +87,7 @@ function createControl (lb) {
     }
     // Without ?route, a listener's own backend is meant before a route's of the same address.
     const own = hits.filter(h => h.upstream === h.listener.upstream)
-    return onePool(own.length > 0 ? own : hits, address, 'pools')
+    return onePool(own.length > 0 ? own : hits, address)
   }
 
   const done = (backends, what = null) => {
@@ -147,7 +150,7 @@ function createControl (lb) {
         throw new ControlError(404, message)
       }
       const own = hits.filter(h => h.upstream === h.listener.upstream)
-      const removed = onePool(own.length > 0 ? own : hits, address, 'pools').upstream.removeBackend(address)
+      const removed = onePool(own.length > 0 ? own : hits, address).upstream.removeBackend(address)
       const left = b => b.live > 0 ? `; ${b.live} connection${b.live === 1 ? '' : 's'} left to finish` : ''
       return {
         message: removed.length === 0

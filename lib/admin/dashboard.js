@@ -108,7 +108,7 @@ function backendRows (snapshot) {
 }
 
 const rowKey = ({ listener, route, backend }) =>
-  `${listener.name} ${route === null ? '' : route.name} ${backend.address}`
+  route === null ? `${listener.name} ${backend.address}` : `${listener.name} ${route.name} ${backend.address}`
 
 // Totals per backend, to turn two snapshots into rates.
 function totals (snapshot) {

@@ -151,7 +151,7 @@ const OPTIONS = [
   },
   {
     name: 'route',
-    arg: "'MATCH=[MODE] BACKEND...'",
+    arg: 'MATCH=BACKEND...',
     type: 'route',
     group: 'http',
     scope: 'cli', // in the config file: "routes"
@@ -159,7 +159,8 @@ const OPTIONS = [
     only: 'http',
     default: null,
     shown: 'none',
-    help: 'requests for a host (*.host), a path prefix or both go to their own pool; repeatable'
+    help: 'a host, *.host, /path or host/path sends its requests to a pool of its own: ' +
+      'MATCH=[MODE] BACKEND...; repeatable'
   },
   {
     name: 'check',
