@@ -305,7 +305,8 @@ class Upstream {
       queueTimeouts: this.queue.timeouts,
       retries: { ...this.retriesBy }, // by cause
       retryBudgetExhausted: this.budget.exhausted,
-      failedEverywhere: this.everywhere
+      failedEverywhere: this.everywhere,
+      ranges: this.members.ranges() // port ranges: how many of their ports listen
     }
   }
 
