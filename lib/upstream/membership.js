@@ -194,7 +194,8 @@ class Membership {
       if (group.range !== null) {
         const { live, idle } = group.range
         const ports = formatPorts(group.range.ports(false))
-        rows.push([groupLabel(group), `${live} live`, idle === 0 ? 'none idle' : `${idle} idle (${ports}): a port joins when it listens`])
+        const watching = idle === 0 ? 'none idle' : `${idle} idle (${ports}): a port joins when it listens`
+        rows.push([groupLabel(group), `${live} live`, watching])
       } else if (group.name !== null && group.backends.length === 0) {
         rows.push([groupLabel(group), '-', `cannot resolve: ${group.error || 'no address'}`])
       }
