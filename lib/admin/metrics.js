@@ -121,6 +121,16 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     if (l.requestTime) histogramSamples(out, requests, { listener: l.name }, l.requestTime)
   }
 
+  family('lila_range_ports', 'gauge',
+    'Ports of a watched port range (a backend host:FIRST-LAST): live (listening, so backends) or idle.')
+  for (const l of snapshot.listeners) {
+    for (const r of l.ranges || []) {
+      for (const state of ['live', 'idle']) {
+        sample(out, 'lila_range_ports', { listener: l.name, range: r.range, state }, r[state])
+      }
+    }
+  }
+
   const backends = []
   for (const l of snapshot.listeners) {
     for (const b of l.backends) backends.push([{ listener: l.name, backend: b.address }, b])

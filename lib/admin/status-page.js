@@ -6,6 +6,8 @@
 // where the traffic goes (share of the requests, live count) and how it goes
 // (failures, bytes, response-time percentiles).
 
+const { formatPorts } = require('../format')
+
 const REFRESH_S = 2
 
 const STYLE = '\n' + [
@@ -43,6 +45,9 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
   for (const l of snapshot.listeners) {
     if (l.panic) {
       problems.push(`<li class=panic>${esc(l.name)}: panic, every backend is down; traffic goes to them anyway</li>`)
+    }
+    for (const r of l.ranges || []) {
+      if (r.live === 0) problems.push(`<li>${esc(l.name)} → ${esc(r.range)}: no port listens (${r.idle} idle)</li>`)
     }
     for (const b of l.backends) {
       backends++
@@ -92,10 +97,18 @@ function listenerSection (l, history, now) {
     '<th title="the last 15 minutes; hover for figures">15 min</th></tr>'
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
+${(l.ranges || []).map(rangeLine).join('\n')}
 ${charts(history.points, now, perSecond(l))}
 <table>${header}
 ${l.backends.map(b => backendRow(b, total, history.backends[b.address] || [], now, perSecond(l))).join('\n')}
 </table>`
+}
+
+// "127.0.0.1:3000-3009: 2 live (3000, 3001), 8 idle": a port range, whose idle ports
+// have no row.
+function rangeLine (r) {
+  const live = r.listening.length > 0 ? ` (${formatPorts(r.listening)})` : ''
+  return `<p class="facts">port range ${esc(r.range)}: ${r.live} live${esc(live)}, ${r.idle} idle</p>`
 }
 
 const limitedCount = l => Object.values(l.limited || {}).reduce((sum, n) => sum + n, 0)
