@@ -175,6 +175,7 @@ class Membership {
       }
       groups.push(group)
     }
+    for (const group of joined) if (group.range !== null) adoptPorts(group, [...old.values()])
     this.groups = groups
     this.#rebuild()
     for (const group of old.values()) {
@@ -483,6 +484,19 @@ function nameEndpoints (group, addresses) {
 function rangeEndpoints (group, ports) {
   const { host, weight, backup } = group.spec
   return new Map(ports.map(port => [formatAddress(host, port), { host, port, name: null, weight, backup }]))
+}
+
+// A reload that changed a port range (3000-3009 -> 3000-3019): a port listening in a
+// removed range of the same host and in the new one keeps its backend (its state,
+// counters and connections), with the new range's settings.
+function adoptPorts (group, removed) {
+  for (const other of removed) {
+    if (other.range === null || other.spec.host !== group.spec.host) continue
+    const kept = other.backends.filter(backend => group.range.adopt(backend.port))
+    other.backends = other.backends.filter(backend => !kept.includes(backend))
+    for (const backend of kept) backend.configure(group.spec)
+    group.backends.push(...kept)
+  }
 }
 
 // "range 127.0.0.1:3000-3009: 3001 listens, joining; 3002 stopped listening, leaving,

@@ -76,6 +76,16 @@ class PortRange {
     return due
   }
 
+  // Count `port` listening (a reload moved its backend here from another range): true
+  // when it is in this range and was not yet. The next scan says whether it still is.
+  adopt (port) {
+    const i = port - this.first
+    if (i < 0 || i >= this.size || this.listening[i] === 1) return false
+    this.listening[i] = 1
+    this.live++
+    return true
+  }
+
   // The ports listening (or with `listening` false, the idle ones), ascending.
   ports (listening = true) {
     const out = []
