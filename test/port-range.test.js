@@ -175,7 +175,7 @@ t.test('a range nothing listens on yet: no backend, no panic, the page says so',
   ])
   t.ok(lila.lines.some(l => l.includes(`0 live  3 idle (${ports[0]}-${ports[2]}): a port joins when it listens`)))
   t.equal((await get(lila.port)).status, 503, 'nothing to send it to')
-  t.match((await get(lila.statusPort, '/status')).body, `no port listens (3 idle)`)
+  t.match((await get(lila.statusPort, '/status')).body, 'no port listens (3 idle)')
   await devServer(t, ports[1])
   await lila.waitForLine(new RegExp(`^lila: backend 127\\.0\\.0\\.1:${ports[1]} up`))
   t.same(await servedBy(lila.port, 2), [String(ports[1])])
