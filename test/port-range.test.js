@@ -287,3 +287,26 @@ t.test('the admin API adds a range as one entry and removes it as one', async t 
   t.same(json.listeners[0].ranges, [])
   t.same(await servedBy(lila.port, 3), [String(other)])
 })
+
+t.test('the renderings: metrics, the page, the dashboard; summed over workers', async t => {
+  const { renderMetrics } = require('../lib/admin/metrics')
+  const { renderPage } = require('../lib/admin/status-page')
+  const { render, createView } = require('../lib/admin/dashboard')
+  const { sumStats } = require('../lib/admin/sum-stats')
+  const range = (live, listening) => ({ range: '127.0.0.1:3000-3009', ports: 10, live, idle: 10 - live, listening })
+  const listener = ranges => ({
+    name: 'web', protocol: 'http', mode: 'round-robin', active: 0, waiting: 0, accepted: 0, unserved: 0, panic: false, queued: 0, queueTimeouts: 0, backends: [], ranges
+  })
+  const snapshot = { startedAt: 1700000000000, listeners: [listener([range(2, [3000, 3001])])] }
+  const metrics = renderMetrics(snapshot)
+  t.match(metrics, '# TYPE lila_range_ports gauge\n')
+  t.match(metrics, 'lila_range_ports{listener="web",range="127.0.0.1:3000-3009",state="live"} 2\n')
+  t.match(metrics, 'lila_range_ports{listener="web",range="127.0.0.1:3000-3009",state="idle"} 8\n')
+  t.match(renderPage(snapshot), 'port range 127.0.0.1:3000-3009: 2 live (3000-3001), 8 idle')
+  const empty = { startedAt: 1700000000000, listeners: [listener([range(0, [])])] }
+  t.match(renderPage(empty), '<li>web → 127.0.0.1:3000-3009: no port listens (10 idle)</li>', 'nothing listening is said first')
+  const lines = render(snapshot, createView(), { width: 120, height: 10, colour: false })
+  t.ok(lines.some(l => l.includes('127.0.0.1:3000-3009: 2 live, 8 idle')), 'the dashboard says it on the listener line')
+  // Workers probe the same ports: their counts are one worker's, never added up.
+  t.same(sumStats([snapshot, snapshot]).listeners[0].ranges, [range(2, [3000, 3001])])
+})
