@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7cc62b65362e99bb41270d8b3eab750ac7e05bca4a59f599ea0bfeddb8d7e5ac"
+  sha256 "56f0e62dbcb1cfae6232f867fda8c053f5e6e33e25a1b5883ff9731d55226986"
   license "MIT"
 
   depends_on "node"
