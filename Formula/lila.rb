@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "360cde5761326bc39e7ed29d1c9fed5e96989f9b6365f568c99cf56d16c82ddf"
+  sha256 "a71a05a161adc22d06840f4eea696d8d9939c7aa607df98e1478e73f678e9807"
   license "MIT"
 
   depends_on "node"

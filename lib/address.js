@@ -13,11 +13,13 @@ function formatAddress (host, port) {
 }
 
 // A backend as it was written, without its settings (parsers.js parseBackend):
-// "10.0.0.1:80", "[::1]:80", "name:80", "unix:/run/app.sock" or an SRV name
-// ("_http._tcp.example.com"). What a reload and the control API match backends by.
+// "10.0.0.1:80", "[::1]:80", "name:80", "unix:/run/app.sock", an SRV name
+// ("_http._tcp.example.com") or a port range ("127.0.0.1:3000-3009"). What a reload
+// and the control API match backends by.
 function specAddress (spec) {
   if (spec.path != null) return UNIX_PREFIX + spec.path
   if (spec.srv != null) return spec.srv
+  if (spec.range != null) return formatAddress(spec.host, `${spec.range.first}-${spec.range.last}`)
   return formatAddress(spec.host, spec.port)
 }
 

@@ -8,4 +8,15 @@ function formatDuration (ms) {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`
 }
 
-module.exports = { formatDuration }
+// [3000, 3001, 3002, 3005] -> "3000-3002, 3005": ascending ports in runs, for people.
+function formatPorts (ports) {
+  const runs = []
+  for (const port of ports) {
+    const run = runs[runs.length - 1]
+    if (run !== undefined && run[1] === port - 1) run[1] = port
+    else runs.push([port, port])
+  }
+  return runs.map(([a, b]) => a === b ? String(a) : `${a}-${b}`).join(', ')
+}
+
+module.exports = { formatDuration, formatPorts }

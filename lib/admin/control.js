@@ -137,7 +137,8 @@ function createControl (lb) {
         throw err
       }
       if (backends.length === 0) {
-        return { message: `added ${specAddress(spec)}: it resolves to no address yet`, backends: [] }
+        const none = spec.range !== undefined ? 'no port of it listens yet' : 'it resolves to no address yet'
+        return { message: `added ${specAddress(spec)}: ${none}`, backends: [] }
       }
       const result = done(backends)
       return { ...result, message: `added ${result.message}` }
@@ -152,10 +153,11 @@ function createControl (lb) {
       const own = hits.filter(h => h.upstream === h.listener.upstream)
       const removed = onePool(own.length > 0 ? own : hits, address).upstream.removeBackend(address)
       const left = b => b.live > 0 ? `; ${b.live} connection${b.live === 1 ? '' : 's'} left to finish` : ''
+      const list = removed.map(b => b.address + left(b)).join(', ')
+      // A name or a port range: what it was, then the backends it had.
+      const one = removed.length === 1 && removed[0].address === address
       return {
-        message: removed.length === 0
-          ? `removed ${address}`
-          : `removed ${removed.map(b => b.address + left(b)).join(', ')}`,
+        message: one ? `removed ${list}` : `removed ${address}${removed.length > 0 ? ` (${list})` : ''}`,
         backends: removed.map(b => b.snapshot())
       }
     }

@@ -220,7 +220,8 @@ function frame (snapshot, view, {
   const about = listener => {
     const counts = `active ${listener.active} · queued ${listener.queued} · unserved ${listener.unserved}`
     const panic = listener.panic && count > 1 ? ' · PANIC' : ''
-    return wrap(`${listener.name} ${listener.protocol} ${listener.mode} · ${counts}${panic}`, width)
+    const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
+    return wrap(`${listener.name} ${listener.protocol} ${listener.mode} · ${counts}${ranges}${panic}`, width)
   }
   if (count === 1) head.push(...about(snapshot.listeners[0]))
   head.push(paint(DIM, truncate(table.header, width)))

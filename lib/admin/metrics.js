@@ -137,6 +137,17 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     for (const [base, r] of routes) sample(out, name, base, value(r))
   }
 
+  family('lila_range_ports', 'gauge',
+    'Ports of a watched port range (a backend host:FIRST-LAST): live (listening, so backends) or idle.')
+  const pools = [...snapshot.listeners.map(l => [{ listener: l.name }, l]), ...routes]
+  for (const [base, pool] of pools) {
+    for (const r of pool.ranges || []) {
+      for (const state of ['live', 'idle']) {
+        sample(out, 'lila_range_ports', { ...base, range: r.range, state }, r[state])
+      }
+    }
+  }
+
   const backends = []
   for (const l of snapshot.listeners) {
     for (const b of l.backends) backends.push([{ listener: l.name, backend: b.address }, b])

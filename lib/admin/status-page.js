@@ -6,6 +6,8 @@
 // where the traffic goes (share of the requests, live count) and how it goes
 // (failures, bytes, response-time percentiles).
 
+const { formatPorts } = require('../format')
+
 const REFRESH_S = 2
 
 const STYLE = '\n' + [
@@ -47,6 +49,9 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
     for (const [where, pool] of [[l.name, l], ...(l.routes || []).map(r => [`${l.name} route ${r.name}`, r])]) {
       if (pool !== l && pool.panic) {
         problems.push(`<li class=panic>${esc(where)}: panic, every backend is down; traffic goes to them anyway</li>`)
+      }
+      for (const r of pool.ranges || []) {
+        if (r.live === 0) problems.push(`<li>${esc(where)} → ${esc(r.range)}: no port listens (${r.idle} idle)</li>`)
       }
       for (const b of pool.backends) {
         backends++
@@ -94,6 +99,7 @@ function listenerSection (l, history, now) {
     : backendTable(l, l.backends, history.backends, now)
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
+${(l.ranges || []).map(rangeLine).join('\n')}
 ${charts(history.points, now, perSecond(l))}
 ${own}
 ${routes.map(r => routeSection(l, r, (history.routes || {})[r.name] || {}, now)).join('\n')}`
@@ -104,6 +110,7 @@ function routeSection (l, r, history, now) {
   const facts = [`queued ${r.queued}`, `queue timeouts ${r.queueTimeouts}`, `retries ${byCause(r.retries)}`].join(' · ')
   return `<h3>route ${esc(r.name)} <small>${esc(r.match)} · ${esc(r.mode)}</small></h3>
 <p class="facts">${facts}${r.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
+${(r.ranges || []).map(rangeLine).join('\n')}
 ${backendTable(l, r.backends, history, now)}`
 }
 
@@ -118,6 +125,13 @@ function backendTable (l, backends, history, now) {
   return `<table>${header}
 ${backends.map(b => backendRow(b, total, history[b.address] || [], now, perSecond(l))).join('\n')}
 </table>`
+}
+
+// "127.0.0.1:3000-3009: 2 live (3000, 3001), 8 idle": a port range, whose idle ports
+// have no row.
+function rangeLine (r) {
+  const live = r.listening.length > 0 ? ` (${formatPorts(r.listening)})` : ''
+  return `<p class="facts">port range ${esc(r.range)}: ${r.live} live${esc(live)}, ${r.idle} idle</p>`
 }
 
 const limitedCount = l => Object.values(l.limited || {}).reduce((sum, n) => sum + n, 0)

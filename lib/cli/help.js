@@ -21,6 +21,8 @@ const EXAMPLES = [
     'lila rr app1:8080 app2:8080 --protocol http --check http:/health'],
   ['local ports, one weighted 3, a backup; a status page on 127.0.0.1:9000',
     'lila lc :9001 :9002,weight=3 :9003,backup --status-port 9000'],
+  ['development: every dev server listening on ports 3000 to 3009, as they start and stop',
+    'lila rr :3000-3009 --protocol http'],
   ['TLS terminated on port 443',
     'lila app1:8080 app2:8080 -p 443 --tls-cert cert.pem --tls-key key.pem'],
   ['one worker process per core, all on port 80',
@@ -155,7 +157,9 @@ function helpText (columns) {
     ...paragraph('host is a name, IPv4 or [IPv6]; ":8080" means 127.0.0.1:8080. Every address a name ' +
       'resolves to is a backend, resolved again every --resolve-interval. unix:/path is a Unix socket. ' +
       '_service._proto.name, without a port, is found through SRV records: a backend per target and ' +
-      'port, weighted by the records, lower priorities as backups. weight=N from 0 to 1000 ' +
+      'port, weighted by the records, lower priorities as backups. host:3000-3009 watches a port range: ' +
+      'each port that listens is a backend (found by --check-interval probes), at most 1024 ports. ' +
+      'weight=N from 0 to 1000 ' +
       '(default 1); max-conn=N caps its connections (more wait in a queue); slow-start=DUR ramps its ' +
       'weight up when it comes back; backup backends take traffic only when no other backend can.', '  '),
     ...groups,

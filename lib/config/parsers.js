@@ -19,6 +19,8 @@ const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,back
 const SRV_NAME = /^_[A-Za-z0-9-]{1,62}\._[A-Za-z0-9-]{1,62}\.[^:]+$/
 // The longest path a Unix socket address holds (sun_path, less its ending zero byte).
 const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103
+// A port range (host:3000-3009) is watched port by port: its size bounds the probing.
+const MAX_RANGE_PORTS = 1024
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
@@ -220,6 +222,24 @@ function socketPathProblem (path, example) {
   return null
 }
 
+const isPort = text => /^\d+$/.test(text) && Number(text) >= 1 && Number(text) <= 65535
+
+// "3000-3009" -> { first: 3000, last: 3009 }: every port of it, watched (a single port
+// is a range of one). `invalid(expected)` makes the error about the whole backend.
+function parsePortRange (text, invalid) {
+  const [first, last, ...rest] = text.split('-')
+  if (rest.length > 0 || !isPort(first) || !isPort(last)) {
+    throw invalid('a port range FIRST-LAST of ports from 1 to 65535 after the ":", e.g. :3000-3009')
+  }
+  const range = { first: Number(first), last: Number(last) }
+  if (range.first > range.last) throw invalid(`a port range from low to high, e.g. ${last}-${first}`)
+  const size = range.last - range.first + 1
+  if (size > MAX_RANGE_PORTS) {
+    throw invalid(`a port range of at most ${MAX_RANGE_PORTS} ports (${text} has ${size})`)
+  }
+  return range
+}
+
 // Is this word on the command line meant as a backend rather than a mode?
 function looksLikeBackend (word) {
   return word.includes(':') || SRV_NAME.test(word)
@@ -227,6 +247,8 @@ function looksLikeBackend (word) {
 
 // "host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]"
 //   -> { host, port, weight, maxConn, slowStart, backup }
+// "host:3000-3009[,...]"           -> the same with port null and `range` ({ first, last }:
+//                                     the ports listening are the backends, port-range.js)
 // "unix:/path/app.sock[,...]"      -> the same with host and port null and `path`
 // "_service._proto.name[,...]"     -> the same with host and port null and `srv` (the
 //                                     name; its records give targets, ports and weights)
@@ -251,11 +273,13 @@ function parseBackend (text) {
     if (bracketed ? !net.isIPv6(host) : !isHostName(host)) {
       throw invalid(bracketed ? 'an IPv6 address in [brackets]' : 'a host name or IPv4 address before the ":"')
     }
-    if (!/^\d+$/.test(match[2]) || Number(match[2]) < 1 || Number(match[2]) > 65535) {
-      throw invalid('a port number from 1 to 65535 after the ":"')
-    }
     backend.host = host
-    backend.port = Number(match[2])
+    if (match[2].includes('-')) {
+      backend.range = parsePortRange(match[2], invalid)
+    } else {
+      if (!isPort(match[2])) throw invalid('a port number from 1 to 65535 after the ":"')
+      backend.port = Number(match[2])
+    }
   }
   for (const setting of settings) {
     const [key, value] = setting.split('=')
@@ -340,6 +364,7 @@ module.exports = {
   NUMERIC,
   DURATION,
   BACKEND_SYNTAX,
+  MAX_RANGE_PORTS,
   MODE_NAMES,
   MODE_WORDS,
   quote

@@ -71,6 +71,7 @@ class Backend extends EventEmitter {
     this.downReason = null
     this.changedAt = now()
     this.retired = false // taken out of the upstream (DNS, reload, operator): no new traffic
+    this.retiredWhy = null // what took it out, when not DNS (retire)
     this.admin = null // set by an operator (control.js): 'draining' | 'disabled'; no new traffic
     this.adminAt = null
     this.onFree = onFree // called when a lease is released (the upstream serves its queue)
@@ -298,13 +299,16 @@ class Backend extends EventEmitter {
   }
 
   // Taken out of the upstream (no new traffic; open connections finish), or back in
-  // before its last connection ended.
-  retire () {
+  // before its last connection ended. `why`: what took it out, in words, when not DNS
+  // (a port range's port that "stopped listening").
+  retire (why = null) {
     this.retired = true
+    this.retiredWhy = why
   }
 
   revive () {
     this.retired = false
+    this.retiredWhy = null
   }
 
   // --- what an operator sets (control.js) ---
@@ -345,7 +349,8 @@ class Backend extends EventEmitter {
     if (this.admin === 'disabled') return `by an operator${this.live > 0 ? `; ${left} open` : ''}`
     if (this.admin === 'draining') return `by an operator${this.live > 0 ? `; ${left}` : ''}`
     if (this.retired) {
-      return `no longer in DNS${this.name ? ` for ${this.name}` : ''}${this.live > 0 ? `; ${left}` : ''}`
+      const why = this.retiredWhy || `no longer in DNS${this.name ? ` for ${this.name}` : ''}`
+      return `${why}${this.live > 0 ? `; ${left}` : ''}`
     }
     if (this.state === 'pending') return 'not checked yet'
     if (this.state === 'down') return this.downSource === 'traffic' ? `ejected: ${this.downReason}` : this.downReason

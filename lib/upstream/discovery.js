@@ -4,7 +4,8 @@ const dns = require('dns')
 const net = require('net')
 
 // Discovery through DNS: a backend given by name is resolved at start and every
-// `interval` ms (0: only at start); the upstream turns each answer into backends.
+// `interval` ms (0: only at start); the upstream turns each answer into backends. A
+// port range is discovered the same way, by probing its ports (watchRange).
 // Without a server, names are looked up as the system does it (getaddrinfo: /etc/hosts,
 // search domains), as a connect would. With `server` ("10.0.0.2:53"), A and AAAA
 // records are asked of that server directly.
@@ -112,7 +113,14 @@ class Discovery {
     return this.#watch(() => this.resolveService(name), onResult, key)
   }
 
-  #watch (lookup, onResult, key) {
+  // The same for a port range (port-range.js): onResult(null, ports) with the ports
+  // listening, after each scan; `options()` gives the scan's { rise, fall, timeout }
+  // and `interval()` the time between scans, as they are now (a reload changes them).
+  watchRange (range, onResult, key, { options, interval }) {
+    return this.#watch(() => range.scan(options()), onResult, key, interval)
+  }
+
+  #watch (lookup, onResult, key, interval = () => this.interval) {
     this.unwatch(key)
     const watch = { timer: null, stopped: false }
     this.watches.set(key, watch)
@@ -128,8 +136,9 @@ class Discovery {
       // watched again.
       if (this.closed || watch.stopped) return
       onResult(error, answer)
-      if (this.interval > 0) {
-        watch.timer = setTimeout(run, this.interval)
+      const every = interval()
+      if (every > 0) {
+        watch.timer = setTimeout(run, every)
         watch.timer.unref()
       }
     }

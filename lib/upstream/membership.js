@@ -4,15 +4,19 @@ const net = require('net')
 const { Backend } = require('./backend')
 const { HealthChecker } = require('./health')
 const { Discovery } = require('./discovery')
+const { PortRange } = require('./port-range')
+const { formatPorts } = require('../format')
 const { formatAddress, specAddress } = require('../address')
 const { reasonOf } = require('../errors')
 
 // Who the backends of one listener are: the groups as given (an IP literal or a Unix
 // socket is one backend, a name as many as DNS says, an SRV name one per address of each
-// target its records give), the Backends made from them, those retired but
+// target its records give, a port range one per port that listens), the Backends made
+// from them, those retired but
 // still finishing connections, and the health checker that probes them. Membership
-// changes come from DNS, from a reload (update) and from an operator (add, remove); a
-// backend that leaves is retired: no new traffic, its open connections finish.
+// changes come from DNS, from probing a port range, from a reload (update) and from an
+// operator (add, remove); a backend that leaves is retired: no new traffic, its open
+// connections finish.
 //
 // It decides nothing about traffic. The upstream (upstream.js) hears of changes through
 // two callbacks: changed() when the set of backends changed, and state(backend, state)
@@ -31,20 +35,21 @@ class Membership {
     this.resolveSrv = resolveSrv
     this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve, resolveSrv }
     this.discovery = null
+    this.scanning = scanningOf(settings) // port ranges: { timeout, interval } of their probes
     this.groups = settings.backends.map(newGroup)
     this.backends = [] // every group's, in the order given
     this.retired = new Set() // taken out (DNS, reload, operator), connections still open
     this.checking = false // first checks started: new backends are probed at once
     this.closed = false
     for (const group of this.groups) {
-      if (group.name === null) group.backends.push(this.#create(group.spec))
+      if (!isWatched(group)) group.backends.push(this.#create(group.spec))
     }
     this.#rebuild()
   }
 
-  // Resolve names, then probe every backend once.
+  // Resolve names and scan port ranges, then probe every backend once.
   async start () {
-    await Promise.all(this.groups.filter(g => g.name !== null).map(group => this.#watchName(group)))
+    await Promise.all(this.groups.filter(isWatched).map(group => this.#discover(group)))
     this.checking = true
     await Promise.all(this.backends.map(b => this.watch(b)))
   }
@@ -95,15 +100,18 @@ class Membership {
   async add (spec) {
     const group = newGroup(spec)
     const label = groupKey(spec)
-    if (group.name === null ? this.find(label) !== null : this.given(label)) return null
+    if (!isWatched(group) ? this.find(label) !== null : this.given(label)) return null
     this.groups.push(group)
-    if (group.name === null) {
+    if (!isWatched(group)) {
       group.backends.push(this.#revive(group, label, null) || this.#create(spec))
       this.#rebuild()
       this.log.info(`backend ${label} added (by an operator)`)
     } else {
-      this.log.info(`backend ${label} added (by an operator); resolving it`)
-      await this.#watchName(group)
+      const doing = group.range !== null ? 'probing its ports' : 'resolving it'
+      this.log.info(`backend ${label} added (by an operator); ${doing}`)
+      await this.#discover(group)
+      // (What listens was said as it joined.)
+      if (group.range !== null && group.backends.length === 0) this.log.info(rangeLine(group, [], [], 0))
     }
     this.changed()
     await Promise.all(group.backends.map(backend => this.watch(backend)))
@@ -118,6 +126,7 @@ class Membership {
     const [group] = this.groups.splice(i, 1)
     this.#rebuild()
     this.#removeGroup(group)
+    if (group.range !== null) this.log.info(`backend ${groupLabel(group)} removed (${rangeCounts(group.range)})`)
     for (const backend of group.backends) this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
     this.changed()
     return group.backends
@@ -132,6 +141,7 @@ class Membership {
     this.thresholds = thresholdsOf(settings)
     for (const backend of this.all()) backend.setThresholds(this.thresholds)
     this.#updateChecks(checkerOptions(settings, tls))
+    this.scanning = scanningOf(settings)
     const { resolveInterval, dnsServer } = settings
     if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
       const { resolve, resolveSrv } = this
@@ -139,7 +149,7 @@ class Membership {
       if (this.discovery !== null) {
         this.discovery.close()
         this.discovery = null
-        for (const group of this.groups) if (group.name !== null) this.#watchName(group)
+        for (const group of this.groups) if (isWatched(group)) this.#discover(group)
       }
     }
 
@@ -159,28 +169,36 @@ class Membership {
         }
       } else {
         group = newGroup(spec)
-        if (group.name === null) group.backends.push(this.#revive(group, key, null) || this.#create(spec))
+        if (!isWatched(group)) group.backends.push(this.#revive(group, key, null) || this.#create(spec))
         joined.push(group)
         changes.push(`backend ${key} added`)
       }
       groups.push(group)
     }
+    for (const group of joined) if (group.range !== null) adoptPorts(group, [...old.values()])
     this.groups = groups
     this.#rebuild()
     for (const group of old.values()) {
       const left = this.#removeGroup(group)
       changes.push(`backend ${groupKey(group.spec)} removed${left ? `, ${connections(left)} left to drain` : ''}`)
     }
-    if (this.checking) for (const group of joined) if (group.name !== null) this.#watchName(group)
+    if (this.checking) for (const group of joined) if (isWatched(group)) this.#discover(group)
     this.changed()
     return changes
   }
 
-  // The start-up table: a row per backend (and per name that resolved to nothing).
+  // The start-up table: a row per backend (and per name that resolved to nothing), and
+  // per port range a row saying how many of its ports listen, above theirs: its idle
+  // ports are not backends, and have no row.
   table () {
     const rows = [['backend', 'state', 'check']]
     for (const group of this.groups) {
-      if (group.name !== null && group.backends.length === 0) {
+      if (group.range !== null) {
+        const { live, idle } = group.range
+        const ports = formatPorts(group.range.ports(false))
+        const watching = idle === 0 ? 'none idle' : `${idle} idle (${ports}): a port joins when it listens`
+        rows.push([groupLabel(group), `${live} live`, watching])
+      } else if (group.name !== null && group.backends.length === 0) {
         rows.push([groupLabel(group), '-', `cannot resolve: ${group.error || 'no address'}`])
       }
       for (const b of group.backends) {
@@ -190,6 +208,18 @@ class Membership {
       }
     }
     return rows
+  }
+
+  // Each port range: how many of its ports listen, for the snapshot.
+  //   [{ range: '127.0.0.1:3000-3009', ports: 10, live: 2, idle: 8, listening: [3000, 3001] }]
+  ranges () {
+    return this.groups.filter(g => g.range !== null).map(({ range, spec }) => ({
+      range: specAddress(spec),
+      ports: range.size,
+      live: range.live,
+      idle: range.idle,
+      listening: range.ports()
+    }))
   }
 
   // Stop probing and resolving.
@@ -216,21 +246,29 @@ class Membership {
     return backend
   }
 
-  // Resolve a group's name (A and AAAA, or SRV) now and every --resolve-interval.
-  #watchName (group) {
+  // Resolve a group's name (A and AAAA, or SRV) now and every --resolve-interval; scan
+  // a port range now and every --check-interval.
+  #discover (group) {
     if (this.discovery === null) this.discovery = new Discovery(this.discoveryOptions)
     const onResult = (err, answer) => this.#resolved(group, err, answer)
+    if (group.range !== null) {
+      return this.discovery.watchRange(group.range, onResult, group, {
+        options: () => ({ ...this.scanning, rise: this.thresholds.rise, fall: this.thresholds.fall }),
+        interval: () => this.scanning.interval
+      })
+    }
     if (group.srv) return this.discovery.watchService(group.name, onResult, group)
     return this.discovery.watch(group.name, onResult, group)
   }
 
-  // A name was resolved (or failed to be): join the new addresses, retire the gone ones.
-  // `answer`: the addresses of a name, or the records of an SRV name (discovery.js
-  // watchService), whose weights and priorities may change those of backends that stay.
+  // A name was resolved (or failed to be), or a port range scanned: join the new
+  // addresses, retire the gone ones. `answer`: the addresses of a name, the records of
+  // an SRV name (discovery.js watchService), whose weights and priorities may change
+  // those of backends that stay, or the ports of a range that listen.
   #resolved (group, err, answer) {
     if (this.closed || group.removed) return
     const label = groupLabel(group)
-    const shown = backend => group.srv ? backend.address : backend.host
+    const shown = backend => group.srv ? backend.address : group.range !== null ? backend.port : backend.host
     if (err) {
       const reason = reasonOf(err)
       if (group.error !== reason) {
@@ -242,7 +280,9 @@ class Membership {
       return
     }
     group.error = null
-    const wanted = group.srv ? this.#srvEndpoints(group, answer) : nameEndpoints(group, answer)
+    const wanted = group.srv
+      ? this.#srvEndpoints(group, answer)
+      : group.range !== null ? rangeEndpoints(group, answer) : nameEndpoints(group, answer)
     const added = []
     const changed = []
     for (const [address, endpoint] of wanted) {
@@ -274,8 +314,10 @@ class Membership {
     group.backends = group.backends.filter(backend => wanted.has(backend.address))
     if (added.length === 0 && removed.length === 0 && changed.length === 0) return
     this.#rebuild()
-    const left = this.#retire(removed)
-    if (this.isStarted()) {
+    const left = this.#retire(removed, group.range !== null ? 'stopped listening' : null)
+    if (this.isStarted() && group.range !== null) {
+      this.log.info(rangeLine(group, added, removed.map(shown), left))
+    } else if (this.isStarted()) {
       const changes = []
       if (added.length) changes.push(`added ${added.join(', ')}`)
       if (removed.length) {
@@ -323,20 +365,21 @@ class Membership {
   }
 
   // A group taken out (reload, remove), once no longer in this.groups: its name is no
-  // longer resolved, its backends retire. Returns how many connections are left open.
+  // longer resolved (its range scanned), its backends retire. Returns how many
+  // connections are left open.
   #removeGroup (group) {
     group.removed = true
-    if (this.discovery !== null && group.name !== null) this.discovery.unwatch(group)
+    if (this.discovery !== null && isWatched(group)) this.discovery.unwatch(group)
     return this.#retire(group.backends)
   }
 
   // Backends taken out: no new traffic, no probes; open connections finish undisturbed
-  // and the backend is forgotten when the last one ends (freed). Returns how many
-  // connections are left open.
-  #retire (backends) {
+  // and the backend is forgotten when the last one ends (freed). `why` as Backend#retire
+  // takes it. Returns how many connections are left open.
+  #retire (backends, why = null) {
     let left = 0
     for (const backend of backends) {
-      backend.retire()
+      backend.retire(why)
       this.unwatch(backend)
       if (backend.live > 0) this.retired.add(backend)
       left += backend.live
@@ -391,13 +434,22 @@ function checkerOptions ({ check, checkInterval, checkTimeout, checkHost, proxyP
   return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls, proxyProtocol, http2 }
 }
 
+// What the port ranges' probes take (discovery.js watchRange): --check-timeout, and
+// --check-interval between scans.
+function scanningOf ({ checkTimeout, checkInterval }) {
+  return { timeout: checkTimeout, interval: checkInterval }
+}
+
 function newGroup (spec) {
   const srv = spec.srv !== undefined
+  const range = spec.range !== undefined
   return {
     spec,
     srv, // an SRV name: its records give the backends (#srvEndpoints)
-    // what is resolved: a name, an SRV name, or null (an IP address, a Unix socket)
-    name: srv ? spec.srv : spec.path !== undefined || net.isIP(spec.host) ? null : spec.host,
+    // what is resolved: a name, an SRV name, or null (an IP address, a Unix socket, a
+    // port range: its host is dialled as written)
+    name: srv ? spec.srv : range || spec.path !== undefined || net.isIP(spec.host) ? null : spec.host,
+    range: range ? new PortRange(spec.host, spec.range) : null, // a port range: which of its ports listen
     backends: [],
     error: null, // the last resolution failure, while it lasts
     records: new Map(), // SRV: address -> { weight, lowPriority }, as its records last said
@@ -405,13 +457,20 @@ function newGroup (spec) {
   }
 }
 
+// Is the group's membership discovered (a name, an SRV name, a port range), rather than
+// one backend as given?
+function isWatched (group) {
+  return group.name !== null || group.range !== null
+}
+
 // A backend as it was given: what a reload matches old and new backends by.
 function groupKey (spec) {
   return specAddress(spec)
 }
 
-// A group's name in log lines: "name:80", or an SRV name as it is.
+// A group's name in log lines: "name:80", an SRV name as it is, a port range as given.
 function groupLabel (group) {
+  if (group.range !== null) return specAddress(group.spec)
   return group.srv ? group.name : `${group.name}:${group.spec.port}`
 }
 
@@ -419,6 +478,43 @@ function groupLabel (group) {
 function nameEndpoints (group, addresses) {
   const { port, weight, backup } = group.spec
   return new Map(addresses.map(host => [formatAddress(host, port), { host, port, name: group.name, weight, backup }]))
+}
+
+// A port range's ports that listen -> Map address -> { host, port, name, weight, backup }.
+function rangeEndpoints (group, ports) {
+  const { host, weight, backup } = group.spec
+  return new Map(ports.map(port => [formatAddress(host, port), { host, port, name: null, weight, backup }]))
+}
+
+// A reload that changed a port range (3000-3009 -> 3000-3019): a port listening in a
+// removed range of the same host and in the new one keeps its backend (its state,
+// counters and connections), with the new range's settings.
+function adoptPorts (group, removed) {
+  for (const other of removed) {
+    if (other.range === null || other.spec.host !== group.spec.host) continue
+    const kept = other.backends.filter(backend => group.range.adopt(backend.port))
+    other.backends = other.backends.filter(backend => !kept.includes(backend))
+    for (const backend of kept) backend.configure(group.spec)
+    group.backends.push(...kept)
+  }
+}
+
+// "range 127.0.0.1:3000-3009: 3001 listens, joining; 3002 stopped listening, leaving,
+// 1 connection left to drain (2 live, 8 idle)": what a scan changed.
+function rangeLine (group, joined, left, open) {
+  const changes = []
+  if (joined.length > 0) changes.push(`${joined.join(', ')} ${joined.length === 1 ? 'listens' : 'listen'}, joining`)
+  if (left.length > 0) {
+    const draining = open ? `, ${connections(open)} left to drain` : ''
+    changes.push(`${left.join(', ')} stopped listening, leaving${draining}`)
+  }
+  const what = changes.length > 0 ? `${changes.join('; ')} ` : ''
+  return `range ${groupLabel(group)}: ${what}(${rangeCounts(group.range)})`
+}
+
+// "2 live, 8 idle"
+function rangeCounts (range) {
+  return `${range.live} live, ${range.idle} idle`
 }
 
 // The settings of a group's backend at `address`: the group's, but an SRV name's

@@ -177,8 +177,9 @@ class Upstream {
   #computePanic () {
     let any = false
     for (const backend of this.members.backends) {
-      // Backends an operator took out, or gave no weight, are not "down".
-      if (backend.weight === 0 || backend.admin !== null) continue
+      // Backends an operator took out, or gave no weight, are not "down"; nor is one
+      // that just joined (DNS, a port range, an operator) and waits for its first check.
+      if (backend.weight === 0 || backend.admin !== null || backend.state === 'pending') continue
       if (backend.state === 'up') return false
       any = true
     }
@@ -305,7 +306,8 @@ class Upstream {
       queueTimeouts: this.queue.timeouts,
       retries: { ...this.retriesBy }, // by cause
       retryBudgetExhausted: this.budget.exhausted,
-      failedEverywhere: this.everywhere
+      failedEverywhere: this.everywhere,
+      ranges: this.members.ranges() // port ranges: how many of their ports listen
     }
   }
 
