@@ -184,3 +184,17 @@ t.test('reload: routes are added, changed and removed in place', async t => {
   await lila.waitForLine(/route \/b removed/)
   t.equal(body(await request(lila.port, { path: '/b' })), 'a', 'back to the listener\'s own')
 })
+
+t.test('with --backend-protocol h2, an HTTP/1.1 request is routed to a route\'s HTTP/2 backends', async t => {
+  const http2 = require('http2')
+  const { listenOn } = require('./fixtures/helpers')
+  const h2Backend = async name => {
+    const server = http2.createServer((req, res) => res.end(`${name} ${req.httpVersion}`))
+    return `127.0.0.1:${await listenOn(t, server)}`
+  }
+  const own = await h2Backend('own')
+  const api = await h2Backend('api')
+  const lila = await spawnLila(t, ['rr', own, ...HTTP, '--backend-protocol', 'h2', '--route', `/api=${api}`])
+  t.equal(body(await request(lila.port, { path: '/api/x' })), 'api 2.0')
+  t.equal(body(await request(lila.port, { path: '/x' })), 'own 2.0')
+})
