@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a71a05a161adc22d06840f4eea696d8d9939c7aa607df98e1478e73f678e9807"
+  sha256 "fd4f4592ea1dc217e36898ee1cb2d9473be1fddf9cfe83b95cc53cfbcb66311c"
   license "MIT"
 
   depends_on "node"

@@ -401,3 +401,10 @@ t.test('without a terminal on stderr: a note, and lila runs without the dashboar
   signals.emit('SIGTERM', 'SIGTERM')
   t.equal(await running, 0)
 })
+
+t.test('the listener line says how many clients per-client limits turned away, once any were', async t => {
+  const quiet = render(snapshotOf([backend('10.0.0.1:80')], { limited: { 'rate-limit': 0, 'max-conn-per-client': 0 } }), { selected: 0 }, { width: 120, height: 12, colour: false })
+  t.notMatch(quiet.join('\n'), /limited/)
+  const busy = render(snapshotOf([backend('10.0.0.1:80')], { limited: { 'rate-limit': 10, 'max-conn-per-client': 2 } }), { selected: 0 }, { width: 120, height: 12, colour: false })
+  t.match(busy.join('\n'), '· limited 12 (rate-limit 10, max-conn-per-client 2)')
+})

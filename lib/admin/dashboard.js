@@ -94,6 +94,15 @@ function createView () {
   return { selected: 0, top: 0, page: 0, help: false, message: '' }
 }
 
+// " · limited 12 (rate-limit 10, max-conn-per-client 2)": clients turned away by
+// --rate-limit and --max-conn-per-client, once there are any.
+function limited (listener) {
+  const counts = Object.entries(listener.limited || {}).filter(([, n]) => n > 0)
+  if (counts.length === 0) return ''
+  const total = counts.reduce((sum, [, n]) => sum + n, 0)
+  return ` · limited ${total} (${counts.map(([limit, n]) => `${limit} ${n}`).join(', ')})`
+}
+
 // Every backend of every listener, in the order shown: [{ listener, route, backend }],
 // route null for a listener's own backends, else the route (--route) they serve.
 function backendRows (snapshot) {
@@ -221,7 +230,9 @@ function frame (snapshot, view, {
     const counts = `active ${listener.active} · queued ${listener.queued} · unserved ${listener.unserved}`
     const panic = listener.panic && count > 1 ? ' · PANIC' : ''
     const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
-    return wrap(`${listener.name} ${listener.protocol} ${listener.mode} · ${counts}${ranges}${panic}`, width)
+    const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
+      `${counts}${limited(listener)}${ranges}${panic}`
+    return wrap(line, width)
   }
   if (count === 1) head.push(...about(snapshot.listeners[0]))
   head.push(paint(DIM, truncate(table.header, width)))
