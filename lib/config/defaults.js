@@ -61,7 +61,8 @@ function listenerFrom (settings, { mode, backends, tls, backendTls }) {
     tls,
     backendTls,
     proxyProtocol: settings.proxyProtocol,
-    acceptProxy: settings.acceptProxy
+    acceptProxy: settings.acceptProxy,
+    fault: settings.fault // [{ address, delay, status, reset, rate, duration }]: at start only
   }
 }
 
