@@ -58,7 +58,6 @@ class Fault {
       errorStatus: this.status,
       reset: this.reset,
       rate: this.rate,
-      startedAt: this.startedAt,
       endsAt: this.endsAt,
       leftMs: this.endsAt === null ? null : Math.max(0, this.endsAt - now),
       struck: this.struck
