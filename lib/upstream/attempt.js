@@ -60,7 +60,7 @@ class Attempt {
     this.retryCause = null // why the next seat is a retry, and whether it spends budget
     this.retrySpends = false
     this.everywhere = null // the request failed on two backends: ['A reason', 'B reason']
-    this.hold = null // the timer of a fault's delay, while it holds the client
+    this.hold = null // { timer, fault, go } while a fault's delay holds the client
     this.heldMs = 0 // how long a fault held it on the current backend (for its latency)
   }
 
@@ -109,14 +109,20 @@ class Attempt {
 
   // A fault strikes this client on this backend (see the top): held for its delay
   // first, if it has one.
+  // The fault ending meanwhile lets it go on to the backend at once (`over`).
   #inject (lease, fault) {
     if (fault.delay === 0) return this.#strike(lease, fault)
     lease.backend.faultStruck('delay')
-    this.heldMs = fault.delay
-    this.hold = setTimeout(() => {
-      this.hold = null
-      if (this.lease === lease) this.#strike(lease, fault)
-    }, fault.delay)
+    const since = Date.now()
+    const go = (over = false) => {
+      this.#unhold()
+      if (this.lease !== lease) return
+      this.heldMs = over ? Date.now() - since : fault.delay
+      if (over) this.owner.seated(lease)
+      else this.#strike(lease, fault)
+    }
+    this.hold = { timer: setTimeout(go, fault.delay), fault, go }
+    fault.hold(go)
   }
 
   #strike (lease, fault) {
@@ -132,9 +138,11 @@ class Attempt {
   }
 
   #unhold () {
-    if (this.hold === null) return
-    clearTimeout(this.hold)
+    const hold = this.hold
+    if (hold === null) return
     this.hold = null
+    clearTimeout(hold.timer)
+    hold.fault.letGo(hold.go)
   }
 
   #unserved (reason) {

@@ -29,6 +29,7 @@ class Fault {
     this.endsAt = duration > 0 ? this.startedAt + duration : null
     this.struck = 0 // requests or connections it struck, for the line that ends it
     this.timer = null
+    this.held = new Set() // what its delay holds now: a function each that lets it go on
   }
 
   // Does it strike this request or connection?
@@ -46,9 +47,21 @@ class Fault {
     this.timer.unref()
   }
 
-  disarm () {
+  // A request or connection its delay holds: `go(true)` lets it go on to the backend
+  // as soon as the fault ends (cleared, over, replaced), so that no hold outlives it.
+  hold (go) {
+    this.held.add(go)
+  }
+
+  letGo (go) {
+    this.held.delete(go)
+  }
+
+  // It ends (upstream.js clearFault, setFault): no timer left, and what it holds goes on.
+  end () {
     clearTimeout(this.timer)
     this.timer = null
+    for (const go of [...this.held]) go(true)
   }
 
   // Plain, for /status.json, the page and the dashboard (format.js describeFault).
@@ -60,7 +73,8 @@ class Fault {
       rate: this.rate,
       endsAt: this.endsAt,
       leftMs: this.endsAt === null ? null : Math.max(0, this.endsAt - now),
-      struck: this.struck
+      struck: this.struck,
+      holding: this.held.size // requests or connections its delay holds now
     }
   }
 }

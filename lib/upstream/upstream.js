@@ -298,9 +298,9 @@ class Upstream {
   // ending by itself after spec.duration (0: when cleared). Returns it.
   setFault (backend, spec) {
     const was = backend.fault
-    if (was !== null) was.disarm()
     const fault = new Fault(spec, { now: this.now, random: this.random })
     backend.setFault(fault)
+    if (was !== null) was.end()
     fault.arm(() => this.clearFault(backend, true))
     const now = this.now()
     const replacing = was === null ? '' : `, replacing ${describeFault(was.snapshot(now))}`
@@ -313,18 +313,19 @@ class Upstream {
   clearFault (backend, expired = false) {
     const fault = backend.fault
     if (fault === null) return false
-    fault.disarm()
     backend.setFault(null)
+    fault.end()
     const how = expired ? `ended after ${formatDuration(fault.duration)}` : 'cleared'
     const struck = `${fault.struck} ${this.unit}${fault.struck === 1 ? '' : 's'} struck`
     this.log.info(`backend ${backend.address} fault ${how}: ${describeFault(fault.snapshot(this.now()))}; ${struck}`)
     return true
   }
 
-  // Stop probing and resolving; every waiter gives up; faults end without a word.
+  // Stop probing and resolving; every waiter gives up; faults end without a word (what
+  // their delays hold goes on, to be drained).
   close () {
     this.closed = true
-    for (const backend of this.all()) if (backend.fault !== null) backend.fault.disarm()
+    for (const backend of this.all()) if (backend.fault !== null) backend.fault.end()
     this.members.close()
     this.queue.clear('lila is shutting down')
   }
