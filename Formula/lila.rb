@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fd4f4592ea1dc217e36898ee1cb2d9473be1fddf9cfe83b95cc53cfbcb66311c"
+  sha256 "f7f79944d4c2bd58903b2f3bf4db4c43aa933d117ac0d93693766fa5b8be740d"
   license "MIT"
 
   depends_on "node"

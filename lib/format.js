@@ -19,4 +19,19 @@ function formatPorts (ports) {
   return runs.map(([a, b]) => a === b ? String(a) : `${a}-${b}`).join(', ')
 }
 
-module.exports = { formatDuration, formatPorts }
+// An injected fault (upstream/fault.js snapshot) in words, for the log, the status page
+// and the dashboard: "error 503 on 50% (25s left)", "delay 2s then reset (until
+// cleared)". `now` (ms since the epoch) says what is left; null leaves it out.
+function describeFault (fault, now = null) {
+  const what = []
+  if (fault.delayMs > 0) what.push(`delay ${formatDuration(fault.delayMs)}`)
+  if (fault.errorStatus > 0) what.push(`error ${fault.errorStatus}`)
+  if (fault.reset) what.push('reset')
+  let text = what.join(' then ')
+  if (fault.rate < 1) text += ` on ${Math.round(fault.rate * 1000) / 10}%`
+  if (now === null) return text
+  if (fault.endsAt === null) return `${text} (until cleared)`
+  return `${text} (${Math.ceil(Math.max(0, fault.endsAt - now) / 1000)}s left)`
+}
+
+module.exports = { formatDuration, formatPorts, describeFault }

@@ -22,7 +22,8 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
 // `now` (a clock), `resolve` (name -> Promise of addresses) and `resolveSrv` (SRV name
 // -> Promise of records, as dns.resolveSrv gives them) replace Date.now and DNS, for
-// tests. `via` is this lila's token in HTTP Via headers (loop detection). `table` false
+// tests; `random` (Math.random's kind) draws which requests a fault with a rate strikes.
+// `via` is this lila's token in HTTP Via headers (loop detection). `table` false
 // leaves out the start-up table (workers after the first print none).
 // `accessLog` (access-log.js) writes a line per connection or request; by default the
 // one config.accessLog asks for, on `stdout`; null: none.
@@ -42,7 +43,8 @@ function createBalancer (config, {
   table = true,
   stdout = process.stdout,
   accessLog = defaultAccessLog(config, stdout),
-  fileLimit = descriptorLimit()
+  fileLimit = descriptorLimit(),
+  random = Math.random
 } = {}) {
   const startedAt = now()
   let current = config
@@ -66,7 +68,7 @@ function createBalancer (config, {
     const named = () => logsName(listenerConfig, current.listeners.length)
     const listenerLog = prefixed(log, () => named() ? listenerConfig.name : null)
     const upstream = new Upstream(listenerConfig, {
-      now, log: listenerLog, resolve, resolveSrv, tls: backendTls, table
+      now, log: listenerLog, resolve, resolveSrv, tls: backendTls, table, random
     })
     const routes = listenerConfig.routes.map(route => makeRoute(route, listenerLog, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })

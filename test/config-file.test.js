@@ -111,7 +111,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     file: ['/tmp/x.pem', '/tmp/x.pem'],
     statusList: ['5xx', '5xx'],
     percent: ['25%', '25%'],
-    rate: ['10/s,burst=20', '10/s,burst=20']
+    rate: ['10/s,burst=20', '10/s,burst=20'],
+    fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s']
   }
   // Some options need another, given beside them on both sides.
   const companions = {

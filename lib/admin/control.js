@@ -2,6 +2,7 @@
 
 const { ControlError, ConflictError } = require('../errors')
 const { specAddress } = require('../address')
+const { describeFault } = require('../format')
 
 // Runtime control of one balancer's backends, for the status listener and the
 // dashboard: the functions status.js is given, over the listeners of one process.
@@ -19,6 +20,9 @@ const { specAddress } = require('../address')
 //   weight({ backend, listener, value })    a new weight, 0 to 1000
 //   add({ spec, listener })                 spec as parseBackend() returns it
 //   remove({ backend, listener })           as if dropped from DNS: drains, then goes
+//   fault({ backend, listener, fault })     a fault on its traffic (upstream/fault.js;
+//                                           fault as parseFaultSettings() returns it)
+//   clearFault({ backend, listener })       its fault ends now
 //
 // `backend` is an address as in /status.json ("10.0.0.1:80", "[::1]:80"; for remove,
 // a name:port as given is accepted too, removing every address of it); `listener`
@@ -117,6 +121,19 @@ function createControl (lb) {
       upstream.setWeight(backend, request.value)
       return done([backend], `weight ${backend.weight} (was ${was})`)
     },
+    async fault (request) {
+      const { upstream, backend } = locate(request)
+      const fault = upstream.setFault(backend, request.fault)
+      const snapshot = backend.snapshot()
+      const message = `${backend.address} fault: ${describeFault(snapshot.fault, fault.startedAt)}`
+      return { message, backends: [snapshot] }
+    },
+    async clearFault (request) {
+      const { upstream, backend } = locate(request)
+      const cleared = upstream.clearFault(backend)
+      const message = `${backend.address} ${cleared ? 'fault cleared' : 'had no fault'}`
+      return { message, backends: [backend.snapshot()] }
+    },
     async add ({ spec, listener: qualifier, route }) {
       const listeners = listenersFor(qualifier)
       if (listeners.length > 1) {
@@ -164,7 +181,7 @@ function createControl (lb) {
   }
 }
 
-const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove']
+const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove', 'fault', 'clearFault']
 
 // The same functions made from one that takes { op, ...request }: for a process that
 // passes actions on rather than doing them (the --workers primary, over IPC).

@@ -5,6 +5,8 @@
 // terminal, no timer, no I/O here (terminal.js drives it), so all of it is tested
 // with plain objects.
 
+const { describeFault } = require('../format')
+
 const KEYS = {
   '\x1b[A': 'up',
   '\x1bOA': 'up',
@@ -25,6 +27,7 @@ const KEYS = {
   d: 'drain',
   e: 'enable',
   x: 'disable',
+  f: 'fault',
   '+': 'more',
   '=': 'more',
   '-': 'less',
@@ -36,7 +39,15 @@ const KEYS = {
 
 // The key line at the bottom; `?` first, so that a narrow terminal still shows where
 // the rest is.
-const HELP = '? keys  ↑↓ select  d drain  e enable  x disable  +/- weight  q quit'
+const HELP = '? keys  ↑↓ select  d drain  e enable  x disable  +/- weight  f fault  q quit'
+
+// What `f` puts on the selected backend, one after the other, then none: each for 30s
+// (docs/faults.md). A fault set otherwise (the admin API, --fault) is cleared by `f`.
+const FAULT_CYCLE = [
+  { delay: 0, status: 503, reset: false, rate: 1, duration: 30000 },
+  { delay: 2000, status: 0, reset: false, rate: 1, duration: 30000 },
+  { delay: 0, status: 0, reset: true, rate: 1, duration: 30000 }
+]
 
 // The `?` screen: [keys, what they do].
 const KEY_HELP = [
@@ -47,6 +58,7 @@ const KEY_HELP = [
   ['e', 'enable: take traffic again (a disabled backend is checked first)'],
   ['x', 'disable: no traffic and no checks, for maintenance'],
   ['+ -', 'weight up, down by one (0 to 1000)'],
+  ['f', 'fault, in turn: error 503, delay 2s, reset (each for 30s), none'],
   ['?', 'this help'],
   ['q  Ctrl-C', 'stop lila gracefully, as SIGINT does']
 ]
@@ -160,8 +172,8 @@ function parseKeys (text) {
 const MOVES = { up: -1, down: 1, home: -Infinity, end: Infinity }
 
 // A key on the current view -> { view, action }. action is null, { op: 'quit' } or
-// { op, listener, backend[, value] } for control.js (op: drain, enable, disable,
-// weight).
+// { op, listener, backend[, value | fault] } for control.js (op: drain, enable, disable,
+// weight, fault, clearFault).
 function handleKey (view, key, snapshot) {
   if (key === 'interrupt') return { view, action: { op: 'quit' } }
   // Any key closes help, and does nothing else: a key pressed to leave it must not drain.
@@ -186,7 +198,20 @@ function handleKey (view, key, snapshot) {
     }
     return { view: { ...view, selected }, action: { op: 'weight', ...target, value } }
   }
+  if (key === 'fault') {
+    const fault = nextFault(backend.fault)
+    const action = fault === null ? { op: 'clearFault', ...target } : { op: 'fault', ...target, fault }
+    return { view: { ...view, selected }, action }
+  }
   return { view, action: null }
+}
+
+// The fault after `current` (a snapshot's, or null) in FAULT_CYCLE; null: none.
+function nextFault (current) {
+  if (current === null || current === undefined) return FAULT_CYCLE[0]
+  const i = FAULT_CYCLE.findIndex(f => f.status === current.errorStatus && f.delay === current.delayMs &&
+    f.reset === current.reset && f.rate === current.rate)
+  return i === -1 ? null : FAULT_CYCLE[i + 1] || null
 }
 
 const clamp = (i, n) => n === 0 ? 0 : Math.min(Math.max(i, 0), n - 1)
@@ -252,7 +277,7 @@ function frame (snapshot, view, {
     }
     lastListener = listener
     lastRoute = route
-    const line = table.row(backend, perSecond.get(rowKey(row)), index === selected, paint)
+    const line = table.row(backend, perSecond.get(rowKey(row)), index === selected, paint, now)
     body.push({ text: index === selected && colour ? INVERSE + line + RESET : line, row: index })
     index++
   }
@@ -262,7 +287,8 @@ function frame (snapshot, view, {
   if (rows.length > 0) {
     const { listener, route, backend } = rows[selected]
     const where = (count > 1 ? `${listener.name} › ` : '') + (route === null ? '' : `route ${route.name} › `)
-    const text = `${where}${backend.address} ${backend.status}${backend.reason ? `: ${backend.reason}` : ''}`
+    const reason = whyOf(backend, now)
+    const text = `${where}${backend.address} ${backend.status}${reason ? `: ${reason}` : ''}`
     detail.push(...cap(wrap(text, width), DETAIL_MAX, width))
   }
   const foot = [...(view.message ? cap(wrap(view.message, width), MESSAGE_MAX, width) : []), truncate(HELP, width)]
@@ -328,17 +354,25 @@ function columns (rows, width) {
   }
   const header = '  ' + pad('BACKEND', nameWidth) + ' ' + pad('STATUS', 9) +
     figures.map(f => ' ' + lpad(f.name, f.width)).join('') + '  WHY'
-  function row (backend, rate, isSelected, paint) {
+  function row (backend, rate, isSelected, paint, now) {
     const before = (isSelected ? '> ' : '  ') + pad(backend.address, nameWidth) + ' '
     const status = pad(backend.status, 9)
     const after = figures.map(f => ' ' + lpad(f.cell(backend, rate), f.width)).join('')
     const left = width - before.length - status.length - after.length - 2
     // Too narrow for the figures: the row is cut, plain (the detail line has it all).
     if (left < 0) return truncate(before + status + after, width)
-    const why = backend.reason && left >= 4 ? '  ' + truncate(backend.reason, left) : ''
+    const reason = whyOf(backend, now)
+    const why = reason && left >= 4 ? '  ' + truncate(reason, left) : ''
     return before + paint(COLOURS[backend.status] || '', status) + after + why
   }
   return { header, row }
+}
+
+// A backend's reason, after its fault when one is injected ("fault error 503 (25s left)").
+function whyOf (backend, now) {
+  if (!backend.fault) return backend.reason
+  const fault = `fault ${describeFault(backend.fault, now)}`
+  return backend.reason ? `${fault}; ${backend.reason}` : fault
 }
 
 function helpScreen (width, height, paint) {
@@ -413,5 +447,5 @@ function formatMs (ms) {
 }
 
 module.exports = {
-  createView, backendRows, totals, rates, parseKeys, handleKey, render, frame, stripAnsi, wrap, HELP
+  createView, backendRows, totals, rates, parseKeys, handleKey, render, frame, stripAnsi, wrap, HELP, FAULT_CYCLE
 }

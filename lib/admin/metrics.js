@@ -64,7 +64,10 @@ const BACKEND_BY_CAUSE = [
   ['lila_backend_ejections_total',
     'Times passive health took the backend out, by the failure that did it.', b => b.ejections, 'cause'],
   ['lila_backend_responses_total',
-    'http: responses the backend gave that reached clients, by status class.', b => b.responses, 'code']
+    'http: responses the backend gave that reached clients, by status class.', b => b.responses, 'code'],
+  ['lila_backend_faults_injected_total',
+    'Requests (http) or connections (tcp) an injected fault struck, by kind (delay, error, reset).',
+    b => b.faultsInjected, 'kind']
 ]
 
 // [name after process_ (the serving process) or lila_worker_ (each --workers worker),
@@ -99,7 +102,10 @@ const BACKEND_FAMILIES = [
     'Bytes from the backend to clients.', b => b.bytesOut],
   ['lila_backend_latency_estimate_seconds', 'gauge',
     'least-time\'s decaying peak average of response time, once measured.',
-    b => b.latency === null ? null : b.latency / 1000]
+    b => b.latency === null ? null : b.latency / 1000],
+  ['lila_backend_fault_active', 'gauge',
+    '1 while a fault is injected on the backend (docs/faults.md), else 0.',
+    b => b.fault === undefined ? null : (b.fault === null ? 0 : 1)]
 ]
 
 // process: processStats() (process-stats.js) of the process serving /metrics, or null.

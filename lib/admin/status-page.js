@@ -4,7 +4,10 @@
 // asset) that reloads itself every few seconds. Pure: snapshot in, text out. It shows
 // first what is wrong (backends not up, panic), then each listener with its backends:
 // where the traffic goes (share of the requests, live count) and how it goes
-// (failures, bytes, response-time percentiles).
+// (failures, bytes, response-time percentiles). An injected fault is said with what is
+// left of it, among what is wrong and in its backend's row.
+
+const { describeFault } = require('../format')
 
 const { formatPorts } = require('../format')
 
@@ -24,7 +27,8 @@ const STYLE = '\n' + [
     'border-radius:3px;color:#fff;text-align:center;font-weight:600}',
   '.up b{background:#27ae60}.down b{background:#c0392b}.pending b{background:#7f8c8d}' +
     '.draining b,.drained b{background:#d68910}.disabled b{background:#5d6d7e}',
-  'td.st{white-space:normal;max-width:24em}.why{color:#666;display:block;margin-top:.2em;font-size:13px}',
+  'td.st{white-space:normal;max-width:24em}.why{color:#666;display:block;margin-top:.2em;font-size:13px}' +
+    '.why.fault{color:#b9770e;font-weight:600}',
   '.bar{display:inline-block;height:.7em;background:#3498db;vertical-align:middle;margin-right:.4em}' +
     '.panic{color:#c0392b;font-weight:600}',
   'footer{margin-top:2em;color:#777}a{color:#2471a3}',
@@ -55,6 +59,10 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
       }
       for (const b of pool.backends) {
         backends++
+        if (b.fault) {
+          problems.push(`<li>${esc(where)} → ${esc(b.address)}: <b>fault injected</b> ` +
+            `(${esc(describeFault(b.fault, now))})</li>`)
+        }
         if (b.status === 'up') {
           up++
         } else {
@@ -149,12 +157,13 @@ function backendRow (b, total, points, now, what) {
   const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
   const weight = b.effectiveWeight !== b.weight ? `${b.weight} (now ${round(b.effectiveWeight)})` : String(b.weight)
   const rt = b.responseTime
-  const why = b.reason ? `<span class="why">${esc(b.reason)}</span>` : ''
+  const fault = b.fault ? `<span class="why fault">fault: ${esc(describeFault(b.fault, now))}</span>` : ''
+  const why = (b.reason ? `<span class="why">${esc(b.reason)}</span>` : '') + fault
   return `<tr><td>${esc(b.address)}${notes.length ? ` <small>(${esc(notes.join(', '))})</small>` : ''}</td>` +
     `<td class="st ${esc(b.status)}"><b>${esc(b.status)}</b>${why}</td>` +
     `<td>${weight}</td><td>${b.live}${b.maxConn !== null ? ` / ${b.maxConn}` : ''}</td>` +
     `<td><span class="bar" style="width:${share}px"></span>${share}%</td><td>${b.total}</td>` +
-    `<td>${b.failures}${ejected(b.ejections)}</td>` +
+    `<td>${b.failures}${ejected(b.ejections)}${injected(b.faultsInjected)}</td>` +
     `<td>${bytes(b.bytesIn)}</td><td>${bytes(b.bytesOut)}</td>` +
     `<td>${ms(rt.p50)}</td><td>${ms(rt.p90)}</td><td>${ms(rt.p99)}</td>` +
     `<td>${sparkline(points, now, what)}</td></tr>`
@@ -233,6 +242,12 @@ function ejected (counts = {}) {
   if (causes.length === 0) return ''
   const total = causes.reduce((sum, cause) => sum + counts[cause], 0)
   return ` <small>· ejected ${total}× (${esc(causes.join(', '))})</small>`
+}
+
+// " · faults injected 12 (error: 12)", or nothing.
+function injected (counts = {}) {
+  const total = Object.values(counts).reduce((sum, n) => sum + n, 0)
+  return total === 0 ? '' : ` <small>· faults injected ${byCause(counts)}</small>`
 }
 
 function esc (text) {

@@ -18,7 +18,7 @@ const VERSION = require('../version')
 // what it is given, so the same server works over one process or, in the cluster
 // primary, over snapshots gathered from workers:
 //
-//   createStatusServer({ stats, control, parseBackend, host, port, token, log, historyEvery })
+//   createStatusServer({ stats, control, parseBackend, parseFault, host, port, token, log, historyEvery })
 //     stats()    -> a snapshot as index.js stats() returns it (or a promise of one)
 //     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
 //                   them: each takes a plain request object and returns a promise of
@@ -26,6 +26,8 @@ const VERSION = require('../version')
 //     parseBackend(text) -> spec, or throws a UsageError: the command line's backend
 //                   syntax (config/parsers.js), given so that the admin side imports
 //                   no parser of its own
+//     parseFault(pairs, subject) -> a fault's settings, or throws a UsageError: the
+//                   query of POST /backends/ADDRESS/fault (parseFaultSettings)
 //   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status";
 //                  from then on a History (history.js) samples stats() for the charts
 //   .close()    -> promise; open admin connections are cut
@@ -36,12 +38,12 @@ const VERSION = require('../version')
 // either way (Origin), and on loopback without a token the Host must name loopback
 // too, so a page on another site cannot drive lila through the browser.
 
-const ACTIONS = ['drain', 'enable', 'disable', 'weight']
+const ACTIONS = ['drain', 'enable', 'disable', 'weight', 'fault']
 const MAX_BODY = 4096
 const READ = 'GET, HEAD'
 
 function createStatusServer ({
-  stats, control, parseBackend, host = '127.0.0.1', port, token = null,
+  stats, control, parseBackend, parseFault = noFaults, host = '127.0.0.1', port, token = null,
   log = silentLogger, version = VERSION, now = Date.now, historyEvery = undefined
 }) {
   const history = new History({ stats, every: historyEvery, now })
@@ -98,8 +100,8 @@ function createStatusServer ({
       const expected = `/status, /status.json, /metrics or /backends/ADDRESS/{${ACTIONS.join(',')}}`
       return send(res, 404, `no such page ${JSON.stringify(path)}: expected ${expected}`, {}, true)
     }
-    const allowed = parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
-    if (req.method !== allowed) return notAllowed(res, req.method, path, allowed)
+    const allowed = parts[3] === 'fault' ? 'POST, DELETE' : parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
+    if (!allowed.split(', ').includes(req.method)) return notAllowed(res, req.method, path, allowed)
     const refusal = refuse(req)
     if (refusal !== null) return send(res, 403, refusal, {}, true)
 
@@ -119,6 +121,11 @@ function createStatusServer ({
         }
         if (parts.length === 3) {
           result = await control.remove({ backend: normalise(parseBackend, address), listener, route })
+        } else if (parts[3] === 'fault' && req.method === 'DELETE') {
+          result = await control.clearFault({ backend: normalise(parseBackend, address), listener, route })
+        } else if (parts[3] === 'fault') {
+          const fault = faultOf(parseFault, query, target.search)
+          result = await control.fault({ backend: normalise(parseBackend, address), listener, route, fault })
         } else if (parts[3] === 'weight') {
           const value = weightOf(query.get('value'))
           result = await control.weight({ backend: normalise(parseBackend, address), listener, route, value })
@@ -252,6 +259,22 @@ function weightOf (text) {
     throw new ControlError(400, `invalid weight ${given}: expected ?value=N with N a whole number from 0 to 1000`)
   }
   return Number(text)
+}
+
+// The query of POST /backends/ADDRESS/fault (?error=503&for=10s; ?listener= aside) ->
+// a fault's settings; bad ones -> 400 with the parser's message.
+function faultOf (parseFault, query, search) {
+  const pairs = [...query].filter(([key]) => key !== 'listener')
+  try {
+    return parseFault(pairs, `the query ${JSON.stringify(search)}`)
+  } catch (err) {
+    if (err instanceof UsageError) throw new ControlError(400, err.message)
+    throw err
+  }
+}
+
+function noFaults () {
+  throw new UsageError('faults are not available here')
 }
 
 function digest (text) {

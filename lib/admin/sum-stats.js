@@ -6,9 +6,12 @@
 // still there. The rules go by key, so fields added to the snapshots later are summed
 // as counts unless listed here:
 // settings: the first worker's
-const SAME = new Set(['port', 'weight', 'maxConn', 'slowStart', 'family', 'bounds', 'buckets', 'le'])
+const SAME = new Set([
+  'port', 'weight', 'maxConn', 'slowStart', 'family', 'bounds', 'buckets', 'le',
+  'delayMs', 'errorStatus', 'rate' // an injected fault's settings (upstream/fault.js)
+])
 const MEAN = new Set(['latency', 'effectiveWeight']) // estimates: the mean over workers that have one
-const LATEST = new Set(['changedAt']) // times: the latest
+const LATEST = new Set(['changedAt', 'endsAt', 'leftMs']) // times: the latest
 const PERCENTILE = /^p\d+(\.\d+)?$/ // p50, p99: the worst (an upper bound of the true one)
 // state: 'up' if any worker has it up, else 'pending' if any, else 'down'.
 const STATE_ORDER = ['up', 'pending', 'down']

@@ -1,9 +1,12 @@
 'use strict'
 
 const { parseCommandLine } = require('../config/argv')
-const { parseBackend } = require('../config/parsers')
+const { parseBackend, parseFaultSettings } = require('../config/parsers')
 const { UsageError, RuntimeError, ControlError, fromPlain } = require('../errors')
 const VERSION = require('../version')
+
+// What the status listener parses a backend and a fault's settings with.
+const PARSERS = { parseBackend, parseFault: parseFaultSettings }
 
 // The rest is required where it is used: `lila --version` and usage errors then load
 // none of the balancer (nor net, tls, cluster, crypto...), which keeps start-up short.
@@ -94,7 +97,7 @@ async function primary (config, io) {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
     if (config.status === null) return
     const control = lazy.control.controlFrom(action => everyWorker(broadcast, action))
-    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, parseBackend, log })
+    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, ...PARSERS, log })
     try {
       await status.listen()
     } catch (err) {
@@ -153,7 +156,7 @@ async function serve (config, io, onListening = () => {}) {
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
-    : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, parseBackend, log })
+    : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, ...PARSERS, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP while starting is kept for when reloads can be done, not fatal.
   const early = lazy.signals.holdSighup(signals, reloadConfig !== null)

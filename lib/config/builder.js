@@ -60,6 +60,16 @@ function parseValue (option, { value, at }, src) {
   }
 }
 
+// An option given more than once (`multiple`): a list from the command line, an array
+// (or one string) from the file, one value from the environment. Each is parsed; the
+// list frozen.
+function parseValues (option, { value, at }, src) {
+  if (!option.multiple) return parseValue(option, { value, at }, src)
+  const list = Array.isArray(value) ? value : [value]
+  const atOf = i => src.json && Array.isArray(value) ? `${at}[${i}]` : at
+  return Object.freeze(list.map((item, i) => parseValue(option, { value: item, at: atOf(i) }, src)))
+}
+
 // The mode, checked against the protocol and hash-balance-factor. `at(name)` is where
 // an option was given.
 function buildMode (modeEntry, settings, at, src) {
@@ -159,7 +169,10 @@ function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
       throw src.fail(entry.at, `route ${quote(name)} has no backend: expected at least one, e.g. ${example}`)
     }
     const backends = buildBackends(entry.backends, src)
-    const pool = listenerFrom({ ...routeSettings, name }, { mode, backends, tls: null, backendTls: null, routes: [] })
+    // --fault names the listener's own backends only.
+    const pool = listenerFrom({ ...routeSettings, name, fault: [] }, {
+      mode, backends, tls: null, backendTls: null, routes: []
+    })
     routes.push({ name, match, pool })
   }
   return routes
@@ -180,7 +193,7 @@ function buildListener ({
   const settings = {}
   for (const o of LISTENER_OPTIONS) {
     const entry = values.get(o.name)
-    settings[o.key] = entry === undefined ? o.default : parseValue(o, entry, src)
+    settings[o.key] = entry === undefined ? o.default : parseValues(o, entry, src)
   }
   const given = name => values.has(name) && values.get(name).value !== false
   const at = name => values.get(name).at
@@ -193,6 +206,23 @@ function buildListener ({
 
   const mode = buildMode(modeEntry, settings, at, src)
   const backends = buildBackends(backendEntries, src)
+
+  // --fault names a backend as given, once.
+  const seen = new Set(backends.map(specAddress))
+  const faulted = new Set()
+  settings.fault.forEach((fault, i) => {
+    const where = src.json && Array.isArray(values.get('fault').value) ? `${at('fault')}[${i}]` : at('fault')
+    const subject = src.about(BY_NAME.get('fault'))
+    if (!seen.has(fault.address)) {
+      const list = [...seen].join(', ')
+      throw src.fail(where, `${subject}names ${quote(fault.address)}, not a backend of this listener: ` +
+        `expected one of ${list || 'its backends'}, as given`)
+    }
+    if (faulted.has(fault.address)) {
+      throw src.fail(where, `${subject}names ${quote(fault.address)} twice: expected one fault per backend`)
+    }
+    faulted.add(fault.address)
+  })
   // A Unix socket has no port; lila speaks TLS to TCP backends only.
   if (unixPath(settings.host) !== null && given('port')) {
     const subject = src.about(BY_NAME.get('port'))

@@ -8,8 +8,9 @@ const { LISTENER_OPTIONS } = require('./options')
 const { formatDuration } = require('../format')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
+// --fault is a spell from the start: a reload neither starts nor ends one.
 const NOT_HERE = new Set([
-  'name', 'port', 'host', 'protocol',
+  'name', 'port', 'host', 'protocol', 'fault',
   'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'
 ])
 

@@ -5,7 +5,8 @@
 // cannot drift. `key` is the camelCase name used in the normalised config; `type` names
 // a value parser in parsers.js (`min`: the least a duration may be; 'flag': a switch
 // that takes no value, off by default; 'boolean': --help and --version). `only: 'http'`
-// options need --protocol http.
+// options need --protocol http. `multiple`: may be given more than once (a list; in the
+// config file, an array or one string).
 // `scope` says where an option may go in the JSON config file (its key is the long name):
 //   'listener' (the default)  per listener, or at the top level as every listener's default
 //   'own'                     per listener only (port, name)
@@ -428,6 +429,17 @@ const OPTIONS = [
     shown: 'off',
     scope: 'global',
     help: 'a live view of the backends on the terminal; keys drain, enable, reweight'
+  },
+  {
+    name: 'fault',
+    arg: 'ADDR,FAULT',
+    type: 'fault',
+    multiple: true, // once per backend
+    group: 'operations',
+    default: Object.freeze([]),
+    shown: 'none',
+    scope: 'own',
+    help: 'rehearse a failure from the start: ADDR,error=503 (or delay=2s, reset), [rate=R], [for=60s]; repeatable'
   },
   {
     name: 'help',

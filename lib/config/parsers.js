@@ -7,7 +7,7 @@
 
 const net = require('net')
 const { UsageError } = require('../errors')
-const { formatAddress, isHostName, unixPath } = require('../address')
+const { formatAddress, isHostName, unixPath, specAddress } = require('../address')
 const { MODES } = require('../upstream/balancers')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
@@ -25,6 +25,11 @@ const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no s
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
+// A fault with no for=DUR ends by itself after this long: one forgotten on a shared
+// machine does not outlive a coffee break (for=0s: until cleared).
+const FAULT_FOR_MS = 60000
+const FAULT_SETTINGS = 'delay=DUR, error=CODE, reset=1, rate=R or for=DUR'
+const FAULT_SYNTAX = 'host:port,SETTING[,SETTING...]'
 
 const MODE_WORDS = MODES.flatMap(m => [m.name, ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
@@ -158,6 +163,7 @@ const PARSERS = {
     return parseInteger(text, flag, 1, MAX_WORKERS, `a whole number from 1 to ${MAX_WORKERS}, or auto`)
   },
   statusList: (text, flag) => parseStatusList(text, flag),
+  fault: (text, flag) => parseFault(text, flag),
   // "10/s", "600/m", "10/s,burst=50": a token bucket's rate (per second) and size (by
   // default, a second's worth and at least 1).
   rate: (text, flag) => {
@@ -202,6 +208,74 @@ function parseStatusList (text, flag) {
     }
   }
   return Object.freeze([...codes].sort((a, b) => a - b))
+}
+
+// A fault's settings (upstream/fault.js) from [key, value] pairs: the admin API's query
+// (?error=503&for=10s) and --fault's (ADDR,error=503,for=10s) alike. `subject` names
+// what they came from in errors. -> { delay, status, reset, rate, duration } (ms; rate
+// 0 to 1; duration 0: until cleared).
+function parseFaultSettings (pairs, subject) {
+  const fault = { delay: 0, status: 0, reset: false, rate: 1, duration: FAULT_FOR_MS }
+  const seen = new Set()
+  const invalid = (setting, expected) =>
+    new UsageError(`invalid fault setting ${quote(setting)} in ${subject}: expected ${expected}`)
+  for (const [key, value = ''] of pairs) {
+    const setting = value === '' ? key : `${key}=${value}`
+    if (seen.has(key)) throw new UsageError(`fault setting ${quote(key)} given twice in ${subject}: expected it once`)
+    seen.add(key)
+    if (key === 'delay') {
+      if (!DURATION.test(value)) throw invalid(setting, 'delay=DUR with a unit, e.g. 2s or 500ms')
+      fault.delay = parseDuration(value, null)
+    } else if (key === 'error') {
+      if (!/^[45]\d\d$/.test(value)) throw invalid(setting, 'error=CODE with CODE from 400 to 599, e.g. 503')
+      fault.status = Number(value)
+    } else if (key === 'reset') {
+      if (value !== '' && value !== '1' && value !== 'true') throw invalid(setting, 'reset=1')
+      fault.reset = true
+    } else if (key === 'rate') {
+      const match = /^(\d+(?:\.\d+)?)(%?)$/.exec(value)
+      const rate = match === null ? NaN : Number(match[1]) / (match[2] === '%' ? 100 : 1)
+      if (!(rate >= 0 && rate <= 1)) throw invalid(setting, 'rate=R from 0 to 1, or a percentage, e.g. 0.5 or 50%')
+      fault.rate = rate
+    } else if (key === 'for') {
+      if (!DURATION.test(value)) throw invalid(setting, 'for=DUR with a unit, e.g. 30s (0s: until cleared)')
+      fault.duration = parseDuration(value, null)
+    } else {
+      throw invalid(setting, FAULT_SETTINGS)
+    }
+  }
+  if (fault.delay === 0 && fault.status === 0 && !fault.reset) {
+    throw new UsageError(`no fault in ${subject}: expected delay=DUR, error=CODE or reset=1`)
+  }
+  if (fault.status !== 0 && fault.reset) {
+    throw new UsageError(`error=${fault.status} and reset=1 in ${subject}: expected one of them ` +
+      '(a request is answered or reset)')
+  }
+  return fault
+}
+
+// --fault "host:port,error=503,for=30s" -> { address, ...parseFaultSettings }: the
+// address as /status.json shows it (":8080" is 127.0.0.1:8080).
+function parseFault (text, flag) {
+  const [address, ...settings] = String(text).split(',')
+  const subject = `${quote(text)}${forFlag(flag)}`
+  let spec
+  try {
+    spec = parseBackend(address)
+  } catch {
+    throw new UsageError(`invalid fault ${subject}: expected ${FAULT_SYNTAX}, the backend's address first`)
+  }
+  if (spec.srv !== undefined) {
+    throw new UsageError(`invalid fault ${subject}: expected a backend's host:port first, not an SRV name`)
+  }
+  if (settings.length === 0) {
+    throw new UsageError(`no fault in ${subject}: expected ${FAULT_SYNTAX}, e.g. :8081,error=503`)
+  }
+  const pairs = settings.map(setting => {
+    const eq = setting.indexOf('=')
+    return eq === -1 ? [setting, undefined] : [setting.slice(0, eq), setting.slice(eq + 1)]
+  })
+  return { address: specAddress(spec), ...parseFaultSettings(pairs, subject) }
 }
 
 function range (from, to) {
@@ -359,6 +433,8 @@ module.exports = {
   parseDuration,
   parseInteger,
   parseBackend,
+  parseFault,
+  parseFaultSettings,
   looksLikeBackend,
   PARSERS,
   NUMERIC,

@@ -231,6 +231,17 @@ class TcpSession {
     this.client.destroy()
   }
 
+  // A fault injected on the backend seated (attempt.js): the client reset; or, for an
+  // error, the connection failed as one the backend closed at once: tried on another
+  // backend, else closed.
+  injected ({ reset = false }) {
+    if (reset) return resetOrDestroy(this.client)
+    const reason = 'closed the connection at once (an injected fault)'
+    const retried = this.attempt.failed(reason, { cause: 'closed', replayable: !this.clientClosed })
+    if (this.clientClosed) this.finish()
+    else if (!retried) this.unserved(null)
+  }
+
   // A slot on a backend (attempt.js): connect to it.
   seated (lease) {
     const { config } = this.listener

@@ -19,7 +19,15 @@
 //   attempt.blame(reason, cause)  it failed after it had answered; the slot is kept
 //   attempt.shortage()        lila itself could not connect: release, blame nobody
 //   attempt.release(in, out)  the client is done: release the slot (exactly once)
-//   attempt.cancel()          the client left while queued
+//   attempt.cancel()          the client left while queued (or held by a fault)
+//
+// A fault injected on the backend seated (fault.js) is applied here, where every kind of
+// request and connection starts on a backend: its delay holds the client (the slot
+// taken) before owner.seated(lease); an error or a reset goes to
+// owner.injected({ status }) or owner.injected({ reset: true }) instead: the owner
+// answers `status` as the backend's answer (http: through answered(), so --retry-on and
+// --eject-on judge it; tcp: as a connection the backend closed at once, through
+// failed()), or resets the client. The hold counts in the backend's latency samples.
 //
 // Whose fault: a backend that fails before the request reached it (a connect refused or
 // timed out) is blamed at once. A failure after it (an answer --eject-on counts, a
@@ -52,6 +60,8 @@ class Attempt {
     this.retryCause = null // why the next seat is a retry, and whether it spends budget
     this.retrySpends = false
     this.everywhere = null // the request failed on two backends: ['A reason', 'B reason']
+    this.hold = null // { timer, fault, go } while a fault's delay holds the client
+    this.heldMs = 0 // how long a fault held it on the current backend (for its latency)
   }
 
   get backend () {
@@ -87,11 +97,52 @@ class Attempt {
     this.attempts++
     this.lease = lease
     this.freshRetried = false
+    this.heldMs = 0
     if (this.retryCause !== null) {
       this.upstream.retried(this.retryCause, this.retrySpends)
       this.retryCause = null
     }
+    const fault = lease.backend.fault
+    if (fault !== null && fault.strikes()) return this.#inject(lease, fault)
     this.owner.seated(lease)
+  }
+
+  // A fault strikes this client on this backend (see the top): held for its delay
+  // first, if it has one.
+  // The fault ending meanwhile lets it go on to the backend at once (`over`).
+  #inject (lease, fault) {
+    if (fault.delay === 0) return this.#strike(lease, fault)
+    lease.backend.faultStruck('delay')
+    const since = Date.now()
+    const go = (over = false) => {
+      this.#unhold()
+      if (this.lease !== lease) return
+      this.heldMs = over ? Date.now() - since : fault.delay
+      if (over) this.owner.seated(lease)
+      else this.#strike(lease, fault)
+    }
+    this.hold = { timer: setTimeout(go, fault.delay), fault, go }
+    fault.hold(go)
+  }
+
+  #strike (lease, fault) {
+    if (fault.status > 0) {
+      lease.backend.faultStruck('error')
+      this.owner.injected({ status: fault.status })
+    } else if (fault.reset) {
+      lease.backend.faultStruck('reset')
+      this.owner.injected({ reset: true })
+    } else {
+      this.owner.seated(lease)
+    }
+  }
+
+  #unhold () {
+    const hold = this.hold
+    if (hold === null) return
+    this.hold = null
+    clearTimeout(hold.timer)
+    hold.fault.letGo(hold.go)
   }
 
   #unserved (reason) {
@@ -123,7 +174,7 @@ class Attempt {
 
   succeeded (latencyMs = -1) {
     this.lease.succeeded()
-    if (latencyMs >= 0) this.lease.backend.observeLatency(latencyMs)
+    if (latencyMs >= 0) this.lease.backend.observeLatency(latencyMs + this.heldMs)
     // Another backend served what the pending one failed: that one is to blame.
     const pending = this.pending
     this.pending = null
@@ -248,11 +299,13 @@ class Attempt {
   // The client is done. Releasing twice is harmless; the lease stays readable (which
   // backend served it) for the logs.
   release (bytesIn, bytesOut) {
+    this.#unhold()
     if (this.lease !== null) this.lease.release(bytesIn, bytesOut)
     this.#settle()
   }
 
   cancel () {
+    this.#unhold()
     this.#settle()
     if (this.waiter === null) return
     this.waiter.cancel()

@@ -95,6 +95,9 @@ class Backend extends EventEmitter {
 
     this.latency = 0 // peak-EWMA of latency samples, ms, as of latencyAt
     this.latencyAt = null // when the last sample came; null: never measured
+
+    this.fault = null // a fault injected on it (fault.js; the upstream sets and ends it), or null
+    this.faultsInjected = {} // kind ('delay', 'error', 'reset') -> requests or connections struck
   }
 
   get isUp () {
@@ -313,6 +316,16 @@ class Backend extends EventEmitter {
 
   // --- what an operator sets (control.js) ---
 
+  // A Fault (fault.js) to apply to its traffic, or null. attempt.js reads `fault` and
+  // says what it did with faultStruck(kind).
+  setFault (fault) {
+    this.fault = fault
+  }
+
+  faultStruck (kind) {
+    this.faultsInjected[kind] = (this.faultsInjected[kind] || 0) + 1
+  }
+
   // 'draining' or 'disabled': no new traffic either way, open connections go on. null
   // gives the backend back to its health state.
   setAdmin (admin) {
@@ -383,6 +396,8 @@ class Backend extends EventEmitter {
       total: this.total,
       failures: this.failures,
       ejections: { ...this.ejections },
+      fault: this.fault === null ? null : this.fault.snapshot(this.now()),
+      faultsInjected: { ...this.faultsInjected },
       bytesIn: this.bytesIn,
       bytesOut: this.bytesOut,
       admin: this.admin,

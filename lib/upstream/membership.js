@@ -61,6 +61,15 @@ class Membership {
     return null
   }
 
+  // The backends given as `address`: the one with that address, else those of a name
+  // (or SRV name) given so. Empty when none.
+  givenAs (address) {
+    const backend = this.find(address)
+    if (backend !== null) return [backend]
+    const i = this.#groupIndex(address)
+    return i === -1 ? [] : [...this.groups[i].backends]
+  }
+
   // Was a backend given (on the command line, by add) as `address`?
   given (address) {
     return this.#groupIndex(address) !== -1

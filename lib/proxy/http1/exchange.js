@@ -121,6 +121,21 @@ class Exchange {
     this.connect(this.listener.protocol.poolFor(lease.backend))
   }
 
+  // A fault injected on the backend seated (attempt.js): lila answers `status` as that
+  // backend's answer (which the attempt judges, and may retry elsewhere), or resets the
+  // client's connection.
+  injected ({ status = 0, reset = false }) {
+    if (reset) {
+      this.releaseLease()
+      this.session.reset()
+      return this.finish(false)
+    }
+    this.lastStatus = status
+    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
+    this.releaseLease()
+    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
+  }
+
   // A connection from `pool`: one idle is ready at once (onUpstreamConnect); a new one
   // is kept in `dialing` until then, so that a request given up meanwhile closes it
   // rather than have it sent later for nobody.

@@ -1,6 +1,7 @@
 'use strict'
 
 const { clientAddress } = require('../bind')
+const { resetOrDestroy } = require('../../upstream/dial')
 const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, MAX_HEAD } = require('./parse')
 const { reply } = require('./replies')
@@ -282,6 +283,11 @@ class HttpSession {
 
   destroy () {
     this.client.destroy()
+  }
+
+  // Reset the connection (RST), as a fault injected on a backend asks (attempt.js).
+  reset () {
+    resetOrDestroy(this.client)
   }
 
   // Graceful close: a connection between requests ends now; one with a request in

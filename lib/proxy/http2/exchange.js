@@ -125,6 +125,20 @@ class StreamExchange {
     this.leg.start()
   }
 
+  // A fault injected on the backend seated (attempt.js), as Exchange; a reset resets
+  // this stream, not the connection other streams share.
+  injected ({ status = 0, reset = false }) {
+    if (reset) {
+      this.releaseLease()
+      this.reset(NGHTTP2_INTERNAL_ERROR)
+      return this.finish()
+    }
+    this.lastStatus = status
+    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
+    this.releaseLease()
+    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
+  }
+
   // The leg failed: `cause` says how (see Backend.failed; 'connect': before the request
   // went out). Before any response byte the attempt retries where safe; `reused`: on a
   // connection that had served before, which may be the keep-alive race, tried once

@@ -95,6 +95,19 @@ class Http1ToHttp2 {
     this.leg.start()
   }
 
+  // A fault injected on the backend seated (attempt.js), as Exchange.
+  injected ({ status = 0, reset = false }) {
+    if (reset) {
+      this.releaseLease()
+      this.session.reset()
+      return this.finish(false)
+    }
+    this.lastStatus = status
+    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
+    this.releaseLease()
+    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
+  }
+
   // The leg's owner (to-http2.js), as StreamExchange.
 
   upstreamFailed (reason, cause, { reused = false } = {}) {
