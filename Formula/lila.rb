@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f7f79944d4c2bd58903b2f3bf4db4c43aa933d117ac0d93693766fa5b8be740d"
+  sha256 "d274e908dd0b8061cff3a3eac4b08a0b555a8b6f9954bfc07ae5d0cdc4bb95cf"
   license "MIT"
 
   depends_on "node"

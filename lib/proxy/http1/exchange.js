@@ -9,6 +9,7 @@ const { RequestBody, REPLAY_LIMIT } = require('./request-body')
 const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
+const { injectFault } = require('../injected')
 const { backendReason } = require('../../upstream/dial')
 
 // The access log's status when the client went away before any of its response
@@ -124,16 +125,11 @@ class Exchange {
   // A fault injected on the backend seated (attempt.js): lila answers `status` as that
   // backend's answer (which the attempt judges, and may retry elsewhere), or resets the
   // client's connection.
-  injected ({ status = 0, reset = false }) {
-    if (reset) {
-      this.releaseLease()
+  injected (fault) {
+    injectFault(this, fault, () => {
       this.session.reset()
-      return this.finish(false)
-    }
-    this.lastStatus = status
-    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
-    this.releaseLease()
-    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
+      this.finish(false)
+    })
   }
 
   // A connection from `pool`: one idle is ready at once (onUpstreamConnect); a new one

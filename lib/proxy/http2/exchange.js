@@ -5,6 +5,7 @@ const { performance } = require('perf_hooks')
 const { reasonOf, HttpError } = require('../../errors')
 const { viaLoops } = require('../http1/rewrite')
 const { Attempt } = require('../../upstream/attempt')
+const { injectFault } = require('../injected')
 const { handlers, addListeners } = require('../socket-events')
 const { StreamBody, REPLAY_LIMIT } = require('./request-body')
 const { trailerFields } = require('./request')
@@ -127,16 +128,11 @@ class StreamExchange {
 
   // A fault injected on the backend seated (attempt.js), as Exchange; a reset resets
   // this stream, not the connection other streams share.
-  injected ({ status = 0, reset = false }) {
-    if (reset) {
-      this.releaseLease()
+  injected (fault) {
+    injectFault(this, fault, () => {
       this.reset(NGHTTP2_INTERNAL_ERROR)
-      return this.finish()
-    }
-    this.lastStatus = status
-    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
-    this.releaseLease()
-    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
+      this.finish()
+    })
   }
 
   // The leg failed: `cause` says how (see Backend.failed; 'connect': before the request

@@ -8,6 +8,7 @@ const { reply } = require('../http1/replies')
 const { ChunkedReader } = require('../http1/chunked')
 const { trimOws } = require('../http1/parse')
 const { Attempt } = require('../../upstream/attempt')
+const { injectFault } = require('../injected')
 const { StreamBody } = require('./request-body')
 const { Http2Leg } = require('./to-http2')
 
@@ -96,16 +97,11 @@ class Http1ToHttp2 {
   }
 
   // A fault injected on the backend seated (attempt.js), as Exchange.
-  injected ({ status = 0, reset = false }) {
-    if (reset) {
-      this.releaseLease()
+  injected (fault) {
+    injectFault(this, fault, () => {
       this.session.reset()
-      return this.finish(false)
-    }
-    this.lastStatus = status
-    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
-    this.releaseLease()
-    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
+      this.finish(false)
+    })
   }
 
   // The leg's owner (to-http2.js), as StreamExchange.
