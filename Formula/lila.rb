@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d274e908dd0b8061cff3a3eac4b08a0b555a8b6f9954bfc07ae5d0cdc4bb95cf"
+  sha256 "d17c91f69bf978ddee5b4daf95dd51e8fd73adf2b2263402290deff14d8f530a"
   license "MIT"
 
   depends_on "node"
