@@ -19,4 +19,9 @@ function formatPorts (ports) {
   return runs.map(([a, b]) => a === b ? String(a) : `${a}-${b}`).join(', ')
 }
 
-module.exports = { formatDuration, formatPorts }
+// { cookie: 'SID' } -> "cookie=SID", null -> null: --sticky as it is written.
+function formatSticky (sticky) {
+  return sticky === null ? null : `cookie=${sticky.cookie}`
+}
+
+module.exports = { formatDuration, formatPorts, formatSticky }

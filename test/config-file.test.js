@@ -111,7 +111,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     file: ['/tmp/x.pem', '/tmp/x.pem'],
     statusList: ['5xx', '5xx'],
     percent: ['25%', '25%'],
-    rate: ['10/s,burst=20', '10/s,burst=20']
+    rate: ['10/s,burst=20', '10/s,burst=20'],
+    sticky: ['cookie=SID', 'cookie=SID']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -119,6 +120,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'header-timeout': { protocol: 'http' },
     'body-timeout': { protocol: 'http' },
     forwarded: { protocol: 'http' },
+    sticky: { protocol: 'http' },
     'backend-protocol': { protocol: 'http' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },
