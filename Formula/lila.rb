@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d17c91f69bf978ddee5b4daf95dd51e8fd73adf2b2263402290deff14d8f530a"
+  sha256 "4ee35d9e82cc2cc2c072f02531914d53b4d1b4b3159470c5af3f1ae65ab11e16"
   license "MIT"
 
   depends_on "node"

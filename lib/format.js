@@ -34,4 +34,9 @@ function describeFault (fault, now = null) {
   return `${text} (${Math.ceil(Math.max(0, fault.endsAt - now) / 1000)}s left)`
 }
 
-module.exports = { formatDuration, formatPorts, describeFault }
+// { cookie: 'SID' } -> "cookie=SID", null -> null: --sticky as it is written.
+function formatSticky (sticky) {
+  return sticky === null ? null : `cookie=${sticky.cookie}`
+}
+
+module.exports = { formatDuration, formatPorts, describeFault, formatSticky }

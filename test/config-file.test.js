@@ -112,7 +112,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     statusList: ['5xx', '5xx'],
     percent: ['25%', '25%'],
     rate: ['10/s,burst=20', '10/s,burst=20'],
-    fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s']
+    fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s'],
+    sticky: ['cookie=SID', 'cookie=SID']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -120,6 +121,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'header-timeout': { protocol: 'http' },
     'body-timeout': { protocol: 'http' },
     forwarded: { protocol: 'http' },
+    sticky: { protocol: 'http' },
     'backend-protocol': { protocol: 'http' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },
@@ -203,9 +205,9 @@ const ERRORS = [
   [L({ forwarded: 'yes' }), 'listeners[0].forwarded: expected true or false, got "yes"'],
   [L({ timeout: '5s' }), 'listeners[0].timeout: needs "protocol": "http"'],
   [L({ mode: 'uri-hash' }), 'listeners[0].mode: mode uri-hash needs "protocol": "http"'],
-  [L({ mode: 'fastest' }), 'listeners[0].mode: unknown mode "fastest": expected one of random, round-robin, rr, least-connections, lc, least-time, ip-hash, uri-hash'],
+  [L({ mode: 'fastest' }), 'listeners[0].mode: unknown mode "fastest": expected one of random, round-robin, rr, least-connections, lc, least-time, ip-hash, uri-hash, header-hash:NAME, cookie-hash:NAME'],
   [L({ mode: 'round-robbin' }), 'listeners[0].mode: unknown mode "round-robbin": did you mean "round-robin"?'],
-  [L({ 'hash-balance-factor': 1.5 }), 'listeners[0].hash-balance-factor: does not apply to mode "random": expected a hash mode (ip-hash, uri-hash)'],
+  [L({ 'hash-balance-factor': 1.5 }), 'listeners[0].hash-balance-factor: does not apply to mode "random": expected a hash mode (ip-hash, uri-hash, header-hash:NAME, cookie-hash:NAME)'],
   [L({ workers: 2 }), 'listeners[0].workers: applies to the whole process: expected it at the top level, not in a listener'],
   [L({ config: 'x' }), 'listeners[0].config: --config is for the command line only: expected it not in the config file'],
   [L({ 'conect-timeout': '1s' }), 'listeners[0].conect-timeout: unknown key "conect-timeout": did you mean "connect-timeout"?'],

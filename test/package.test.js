@@ -11,7 +11,7 @@ const { execFileSync, spawnSync, spawn } = require('child_process')
 const pkg = require('../package.json')
 const VERSION = require('../lib/version')
 const { GROUPS } = require('../lib/config/options')
-const { MODES } = require('../lib/upstream/balancers')
+const { MODES, modeWord } = require('../lib/upstream/balancers')
 const { optionSignature, formatDefault } = require('../lib/cli/help')
 const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila, within } = require('./fixtures/helpers')
 
@@ -152,7 +152,7 @@ t.test('README: the options table and the modes table match lila itself', async 
     ...group.options.map(o => [optionSignature(o).trim(), o.default === undefined ? '' : formatDefault(o), o.help])
   ])
   t.same(section('options'), options, 'one row per group and per option, same signature, default and text as --help')
-  t.same(section('modes'), MODES.map(m => [m.name, m.aliases.join(', '), m.help]))
+  t.same(section('modes'), MODES.map(m => [modeWord(m), m.aliases.join(', '), m.help]))
 })
 
 // What Node binds when no --host is given: [::] (IPv4 too), 0.0.0.0 only without IPv6.

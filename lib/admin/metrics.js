@@ -58,7 +58,11 @@ const LISTENER_BY_CAUSE = [
     l => l.responses, 'code'],
   ['lila_listener_limited_total',
     'Clients or http requests turned away by a per-client limit (--rate-limit, --max-conn-per-client).',
-    l => l.limited, 'limit']
+    l => l.limited, 'limit'],
+  ['lila_listener_sticky_total',
+    'http --sticky: responses by what the cookie did (honoured; reassigned: its backend could not take the ' +
+    'request, or it named none of the pool; new: the request had none).',
+    l => l.sticky ? l.stickyResponses : null, 'outcome']
 ]
 const BACKEND_BY_CAUSE = [
   ['lila_backend_ejections_total',

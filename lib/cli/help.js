@@ -1,7 +1,7 @@
 'use strict'
 
 const { OPTIONS, GROUPS } = require('../config/options')
-const { MODES } = require('../upstream/balancers')
+const { MODES, modeWord } = require('../upstream/balancers')
 const { BACKEND_SYNTAX } = require('../config/parsers')
 const { formatDuration } = require('../format')
 const VERSION = require('../version')
@@ -150,7 +150,7 @@ function helpText (columns) {
     ], width),
     '',
     'Modes:',
-    ...table(MODES.map(m => [[m.name, ...m.aliases].join(', '), m.help]), width),
+    ...table(MODES.map(m => [[modeWord(m), ...m.aliases].join(', '), m.help]), width),
     '',
     'Backend:',
     ...paragraph(BACKEND_SYNTAX, '  '),

@@ -8,7 +8,7 @@ const { UsageError } = require('../errors')
 const { OPTIONS, BY_NAME, parseArgsOptions } = require('./options')
 const { PARSERS, BACKEND_SYNTAX, MODE_NAMES, MODE_WORDS, looksLikeBackend, quote } = require('./parsers')
 const { buildListener, buildGlobals, buildConfig } = require('./builder')
-const { modeName } = require('../upstream/balancers')
+const { isModeWord } = require('../upstream/balancers')
 const { didYouMean } = require('./suggest')
 const { environmentValues, variableOf } = require('./environment')
 
@@ -79,7 +79,7 @@ function normaliseArgv (argv) {
     }
     const next = argv[i + 1]
     const isValue = next !== undefined && !next.startsWith('-') && !looksLikeBackend(next) &&
-      !modeName(next) && !COMMANDS.includes(next)
+      !isModeWord(next) && !COMMANDS.includes(next)
     out.push(`--access-log=${isValue ? next : 'text'}`)
     if (isValue) i++
   }
@@ -136,7 +136,7 @@ function parseCommandLine (argv, env = {}) {
 
   // The demo shows balancing best in turns, so its default mode is round-robin.
   let mode = command === 'demo' ? { value: 'round-robin', at: null } : undefined
-  if (words.length && modeName(words[0])) {
+  if (words.length && isModeWord(words[0])) {
     mode = { value: words.shift(), at: null }
   } else if (words.length && !looksLikeBackend(words[0])) {
     // The first word may also have been meant as a command (`lila dmeo`).

@@ -14,7 +14,7 @@ const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
 const { PARSERS, NUMERIC, parseBackend, parseRouteMatch, MODE_NAMES, MODE_WORDS, quote } = require('./parsers')
 const { listenerFrom, configFrom } = require('./defaults')
 const { didYouMean } = require('./suggest')
-const { MODES, DEFAULT_MODE, modeName, HASH_MODES } = require('../upstream/balancers')
+const { DEFAULT_MODE, modeName, modeOf, modeWord, HASH_MODES } = require('../upstream/balancers')
 
 // Where values come from, for the wording of errors. Each value arrives as
 // { value, at }: `at` is null on the command line (a value is named by its flag; see
@@ -70,6 +70,9 @@ function parseValues (option, { value, at }, src) {
   return Object.freeze(list.map((item, i) => parseValue(option, { value: item, at: atOf(i) }, src)))
 }
 
+const isHashMode = mode => modeOf(mode).hash === true
+const HASH_WORDS = HASH_MODES.map(name => modeWord(modeOf(name))).join(', ')
+
 // The mode, checked against the protocol and hash-balance-factor. `at(name)` is where
 // an option was given.
 function buildMode (modeEntry, settings, at, src) {
@@ -79,18 +82,24 @@ function buildMode (modeEntry, settings, at, src) {
       throw src.fail(modeEntry.at, `expected a mode name, got ${shown(modeEntry.value)}`)
     }
     mode = modeName(modeEntry.value)
+    const meant = modeOf(modeEntry.value)
+    if (mode === null && meant !== undefined && meant.arg) {
+      const message = `invalid mode ${quote(modeEntry.value)}: expected ${modeWord(meant)}, ` +
+        `NAME ${meant.argHelp} (letters, digits, - _ . and the like), e.g. ${meant.example}`
+      throw src.fail(modeEntry.at, message)
+    }
     if (mode === null) {
       const hint = didYouMean(modeEntry.value, MODE_WORDS) || `expected one of ${MODE_NAMES}`
       throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: ${hint}`)
     }
   }
-  const needs = MODES.find(m => m.name === mode).protocol
+  const needs = modeOf(mode).protocol
   if (needs && settings.protocol !== needs) {
     throw src.fail(modeEntry.at, `mode ${mode} needs ${src.setting('protocol', needs)}`)
   }
-  if (settings.hashBalanceFactor !== null && !HASH_MODES.includes(mode)) {
+  if (settings.hashBalanceFactor !== null && !isHashMode(mode)) {
     const subject = src.about(BY_NAME.get('hash-balance-factor'))
-    const message = `${subject}does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_MODES.join(', ')})`
+    const message = `${subject}does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_WORDS})`
     throw src.fail(at('hash-balance-factor'), message)
   }
   return mode
@@ -161,7 +170,7 @@ function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
     }
     const at = key => values.get(key).at
     const mode = entry.mode === undefined ? listenerMode : buildMode(entry.mode, routeSettings, at, src)
-    if (routeSettings.hashBalanceFactor === null && HASH_MODES.includes(mode)) {
+    if (routeSettings.hashBalanceFactor === null && isHashMode(mode)) {
       routeSettings.hashBalanceFactor = settings.hashBalanceFactor
     }
     if (entry.backends.length === 0) {

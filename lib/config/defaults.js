@@ -42,6 +42,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] 
     bodyTimeout: settings.bodyTimeout,
     forwarded: settings.forwarded,
     backendProtocol: settings.backendProtocol, // 'h1' or 'h2'
+    sticky: settings.sticky, // --sticky: { cookie: name } or null
     check: settings.check,
     checkHost: settings.checkHost,
     checkInterval: settings.checkInterval,

@@ -151,6 +151,17 @@ const OPTIONS = [
     help: 'http: HTTP/1.1 or HTTP/2 to backends (h2c; h2 with --backend-tls)'
   },
   {
+    name: 'sticky',
+    arg: 'cookie[=NAME]',
+    type: 'sticky',
+    group: 'http',
+    default: null,
+    cookie: 'lila', // the cookie's name when none is given
+    shown: 'off',
+    only: 'http',
+    help: 'http: a cookie (NAME: lila) keeps each client on the backend that served it'
+  },
+  {
     name: 'route',
     arg: 'MATCH=BACKEND...',
     type: 'route',

@@ -8,7 +8,7 @@
 const net = require('net')
 const { UsageError } = require('../errors')
 const { formatAddress, isHostName, unixPath, specAddress } = require('../address')
-const { MODES } = require('../upstream/balancers')
+const { MODES, modeWord, isModeWord } = require('../upstream/balancers')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/
@@ -23,6 +23,8 @@ const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103
 const MAX_RANGE_PORTS = 1024
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
+// A cookie's name (RFC 6265: an RFC 9110 token), up to 64 characters.
+const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
 // A fault with no for=DUR ends by itself after this long: one forgotten on a shared
@@ -31,7 +33,7 @@ const FAULT_FOR_MS = 60000
 const FAULT_SETTINGS = 'delay=DUR, error=CODE, reset=1, rate=R or for=DUR'
 const FAULT_SYNTAX = 'host:port,SETTING[,SETTING...]'
 
-const MODE_WORDS = MODES.flatMap(m => [m.name, ...m.aliases])
+const MODE_WORDS = MODES.flatMap(m => [modeWord(m), ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
 
 const quote = value => JSON.stringify(String(value))
@@ -164,6 +166,17 @@ const PARSERS = {
   },
   statusList: (text, flag) => parseStatusList(text, flag),
   fault: (text, flag) => parseFault(text, flag),
+  // "cookie" (the option's default name), "cookie=SID" -> { cookie: name }; "none" -> null
+  sticky: (text, flag, option) => {
+    if (text === 'none') return null
+    if (text === 'cookie') return { cookie: option.cookie }
+    const name = text.startsWith('cookie=') ? text.slice(7) : null
+    if (name === null || !COOKIE_NAME.test(name)) {
+      throw new UsageError(`invalid sticky ${quote(text)}${forFlag(flag)}: ` +
+        'expected cookie or cookie=NAME, NAME a cookie name (letters, digits, - _ . and the like), or none')
+    }
+    return { cookie: name }
+  },
   // "10/s", "600/m", "10/s,burst=50": a token bucket's rate (per second) and size (by
   // default, a second's worth and at least 1).
   rate: (text, flag) => {
@@ -422,7 +435,7 @@ function parseRouteOption (text, flag) {
     throw new UsageError(`invalid route ${quote(text)}${forFlag(flag)}: expected MATCH=[MODE] BACKEND..., ` +
       'e.g. "api.localhost=127.0.0.1:8081 127.0.0.1:8082" or "/static=rr 127.0.0.1:9000"')
   }
-  const mode = MODE_WORDS.includes(words[0]) ? words.shift() : null
+  const mode = isModeWord(words[0]) ? words.shift() : null
   return { match: text.slice(0, eq), mode, backends: words }
 }
 

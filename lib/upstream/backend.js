@@ -1,6 +1,7 @@
 'use strict'
 
 const { EventEmitter } = require('events')
+const { createHash } = require('crypto')
 const { hashString } = require('./balancers/hash')
 const { formatAddress } = require('../address')
 const histogram = require('../histogram')
@@ -14,6 +15,14 @@ const MAX_COOL_OFF_MS = 60000
 const LATENCY_DECAY_MS = 10000
 // Slow start: a backend that comes back starts at this share of its weight.
 const SLOW_START_FLOOR = 0.1
+
+// What a sticky cookie (--sticky) says for the backend at `address`: the first 12 hex
+// digits of its SHA-256. Derived from the address alone, so every lila with the same
+// backends gives and honours the same values, with nothing shared; and it does not show
+// the address to clients.
+function stickyId (address) {
+  return createHash('sha256').update(address).digest('hex').slice(0, 12)
+}
 
 // One backend server: where it is, how much traffic it may take, how much it has right
 // now, whether it is healthy, and what it has done. Counters live here so that
@@ -52,6 +61,7 @@ class Backend extends EventEmitter {
     this.backup = backup
     this.slowStart = slowStart
     this.hashSeed = hashString(this.address)
+    this.stickyId = stickyId(this.address)
     this.now = now
     this.rise = rise
     this.fall = fall
@@ -379,6 +389,7 @@ class Backend extends EventEmitter {
     return {
       address: this.address,
       name: this.name,
+      stickyId: this.stickyId,
       weight: this.weight,
       effectiveWeight: this.effectiveWeight,
       maxConn: this.maxConn,
@@ -457,4 +468,4 @@ class Lease {
   }
 }
 
-module.exports = { Backend, FIRST_COOL_OFF_MS }
+module.exports = { stickyId, Backend, FIRST_COOL_OFF_MS }

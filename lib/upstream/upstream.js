@@ -24,8 +24,10 @@ const { describeFault, formatDuration } = require('../format')
 // `retryOn` and `ejectOn` (Sets of statuses), the `budget` (retry-budget.js), and
 // counts what came of it: retried(cause, spends), failedEverywhere().
 //
-// `ctx` is what the mode keys on (clientAddress; http adds the path); `tried` is null or
-// the Set of Backends that already failed this connection or request.
+// `ctx` is what the mode keys on (clientAddress; http adds the path and head), and
+// `stickTo` (http with --sticky, else null or absent): the stickyIds its cookie names,
+// the backend preferred over the mode's pick (see #stuck); `tried` is null or the Set of
+// Backends that already failed this connection or request.
 class Upstream {
   // config: a listener's settings as the config builds them (every field present).
   constructor (config, {
@@ -88,12 +90,36 @@ class Upstream {
 
   // -> Backend, or null when nothing can take the connection. A retry never goes back
   // to a backend in `tried`. Primaries first; backups only when no primary can take it.
+  // A backend the request's sticky cookie names comes before the mode's pick.
   choose (ctx, tried = null) {
     const now = this.now()
     let candidates = this.#candidates(now, tried, false)
     if (candidates.length === 0) candidates = this.#candidates(now, tried, true)
+    if (ctx.stickTo) {
+      const stuck = this.#stuck(ctx.stickTo, candidates, tried, now)
+      if (stuck !== undefined) return stuck
+    }
     if (candidates.length <= 1) return candidates.length === 1 ? candidates[0] : null
     return this.balancer.pick(candidates, ctx)
+  }
+
+  // --sticky: the backend whose stickyId is one of `ids`, if it may take the request
+  // now; null to wait for it: it is at its max-conn (as HAProxy queues a request whose
+  // cookie names a full server on that server); undefined to balance as if there were
+  // no cookie: it is down, drained, disabled, gone, already tried, a backup while
+  // primaries serve, or there is no room to wait (--queue-timeout 0, or the queue full:
+  // as HAProxy's maxqueue redispatches).
+  #stuck (ids, candidates, tried, now) {
+    for (let i = 0; i < candidates.length; i++) {
+      if (ids.includes(candidates[i].stickyId)) return candidates[i]
+    }
+    if (!this.queue.open) return undefined
+    const primaries = candidates.length > 0 && !candidates[0].backup
+    for (const backend of this.members.backends) {
+      if (!backend.full || !ids.includes(backend.stickyId) || (backend.backup && primaries)) continue
+      if (backend.available(now, this.panic) && (tried === null || !tried.has(backend))) return null
+    }
+    return undefined
   }
 
   #candidates (now, tried, backup) {
@@ -108,9 +134,10 @@ class Upstream {
   }
 
   // A slot on a backend now, or null. Synchronous. While others wait in the queue, a
-  // newcomer does not overtake them: null, and it queues behind them.
+  // newcomer does not overtake them: null, and it queues behind them. Those that wait
+  // for the one backend their cookie names (pinned) are not in its way.
   acquire (ctx, tried = null) {
-    if (this.queue.size > 0) return null
+    if (this.queue.size > this.queue.pinned) return null
     const backend = this.choose(ctx, tried)
     return backend === null ? null : backend.acquire()
   }
@@ -179,7 +206,8 @@ class Upstream {
       else this.log.info(line)
     }
     this.#updatePanic()
-    if (state === 'up') this.#serveQueue()
+    // Up: a slot more. Down: those waiting for it (their cookie names it) go elsewhere.
+    this.#serveQueue()
   }
 
   #computePanic () {
@@ -244,6 +272,7 @@ class Upstream {
     this.log.info(`backend ${backend.address} draining (by an operator)${leftOpen(backend)}`)
     if (backend.live === 0) this.log.info(`backend ${backend.address} drained`)
     this.#updatePanic()
+    this.#serveQueue() // those waiting for it (their cookie names it) go elsewhere
   }
 
   // An operator's "down": no new traffic, open connections go on undisturbed; probes
@@ -255,6 +284,7 @@ class Upstream {
     this.members.unwatch(backend)
     this.log.info(`backend ${backend.address} disabled (by an operator)${leftOpen(backend)}`)
     this.#updatePanic()
+    this.#serveQueue() // those waiting for it (their cookie names it) go elsewhere
   }
 
   // Back to its health state: at once after a drain; after a disable, once a probe has

@@ -36,6 +36,7 @@ class Exchange {
     this.head = head
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
+    this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
     this.headBytes = headBytes
     this.body = new RequestBody(head)
     this.response = new Response(this, session, head)
@@ -330,7 +331,7 @@ class Exchange {
     // protocol or as HTTP; rather than guess, the connection ends with this response.
     this.clientKeepAlive = head.keepAlive && !session.closing && !head.asksUpgrade &&
       !response.endsWithClose && this.body.done
-    const text = response.clientHead(this.clientKeepAlive)
+    const text = this.listener.protocol.sticky.head(this, response.clientHead(this.clientKeepAlive))
     this.responseStarted = true
     if (response.bodyless) {
       this.sendHead(text)

@@ -4,6 +4,7 @@ const { HttpSession } = require('./session')
 const { Exchange } = require('./exchange')
 const { Pool } = require('./connection-pool')
 const { ResponseStats } = require('./response-stats')
+const { Stickiness } = require('../sticky')
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
@@ -25,6 +26,7 @@ class Http1Protocol {
     this.connectTimeout = 0
     this.backendTls = null
     this.stats = new ResponseStats() // what clients were answered; exchanges count()
+    this.sticky = new Stickiness() // --sticky: the cookie every kind of request reads and sets
   }
 
   // The listener's settings, at its start and on every reload.
@@ -32,6 +34,7 @@ class Http1Protocol {
     this.rewrite = { proto: listener.tls === null ? 'http' : 'https', via: this.via, forwarded: config.forwarded }
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
+    this.sticky.configure(config.sticky, listener.tls !== null)
     for (const pool of this.pools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
 
@@ -65,9 +68,10 @@ class Http1Protocol {
     for (const pool of this.pools.values()) pool.close()
   }
 
-  // What the listener's snapshot adds: responses by class, request durations.
+  // What the listener's snapshot adds: responses by class, request durations, --sticky
+  // and what it did.
   snapshot () {
-    return this.stats.snapshot()
+    return { ...this.stats.snapshot(), ...this.sticky.snapshot() }
   }
 
   // A backend as status pages and metrics show it, with its keep-alive pool:

@@ -58,6 +58,7 @@ class StreamExchange {
     this.head = head
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
+    this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
     this.body = new StreamBody(head)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
@@ -326,6 +327,7 @@ class StreamExchange {
       this.onClientClose()
       return false
     }
+    this.listener.protocol.sticky.headers(this, headers) // --sticky's Set-Cookie
     try {
       stream.respond(headers, { endStream: bodyless, waitForTrailers: trailers && !bodyless })
     } catch (err) {

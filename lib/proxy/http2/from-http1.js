@@ -35,6 +35,7 @@ class Http1ToHttp2 {
     this.head = head
     this.clientAddress = session.clientAddress
     this.path = head.path
+    this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
     this.headBytes = headBytes
     const endStream = !head.chunked && head.bodyLength === 0
     this.body = new StreamBody({ method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream })
@@ -266,6 +267,7 @@ class Http1ToHttp2 {
 
   respond (headers, { bodyless }) {
     const { head, session } = this
+    this.listener.protocol.sticky.headers(this, headers) // --sticky's Set-Cookie
     const status = headers[':status']
     const length = headers['content-length']
     const noBody = head.method === 'HEAD' || status === 204 || status === 304
