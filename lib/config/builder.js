@@ -40,9 +40,13 @@ function shown (value) {
 // type the option implies: true/false for a switch, a number or a string for a number,
 // a string for everything else (durations need their unit: "3s", never 3000).
 function parseValue (option, { value, at }, src) {
+  if (option.multiple) return parseList(option, { value, at }, src)
   if (!src.json) return PARSERS[option.type](value, option.flag, option)
   let text = value
-  if (option.type === 'flag') {
+  if (option.bare !== undefined && typeof value === 'boolean') { // "request-id": true
+    if (!value) return option.default
+    text = option.bare
+  } else if (option.type === 'flag') {
     if (typeof value !== 'boolean') throw src.fail(at, `expected true or false, got ${shown(value)}`)
   } else if (NUMERIC.has(option.type) && typeof value === 'number') {
     text = String(value)
@@ -58,6 +62,24 @@ function parseValue (option, { value, at }, src) {
     if (err instanceof UsageError) throw src.fail(at, err.message)
     throw err
   }
+}
+
+// An option given more than once: a list of values (argv and the environment give an
+// array; the file an array or one string), each through the option's parser.
+function parseList (option, { value, at }, src) {
+  if (!src.json) return Object.freeze(value.map(text => PARSERS[option.type](text, option.flag, option)))
+  const list = typeof value === 'string' ? [value] : value
+  if (!Array.isArray(list) || list.some(item => typeof item !== 'string')) {
+    throw src.fail(at, `expected a string or a list of strings, got ${shown(value)}`)
+  }
+  return Object.freeze(list.map((text, i) => {
+    try {
+      return PARSERS[option.type](text, null, option)
+    } catch (err) {
+      if (err instanceof UsageError) throw src.fail(list === value ? `${at}[${i}]` : at, err.message)
+      throw err
+    }
+  }))
 }
 
 // The one place a listener is put together and checked, whichever source it came from.
@@ -79,6 +101,8 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
       throw src.fail(at(o.name), `${src.about(o)}needs ${src.setting('protocol', o.only)}`)
     }
   }
+
+  checkHeaderRules(settings, given, at, src)
 
   let mode = DEFAULT_MODE
   if (modeEntry !== undefined) {
@@ -172,6 +196,27 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
   }
   const tls = tlsCertificates.length === 0 ? null : { certificates: tlsCertificates }
   return listenerFrom(settings, { mode, backends, tls, backendTls })
+}
+
+// The header options together (header-rules.js): {request_id} needs --request-id, and
+// a rule may not also set or remove the request ID's own header.
+function checkHeaderRules (settings, given, at, src) {
+  const id = settings.requestId === null ? null : settings.requestId.toLowerCase()
+  for (const name of ['set-header', 'set-response-header', 'del-header', 'del-response-header']) {
+    if (!given(name)) continue
+    const option = BY_NAME.get(name)
+    for (const rule of settings[option.key]) {
+      const header = rule.name === undefined ? rule : rule.name
+      if (id !== null && header.toLowerCase() === id) {
+        throw src.fail(at(name), `${src.about(option)}contradicts ${src.setting('request-id', settings.requestId)}: ` +
+          `expected ${quote(header)} left to --request-id`)
+      }
+      if (id === null && rule.value !== undefined && rule.value.includes('{request_id}')) {
+        const needs = src.setting('request-id', true)
+        throw src.fail(at(name), `${src.about(option)}uses {request_id}, which needs ${needs}`)
+      }
+    }
+  }
 }
 
 // The process-wide settings, from { name -> { value, at } }.

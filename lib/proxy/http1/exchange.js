@@ -10,6 +10,7 @@ const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
 const { backendReason } = require('../../upstream/dial')
+const { requestIdOf } = require('../request-id')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -35,6 +36,8 @@ class Exchange {
     this.head = head
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
+    const { idHeader } = this.listener.protocol.rewrite
+    this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
     this.body = new RequestBody(head)
     this.response = new Response(this, session, head)
@@ -198,7 +201,7 @@ class Exchange {
     this.silentTicks = 0
     if (this.upstreamHead === null) {
       const { rewrite } = this.listener.protocol
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.hostHeader, rewrite,
+      this.upstreamHead = requestHead(this.head, this, this.attempt.backend.hostHeader, rewrite,
         { continued: this.continued })
     }
     this.sentAt = performance.now()
@@ -396,7 +399,9 @@ class Exchange {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     const keepAlive = head.keepAlive && this.body.done && !session.closing
-    const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    const rules = this.listener.protocol.rewrite.response
+    const how = { close: !keepAlive, retryAfter, head: head.method === 'HEAD', rules, ctx: this }
+    const bytes = reply(status, detail, how)
     this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
@@ -441,7 +446,7 @@ class Exchange {
   // What the access log (access-log.js) prints of this request.
   record (ms) {
     const { head, attempt } = this
-    return {
+    const record = {
       listener: this.listener.name,
       protocol: 'http',
       client: this.clientAddress,
@@ -457,6 +462,8 @@ class Exchange {
       referer: fieldOf(head, 'referer'),
       userAgent: fieldOf(head, 'user-agent')
     }
+    if (this.requestId !== null) record.requestId = this.requestId
+    return record
   }
 }
 

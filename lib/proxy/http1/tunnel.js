@@ -22,7 +22,7 @@ class Tunnel {
   open (res, buf, end) {
     const { exchange, session } = this
     this.conn.socket.setTimeout(0)
-    exchange.sendHead(responseHead(res, UPGRADE))
+    exchange.sendHead(responseHead(res, UPGRADE, exchange.listener.protocol.rewrite.response, exchange))
     if (end < buf.length) exchange.toClient(buf.subarray(end))
     const early = session.takeBuffered()
     if (early !== null) this.toBackend(early)
