@@ -166,7 +166,7 @@ const OPTIONS = [
   },
   {
     name: 'set-header',
-    arg: "'NAME: VALUE'",
+    arg: 'N:V', // 'Name: value'; wider would widen the whole --help table
     type: 'headerField',
     side: 'request',
     multiple: true,
@@ -174,7 +174,7 @@ const OPTIONS = [
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
-    help: 'http: set a request header for backends, replacing the client\'s; VALUE may hold {client_ip}, {request_id}'
+    help: 'http: set header N to V on requests to backends (repeatable); V may hold {client_ip}, {request_id}'
   },
   {
     name: 'del-header',
@@ -186,11 +186,11 @@ const OPTIONS = [
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
-    help: 'http: remove a request header before it reaches backends'
+    help: 'http: remove header NAME from requests to backends (repeatable)'
   },
   {
     name: 'set-response-header',
-    arg: "'NAME: VALUE'",
+    arg: 'N:V',
     type: 'headerField',
     side: 'response',
     multiple: true,
@@ -198,7 +198,7 @@ const OPTIONS = [
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
-    help: 'http: set a header on every response, lila\'s own 502, 503... too'
+    help: 'http: set header N to V on every response, lila\'s own 502s too (repeatable)'
   },
   {
     name: 'del-response-header',
@@ -210,7 +210,7 @@ const OPTIONS = [
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
-    help: 'http: remove a header from every response'
+    help: 'http: remove header NAME from every response (repeatable)'
   },
   {
     name: 'host-header',
