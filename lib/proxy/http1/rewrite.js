@@ -76,19 +76,8 @@ function requestHead (head, ctx, hostIfMissing, settings, { continued = false } 
   if (head.chunked) out += 'Transfer-Encoding: chunked\r\n'
   else if (head.contentLength !== -1) out += `Content-Length: ${head.contentLength}\r\n`
   if (head.isUpgrade) out += `Connection: upgrade\r\nUpgrade: ${head.upgrade}\r\n`
-  if (rules === null) {
-    out += forwardedFields(head, clientAddress, settings, xff, forwarded)
-  } else {
-    out += withoutTouched(forwardedFields(head, clientAddress, settings, xff, forwarded), rules)
-    out += rules.lines(ctx)
-  }
-  out += `Via: ${head.version === 2 ? '2.0' : '1.1'} ${settings.via}\r\n\r\n`
-  return out
-}
-
-// X-Forwarded-* and Forwarded, with what the client sent before (`xff`, `forwarded`).
-function forwardedFields (head, clientAddress, settings, xff, forwarded) {
-  let out = `X-Forwarded-For: ${xff === null ? clientAddress : `${xff}, ${clientAddress}`}\r\n`
+  const forwardedAt = out.length // where lila's X-Forwarded-* and Forwarded begin
+  out += `X-Forwarded-For: ${xff === null ? clientAddress : `${xff}, ${clientAddress}`}\r\n`
   out += `X-Forwarded-Proto: ${settings.proto}\r\n`
   if (head.host !== null) out += `X-Forwarded-Host: ${head.host}\r\n`
   if (settings.forwarded) {
@@ -98,6 +87,8 @@ function forwardedFields (head, clientAddress, settings, xff, forwarded) {
   } else if (forwarded !== null) {
     out += `Forwarded: ${forwarded}\r\n`
   }
+  if (rules !== null) out = out.slice(0, forwardedAt) + withoutTouched(out.slice(forwardedAt), rules) + rules.lines(ctx)
+  out += `Via: ${head.version === 2 ? '2.0' : '1.1'} ${settings.via}\r\n\r\n`
   return out
 }
 
