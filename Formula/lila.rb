@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4ee35d9e82cc2cc2c072f02531914d53b4d1b4b3159470c5af3f1ae65ab11e16"
+  sha256 "55709b6d82fd89886551aaf28ab726eb23f365693788dfd10e755453170f39cc"
   license "MIT"
 
   depends_on "node"

@@ -113,7 +113,11 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     percent: ['25%', '25%'],
     rate: ['10/s,burst=20', '10/s,burst=20'],
     fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s'],
-    sticky: ['cookie=SID', 'cookie=SID']
+    sticky: ['cookie=SID', 'cookie=SID'],
+    headerField: ['X-Env: prod {client_ip}', ['X-Env: prod {client_ip}']],
+    headerName: ['X-Secret', ['X-Secret']],
+    requestId: ['X-Correlation-ID', 'X-Correlation-ID'],
+    hostRule: ['backend', 'backend']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -125,6 +129,12 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'backend-protocol': { protocol: 'http' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },
+    'request-id': { protocol: 'http' },
+    'set-header': { protocol: 'http' },
+    'del-header': { protocol: 'http' },
+    'set-response-header': { protocol: 'http' },
+    'del-response-header': { protocol: 'http' },
+    'host-header': { protocol: 'http' },
     'hash-balance-factor': { mode: 'ip-hash' },
     'tls-cert': { 'tls-key': '/tmp/k.pem' },
     'tls-key': { 'tls-cert': '/tmp/c.pem' },

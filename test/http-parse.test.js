@@ -6,6 +6,8 @@ const t = require('tap')
 const { findHeadEnd, parseRequestHead, parseResponseHead, parseKeepAlive, hasBareLf } = require('../lib/proxy/http1/parse')
 const { ChunkedReader } = require('../lib/proxy/http1/chunked')
 const { requestHead, responseHead, viaLoops } = require('../lib/proxy/http1/rewrite')
+// The exchange as requestHead reads it: the client's address, the request ID (--request-id).
+const from = clientAddress => ({ clientAddress, requestId: null })
 const { idleFromHint } = require('../lib/proxy/http1/connection-pool')
 
 function req (text) {
@@ -200,32 +202,32 @@ t.test('chunked bodies', async t => {
 
 t.test('the request head lila sends', async t => {
   const head = req('POST /x HTTP/1.1\r\nHost: example.test\r\nConnection: X-Hop, close, Content-Length, Host\r\nX-Hop: 1\r\nKeep-Alive: 1\r\nTE: trailers\r\nTrailer: X\r\nProxy-Connection: x\r\nContent-Length: 2\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nVia: 1.0 other\r\n\r\n')
-  const text = requestHead(head, '10.0.0.9', 'backend:80', { proto: 'http', via: 'lila-abc', forwarded: false })
+  const text = requestHead(head, from('10.0.0.9'), 'backend:80', { proto: 'http', via: 'lila-abc', forwarded: false, host: null, request: null })
   t.equal(text, 'POST /x HTTP/1.1\r\nHost: example.test\r\nVia: 1.0 other\r\nContent-Length: 2\r\n' +
     'X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: example.test\r\nVia: 1.1 lila-abc\r\n\r\n',
   'hop-by-hop gone; Connection cannot remove Host or Content-Length; forwarding headers lila\'s own')
   const chunked = req('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n')
-  t.match(requestHead(chunked, '::1', 'b:1', { proto: 'http', via: 'v', forwarded: true }), /\r\nTransfer-Encoding: chunked\r\n[\s\S]*\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n/)
+  t.match(requestHead(chunked, from('::1'), 'b:1', { proto: 'http', via: 'v', forwarded: true, host: null, request: null }), /\r\nTransfer-Encoding: chunked\r\n[\s\S]*\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n/)
   const announced = req('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n')
-  t.match(requestHead(announced, '::1', 'b:1', { proto: 'http', via: 'v', forwarded: false }), /\r\nTrailer: X-Sum\r\n/,
+  t.match(requestHead(announced, from('::1'), 'b:1', { proto: 'http', via: 'v', forwarded: false, host: null, request: null }), /\r\nTrailer: X-Sum\r\n/,
     'Trailer is end-to-end (RFC 9110 6.6.2): kept on a chunked request')
   const response = res('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n')
   t.match(responseHead(response, { chunked: true }), /\r\nTrailer: X-Sum\r\n/, 'and on a chunked response')
   t.notMatch(responseHead(response, { chunked: false, close: true }), /Trailer/, 'dropped with the trailers when decoded for HTTP/1.0')
   const old = req('GET / HTTP/1.0\r\n\r\n')
-  t.match(requestHead(old, '1.2.3.4', 'b:1', { proto: 'http', via: 'v', forwarded: false }), /^GET \/ HTTP\/1\.1\r\nHost: b:1\r\n/, 'HTTP/1.0 without Host: the backend address')
+  t.match(requestHead(old, from('1.2.3.4'), 'b:1', { proto: 'http', via: 'v', forwarded: false, host: null, request: null }), /^GET \/ HTTP\/1\.1\r\nHost: b:1\r\n/, 'HTTP/1.0 without Host: the backend address')
 })
 
 t.test('an absolute-form target: its authority is the Host (RFC 9112 3.2.2)', async t => {
-  const settings = { proto: 'http', via: 'v', forwarded: true }
+  const settings = { proto: 'http', via: 'v', forwarded: true, host: null, request: null }
   const head = req('GET http://evil.example:8080/abs?q HTTP/1.1\r\nHost: good.example\r\n\r\n')
   t.equal(head.host, 'evil.example:8080')
   t.equal(head.path, '/abs')
-  const text = requestHead(head, '10.0.0.9', 'b:1', settings)
+  const text = requestHead(head, from('10.0.0.9'), 'b:1', settings)
   t.same(text.match(/^Host: .*$/gm), ['Host: evil.example:8080'], 'one Host, the target\'s; the conflicting one is gone')
   t.match(text, /\r\nX-Forwarded-Host: evil\.example:8080\r\n[\s\S]*;host="evil\.example:8080"\r\n/)
   const origin = req('GET /abs HTTP/1.1\r\nHost: good.example\r\n\r\n')
-  t.same(requestHead(origin, '10.0.0.9', 'b:1', settings).match(/^Host: .*$/gm), ['Host: good.example'],
+  t.same(requestHead(origin, from('10.0.0.9'), 'b:1', settings).match(/^Host: .*$/gm), ['Host: good.example'],
     'an origin-form target keeps its Host')
   t.throws(() => req('GET http://user@evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n'),
     { status: 400, message: 'user information in the request target' })

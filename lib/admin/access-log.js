@@ -10,7 +10,8 @@
 //   { listener, protocol, client, backend, [method, target, version, status, host,
 //     referer, userAgent,] bytesIn, bytesOut, ms }
 // with method to userAgent for requests only (host, referer, userAgent: null when the
-// request had none), and ms since it opened (unrounded). In http,
+// request had none), and ms since it opened (unrounded); with --request-id, a request's
+// record ends with its requestId. In http,
 // status is what the client was answered (the backend's, or lila's own 502, 503, ...),
 // 101 for an upgrade (logged when the tunnel closes) and 499 when the client went away
 // before its response was complete and nothing of it had been sent.
@@ -27,6 +28,9 @@
 //         10.1.2.3 - - [01/Jun/2024:14:00:00 +0200] "GET /a?b HTTP/1.1" 200 220 "-" "curl/8.5.0"
 //         a tcp connection: 10.1.2.3 - - [01/Jun/2024:14:00:00 +0200] "-" 200 20 "-" "-"
 //         (200 when a backend took it, else 503)
+//   With --request-id, the ID ends the line: text ` id=ID`; combined one more quoted
+//   field, `"ID"`, where nginx configs put $request_id (log tools that read COMBINED
+//   ignore what follows the user agent); json the record's "requestId".
 //
 // The backend is "-" (json: null) when no backend took it. The json line is the record
 // as it came, after the time. Lines are gathered and written once per turn of the event
@@ -70,7 +74,8 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
         what = `"${request}" ${record.status}`
       }
       const { client, backend, bytesIn, bytesOut } = record
-      write(`${time} ${client} -> ${backend || '-'} ${what} in=${bytesIn} out=${bytesOut} ${ms.toFixed(2)}ms\n`)
+      const id = record.requestId === undefined ? '' : ` id=${record.requestId}`
+      write(`${time} ${client} -> ${backend || '-'} ${what} in=${bytesIn} out=${bytesOut} ${ms.toFixed(2)}ms${id}\n`)
     },
 
     flush
@@ -90,7 +95,8 @@ function combinedLine (record, date) {
   const status = http ? record.status : (record.backend ? 200 : 503)
   const referer = http && record.referer !== null ? quoted(record.referer) : '"-"'
   const agent = http && record.userAgent !== null ? quoted(record.userAgent) : '"-"'
-  return `${record.client} - - [${time}] ${request} ${status} ${record.bytesOut} ${referer} ${agent}\n`
+  const id = record.requestId === undefined ? '' : ` ${quoted(record.requestId)}`
+  return `${record.client} - - [${time}] ${request} ${status} ${record.bytesOut} ${referer} ${agent}${id}\n`
 }
 
 // A double-quoted field as Apache writes one: \" and \\, and \xHH for every byte

@@ -61,10 +61,12 @@ function rethrowParseError (err) {
   }
 }
 
-// `--access-log` takes an optional value, which parseArgs cannot express: a bare
-// `--access-log` becomes `--access-log=text`, and `--access-log json` (or any word that
-// is neither an option, a mode nor a backend, so that a typo is named as a bad format)
-// `--access-log=json`.
+// `--access-log` and `--request-id` take an optional value (their `bare` in OPTIONS),
+// which parseArgs cannot express: a bare `--access-log` becomes `--access-log=text`,
+// and `--access-log json` (or any word that is neither an option, a mode nor a
+// backend, so that a typo is named as a bad format) `--access-log=json`.
+const BARE = new Map(OPTIONS.filter(o => o.bare !== undefined).map(o => [o.flag, o.bare]))
+
 function normaliseArgv (argv) {
   const out = []
   for (let i = 0; i < argv.length; i++) {
@@ -73,14 +75,14 @@ function normaliseArgv (argv) {
       out.push(...argv.slice(i))
       break
     }
-    if (arg !== '--access-log') {
+    if (!BARE.has(arg)) {
       out.push(arg)
       continue
     }
     const next = argv[i + 1]
     const isValue = next !== undefined && !next.startsWith('-') && !looksLikeBackend(next) &&
       !isModeWord(next) && !COMMANDS.includes(next)
-    out.push(`--access-log=${isValue ? next : 'text'}`)
+    out.push(`${arg}=${isValue ? next : BARE.get(arg)}`)
     if (isValue) i++
   }
   return out

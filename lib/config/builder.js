@@ -42,7 +42,10 @@ function shown (value) {
 function parseValue (option, { value, at }, src) {
   if (!src.json) return PARSERS[option.type](value, option.flag, option)
   let text = value
-  if (option.type === 'flag') {
+  if (option.bare !== undefined && typeof value === 'boolean') { // "request-id": true
+    if (!value) return option.default
+    text = option.bare
+  } else if (option.type === 'flag') {
     if (typeof value !== 'boolean') throw src.fail(at, `expected true or false, got ${shown(value)}`)
   } else if (NUMERIC.has(option.type) && typeof value === 'number') {
     text = String(value)
@@ -65,6 +68,9 @@ function parseValue (option, { value, at }, src) {
 // list frozen.
 function parseValues (option, { value, at }, src) {
   if (!option.multiple) return parseValue(option, { value, at }, src)
+  if (src.json && typeof value !== 'string' && !Array.isArray(value)) {
+    throw src.fail(at, `expected a string or a list of strings, got ${shown(value)}`)
+  }
   const list = Array.isArray(value) ? value : [value]
   const atOf = i => src.json && Array.isArray(value) ? `${at}[${i}]` : at
   return Object.freeze(list.map((item, i) => parseValue(option, { value: item, at: atOf(i) }, src)))
@@ -213,6 +219,8 @@ function buildListener ({
     }
   }
 
+  checkHeaderRules(settings, given, at, src)
+
   const mode = buildMode(modeEntry, settings, at, src)
   const backends = buildBackends(backendEntries, src)
 
@@ -284,6 +292,27 @@ function buildListener ({
   const routes = buildRoutes(routeEntries, values, settings, mode, src)
   for (const route of routes) route.pool.backendTls = backendTls
   return listenerFrom(settings, { mode, backends, tls, backendTls, routes })
+}
+
+// The header options together (header-rules.js): {request_id} needs --request-id, and
+// a rule may not also set or remove the request ID's own header.
+function checkHeaderRules (settings, given, at, src) {
+  const id = settings.requestId === null ? null : settings.requestId.toLowerCase()
+  for (const name of ['set-header', 'set-response-header', 'del-header', 'del-response-header']) {
+    if (!given(name)) continue
+    const option = BY_NAME.get(name)
+    for (const rule of settings[option.key]) {
+      const header = rule.name === undefined ? rule : rule.name
+      if (id !== null && header.toLowerCase() === id) {
+        throw src.fail(at(name), `${src.about(option)}contradicts ${src.setting('request-id', settings.requestId)}: ` +
+          `expected ${quote(header)} left to --request-id`)
+      }
+      if (id === null && rule.value !== undefined && rule.value.includes('{request_id}')) {
+        const needs = src.setting('request-id', true)
+        throw src.fail(at(name), `${src.about(option)}uses {request_id}, which needs ${needs}`)
+      }
+    }
+  }
 }
 
 // The process-wide settings, from { name -> { value, at } }.

@@ -56,6 +56,9 @@ function sameAddress (a, b) {
 
 function show (option, value) {
   if (value === null) return 'none'
+  if (option.multiple) {
+    return value.length === 0 ? 'none' : value.map(v => v.name ? `${v.name}: ${v.value}` : v).join(', ')
+  }
   if (option.type === 'duration') return formatDuration(value)
   if (option.type === 'sticky') return formatSticky(value)
   if (option.type === 'check') return value.type === 'http' ? `http:${value.path}` : value.type

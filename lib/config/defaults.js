@@ -43,6 +43,15 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] 
     forwarded: settings.forwarded,
     backendProtocol: settings.backendProtocol, // 'h1' or 'h2'
     sticky: settings.sticky, // --sticky: { cookie: name } or null
+    // The header options (header-rules.js compiles them): the request ID's header name
+    // or null; [{ name, value }] to set and [name] to remove, on requests and responses;
+    // the Host backends get: null (the client's), 'backend' or a fixed value.
+    requestId: settings.requestId,
+    setHeader: settings.setHeader,
+    delHeader: settings.delHeader,
+    setResponseHeader: settings.setResponseHeader,
+    delResponseHeader: settings.delResponseHeader,
+    hostHeader: settings.hostHeader,
     check: settings.check,
     checkHost: settings.checkHost,
     checkInterval: settings.checkInterval,

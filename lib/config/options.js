@@ -13,6 +13,9 @@
 //   'global'                  top level only: it is about the process, not a listener
 //   'cli'                     the command line only (--config, --help, --version)
 // `group` names the heading it is listed under in --help and the README (GROUPS, in order).
+// `multiple`: the option may be given more than once (a list in the config file, lines
+// in its LILA_ variable); `bare`: the value of the option given without one
+// (--access-log, --request-id; true in the config file and LILA_ variable).
 
 const GROUPS = [
   { name: 'listening', title: 'Listening' },
@@ -173,6 +176,76 @@ const OPTIONS = [
     shown: 'none',
     help: 'a host, *.host, /path or host/path sends its requests to a pool of its own: ' +
       'MATCH=[MODE] BACKEND...; repeatable'
+  },
+  {
+    name: 'request-id',
+    arg: '[NAME]',
+    type: 'requestId',
+    bare: 'X-Request-ID', // the value of a bare --request-id
+    group: 'http',
+    default: null,
+    shown: 'off',
+    only: 'http',
+    help: 'http: an ID per request in header NAME (X-Request-ID), the client\'s if valid; ' +
+      'sent to the backend, returned, logged'
+  },
+  {
+    name: 'set-header',
+    arg: 'N:V', // 'Name: value'; wider would widen the whole --help table
+    type: 'headerField',
+    side: 'request',
+    multiple: true,
+    group: 'http',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: set header N to V on requests to backends (repeatable); V may hold {client_ip}, {request_id}'
+  },
+  {
+    name: 'del-header',
+    arg: 'NAME',
+    type: 'headerName',
+    side: 'request',
+    multiple: true,
+    group: 'http',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: remove header NAME from requests to backends (repeatable)'
+  },
+  {
+    name: 'set-response-header',
+    arg: 'N:V',
+    type: 'headerField',
+    side: 'response',
+    multiple: true,
+    group: 'http',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: set header N to V on every response, lila\'s own 502s too (repeatable)'
+  },
+  {
+    name: 'del-response-header',
+    arg: 'NAME',
+    type: 'headerName',
+    side: 'response',
+    multiple: true,
+    group: 'http',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: remove header NAME from every response (repeatable)'
+  },
+  {
+    name: 'host-header',
+    arg: 'backend|HOST',
+    type: 'hostRule',
+    group: 'http',
+    default: null,
+    shown: 'the client\'s',
+    only: 'http',
+    help: 'http: the Host backends get: backend (the backend as given) or a fixed HOST'
   },
   {
     name: 'check',
@@ -397,6 +470,7 @@ const OPTIONS = [
     name: 'access-log',
     arg: '[FORMAT]',
     type: 'accessLog',
+    bare: 'text',
     group: 'operations',
     default: null,
     shown: 'off',
@@ -489,6 +563,7 @@ function parseArgsOptions () {
   const spec = {}
   for (const o of OPTIONS) {
     spec[o.name] = { type: o.type === 'boolean' || o.type === 'flag' ? 'boolean' : 'string' }
+    if (o.multiple) spec[o.name].multiple = true
     if (o.short) spec[o.name].short = o.short
     if (o.multiple) spec[o.name].multiple = true
   }

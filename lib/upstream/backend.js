@@ -52,10 +52,11 @@ class Backend extends EventEmitter {
     this.port = port // null for a Unix socket
     this.path = path // a Unix socket's path, or null
     this.address = path !== null ? `unix:${path}` : formatAddress(host, port)
-    // The Host an HTTP request that has none is sent with: the address, or localhost
-    // for a Unix socket (which has no host name).
-    this.hostHeader = path !== null ? 'localhost' : this.address
     this.name = name // the DNS name this address came from (SRV: the target), or null for an IP literal
+    // The backend as a Host: what an HTTP request that has none, a probe and
+    // --host-header backend send: the name as written with the port (api.internal:8080),
+    // the address for an IP literal, or localhost for a Unix socket (which has no name).
+    this.hostHeader = path !== null ? 'localhost' : name !== null ? formatAddress(name, port) : this.address
     this.weight = weight
     this.maxConn = maxConn
     this.backup = backup

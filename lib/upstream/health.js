@@ -130,7 +130,7 @@ function probeTcp (backend, { tls = null, preface = null }, timeout, finish, doi
 }
 
 function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
-  const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
+  const host = hostHeader || backend.hostHeader
   let answered = false
   const req = http.request({
     // The connection traffic would make: the certificate is checked against the
@@ -162,7 +162,7 @@ function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, fi
 // The same over HTTP/2 (--backend-protocol h2): one session, one stream, closed after.
 function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
   const http2 = require('http2')
-  const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
+  const host = hostHeader || backend.hostHeader
   const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
   socket.unref()
   const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })

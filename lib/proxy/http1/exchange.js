@@ -11,6 +11,7 @@ const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
 const { backendReason } = require('../../upstream/dial')
+const { requestIdOf } = require('../request-id')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -37,6 +38,8 @@ class Exchange {
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
     this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
+    const { idHeader } = this.listener.protocol.rewrite
+    this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
     this.body = new RequestBody(head)
     this.response = new Response(this, session, head)
@@ -212,7 +215,7 @@ class Exchange {
     this.silentTicks = 0
     if (this.upstreamHead === null) {
       const { rewrite } = this.listener.protocol
-      this.upstreamHead = requestHead(this.head, this.clientAddress, this.attempt.backend.hostHeader, rewrite,
+      this.upstreamHead = requestHead(this.head, this, this.attempt.backend.hostHeader, rewrite,
         { continued: this.continued })
     }
     this.sentAt = performance.now()
@@ -410,7 +413,9 @@ class Exchange {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     const keepAlive = head.keepAlive && this.body.done && !session.closing
-    const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    const rules = this.listener.protocol.rewrite.response
+    const how = { close: !keepAlive, retryAfter, head: head.method === 'HEAD', rules, ctx: this }
+    const bytes = reply(status, detail, how)
     this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
@@ -455,7 +460,7 @@ class Exchange {
   // What the access log (access-log.js) prints of this request.
   record (ms) {
     const { head, attempt } = this
-    return {
+    const record = {
       listener: this.listener.name,
       protocol: 'http',
       client: this.clientAddress,
@@ -471,6 +476,8 @@ class Exchange {
       referer: fieldOf(head, 'referer'),
       userAgent: fieldOf(head, 'user-agent')
     }
+    if (this.requestId !== null) record.requestId = this.requestId
+    return record
   }
 }
 

@@ -5,6 +5,7 @@ const { Exchange } = require('./exchange')
 const { Pool } = require('./connection-pool')
 const { ResponseStats } = require('./response-stats')
 const { Stickiness } = require('../sticky')
+const { compileHeaderRules } = require('../header-rules')
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
@@ -21,7 +22,9 @@ class Http1Protocol {
     this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
-    this.rewrite = null // { proto, via, forwarded } for requestHead (rewrite.js)
+    // { proto, via, forwarded } and the header options compiled (header-rules.js:
+    // idHeader, host, request, response), for rewrite.js and http2/headers.js
+    this.rewrite = null
     this.pools = new Map() // Backend -> Pool
     this.connectTimeout = 0
     this.backendTls = null
@@ -31,7 +34,8 @@ class Http1Protocol {
 
   // The listener's settings, at its start and on every reload.
   reconfigure (config, listener) {
-    this.rewrite = { proto: listener.tls === null ? 'http' : 'https', via: this.via, forwarded: config.forwarded }
+    const proto = listener.tls === null ? 'http' : 'https'
+    this.rewrite = { proto, via: this.via, forwarded: config.forwarded, ...compileHeaderRules(config) }
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)

@@ -121,7 +121,9 @@ class Response {
   clientHead (keepAlive) {
     const res = this.head
     const chunked = res.chunked && !this.decode
-    return responseHead(res, HOW[(chunked ? 4 : 0) | (keepAlive ? 0 : 2) | (this.request.version === 0 ? 1 : 0)])
+    const how = HOW[(chunked ? 4 : 0) | (keepAlive ? 0 : 2) | (this.request.version === 0 ? 1 : 0)]
+    const { exchange } = this
+    return responseHead(res, how, exchange.listener.protocol.rewrite.response, exchange)
   }
 
   // Body bytes from buf[start], forwarded to the client up to the body's end.

@@ -40,11 +40,16 @@ function forwardedValue (value) {
 
 // The request as the backend gets it: always HTTP/1.1 with keep-alive. An HTTP/2
 // request (http2/request.js makes its head, version 2) says so in Via. `hostIfMissing`
-// stands in for the Host an HTTP/1.0 client may leave out.
-//   settings: { proto: 'http' | 'https', via: lila's Via token, forwarded: add RFC 7239 Forwarded }
+// stands in for the Host an HTTP/1.0 client may leave out (the backend's hostHeader).
+//   ctx: { clientAddress, requestId } (the exchange)
+//   settings: { proto: 'http' | 'https', via: lila's Via token, forwarded: add RFC 7239
+//              Forwarded, host, request: header-rules.js's (null when not set) }
 //   continued: lila answered the client's Expect: 100-continue itself, so the backend
 //              gets the body with the head and no Expect
-function requestHead (head, clientAddress, hostIfMissing, settings, { continued = false } = {}) {
+function requestHead (head, ctx, hostIfMissing, settings, { continued = false } = {}) {
+  const clientAddress = ctx.clientAddress
+  const rules = settings.request // --set-header, --del-header, --request-id: they have the last word
+  const host = settings.host === null ? null : (settings.host.fixed || hostIfMissing) // --host-header
   let out = `${head.method} ${head.target} HTTP/1.1\r\n`
   let xff = null
   let forwarded = null
@@ -53,22 +58,25 @@ function requestHead (head, clientAddress, hostIfMissing, settings, { continued 
   for (let i = 0; i < fields.length; i += 3) {
     const lower = fields[i + 1]
     const value = fields[i + 2]
+    if (rules !== null && rules.touched.has(lower)) continue
     if (SET_BY_LILA.has(lower)) {
       if (lower === 'x-forwarded-for') xff = xff === null ? value : `${xff}, ${value}`
       else if (lower === 'forwarded') forwarded = forwarded === null ? value : `${forwarded}, ${value}`
       continue
     }
     if (dropped(lower, listed) || lower === FRAMING) continue
-    if (lower === 'host' && head.authority !== null) continue // replaced by the target's
+    if (lower === 'host' && (head.authority !== null || host !== null)) continue // replaced
     if (lower === TRAILER && !head.chunked) continue
     if (continued && lower === 'expect') continue
     out += `${fields[i]}: ${value}\r\n`
   }
-  if (head.authority !== null) out += `Host: ${head.authority}\r\n`
+  if (host !== null) out += `Host: ${host}\r\n`
+  else if (head.authority !== null) out += `Host: ${head.authority}\r\n`
   else if (head.host === null) out += `Host: ${hostIfMissing}\r\n`
   if (head.chunked) out += 'Transfer-Encoding: chunked\r\n'
   else if (head.contentLength !== -1) out += `Content-Length: ${head.contentLength}\r\n`
   if (head.isUpgrade) out += `Connection: upgrade\r\nUpgrade: ${head.upgrade}\r\n`
+  const forwardedAt = out.length // where lila's X-Forwarded-* and Forwarded begin
   out += `X-Forwarded-For: ${xff === null ? clientAddress : `${xff}, ${clientAddress}`}\r\n`
   out += `X-Forwarded-Proto: ${settings.proto}\r\n`
   if (head.host !== null) out += `X-Forwarded-Host: ${head.host}\r\n`
@@ -79,7 +87,17 @@ function requestHead (head, clientAddress, hostIfMissing, settings, { continued 
   } else if (forwarded !== null) {
     out += `Forwarded: ${forwarded}\r\n`
   }
+  if (rules !== null) out = out.slice(0, forwardedAt) + withoutTouched(out.slice(forwardedAt), rules) + rules.lines(ctx)
   out += `Via: ${head.version === 2 ? '2.0' : '1.1'} ${settings.via}\r\n\r\n`
+  return out
+}
+
+// Header lines less those a rule replaces or removes (rules.touched, lower case).
+function withoutTouched (lines, rules) {
+  let out = ''
+  for (const line of lines.split('\r\n')) {
+    if (line !== '' && !rules.touched.has(line.slice(0, line.indexOf(':')).toLowerCase())) out += `${line}\r\n`
+  }
   return out
 }
 
@@ -87,15 +105,19 @@ function requestHead (head, clientAddress, hostIfMissing, settings, { continued 
 //   how: { chunked: re-add Transfer-Encoding: chunked, close: this is the last response
 //          on the connection, keepAlive10: tell an HTTP/1.0 client the connection stays,
 //          upgrade: a 101 switching protocols }
-function responseHead (res, how) {
+//   rules: header-rules.js's for responses (--set-response-header, --request-id), or
+//          null; ctx: { clientAddress, requestId } (the exchange) for their values
+function responseHead (res, how, rules = null, ctx = null) {
   let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
   const listed = res.connection
   const fields = res.fields
   for (let i = 0; i < fields.length; i += 3) {
     const lower = fields[i + 1]
     if (dropped(lower, listed) || lower === FRAMING || (lower === TRAILER && !how.chunked)) continue
+    if (rules !== null && rules.touched.has(lower)) continue
     out += `${fields[i]}: ${fields[i + 2]}\r\n`
   }
+  if (rules !== null) out += rules.lines(ctx)
   if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
   if (how.chunked) out += 'Transfer-Encoding: chunked\r\n'
   else if (res.contentLength !== -1) out += `Content-Length: ${res.contentLength}\r\n`

@@ -22,7 +22,8 @@ class Tunnel {
   open (res, buf, end) {
     const { exchange, session } = this
     this.conn.socket.setTimeout(0)
-    exchange.sendHead(exchange.listener.protocol.sticky.head(exchange, responseHead(res, UPGRADE)))
+    const { protocol } = exchange.listener
+    exchange.sendHead(protocol.sticky.head(exchange, responseHead(res, UPGRADE, protocol.rewrite.response, exchange)))
     if (end < buf.length) exchange.toClient(buf.subarray(end))
     const early = session.takeBuffered()
     if (early !== null) this.toBackend(early)

@@ -12,6 +12,7 @@ const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
 const { Http1Leg } = require('./to-http1')
 const { Http2Leg } = require('./to-http2')
+const { requestIdOf } = require('../request-id')
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = constants
 
@@ -59,6 +60,8 @@ class StreamExchange {
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
     this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
+    const { idHeader } = this.listener.protocol.rewrite
+    this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.body = new StreamBody(head)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
@@ -379,7 +382,8 @@ class StreamExchange {
     this.responseStarted = true
     this.replied = status
     if (!stream.destroyed && !stream.headersSent) {
-      const { headers, body } = replyOf(status, detail, { retryAfter, head: head.method === 'HEAD' })
+      const rules = this.listener.protocol.rewrite.response
+      const { headers, body } = replyOf(status, detail, { retryAfter, head: head.method === 'HEAD', rules, ctx: this })
       try {
         stream.respond(headers)
         stream.end(body)
@@ -422,7 +426,7 @@ class StreamExchange {
   // What the access log (access-log.js) prints of this request, as Exchange#record.
   record (ms) {
     const { head, attempt } = this
-    return {
+    const record = {
       listener: this.listener.name,
       protocol: 'http',
       client: this.clientAddress,
@@ -438,6 +442,8 @@ class StreamExchange {
       referer: fieldOf(head, 'referer'),
       userAgent: fieldOf(head, 'user-agent')
     }
+    if (this.requestId !== null) record.requestId = this.requestId
+    return record
   }
 }
 

@@ -11,6 +11,7 @@ const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
 const { StreamBody } = require('./request-body')
 const { Http2Leg } = require('./to-http2')
+const { requestIdOf } = require('../request-id')
 
 const CLIENT_CLOSED = 499
 const CRLF = '\r\n'
@@ -36,6 +37,8 @@ class Http1ToHttp2 {
     this.clientAddress = session.clientAddress
     this.path = head.path
     this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
+    const { idHeader } = this.listener.protocol.rewrite
+    this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
     const endStream = !head.chunked && head.bodyLength === 0
     this.body = new StreamBody({ method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream })
@@ -332,7 +335,9 @@ class Http1ToHttp2 {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     const keepAlive = head.keepAlive && !this.reading && !session.closing
-    const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    const rules = this.listener.protocol.rewrite.response
+    const how = { close: !keepAlive, retryAfter, head: head.method === 'HEAD', rules, ctx: this }
+    const bytes = reply(status, detail, how)
     this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
@@ -361,7 +366,7 @@ class Http1ToHttp2 {
 
   record (ms) {
     const { head, attempt } = this
-    return {
+    const record = {
       listener: this.listener.name,
       protocol: 'http',
       client: this.clientAddress,
@@ -377,6 +382,8 @@ class Http1ToHttp2 {
       referer: fieldOf(head, 'referer'),
       userAgent: fieldOf(head, 'user-agent')
     }
+    if (this.requestId !== null) record.requestId = this.requestId
+    return record
   }
 }
 

@@ -65,10 +65,14 @@ const SET_BY_LILA = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarde
 // requestHead for HTTP/1.1 (X-Forwarded-*, Forwarded, Via, hop-by-hop fields out),
 // with :authority for Host (`hostIfMissing` for an HTTP/1.0 request with none),
 // `scheme` the backend connection's ('http' or 'https'), and TE kept when it says
-// "trailers" (gRPC needs it).
-//   settings: { proto, via, forwarded } as requestHead's
-function backendRequestHeaders (head, clientAddress, hostIfMissing, settings, scheme) {
-  const host = head.host === null ? hostIfMissing : head.host
+// "trailers" (gRPC needs it). The header options (header-rules.js) have the last word.
+//   ctx, settings: as requestHead's ({ clientAddress, requestId }; { proto, via,
+//   forwarded, host, request })
+function backendRequestHeaders (head, ctx, hostIfMissing, settings, scheme) {
+  const clientAddress = ctx.clientAddress
+  const host = settings.host !== null
+    ? (settings.host.fixed || hostIfMissing) // --host-header
+    : head.host === null ? hostIfMissing : head.host
   const headers = {
     __proto__: null,
     ':method': head.method,
@@ -110,6 +114,7 @@ function backendRequestHeaders (head, clientAddress, hostIfMissing, settings, sc
   }
   const hop = `${head.version === 2 ? '2.0' : head.version === 0 ? '1.0' : '1.1'} ${settings.via}`
   headers.via = via === null ? hop : `${via}, ${hop}`
+  if (settings.request !== null) settings.request.apply(headers, ctx)
   return headers
 }
 

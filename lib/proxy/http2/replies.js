@@ -4,11 +4,11 @@
 // status and plain-text body as over HTTP/1.1 (http1/replies.js), as HTTP/2 headers and
 // a body for Http2Stream#respond and #end.
 
-const { REASONS } = require('../http1/replies')
+const { REASONS, bodyOf } = require('../http1/replies')
 
-// -> { headers, body (a Buffer, empty for HEAD) }
-function replyOf (status, detail, { retryAfter = 0, head = false } = {}) {
-  const text = Buffer.from(`${status} ${REASONS[status] || 'Error'}: ${detail}\n`)
+// -> { headers, body (a Buffer, empty for HEAD) }; `rules` and `ctx` as http1's reply.
+function replyOf (status, detail, { retryAfter = 0, head = false, rules = null, ctx = null } = {}) {
+  const text = Buffer.from(bodyOf(status, REASONS[status] || 'Error', detail, ctx))
   const headers = {
     __proto__: null,
     ':status': status,
@@ -17,6 +17,7 @@ function replyOf (status, detail, { retryAfter = 0, head = false } = {}) {
     'cache-control': 'no-store'
   }
   if (retryAfter > 0) headers['retry-after'] = retryAfter
+  if (rules !== null) rules.apply(headers, ctx)
   return { headers, body: head ? Buffer.alloc(0) : text }
 }
 

@@ -64,7 +64,7 @@ class Http1Leg {
     const socket = conn.socket
     this.sentAt = performance.now()
     socket.cork()
-    socket.write(requestHead(exchange.head, exchange.clientAddress, this.backend.hostHeader, rewrite), 'latin1')
+    socket.write(requestHead(exchange.head, exchange, this.backend.hostHeader, rewrite), 'latin1')
     for (const piece of exchange.body.held()) this.frame(piece)
     if (exchange.body.done) this.finishBody()
     socket.uncork()
@@ -187,7 +187,10 @@ class Http1Leg {
     if (exchange.answered(res.status, performance.now() - this.sentAt)) return // dropped: retried elsewhere
     response.frame(res, this.conn, buf.length - end)
     const how = { bodyless: response.bodyless, trailers: response.chunked, headBytes: headSize(res) }
-    if (!exchange.respond(responseHeaders(res, response.chunked), how)) return
+    const headers = responseHeaders(res, response.chunked)
+    const rules = exchange.listener.protocol.rewrite.response
+    if (rules !== null) rules.apply(headers, exchange) // --set-response-header, --request-id
+    if (!exchange.respond(headers, how)) return
     if (response.bodyless) return this.responseDone()
     if (end < buf.length) response.forward(buf, end)
   }

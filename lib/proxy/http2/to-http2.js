@@ -69,8 +69,7 @@ class Http2Leg {
     const { exchange } = this
     const { body } = exchange
     const { rewrite } = exchange.listener.protocol
-    const { head, clientAddress } = exchange
-    const headers = backendRequestHeaders(head, clientAddress, this.backend.hostHeader, rewrite, this.scheme)
+    const headers = backendRequestHeaders(exchange.head, exchange, this.backend.hostHeader, rewrite, this.scheme)
     const held = body.held()
     const endStream = body.done && held.length === 0 && exchange.clientTrailers === null
     let stream
@@ -171,6 +170,8 @@ class Http2Leg {
     if (exchange.answered(status, performance.now() - this.sentAt)) return // dropped: retried elsewhere
     const bodyless = stream.endAfterHeaders
     const out = relayedHeaders(headers)
+    const rules = exchange.listener.protocol.rewrite.response
+    if (rules !== null) rules.apply(out, exchange) // --set-response-header, --request-id
     exchange.respond(out, { bodyless, trailers: !bodyless, headBytes: headSize(out) })
   }
 

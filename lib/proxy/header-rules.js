@@ -1,0 +1,113 @@
+'use strict'
+
+// The header options of an http listener, compiled once per config (at its start and
+// on each reload) into what the three kinds of request apply (http1/exchange.js,
+// http2/exchange.js and http2/from-http1.js, through rewrite.js, http2/headers.js and
+// the replies):
+//   --request-id [NAME]          each request's ID (request-id.js) in NAME, to the
+//                                backend and back to the client
+//   --set-header, --del-header   the request as the backend gets it
+//   --set-response-header, --del-response-header
+//                                every final response the client gets: the backend's
+//                                and lila's own answers to a request (502, 503, 504,
+//                                429, ...), as nginx's add_header ... always
+//   --host-header backend|VALUE  the Host (HTTP/2: :authority) the backend gets
+// A rule has the last word: it replaces or removes the client's (or the backend's)
+// fields of its name and lila's own (X-Forwarded-*, Forwarded); a set header's value
+// may hold {client_ip} and {request_id}, filled in per request.
+//
+// Nothing is compiled for a listener without these options: the rewrite settings hold
+// null, and the hot path pays a null check.
+
+const { HOP_BY_HOP } = require('./http1/rewrite')
+
+// What a value may fill in, from the exchange (`ctx`: { clientAddress, requestId }).
+const PLACEHOLDERS = {
+  client_ip: ctx => ctx.clientAddress,
+  request_id: ctx => ctx.requestId
+}
+const PLACEHOLDER = /\{(client_ip|request_id)\}/
+
+// Why no rule may set or remove a field of this name (lower case) on the `side`
+// ('request' or 'response'), in words after "cannot be set or removed: ", or null.
+function refusal (lower, side) {
+  if (HOP_BY_HOP.has(lower) || lower === 'http2-settings') return 'it is hop-by-hop: lila writes the connection\'s own'
+  if (lower === 'content-length' || lower === 'trailer') return 'it frames the message: lila writes it from the body'
+  if (side === 'request' && lower === 'host') return 'use --host-header backend|VALUE for the Host a backend gets'
+  if (side === 'request' && lower === 'via') return 'lila\'s Via is how it finds a loop'
+  return null
+}
+
+// One direction's rules. `set`: [{ name, value }]; `del`: [name].
+class RuleSet {
+  constructor (set, del) {
+    // The names whose fields in the message are left out: replaced or removed.
+    this.touched = new Set([...del.map(name => name.toLowerCase()), ...set.map(f => f.name.toLowerCase())])
+    this.fields = set.map(({ name, value }) => ({ name, lower: name.toLowerCase(), parts: template(value) }))
+    // Without placeholders, the HTTP/1.1 lines are the same for every request.
+    this.fixed = this.fields.every(f => typeof f.parts === 'string')
+      ? this.fields.map(f => `${f.name}: ${f.parts}\r\n`).join('')
+      : null
+  }
+
+  // HTTP/1.1: the lines to add ("Name: value\r\n"), the message's own fields of the
+  // `touched` names having been left out by the caller.
+  lines (ctx) {
+    if (this.fixed !== null) return this.fixed
+    let out = ''
+    for (const f of this.fields) out += `${f.name}: ${valueOf(f, ctx)}\r\n`
+    return out
+  }
+
+  // HTTP/2: a header object (lower-case names), changed in place. A name set twice
+  // gets both values (Set-Cookie).
+  apply (headers, ctx) {
+    for (const lower of this.touched) delete headers[lower]
+    for (const f of this.fields) {
+      const value = valueOf(f, ctx)
+      const had = headers[f.lower]
+      if (had === undefined) headers[f.lower] = value
+      else if (Array.isArray(had)) had.push(value)
+      else headers[f.lower] = [had, value]
+    }
+  }
+}
+
+// "a {client_ip} b" -> ['a ', 'client_ip', ' b']: text at even indexes, placeholders
+// at odd ones; a value without placeholders stays a string.
+function template (value) {
+  if (!PLACEHOLDER.test(value)) return value
+  return value.split(new RegExp(PLACEHOLDER.source, 'g'))
+}
+
+function valueOf (field, ctx) {
+  const { parts } = field
+  if (typeof parts === 'string') return parts
+  let out = ''
+  for (let i = 0; i < parts.length; i++) out += i % 2 === 0 ? parts[i] : PLACEHOLDERS[parts[i]](ctx)
+  return out
+}
+
+// A listener's config -> what rewrite.js and http2/headers.js read with the other
+// rewrite settings (http1/protocol.js):
+//   idHeader  the request ID's header name in lower case, or null (no --request-id)
+//   host      null (the client's Host), or { fixed: VALUE }, or { fixed: null } for
+//             the backend's own (its hostHeader, backend.js)
+//   request   a RuleSet for the request to the backend, or null
+//   response  a RuleSet for the response to the client, or null
+function compileHeaderRules (config) {
+  const { requestId, setHeader = [], delHeader = [], setResponseHeader = [], delResponseHeader = [] } = config
+  const { hostHeader = null } = config
+  const setRequest = requestId === null ? setHeader : [...setHeader, { name: requestId, value: '{request_id}' }]
+  const setResponse = requestId === null
+    ? setResponseHeader
+    : [...setResponseHeader, { name: requestId, value: '{request_id}' }]
+  return {
+    idHeader: requestId === null ? null : requestId.toLowerCase(),
+    host: hostHeader === null ? null : { fixed: hostHeader === 'backend' ? null : hostHeader },
+    request: setRequest.length + delHeader.length === 0 ? null : new RuleSet(setRequest, delHeader),
+    response: setResponse.length + delResponseHeader.length === 0 ? null : new RuleSet(setResponse, delResponseHeader)
+  }
+}
+
+module.exports = { compileHeaderRules, refusal, RuleSet, PLACEHOLDER, PLACEHOLDERS }
