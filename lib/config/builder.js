@@ -74,10 +74,21 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
   const given = name => values.has(name) && values.get(name).value !== false
   const at = name => values.get(name).at
 
+  // gRPC is HTTP (every http option applies) with HTTP/2 backends.
+  const kind = settings.protocol === 'grpc' ? 'http' : settings.protocol
   for (const o of LISTENER_OPTIONS) {
-    if (o.only && given(o.name) && settings.protocol !== o.only) {
+    if (o.only && given(o.name) && kind !== o.only) {
       throw src.fail(at(o.name), `${src.about(o)}needs ${src.setting('protocol', o.only)}`)
     }
+  }
+  if (settings.protocol === 'grpc') {
+    if (settings.backendProtocol !== 'h2' && given('backend-protocol')) {
+      const subject = src.about(BY_NAME.get('backend-protocol'))
+      const message = `${subject}${settings.backendProtocol} contradicts ${src.setting('protocol', 'grpc')}: ` +
+        'expected h2 (gRPC backends speak HTTP/2)'
+      throw src.fail(at('backend-protocol'), message)
+    }
+    settings.backendProtocol = 'h2'
   }
 
   let mode = DEFAULT_MODE
@@ -92,7 +103,7 @@ function buildListener ({ values, mode: modeEntry, backends: backendEntries, cer
     }
   }
   const needs = MODES.find(m => m.name === mode).protocol
-  if (needs && settings.protocol !== needs) {
+  if (needs && kind !== needs) {
     throw src.fail(modeEntry.at, `mode ${mode} needs ${src.setting('protocol', needs)}`)
   }
   if (settings.hashBalanceFactor !== null && !HASH_MODES.includes(mode)) {

@@ -108,8 +108,8 @@ const PARSERS = {
     return host
   },
   protocol: (text, flag) => {
-    if (text !== 'tcp' && text !== 'http') {
-      throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp or http`)
+    if (text !== 'tcp' && text !== 'http' && text !== 'grpc') {
+      throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp, http or grpc`)
     }
     return text
   },

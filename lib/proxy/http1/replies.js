@@ -1,8 +1,16 @@
 'use strict'
 
-// The answers lila writes itself: a status, a short plain-text body naming the reason.
+// The answers lila writes itself (502, 503, 504, 429, 400, ...), for every kind of
+// request: answerOf decides what an answer says, once; reply() writes it as HTTP/1.1
+// bytes and http2/replies.js as HTTP/2 headers. Said to a person or a plain HTTP
+// client: the status and a short plain-text body naming the reason. Said to a gRPC
+// call (`grpc`, its content-type, see grpc.js callType): a trailers-only response,
+// HTTP 200 with grpc-status and grpc-message and no body, as gRPC clients read errors.
+
+const { codeOf, encodeMessage, CODES } = require('../grpc')
 
 const REASONS = {
+  200: 'OK',
   400: 'Bad Request',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
@@ -16,18 +24,44 @@ const REASONS = {
   508: 'Loop Detected'
 }
 
-// The response's bytes, in a Buffer: the detail may quote what a backend sent (any
-// byte), and the body is UTF-8, as its Content-Type says and its length counts.
-// { close: last response on the connection, retryAfter: seconds, head: HEAD request
-// (so no body, though the length is still told) }
-function reply (status, detail, { close = false, retryAfter = 0, head = false } = {}) {
-  const reason = REASONS[status] || 'Error'
-  const body = `${status} ${reason}: ${detail}\n`
-  let out = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n`
-  if (retryAfter > 0) out += `Retry-After: ${retryAfter}\r\n`
-  if (close) out += 'Connection: close\r\n'
-  return Buffer.from(head ? `${out}\r\n` : `${out}\r\n${body}`)
+const EMPTY = Buffer.alloc(0)
+
+// -> { status, fields: [name, value, ...] (lower-case names; no framing), body: Buffer }
+// `retryAfter`: seconds; `head`: a HEAD request (no body, though its length is told);
+// `grpc`: the call's content-type, or null; `exhausted`: every backend is at its
+// max-conn and there is no room to wait (gRPC's RESOURCE_EXHAUSTED rather than
+// UNAVAILABLE). The detail may quote what a backend sent (any byte): the body is
+// UTF-8, as its content-type says and its length counts.
+function answerOf (status, detail, { retryAfter = 0, head = false, grpc = null, exhausted = false } = {}) {
+  if (grpc !== null) {
+    const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
+    const fields = ['content-type', grpc, 'grpc-status', String(code), 'grpc-message', encodeMessage(detail)]
+    if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
+    return { status: 200, fields, body: EMPTY }
+  }
+  const body = Buffer.from(`${status} ${REASONS[status] || 'Error'}: ${detail}\n`)
+  const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
+  if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
+  return { status, fields, body: head ? EMPTY : body, length: body.length }
 }
 
-module.exports = { reply, REASONS }
+// The answer as HTTP/1.1 bytes, in a Buffer. { close: last response on the connection,
+// and answerOf's options }
+function reply (status, detail, options = {}) {
+  const answer = answerOf(status, detail, options)
+  let out = `HTTP/1.1 ${answer.status} ${REASONS[answer.status] || 'Error'}\r\n`
+  const { fields } = answer
+  for (let i = 0; i < fields.length; i += 2) out += `${FIELD_NAMES[fields[i]] || fields[i]}: ${fields[i + 1]}\r\n`
+  out += `Content-Length: ${answer.length === undefined ? 0 : answer.length}\r\n`
+  if (options.close) out += 'Connection: close\r\n'
+  return Buffer.concat([Buffer.from(`${out}\r\n`, 'latin1'), answer.body])
+}
+
+// How HTTP/1.1 answers have always spelt them.
+const FIELD_NAMES = {
+  'content-type': 'Content-Type',
+  'cache-control': 'Cache-Control',
+  'retry-after': 'Retry-After'
+}
+
+module.exports = { answerOf, reply, REASONS }

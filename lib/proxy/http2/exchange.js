@@ -9,6 +9,7 @@ const { handlers, addListeners } = require('../socket-events')
 const { StreamBody, REPLAY_LIMIT } = require('./request-body')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
+const { callType, deadlineOf, startDeadline } = require('../grpc')
 const { Http1Leg } = require('./to-http1')
 const { Http2Leg } = require('./to-http2')
 
@@ -57,7 +58,9 @@ class StreamExchange {
     this.head = head
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
-    this.body = new StreamBody(head)
+    this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
+    this.deadline = null // the call's grpc-timeout timer (grpc.js)
+    this.body = new StreamBody(head, this.grpc !== null)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
     this.buffering = false // reading a small body before taking a backend (see start)
@@ -91,6 +94,8 @@ class StreamExchange {
     if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
+    const deadline = deadlineOf(this.head, this.grpc)
+    if (deadline >= 0) this.deadline = startDeadline(this, deadline)
     // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
     // client that sends it slowly holds no backend connection meanwhile. Only with a
     // content-length: without one it may be a stream (gRPC) answered as it goes.
@@ -107,12 +112,12 @@ class StreamExchange {
 
   // The attempt's owner (upstream/attempt.js), as Exchange.
 
-  unserved (queueReason) {
+  unserved (queueReason, exhausted) {
     const { attempt } = this
     if (attempt.attempts === 0) {
       this.listener.countUnserved()
       const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
-      return this.answer(503, detail, { retryAfter: 5 })
+      return this.answer(503, detail, { retryAfter: 5, exhausted })
     }
     this.answer(this.lastStatus, attempt.failure)
   }
@@ -258,6 +263,7 @@ class StreamExchange {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
+    if (this.deadline !== null) clearTimeout(this.deadline)
     this.logged()
     this.session.exchangeDone(this)
   }
@@ -357,7 +363,7 @@ class StreamExchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
     const { head, stream } = this
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
@@ -365,10 +371,12 @@ class StreamExchange {
     this.responseStarted = true
     this.replied = status
     if (!stream.destroyed && !stream.headersSent) {
-      const { headers, body } = replyOf(status, detail, { retryAfter, head: head.method === 'HEAD' })
+      const options = { retryAfter, head: head.method === 'HEAD', grpc: this.grpc, exhausted }
+      const { headers, body } = replyOf(status, detail, options)
       try {
-        stream.respond(headers)
-        stream.end(body)
+        // No body: the headers end the stream (a gRPC client reads them as trailers).
+        stream.respond(headers, { endStream: body.length === 0 })
+        if (body.length > 0) stream.end(body)
         this.bytesOut += body.length
       } catch (err) {
         this.listener.log.debug(`${status} to ${this.clientAddress} not sent: ${err.message}`)
@@ -384,6 +392,7 @@ class StreamExchange {
   finish () {
     if (this.done) return
     this.done = true
+    if (this.deadline !== null) clearTimeout(this.deadline)
     if (this.reading) {
       this.reading = false
       linger(this.stream)

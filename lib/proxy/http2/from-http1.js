@@ -10,6 +10,7 @@ const { trimOws } = require('../http1/parse')
 const { Attempt } = require('../../upstream/attempt')
 const { StreamBody } = require('./request-body')
 const { Http2Leg } = require('./to-http2')
+const { callType, deadlineOf, startDeadline } = require('../grpc')
 
 const CLIENT_CLOSED = 499
 const CRLF = '\r\n'
@@ -35,8 +36,11 @@ class Http1ToHttp2 {
     this.clientAddress = session.clientAddress
     this.path = head.path
     this.headBytes = headBytes
+    this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
+    this.deadline = null // the call's grpc-timeout timer (grpc.js)
     const endStream = !head.chunked && head.bodyLength === 0
-    this.body = new StreamBody({ method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream })
+    const bodyHead = { method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream }
+    this.body = new StreamBody(bodyHead, this.grpc !== null)
     this.chunkedIn = head.chunked ? new ChunkedReader(400, { keepTrailers: true }) : null
     this.left = head.chunked ? 0 : head.bodyLength
     this.clientTrailers = null
@@ -73,17 +77,19 @@ class Http1ToHttp2 {
     if (head.isUpgrade) return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
+    const deadline = deadlineOf(head, this.grpc)
+    if (deadline >= 0) this.deadline = startDeadline(this, deadline)
     this.attempt.start()
   }
 
   // The attempt's owner (upstream/attempt.js).
 
-  unserved (queueReason) {
+  unserved (queueReason, exhausted) {
     const { attempt } = this
     if (attempt.attempts === 0) {
       this.listener.countUnserved()
       const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
-      return this.answer(503, detail, { retryAfter: 5 })
+      return this.answer(503, detail, { retryAfter: 5, exhausted })
     }
     this.answer(this.lastStatus, attempt.failure)
   }
@@ -208,7 +214,7 @@ class Http1ToHttp2 {
     }
     this.releaseLease()
     this.replied = 400
-    this.session.refuse(400, detail)
+    this.session.refuse(400, detail, { grpc: this.grpc })
     this.finish(false)
   }
 
@@ -225,6 +231,7 @@ class Http1ToHttp2 {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
+    if (this.deadline !== null) clearTimeout(this.deadline)
     this.logged()
   }
 
@@ -313,13 +320,14 @@ class Http1ToHttp2 {
     this.finish(this.clientKeepAlive)
   }
 
-  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
     const { session, head } = this
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     const keepAlive = head.keepAlive && !this.reading && !session.closing
-    const bytes = reply(status, detail, { close: !keepAlive, retryAfter, head: head.method === 'HEAD' })
+    const options = { close: !keepAlive, retryAfter, head: head.method === 'HEAD', grpc: this.grpc, exhausted }
+    const bytes = reply(status, detail, options)
     this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
@@ -330,6 +338,7 @@ class Http1ToHttp2 {
   finish (keepAlive) {
     if (this.done) return
     this.done = true
+    if (this.deadline !== null) clearTimeout(this.deadline)
     this.logged()
     this.session.exchangeDone(keepAlive)
   }

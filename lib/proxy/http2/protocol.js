@@ -21,10 +21,14 @@ const HTTP2_OPTIONS = {
 // server object is made for the first HTTP/2 client, never listens, and is given
 // connections by emitting 'connection'. Each stream is balanced as a request of its
 // own, over the same pools, to HTTP/1.1 backends.
-// One per listener: createHttpProtocol({ via }).
+// `grpc` (--protocol grpc): the same, its backends HTTP/2 (the config says so) and its
+// own answers gRPC-shaped for every request (see grpc.js callType).
+// One per listener: createHttpProtocol({ via, grpc }).
 class HttpProtocol extends Http1Protocol {
-  constructor ({ via }) {
+  constructor ({ via, grpc = false }) {
     super({ via })
+    this.grpc = grpc
+    if (grpc) this.name = 'grpc'
     this.alpn = ['h2', 'http/1.1']
     this.server = null // Node's Http2Server, once a client spoke HTTP/2
     this.attaching = null // the Http2Session whose connection Node is taking
@@ -130,8 +134,8 @@ function readOn (socket) {
   if (!socket.destroyed) socket.read(0)
 }
 
-function createHttpProtocol ({ via }) {
-  return new HttpProtocol({ via })
+function createHttpProtocol ({ via, grpc = false }) {
+  return new HttpProtocol({ via, grpc })
 }
 
 module.exports = { createHttpProtocol, HttpProtocol, HTTP2_OPTIONS }

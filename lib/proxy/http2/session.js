@@ -67,9 +67,11 @@ class Http2Session {
     this.listener.protocol.stats.refused(status)
     stream.on('error', ignore)
     if (stream.destroyed || stream.closed) return
-    const { headers, body } = replyOf(status, detail)
-    stream.respond(headers)
-    stream.end(body)
+    // Its head could not be read: gRPC-shaped on a --protocol grpc listener only.
+    const grpc = this.listener.protocol.grpc ? 'application/grpc' : null
+    const { headers, body } = replyOf(status, detail, { grpc })
+    stream.respond(headers, { endStream: body.length === 0 })
+    if (body.length > 0) stream.end(body)
     if (!stream.endAfterHeaders) linger(stream) // its body is not wanted
   }
 
