@@ -9,7 +9,7 @@
 
 const t = require('tap')
 const http2 = require('http2')
-const { spawnLila, startLila, deadPort, until, isSettled, within, request } = require('./fixtures/helpers')
+const { spawnLila, startLila, deadPort, until, isSettled, within, request, statusJson } = require('./fixtures/helpers')
 const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurlPath, grpcurl } = require('./fixtures/grpc')
 
 const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/grpc')
@@ -293,4 +293,63 @@ t.test('--protocol grpc takes HTTP options; --backend-protocol h1 contradicts it
   t.equal(config.listeners[0].name, 'grpc:4444')
   t.throws(() => parseCommandLine([':50051', '--protocol', 'grpc', '--backend-protocol', 'h1']),
     /option --backend-protocol h1 contradicts --protocol grpc: expected h2/)
+  const { parseConfigFile } = require('../lib/config/file')
+  const file = parseConfigFile(JSON.stringify({ protocol: 'grpc', check: 'grpc:pkg.Svc', listeners: [{ port: 50051, backends: [':50052'] }] }), 'lila.json')
+  t.match(file.listeners[0], { protocol: 'grpc', backendProtocol: 'h2', check: { type: 'grpc', service: 'pkg.Svc' } }, 'the config file too')
+  t.throws(() => parseConfigFile(JSON.stringify({ listeners: [{ protocol: 'grpc', 'backend-protocol': 'h1', backends: [':1'] }] }), 'lila.json'),
+    /^lila\.json: listeners\[0\]\.backend-protocol: h1 contradicts "protocol": "grpc": expected h2/)
+})
+
+t.test('--check grpc[:service] parses; the health messages by hand (pure)', async t => {
+  const { parseCommandLine } = require('../lib/config/argv')
+  const checkOf = spec => parseCommandLine([':1', '--check', spec]).config.listeners[0].check
+  t.same(checkOf('grpc'), { type: 'grpc', service: '' })
+  t.same(checkOf('grpc:lila.test.Echo'), { type: 'grpc', service: 'lila.test.Echo' })
+  t.throws(() => checkOf('grpc:'), /invalid check "grpc:" for --check: expected tcp, http:\/path, grpc\[:service\] or none/)
+  const { healthRequest, healthStatus } = require('../lib/proxy/grpc')
+  t.same([...healthRequest('')], [0, 0, 0, 0, 0], 'the whole server: an empty message')
+  t.same([...healthRequest('a.B')], [0, 0, 0, 0, 5, 0x0a, 3, 0x61, 0x2e, 0x42], 'field 1, a string')
+  const frame = bytes => Buffer.concat([Buffer.from([0, 0, 0, 0, bytes.length]), Buffer.from(bytes)])
+  t.equal(healthStatus(frame([0x08, 1])), 'SERVING')
+  t.equal(healthStatus(frame([0x08, 2])), 'NOT_SERVING')
+  t.equal(healthStatus(frame([])), 'UNKNOWN', 'no field: proto3 default')
+  t.equal(healthStatus(frame([0x12, 1, 0x41, 0x08, 1])), 'SERVING', 'an unknown field skipped')
+  t.equal(healthStatus(frame([0x08])), null, 'cut short')
+  t.equal(healthStatus(Buffer.from([1, 0, 0, 0, 2, 0x08, 1])), null, 'compressed: not read')
+})
+
+e2e('--check grpc: a NOT_SERVING backend is taken out, traffic avoids it, the reason shown', async t => {
+  const a = await grpcBackend(t, 'a')
+  const b = await grpcBackend(t, 'b')
+  const plain = await grpcBackend(t, 'plain')
+  plain.services = { 'lila.test.Echo': 'SERVING' }
+  plain.health = undefined // the whole server: NOT_FOUND
+  const lila = await spawnLila(t, ['rr', a.address, b.address, ...GRPC, '--check', 'grpc', '--check-interval', '100ms',
+    '--rise', '1', '--fall', '1', '--status-port', '0', '--status-host', '127.0.0.1'])
+  t.match(lila.stderr, new RegExp(`${b.address}\\s+up\\s+grpc SERVING`), 'the start-up table says what the check found')
+  const client = echoClient(t, lila.port)
+  t.same([(await unary(client, '1')).value.text, (await unary(client, '2')).value.text].sort(), ['a: 1', 'b: 2'])
+
+  b.health = 'NOT_SERVING'
+  await lila.waitForLine(new RegExp(`backend ${b.address} down: grpc NOT_SERVING`))
+  const texts = []
+  for (let i = 0; i < 4; i++) texts.push((await unary(client, String(i))).value.text)
+  t.same(texts, ['a: 0', 'a: 1', 'a: 2', 'a: 3'], 'every call goes to the backend still serving')
+  const snapshot = await statusJson(lila)
+  t.equal(snapshot.listeners[0].backends.find(x => x.address === b.address).downReason, 'grpc NOT_SERVING', 'the status says why')
+
+  b.health = 'SERVING'
+  await lila.waitForLine(new RegExp(`backend ${b.address} up`))
+
+  // A named service; a server without the health service at all.
+  const named = await spawnLila(t, [plain.address, a.address, ...GRPC, '--check', 'grpc:lila.test.Echo', '--check-interval', '100ms'])
+  t.match(named.stderr, new RegExp(`${plain.address}\\s+up\\s+grpc SERVING`))
+  const whole = await spawnLila(t, [plain.address, ...GRPC, '--check', 'grpc'])
+  t.match(whole.stderr, new RegExp(`${plain.address}\\s+down\\s+grpc-status 5`), 'NOT_FOUND from the service: grpc-status 5')
+  const h2only = http2.createServer((req, res) => { res.statusCode = 404; res.end() })
+  await new Promise(resolve => h2only.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => h2only.close())
+  const notGrpc = await spawnLila(t, [`127.0.0.1:${h2only.address().port}`, ...GRPC, '--check', 'grpc'])
+  t.match(notGrpc.stderr, /down\s+grpc http 404/, 'not a gRPC server: its HTTP status')
+  client.close()
 })

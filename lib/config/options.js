@@ -156,7 +156,7 @@ const OPTIONS = [
     type: 'check',
     default: Object.freeze({ type: 'tcp' }),
     shown: 'tcp',
-    help: 'active health check: tcp | http:/path | none'
+    help: 'active health check: tcp | http:/path | grpc[:service] | none'
   },
   {
     name: 'check-host',

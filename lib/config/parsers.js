@@ -20,6 +20,7 @@ const SRV_NAME = /^_[A-Za-z0-9-]{1,62}\._[A-Za-z0-9-]{1,62}\.[^:]+$/
 // The longest path a Unix socket address holds (sun_path, less its ending zero byte).
 const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
+const GRPC_SERVICE = /^[A-Za-z0-9_.\-/]{1,200}$/ // a gRPC service name, e.g. pkg.Service
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
@@ -69,7 +70,10 @@ const PARSERS = {
     if (text === 'tcp') return { type: 'tcp' }
     if (text === 'none') return null
     if (text.startsWith('http:') && CHECK_PATH.test(text.slice(5))) return { type: 'http', path: text.slice(5) }
-    throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: expected tcp, http:/path or none`)
+    if (text === 'grpc') return { type: 'grpc', service: '' }
+    if (text.startsWith('grpc:') && GRPC_SERVICE.test(text.slice(5))) return { type: 'grpc', service: text.slice(5) }
+    throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: ` +
+      'expected tcp, http:/path, grpc[:service] or none')
   },
   hostHeader: (text, flag) => {
     if (!isHostHeader(text)) {
