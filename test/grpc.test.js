@@ -64,10 +64,11 @@ async function settles (t, lila, ...clients) {
 // A gRPC call by hand (Node's http2 client), for what a gRPC library would not show:
 // the grpc-timeout header as given (with no deadline of the client's own), and the
 // answer's frames. -> { headers, endStream (the headers ended the stream), trailers }
-function rawCall (port, { path = '/lila.test.Echo/Unary', text = 'raw', headers = {} } = {}) {
-  return within(10000, `a call to ${path}`, new Promise((resolve, reject) => {
-    const session = http2.connect(`http://127.0.0.1:${port}`)
-    session.on('error', reject)
+// `session`: one to use (and keep open), else one of its own.
+function rawCall (port, { path = '/lila.test.Echo/Unary', text = 'raw', headers = {}, session: shared = null } = {}) {
+  return within(20000, `a call to ${path}`, new Promise((resolve, reject) => {
+    const session = shared || http2.connect(`http://127.0.0.1:${port}`)
+    if (shared === null) session.on('error', reject)
     const stream = session.request({
       ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers
     })
@@ -84,7 +85,7 @@ function rawCall (port, { path = '/lila.test.Echo/Unary', text = 'raw', headers 
     stream.on('data', chunk => { out.body += chunk.length })
     stream.on('error', () => {})
     stream.on('close', () => {
-      session.close()
+      if (shared === null) session.close()
       resolve(out)
     })
   }))
@@ -202,6 +203,28 @@ e2e('no room to wait, and a rate limit: RESOURCE_EXHAUSTED (8)', async t => {
   t.error((await unary(second, 'one')).err)
   const refused = await unary(second, 'two')
   t.equal(refused.err.code, CODE.RESOURCE_EXHAUSTED, "lila's 429 (--rate-limit): RESOURCE_EXHAUSTED")
+})
+
+e2e('the queue full (1,024 calls waiting): RESOURCE_EXHAUSTED (8) for the next', async t => {
+  const a = await grpcBackend(t, 'a')
+  const lila = await startLila(t, [`${a.address},max-conn=1`, '--protocol', 'grpc', '--queue-timeout', '30s'])
+  const client = echoClient(t, lila.port)
+  const held = unary(client, 'hold')
+  await until(() => a.held.length === 1, 'the first call to reach the backend')
+  // 1,024 more wait, over 9 connections (128 streams each at most).
+  const sessions = Array.from({ length: 9 }, () => http2.connect(`http://127.0.0.1:${lila.port}`))
+  t.teardown(() => { for (const session of sessions) session.destroy() })
+  const waiting = Array.from({ length: 1024 }, (_, i) => rawCall(lila.port, { text: `w${i}`, session: sessions[i % 9] }))
+  await until(() => lila.stats().queued === 1024, '1,024 calls in the queue', { timeout: 10000 })
+  const full = await rawCall(lila.port, { text: 'one too many' })
+  t.equal(full.headers['grpc-status'], '8', 'RESOURCE_EXHAUSTED')
+  t.ok(full.endStream, 'trailers-only')
+  a.releaseHeld()
+  await held
+  const served = await Promise.all(waiting)
+  t.equal(served.filter(r => r.trailers !== null && r.trailers['grpc-status'] === '0').length, 1024, 'the waiting calls are served once a slot frees')
+  for (const session of sessions) session.close()
+  await settles(t, lila, client)
 })
 
 e2e('grpc-timeout: DEADLINE_EXCEEDED (4) when it runs out while lila holds the call', async t => {
