@@ -266,6 +266,7 @@ class StreamExchange {
     if (this.deadline !== null) clearTimeout(this.deadline)
     this.logged()
     this.session.exchangeDone(this)
+    if (!this.responseStarted) this.session.clientReset(performance.now() - this.openedAt)
   }
 
   awaitingBackend () {

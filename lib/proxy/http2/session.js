@@ -18,6 +18,15 @@ const H2 = handlers({
 // Refused streams' late errors (a reset after the answer) go nowhere.
 function ignore () {}
 
+// Rapid reset (CVE-2023-44487): a client that opens streams and resets them at once
+// costs lila (and backends) a request each while it holds nothing. A stream the client
+// resets before its response and within PREMATURE_MS of opening it is premature; once
+// PREMATURE_MIN of them make more than half of the connection's streams, the connection
+// is closed (Envoy's rule). Clients that cancel calls (gRPC deadlines) rarely do so
+// within a second, or for most of their streams.
+const PREMATURE_MIN = 100
+const PREMATURE_MS = 1000
+
 // One HTTP/2 client connection: a Listener's session (see listener.js), made when an
 // HTTP/1.1 session found its client speaks HTTP/2 (protocol.js startHttp2). Node's
 // http2 module does the framing, flow control and HPACK on the socket; this turns each
@@ -34,6 +43,8 @@ class Http2Session {
     this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
     this.ended = false
     this.closing = false // a graceful close was asked
+    this.streams = 0 // streams opened
+    this.prematureResets = 0 // of them, reset by the client at once (see PREMATURE_MIN)
   }
 
   // Node's http2 made its session for the socket.
@@ -48,6 +59,7 @@ class Http2Session {
 
   onStream (stream, rawHeaders) {
     this.idleTicks = 0
+    this.streams++
     let head
     try {
       head = requestFromHeaders(rawHeaders, stream.endAfterHeaders)
@@ -82,6 +94,15 @@ class Http2Session {
 
   exchangeDone (exchange) {
     this.exchanges.delete(exchange)
+  }
+
+  // The client reset a stream before its response, `ms` after opening it.
+  clientReset (ms) {
+    if (ms >= PREMATURE_MS || this.ended || this.h2.destroyed) return
+    if (++this.prematureResets < PREMATURE_MIN || this.prematureResets * 2 <= this.streams) return
+    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${this.prematureResets} of ${this.streams} ` +
+      'streams reset at once (rapid reset); connection closed')
+    this.destroy()
   }
 
   // The listener's sweep, for each stream's --timeout and --body-timeout (see
