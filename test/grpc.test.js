@@ -17,8 +17,8 @@ const { answerOf, reply } = require('../lib/proxy/http1/replies')
 const { replyOf } = require('../lib/proxy/http2/replies')
 
 t.test('grpc.js: grpc-timeout, grpc-message, the codes of lila\'s statuses (pure)', async t => {
-  t.same(['5S', '100m', '2M', '1H', '1500u', '999n', '0S', '123456789S', '5 S', '5s', '', null].map(parseTimeout),
-    [5000, 100, 120000, 3600000, 2, 1, 0, -1, -1, -1, -1, -1])
+  t.same(['5S', '100m', '2M', '1H', '1500u', '999n', '0S', '99999999H', '123456789S', '5 S', '5s', '', null].map(parseTimeout),
+    [5000, 100, 120000, 3600000, 2, 1, 0, 2 ** 31 - 1, -1, -1, -1, -1, -1])
   t.equal(encodeMessage('ok: 100% é\n'), 'ok: 100%25 %C3%A9%0A', 'percent-encoded: %, non-ASCII, control bytes')
   t.same([502, 503, 504, 408, 429, 431, 400, 508].map(codeOf), [14, 14, 4, 4, 8, 8, 13, 2])
   t.equal(callType({ grpc: 'application/grpc+proto' }, false), 'application/grpc+proto')
@@ -306,6 +306,19 @@ e2e('--protocol http: a gRPC call gets gRPC-shaped answers; other requests the t
     t.equal(res.headers['content-type'], 'application/grpc-web')
     t.equal(res.body.length, 0)
   }
+})
+
+e2e('grpc-timeout: an HTTP/2 backend is sent what is left of the deadline', async t => {
+  const { h2Backend } = require('./fixtures/h2')
+  const backend = await h2Backend(t, 'h2', (stream) => {
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true })
+  })
+  const lila = await startLila(t, [backend.address, '--protocol', 'grpc'])
+  await rawCall(lila.port, { headers: { 'grpc-timeout': '5S' } })
+  const sent = /^(\d+)m$/.exec(backend.last['grpc-timeout'])
+  t.ok(sent !== null && Number(sent[1]) <= 5000 && Number(sent[1]) > 0, `grpc-timeout ${backend.last['grpc-timeout']}: in milliseconds, no more than the client's 5S`)
+  await rawCall(lila.port)
+  t.equal(backend.last['grpc-timeout'], undefined, 'none given, none sent')
 })
 
 t.test('--protocol grpc takes HTTP options; --backend-protocol h1 contradicts it', async t => {

@@ -1,5 +1,7 @@
 'use strict'
 
+const { performance } = require('perf_hooks')
+
 // What lila knows of gRPC (pure): which requests are gRPC calls, their deadline
 // (grpc-timeout), the status codes, and how lila's own answers (502, 503, 504, 429, ...)
 // are said to a gRPC client: a trailers-only response (HTTP 200, content-type
@@ -68,17 +70,19 @@ function encodeMessage (text) {
 }
 
 // grpc-timeout, "TimeoutValue TimeoutUnit": up to 8 digits and H M S m u n. -> ms
-// (at least 1 for a non-zero value, timers having no finer grain), or -1 when absent
-// or malformed (then the call has no deadline lila knows of).
+// (at least 1 for a non-zero value, timers having no finer grain; at most 2^31-1), or
+// -1 when absent or malformed (then the call has no deadline lila knows of).
 const UNIT_MS = { H: 3600e3, M: 60e3, S: 1e3, m: 1, u: 1e-3, n: 1e-6 }
 const TIMEOUT = /^(\d{1,8})([HMSmun])$/
+const MAX_TIMER = 2 ** 31 - 1
 
 function parseTimeout (text) {
   if (text === null) return -1
   const match = TIMEOUT.exec(text)
   if (match === null) return -1
   const ms = Number(match[1]) * UNIT_MS[match[2]]
-  return ms === 0 ? 0 : Math.max(1, Math.ceil(ms))
+  // Past what a timer can wait (24.8 days), as long as a timer can.
+  return ms === 0 ? 0 : Math.min(MAX_TIMER, Math.max(1, Math.ceil(ms)))
 }
 
 // The content-type of lila's own answers to a request when they are to be gRPC-shaped,
@@ -89,21 +93,40 @@ function callType (head, grpcListener) {
   return grpcListener ? 'application/grpc' : null
 }
 
-// The call's deadline (ms from now, or -1) for a request whose `call` type that says it
+// The call's deadline (ms from now, or -1) for a request whose `call` type says it
 // is one (callType).
 function deadlineOf (head, call) {
   return call === null ? -1 : parseTimeout(head.grpcTimeout)
 }
 
 // A call's deadline, for any of the exchanges (http1/exchange.js, http2/exchange.js,
-// http2/from-http1.js: the same interface). While lila still holds the call (queued,
-// connecting, or waiting for the backend's answer) the deadline passing ends it: the
-// backend side is let go, blaming no one (the client chose the deadline), and the client
-// answered 504, DEADLINE_EXCEEDED. Once the response started, the call is the client's
-// and the backend's: gRPC clients enforce their own deadline. The exchange clears the
-// timer at its end. A timer only for calls that have a deadline.
-function startDeadline (exchange, ms) {
-  return setTimeout(callExpired, ms, exchange)
+// http2/from-http1.js: the same interface), or null when it has none. While lila still
+// holds the call (queued, connecting, or waiting for the backend's answer) the deadline
+// passing ends it: the backend side is let go, blaming no one (the client chose the
+// deadline), and the client answered 504, DEADLINE_EXCEEDED. Once the response
+// started, the call is the client's and the backend's: gRPC clients enforce their own
+// deadline. An HTTP/2 backend is sent what is left of it (left(), to-http2.js). The
+// exchange clears it at its end. A timer only for calls that have a deadline.
+class Deadline {
+  constructor (exchange, ms) {
+    this.at = performance.now() + ms
+    this.timer = setTimeout(callExpired, ms, exchange)
+  }
+
+  // What is left, as a grpc-timeout: in milliseconds, or seconds past 8 digits.
+  left () {
+    const ms = Math.max(1, Math.ceil(this.at - performance.now()))
+    return ms < 1e8 ? `${ms}m` : `${Math.ceil(ms / 1000)}S`
+  }
+
+  clear () {
+    clearTimeout(this.timer)
+  }
+}
+
+function deadlineFor (exchange) {
+  const ms = deadlineOf(exchange.head, exchange.grpc)
+  return ms < 0 ? null : new Deadline(exchange, ms)
 }
 
 function callExpired (exchange) {
@@ -200,7 +223,7 @@ module.exports = {
   parseTimeout,
   callType,
   deadlineOf,
-  startDeadline,
+  deadlineFor,
   HEALTH_PATH,
   healthRequest,
   healthStatus

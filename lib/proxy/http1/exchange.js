@@ -10,7 +10,7 @@ const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
 const { backendReason } = require('../../upstream/dial')
-const { callType, deadlineOf, startDeadline } = require('../grpc')
+const { callType, deadlineFor } = require('../grpc')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -38,7 +38,7 @@ class Exchange {
     this.path = head.path // ctx for uri-hash
     this.headBytes = headBytes
     this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
-    this.deadline = null // the call's grpc-timeout timer (grpc.js)
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
     this.body = new RequestBody(head, this.grpc !== null)
     this.response = new Response(this, session, head)
     this.tunnel = null // a Tunnel, once the backend switched protocols
@@ -87,8 +87,7 @@ class Exchange {
     if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
-    const deadline = deadlineOf(head, this.grpc)
-    if (deadline >= 0) this.deadline = startDeadline(this, deadline)
+    this.deadline = deadlineFor(this)
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue' && head.version === 1) {
@@ -418,14 +417,14 @@ class Exchange {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
-    if (this.deadline !== null) clearTimeout(this.deadline)
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
   }
 
   finish (keepAlive) {
     if (this.done) return
     this.done = true
-    if (this.deadline !== null) clearTimeout(this.deadline)
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
     this.session.exchangeDone(keepAlive)
   }

@@ -9,7 +9,7 @@ const { handlers, addListeners } = require('../socket-events')
 const { StreamBody, REPLAY_LIMIT } = require('./request-body')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
-const { callType, deadlineOf, startDeadline } = require('../grpc')
+const { callType, deadlineFor } = require('../grpc')
 const { Http1Leg } = require('./to-http1')
 const { Http2Leg } = require('./to-http2')
 
@@ -59,7 +59,7 @@ class StreamExchange {
     this.clientAddress = session.clientAddress // ctx for ip-hash
     this.path = head.path // ctx for uri-hash
     this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
-    this.deadline = null // the call's grpc-timeout timer (grpc.js)
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
     this.body = new StreamBody(head, this.grpc !== null)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
@@ -94,8 +94,7 @@ class StreamExchange {
     if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
-    const deadline = deadlineOf(this.head, this.grpc)
-    if (deadline >= 0) this.deadline = startDeadline(this, deadline)
+    this.deadline = deadlineFor(this)
     // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
     // client that sends it slowly holds no backend connection meanwhile. Only with a
     // content-length: without one it may be a stream (gRPC) answered as it goes.
@@ -263,7 +262,7 @@ class StreamExchange {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
-    if (this.deadline !== null) clearTimeout(this.deadline)
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
     this.session.exchangeDone(this)
     if (!this.responseStarted) this.session.clientReset(performance.now() - this.openedAt)
@@ -393,7 +392,7 @@ class StreamExchange {
   finish () {
     if (this.done) return
     this.done = true
-    if (this.deadline !== null) clearTimeout(this.deadline)
+    if (this.deadline !== null) this.deadline.clear()
     if (this.reading) {
       this.reading = false
       linger(this.stream)

@@ -10,7 +10,7 @@ const { trimOws } = require('../http1/parse')
 const { Attempt } = require('../../upstream/attempt')
 const { StreamBody } = require('./request-body')
 const { Http2Leg } = require('./to-http2')
-const { callType, deadlineOf, startDeadline } = require('../grpc')
+const { callType, deadlineFor } = require('../grpc')
 
 const CLIENT_CLOSED = 499
 const CRLF = '\r\n'
@@ -37,7 +37,7 @@ class Http1ToHttp2 {
     this.path = head.path
     this.headBytes = headBytes
     this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
-    this.deadline = null // the call's grpc-timeout timer (grpc.js)
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
     const endStream = !head.chunked && head.bodyLength === 0
     const bodyHead = { method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream }
     this.body = new StreamBody(bodyHead, this.grpc !== null)
@@ -77,8 +77,7 @@ class Http1ToHttp2 {
     if (head.isUpgrade) return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
-    const deadline = deadlineOf(head, this.grpc)
-    if (deadline >= 0) this.deadline = startDeadline(this, deadline)
+    this.deadline = deadlineFor(this)
     this.attempt.start()
   }
 
@@ -231,7 +230,7 @@ class Http1ToHttp2 {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
-    if (this.deadline !== null) clearTimeout(this.deadline)
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
   }
 
@@ -338,7 +337,7 @@ class Http1ToHttp2 {
   finish (keepAlive) {
     if (this.done) return
     this.done = true
-    if (this.deadline !== null) clearTimeout(this.deadline)
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
     this.session.exchangeDone(keepAlive)
   }

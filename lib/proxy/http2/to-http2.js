@@ -71,6 +71,8 @@ class Http2Leg {
     const { rewrite } = exchange.listener.protocol
     const { head, clientAddress } = exchange
     const headers = backendRequestHeaders(head, clientAddress, this.backend.hostHeader, rewrite, this.scheme)
+    // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
+    if (exchange.deadline !== null) headers['grpc-timeout'] = exchange.deadline.left()
     const held = body.held()
     const endStream = body.done && held.length === 0 && exchange.clientTrailers === null
     let stream
