@@ -293,6 +293,11 @@ e2e('--protocol http: a gRPC call gets gRPC-shaped answers; other requests the t
   t.equal(web.headers['content-type'], 'application/grpc-web+proto', "the answer says the call's own content-type")
   t.equal(web.headers['grpc-status'], '14')
 
+  const many = {}
+  for (let i = 0; i < 101; i++) many[`x-field-${i}`] = 'v'
+  const tooMany = await rawCall(lila.port, { headers: many })
+  t.equal(tooMany.headers['grpc-status'], '8', 'a call lila refuses (431, too many fields): RESOURCE_EXHAUSTED')
+
   const plain = await request(lila.port, { path: '/' })
   t.equal(plain.status, 502, 'a plain request: the HTTP status')
   t.match(plain.body.toString(), /^502 Bad Gateway: /)

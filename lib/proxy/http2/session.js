@@ -6,6 +6,7 @@ const { handlers, addListeners } = require('../socket-events')
 const { requestFromHeaders } = require('./request')
 const { StreamExchange, linger } = require('./exchange')
 const { replyOf } = require('./replies')
+const { isGrpcType, callType } = require('../grpc')
 
 // Node's ServerHttp2Session handlers shared by every session (socket-events.js): `this`
 // is Node's session, which carries ours as `owner`.
@@ -65,7 +66,7 @@ class Http2Session {
       head = requestFromHeaders(rawHeaders, stream.endAfterHeaders)
     } catch (err) {
       if (!(err instanceof HttpError)) throw err
-      return this.refuse(stream, err.status, err.message)
+      return this.refuse(stream, err.status, err.message, callTypeOf(rawHeaders, this.listener.protocol.grpc))
     }
     const exchange = new StreamExchange(this, stream, head)
     this.exchanges.add(exchange)
@@ -74,13 +75,12 @@ class Http2Session {
 
   // A request lila will not forward (malformed, CONNECT, too large): answered on its
   // stream; the connection and its other streams go on.
-  refuse (stream, status, detail) {
+  // `grpc`: a gRPC call's content-type, for a gRPC-shaped answer (grpc.js), or null.
+  refuse (stream, status, detail, grpc = null) {
     this.listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
     this.listener.protocol.stats.refused(status)
     stream.on('error', ignore)
     if (stream.destroyed || stream.closed) return
-    // Its head could not be read: gRPC-shaped on a --protocol grpc listener only.
-    const grpc = this.listener.protocol.grpc ? 'application/grpc' : null
     const { headers, body } = replyOf(status, detail, { grpc })
     stream.respond(headers, { endStream: body.length === 0 })
     if (body.length > 0) stream.end(body)
@@ -143,6 +143,16 @@ class Http2Session {
     this.closing = true
     if (this.h2 !== null) this.h2.close()
   }
+}
+
+// A stream's header list lila could not read as a request: is it a gRPC call? (Its
+// content-type says so, or the listener is --protocol grpc.)
+function callTypeOf (rawHeaders, grpcListener) {
+  let grpc = null
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i] === 'content-type' && isGrpcType(rawHeaders[i + 1])) grpc = rawHeaders[i + 1]
+  }
+  return callType({ grpc }, grpcListener)
 }
 
 module.exports = { Http2Session }
