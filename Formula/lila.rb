@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "55709b6d82fd89886551aaf28ab726eb23f365693788dfd10e755453170f39cc"
+  sha256 "af80341297737b44d6aaa4e125e4eb32fc74dc3d09269190a0e9e5217e4b3879"
   license "MIT"
 
   depends_on "node"

@@ -31,7 +31,8 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 // Listener serves (listener.js) from { via }.
 const PROTOCOLS = {
   tcp: createTcpProtocol,
-  http: createHttpProtocol // HTTP/1.1 and HTTP/2
+  http: createHttpProtocol, // HTTP/1.1 and HTTP/2
+  grpc: ({ via }) => createHttpProtocol({ via, grpc: true }) // HTTP, its own answers gRPC-shaped
 }
 
 function createBalancer (config, {

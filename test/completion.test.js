@@ -27,7 +27,7 @@ function complete (shell, words) {
 
 t.test('bash: options, values, modes and commands', async t => {
   t.same(complete('bash', ['lila', '--retr']), ['--retries', '--retry-budget', '--retry-on'], 'options by prefix')
-  t.same(complete('bash', ['lila', 'rr', ':9001', '--protocol', '']), ['http', 'tcp'], 'an option\'s values')
+  t.same(complete('bash', ['lila', 'rr', ':9001', '--protocol', '']), ['grpc', 'http', 'tcp'], 'an option\'s values')
   t.same(complete('bash', ['lila', '--log-level', 'd']), ['debug'])
   t.same(complete('bash', ['lila', '--access-log', '']), ['combined', 'json', 'text'])
   t.same(complete('bash', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes first')
@@ -43,7 +43,7 @@ t.test('zsh loads the same script through bashcompinit', async t => {
   const zsh = complete('zsh', ['lila', '--retr'])
   if (zsh === null) return t.skip('zsh is not installed')
   t.same(zsh, ['--retries', '--retry-budget', '--retry-on'])
-  t.same(complete('zsh', ['lila', 'rr', ':9001', '--protocol', '']), ['http', 'tcp'], 'an option\'s values')
+  t.same(complete('zsh', ['lila', 'rr', ':9001', '--protocol', '']), ['grpc', 'http', 'tcp'], 'an option\'s values')
   t.same(complete('zsh', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes')
 })
 

@@ -124,8 +124,8 @@ ${backendTable(l, r.backends, history, now)}`
 
 function backendTable (l, backends, history, now) {
   const total = backends.reduce((sum, b) => sum + b.total, 0)
-  const times = l.protocol === 'http' ? 'response time' : 'connect + first byte'
-  const live = l.protocol === 'http' ? 'in flight' : 'live'
+  const times = l.protocol !== 'tcp' ? 'response time' : 'connect + first byte'
+  const live = l.protocol !== 'tcp' ? 'in flight' : 'live'
   const header = '<tr><th>backend</th><th class="st">status</th><th>weight</th>' +
     `<th>${live}</th><th>share</th><th>total</th><th>failures</th><th>in</th><th>out</th>` +
     `<th title="${times}">p50</th><th title="${times}">p90</th><th title="${times}">p99</th>` +
@@ -169,7 +169,7 @@ function backendRow (b, total, points, now, what) {
     `<td>${sparkline(points, now, what)}</td></tr>`
 }
 
-const perSecond = l => l.protocol === 'http' ? 'requests/s' : 'connections/s'
+const perSecond = l => l.protocol !== 'tcp' ? 'requests/s' : 'connections/s'
 
 // The last 15 minutes as three small inline SVG charts, or nothing before two samples.
 const CHART_W = 240

@@ -100,7 +100,8 @@ function buildMode (modeEntry, settings, at, src) {
     }
   }
   const needs = modeOf(mode).protocol
-  if (needs && settings.protocol !== needs) {
+  const kind = settings.protocol === 'grpc' ? 'http' : settings.protocol // gRPC is HTTP
+  if (needs && kind !== needs) {
     throw src.fail(modeEntry.at, `mode ${mode} needs ${src.setting('protocol', needs)}`)
   }
   if (settings.hashBalanceFactor !== null && !isHashMode(mode)) {
@@ -150,7 +151,7 @@ const ROUTE_OPTIONS = LISTENER_OPTIONS.filter(o => (o.group === 'balancing' || o
 function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
   const routes = []
   for (const entry of entries) {
-    if (settings.protocol !== 'http') {
+    if (settings.protocol !== 'http' && settings.protocol !== 'grpc') {
       throw src.fail(entry.at, `routes need ${src.setting('protocol', 'http')}: they match a request's Host and path`)
     }
     let match
@@ -213,10 +214,21 @@ function buildListener ({
   const given = name => values.has(name) && values.get(name).value !== false
   const at = name => values.get(name).at
 
+  // gRPC is HTTP (every http option applies) with HTTP/2 backends.
+  const kind = settings.protocol === 'grpc' ? 'http' : settings.protocol
   for (const o of LISTENER_OPTIONS) {
-    if (o.only && given(o.name) && settings.protocol !== o.only) {
+    if (o.only && given(o.name) && kind !== o.only) {
       throw src.fail(at(o.name), `${src.about(o)}needs ${src.setting('protocol', o.only)}`)
     }
+  }
+  if (settings.protocol === 'grpc') {
+    if (settings.backendProtocol !== 'h2' && given('backend-protocol')) {
+      const subject = src.about(BY_NAME.get('backend-protocol'))
+      const message = `${subject}${settings.backendProtocol} contradicts ${src.setting('protocol', 'grpc')}: ` +
+        'expected h2 (gRPC backends speak HTTP/2)'
+      throw src.fail(at('backend-protocol'), message)
+    }
+    settings.backendProtocol = 'h2'
   }
 
   checkHeaderRules(settings, given, at, src)

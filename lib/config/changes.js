@@ -61,7 +61,10 @@ function show (option, value) {
   }
   if (option.type === 'duration') return formatDuration(value)
   if (option.type === 'sticky') return formatSticky(value)
-  if (option.type === 'check') return value.type === 'http' ? `http:${value.path}` : value.type
+  if (option.type === 'check') {
+    if (value.type === 'http') return `http:${value.path}`
+    return value.type === 'grpc' && value.service !== '' ? `grpc:${value.service}` : value.type
+  }
   return String(value)
 }
 

@@ -5,8 +5,8 @@
 // cannot drift. `key` is the camelCase name used in the normalised config; `type` names
 // a value parser in parsers.js (`min`: the least a duration may be; 'flag': a switch
 // that takes no value, off by default; 'boolean': --help and --version). `only: 'http'`
-// options need --protocol http. `multiple`: may be given more than once (a list; in the
-// config file, an array or one string).
+// options need --protocol http (or grpc, which is HTTP). `multiple`: may be given more
+// than once (a list; in the config file, an array or one string).
 // `scope` says where an option may go in the JSON config file (its key is the long name):
 //   'listener' (the default)  per listener, or at the top level as every listener's default
 //   'own'                     per listener only (port, name)
@@ -49,11 +49,11 @@ const OPTIONS = [
   },
   {
     name: 'protocol',
-    arg: 'tcp|http',
+    arg: 'tcp|http|grpc',
     type: 'protocol',
     group: 'listening',
     default: 'tcp',
-    help: 'tcp pipes whole connections; http balances each request'
+    help: 'tcp pipes whole connections; http balances each request; grpc: http to h2 backends, errors as gRPC statuses'
   },
   {
     name: 'connect-timeout',
@@ -254,7 +254,7 @@ const OPTIONS = [
     type: 'check',
     default: Object.freeze({ type: 'tcp' }),
     shown: 'tcp',
-    help: 'active health check: tcp | http:/path | none'
+    help: 'active health check: tcp | http:/path | grpc[:service] | none'
   },
   {
     name: 'check-host',

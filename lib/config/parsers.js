@@ -24,6 +24,7 @@ const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103
 // A port range (host:3000-3009) is watched port by port: its size bounds the probing.
 const MAX_RANGE_PORTS = 1024
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
+const GRPC_SERVICE = /^[A-Za-z0-9_.\-/]{1,200}$/ // a gRPC service name, e.g. pkg.Service
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 // A cookie's name (RFC 6265: an RFC 9110 token), up to 64 characters.
 const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/
@@ -123,7 +124,10 @@ const PARSERS = {
     if (text === 'tcp') return { type: 'tcp' }
     if (text === 'none') return null
     if (text.startsWith('http:') && CHECK_PATH.test(text.slice(5))) return { type: 'http', path: text.slice(5) }
-    throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: expected tcp, http:/path or none`)
+    if (text === 'grpc') return { type: 'grpc', service: '' }
+    if (text.startsWith('grpc:') && GRPC_SERVICE.test(text.slice(5))) return { type: 'grpc', service: text.slice(5) }
+    throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: ` +
+      'expected tcp, http:/path, grpc[:service] or none')
   },
   hostHeader: (text, flag) => {
     if (!isHostHeader(text)) {
@@ -162,8 +166,8 @@ const PARSERS = {
     return host
   },
   protocol: (text, flag) => {
-    if (text !== 'tcp' && text !== 'http') {
-      throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp or http`)
+    if (text !== 'tcp' && text !== 'http' && text !== 'grpc') {
+      throw new UsageError(`invalid protocol ${quote(text)}${forFlag(flag)}: expected tcp, http or grpc`)
     }
     return text
   },

@@ -42,7 +42,9 @@
 //
 // `ctx` is what the mode keys on (clientAddress; http adds path). `owner.unserved`
 // hears null when no backend could take it now (none usable, the queue full or off, or
-// the tries used up) and the queue's reason when it gave up waiting.
+// the tries used up) and the queue's reason when it gave up waiting; and `exhausted`,
+// true when backends could take it but every one is at its max-conn and the queue is
+// full or off (lila's own capacity, which gRPC calls RESOURCE_EXHAUSTED).
 class Attempt {
   constructor (upstream, ctx, owner, { perRequest = false } = {}) {
     this.upstream = upstream
@@ -84,7 +86,8 @@ class Attempt {
     const lease = this.upstream.acquire(this.ctx, this.tried)
     if (lease !== null) return this.#seated(lease)
     this.waiter = this.upstream.enqueue(this.ctx, this.tried, (lease, reason) => this.#queued(lease, reason))
-    if (this.waiter === null) this.#unserved(null)
+    // No place to wait: while a backend could take it, they are all full (exhausted).
+    if (this.waiter === null) this.#unserved(null, this.upstream.couldServe(this.tried))
   }
 
   #queued (lease, reason) {
@@ -145,9 +148,9 @@ class Attempt {
     hold.fault.letGo(hold.go)
   }
 
-  #unserved (reason) {
+  #unserved (reason, exhausted = false) {
     this.#settle()
-    this.owner.unserved(reason)
+    this.owner.unserved(reason, exhausted)
   }
 
   #retry (cause, spends) {

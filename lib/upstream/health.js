@@ -5,6 +5,7 @@ const { dial, readyEvent, backendReason } = require('./dial')
 const { formatProxyHeader } = require('../proxy/proxy-protocol')
 const VERSION = require('../version')
 const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
+const { HEALTH_PATH, healthRequest, healthStatus } = require('../proxy/grpc')
 
 // Active health checks: every watched backend is probed every `interval`, each probe
 // given up after `timeout`. A probe is started only when the previous one of the same
@@ -18,8 +19,10 @@ const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
 // check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
 // `GET path` with Node's http client (https with --backend-tls, `tls` being its
 // tls.connect options), or its http2 client for HTTP/2 backends (`http2`: h2c, or h2
-// by ALPN), and passes on a 2xx or 3xx status. `host` is the Host header (:authority)
-// (--check-host); by default the backend as it was given (localhost for a Unix socket).
+// by ALPN), and passes on a 2xx or 3xx status; { type: 'grpc', service } calls the
+// standard gRPC health service over HTTP/2 (probeGrpc). `host` is the Host header
+// (:authority) (--check-host); by default the backend as it was given (localhost for a
+// Unix socket).
 class HealthChecker {
   constructor (options) {
     this.configure(options)
@@ -97,11 +100,14 @@ function probe (backend, check, timeout, done) {
     stop(ok)
     done(ok, reason)
   }
-  const run = check.type !== 'http' ? probeTcp : check.http2 ? probeHttp2 : probeHttp
+  const run = check.type === 'grpc'
+    ? probeGrpc
+    : check.type !== 'http' ? probeTcp : check.http2 ? probeHttp2 : probeHttp
   stop = run(backend, check, timeout, finish, next => { what = next })
 }
 
 function describe (check) {
+  if (check.type === 'grpc') return 'grpc health check'
   return check.type === 'http' ? `http ${check.path}` : 'tcp connect'
 }
 
@@ -182,6 +188,57 @@ function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, f
   req.on('error', failed)
   req.on('close', () => {
     if (req.rstCode) finish(false, `http ${path} stream reset (code ${req.rstCode})`)
+  })
+  return () => session.destroy()
+}
+
+// { type: 'grpc', service }: the standard grpc.health.v1.Health/Check call over HTTP/2
+// (h2c, or h2 by ALPN with --backend-tls), one session, one stream, closed after;
+// healthy when it answers SERVING. The reason says what it answered: `grpc SERVING`,
+// `grpc NOT_SERVING`, `grpc-status 12` (no health service), `grpc http 404`.
+function probeGrpc (backend, { service, host: hostHeader, tls = null }, timeout, finish) {
+  const http2 = require('http2')
+  const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
+  const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
+  socket.unref()
+  const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })
+  const failed = err => finish(false, `grpc ${backendReason(err, tls)}`)
+  session.on('error', failed)
+  const req = session.request({
+    ':method': 'POST',
+    ':path': HEALTH_PATH,
+    ':authority': host,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'user-agent': `lila/${VERSION} health check`
+  })
+  req.end(healthRequest(service))
+  const pieces = []
+  let size = 0
+  // The answer's status: in the trailers, or in the headers of a trailers-only answer.
+  const judge = headers => {
+    const code = headers['grpc-status']
+    if (code === undefined) return finish(false, 'grpc answer without a grpc-status')
+    if (code !== '0') return finish(false, `grpc-status ${code}`)
+    const status = healthStatus(Buffer.concat(pieces))
+    if (status === null) return finish(false, 'grpc answer that is not a HealthCheckResponse')
+    finish(status === 'SERVING', `grpc ${status}`)
+  }
+  req.on('response', (headers, flags) => {
+    const status = headers[':status']
+    if (status !== 200) return finish(false, `grpc http ${status}`)
+    if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0) judge(headers)
+  })
+  req.on('data', chunk => {
+    size += chunk.length
+    if (size > 1024) return finish(false, 'grpc answer too large for a HealthCheckResponse')
+    pieces.push(chunk)
+  })
+  req.on('trailers', judge)
+  req.on('error', failed)
+  req.on('close', () => {
+    if (req.rstCode) finish(false, `grpc stream reset (code ${req.rstCode})`)
+    else finish(false, 'grpc answer without a grpc-status')
   })
   return () => session.destroy()
 }

@@ -42,7 +42,7 @@ class Upstream {
     this.random = random // which requests a fault with a rate strikes (fault.js)
     this.log = log
     this.startFaults = config.fault || [] // --fault: injected once the backends are known
-    this.unit = config.protocol === 'http' ? 'request' : 'connection' // what a fault strikes, in the log
+    this.unit = config.protocol === 'tcp' ? 'connection' : 'request' // what a fault strikes, in the log
     this.table = table // log the start-up table
     this.queue = new WaitQueue({ timeout: config.queueTimeout })
     this.budget = new RetryBudget(config.retryBudget, now)

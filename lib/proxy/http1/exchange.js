@@ -12,6 +12,7 @@ const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
 const { backendReason } = require('../../upstream/dial')
 const { requestIdOf } = require('../request-id')
+const { callType, deadlineFor } = require('../grpc')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -41,7 +42,9 @@ class Exchange {
     const { idHeader } = this.listener.protocol.rewrite
     this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
-    this.body = new RequestBody(head)
+    this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
+    this.body = new RequestBody(head, this.grpc !== null)
     this.response = new Response(this, session, head)
     this.tunnel = null // a Tunnel, once the backend switched protocols
     this.reading = !this.body.done // the client's bytes are this exchange's (see wantsClientData)
@@ -91,6 +94,7 @@ class Exchange {
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
     if (this.route === null) return this.answer(404, this.listener.unrouted(head))
+    this.deadline = deadlineFor(this)
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue' && head.version === 1) {
@@ -109,12 +113,12 @@ class Exchange {
   // is tried and whom a failure blames; the exchange connects, and says what failed.
 
   // Nothing could take the request: 503 if nothing was tried, else the failure seen.
-  unserved (queueReason) {
+  unserved (queueReason, exhausted) {
     const { attempt } = this
     if (attempt.attempts === 0) {
       this.listener.countUnserved()
       const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
-      return this.answer(503, detail, { retryAfter: 5 })
+      return this.answer(503, detail, { retryAfter: 5, exhausted })
     }
     this.answer(this.lastStatus, attempt.failure)
   }
@@ -167,8 +171,9 @@ class Exchange {
       return
     }
     // Safe to send again: nothing of the response came back, and the body allows it
-    // (request-body.js: all of it held; idempotent, or none of it sent yet).
-    const replayable = !this.response.gotBytes && this.body.canReplay()
+    // (request-body.js: all of it held; not sent at all ('connect'), or idempotent, or
+    // none of it sent yet).
+    const replayable = !this.response.gotBytes && (cause === 'connect' ? this.body.kept : this.body.canReplay())
     // A pooled connection the backend had closed (the keep-alive race): once more on a
     // fresh connection to the same backend.
     if (conn !== null && conn.reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
@@ -279,7 +284,7 @@ class Exchange {
     if (this.responseStarted) return this.session.destroy()
     this.releaseLease()
     this.replied = status
-    this.session.refuse(status, detail)
+    this.session.refuse(status, detail, { grpc: this.grpc })
     this.finish(false)
   }
 
@@ -407,15 +412,17 @@ class Exchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
     const { session, head } = this
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     const keepAlive = head.keepAlive && this.body.done && !session.closing
     const rules = this.listener.protocol.rewrite.response
-    const how = { close: !keepAlive, retryAfter, head: head.method === 'HEAD', rules, ctx: this }
-    const bytes = reply(status, detail, how)
+    const options = {
+      close: !keepAlive, retryAfter, head: head.method === 'HEAD', grpc: this.grpc, exhausted, rules, ctx: this
+    }
+    const bytes = reply(status, detail, options)
     this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
@@ -430,12 +437,14 @@ class Exchange {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
   }
 
   finish (keepAlive) {
     if (this.done) return
     this.done = true
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
     this.session.exchangeDone(keepAlive)
   }

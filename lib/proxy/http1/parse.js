@@ -11,6 +11,7 @@
 // A parse returns a head object, or throws an HttpError carrying the status to answer.
 
 const { HttpError } = require('../../errors')
+const { isGrpcType } = require('../grpc')
 
 const MAX_HEAD = 16 * 1024 // bytes, request line and headers (Node's default too)
 const MAX_TARGET = 8 * 1024 // bytes of request-target: beyond, 414
@@ -47,6 +48,8 @@ function parseFields (lines, first) {
   let hosts = 0
   let expect = null
   let keepAliveHint = null
+  let grpc = null
+  let grpcTimeout = null
   if (lines.length - first > MAX_HEADERS) throw new HttpError(431, 'too many header fields')
   for (let i = first; i < lines.length; i++) {
     const line = lines[i]
@@ -78,6 +81,12 @@ function parseFields (lines, first) {
       case 'keep-alive':
         keepAliveHint = value
         break
+      case 'content-type':
+        if (isGrpcType(value)) grpc = value
+        break
+      case 'grpc-timeout':
+        grpcTimeout = value
+        break
       case 'content-length':
         // A repeated Content-Length is refused even when the values agree (RFC 9112
         // allows merging them; strict parsers such as Node's and nginx's do not).
@@ -102,7 +111,9 @@ function parseFields (lines, first) {
     host,
     hosts,
     expect,
-    keepAliveHint
+    keepAliveHint,
+    grpc, // the content-type when it says a gRPC call (grpc.js), else null
+    grpcTimeout
   }
 }
 

@@ -17,6 +17,7 @@ const POOL_EXPIRY_MS = 1000
 class Http1Protocol {
   constructor ({ via }) {
     this.name = 'http'
+    this.grpc = false // answers gRPC-shaped for every request (http2/protocol.js, --protocol grpc)
     this.Session = HttpSession
     this.Exchange = Exchange // what serves a request of a session (http2/protocol.js may change it)
     this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)

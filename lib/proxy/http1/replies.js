@@ -1,8 +1,16 @@
 'use strict'
 
-// The answers lila writes itself: a status, a short plain-text body naming the reason.
+// The answers lila writes itself (502, 503, 504, 429, 400, ...), for every kind of
+// request: answerOf decides what an answer says, once; reply() writes it as HTTP/1.1
+// bytes and http2/replies.js as HTTP/2 headers. Said to a person or a plain HTTP
+// client: the status and a short plain-text body naming the reason. Said to a gRPC
+// call (`grpc`, its content-type, see grpc.js callType): a trailers-only response,
+// HTTP 200 with grpc-status and grpc-message and no body, as gRPC clients read errors.
+
+const { codeOf, encodeMessage, CODES } = require('../grpc')
 
 const REASONS = {
+  200: 'OK',
   400: 'Bad Request',
   404: 'Not Found',
   405: 'Method Not Allowed',
@@ -17,23 +25,27 @@ const REASONS = {
   508: 'Loop Detected'
 }
 
-// The response's bytes, in a Buffer: the detail may quote what a backend sent (any
-// byte), and the body is UTF-8, as its Content-Type says and its length counts.
-// { close: last response on the connection, retryAfter: seconds, head: HEAD request
-// (so no body, though the length is still told), rules: header-rules.js's for
-// responses (lila's own answers get them too), ctx: { clientAddress, requestId } }
-function reply (status, detail, { close = false, retryAfter = 0, head = false, rules = null, ctx = null } = {}) {
-  const reason = REASONS[status] || 'Error'
-  const body = bodyOf(status, reason, detail, ctx)
-  const own = rules === null ? () => true : lower => !rules.touched.has(lower)
-  let out = `HTTP/1.1 ${status} ${reason}\r\n`
-  if (own('content-type')) out += 'Content-Type: text/plain; charset=utf-8\r\n'
-  out += `Content-Length: ${Buffer.byteLength(body)}\r\n`
-  if (own('cache-control')) out += 'Cache-Control: no-store\r\n'
-  if (retryAfter > 0 && own('retry-after')) out += `Retry-After: ${retryAfter}\r\n`
-  if (rules !== null) out += rules.lines(ctx)
-  if (close) out += 'Connection: close\r\n'
-  return Buffer.from(head ? `${out}\r\n` : `${out}\r\n${body}`)
+const EMPTY = Buffer.alloc(0)
+
+// -> { status, fields: [name, value, ...] (lower-case names; no framing), body: Buffer }
+// `retryAfter`: seconds; `head`: a HEAD request (no body, though its length is told);
+// `grpc`: the call's content-type, or null; `exhausted`: every backend is at its
+// max-conn and there is no room to wait (gRPC's RESOURCE_EXHAUSTED rather than
+// UNAVAILABLE); `ctx`: { clientAddress, requestId } (--request-id: the body names the
+// ID). The detail may quote what a backend sent (any byte): the body is UTF-8, as its
+// content-type says and its length counts. header-rules.js's response rules are the
+// writers' to apply (reply, http2/replies.js), as for a backend's answers.
+function answerOf (status, detail, { retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null } = {}) {
+  if (grpc !== null) {
+    const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
+    const fields = ['content-type', grpc, 'grpc-status', String(code), 'grpc-message', encodeMessage(detail)]
+    if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
+    return { status: 200, fields, body: EMPTY }
+  }
+  const body = Buffer.from(bodyOf(status, REASONS[status] || 'Error', detail, ctx))
+  const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
+  if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
+  return { status, fields, body: head ? EMPTY : body, length: body.length }
 }
 
 // The plain-text body: the status and why, then the request's ID (--request-id) for
@@ -43,4 +55,29 @@ function bodyOf (status, reason, detail, ctx) {
   return ctx === null || ctx.requestId === null ? text : `${text}request ID: ${ctx.requestId}\n`
 }
 
-module.exports = { reply, bodyOf, REASONS }
+// The answer as HTTP/1.1 bytes, in a Buffer. { close: last response on the connection,
+// rules: header-rules.js's for responses (lila's own answers get them too), and
+// answerOf's options }
+function reply (status, detail, options = {}) {
+  const answer = answerOf(status, detail, options)
+  const { rules = null, ctx = null } = options
+  let out = `HTTP/1.1 ${answer.status} ${REASONS[answer.status] || 'Error'}\r\n`
+  const { fields } = answer
+  for (let i = 0; i < fields.length; i += 2) {
+    if (rules !== null && rules.touched.has(fields[i])) continue
+    out += `${FIELD_NAMES[fields[i]] || fields[i]}: ${fields[i + 1]}\r\n`
+  }
+  out += `Content-Length: ${answer.length === undefined ? 0 : answer.length}\r\n`
+  if (rules !== null) out += rules.lines(ctx)
+  if (options.close) out += 'Connection: close\r\n'
+  return Buffer.concat([Buffer.from(`${out}\r\n`, 'latin1'), answer.body])
+}
+
+// How HTTP/1.1 answers have always spelt them.
+const FIELD_NAMES = {
+  'content-type': 'Content-Type',
+  'cache-control': 'Cache-Control',
+  'retry-after': 'Retry-After'
+}
+
+module.exports = { answerOf, reply, bodyOf, REASONS }

@@ -12,8 +12,12 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 // Content-Length or chunked, and held while a replay on another connection is still
 // possible. It moves no bytes itself: the exchange sends what read() framed, tells it
 // with sent(), and on a new connection has replay() write what is held.
+//
+// A gRPC call (`call`) is never sent again once any of it reached a backend, headers
+// included: a call's handler may act on its headers alone (a stream), so only a
+// failure before it was sent (the owner's 'connect') may replay it.
 class RequestBody {
-  constructor (head) {
+  constructor (head, call = false) {
     this.chunked = head.chunked ? new ChunkedReader(400) : null
     this.left = head.bodyLength // bytes still to come, for a Content-Length body
     this.done = !head.chunked && head.bodyLength === 0 // every byte of it read
@@ -24,6 +28,7 @@ class RequestBody {
     this.heldBytes = 0
     this.started = false // some body byte was written to a backend
     this.method = head.method // a replay depends on it (canReplay)
+    this.call = call
   }
 
   // Frame the client's bytes from buf[start]: returns where the body's bytes end in
@@ -90,7 +95,7 @@ class RequestBody {
   // Can the body be sent again? Every byte sent is still held, and either no byte went
   // out yet or the method is one that may be repeated (IDEMPOTENT).
   canReplay () {
-    return this.kept && (IDEMPOTENT.has(this.method) || !this.started)
+    return this.kept && !this.call && (IDEMPOTENT.has(this.method) || !this.started)
   }
 
   // Can the request be sent again after a backend answered it? Only an idempotent one:

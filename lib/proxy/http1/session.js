@@ -227,12 +227,13 @@ class HttpSession {
     this.refuse(429, detail, { retryAfter })
   }
 
-  refuse (status, detail, { retryAfter = 0 } = {}) {
+  // `grpc`: the exchange's gRPC call type (grpc.js), for a gRPC-shaped answer.
+  refuse (status, detail, { retryAfter = 0, grpc = null } = {}) {
     this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
     // A head refused before an exchange is counted here; an exchange counts its own.
     if (this.exchange === null) this.listener.protocol.stats.refused(status)
     this.buf = null
-    this.client.write(reply(status, detail, { close: true, retryAfter }))
+    this.client.write(reply(status, detail, { close: true, retryAfter, grpc }))
     this.shut()
   }
 

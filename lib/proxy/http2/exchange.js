@@ -10,6 +10,7 @@ const { handlers, addListeners } = require('../socket-events')
 const { StreamBody, REPLAY_LIMIT } = require('./request-body')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
+const { callType, deadlineFor } = require('../grpc')
 const { Http1Leg } = require('./to-http1')
 const { Http2Leg } = require('./to-http2')
 const { requestIdOf } = require('../request-id')
@@ -62,7 +63,9 @@ class StreamExchange {
     this.stickTo = session.listener.protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
     const { idHeader } = this.listener.protocol.rewrite
     this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
-    this.body = new StreamBody(head)
+    this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
+    this.body = new StreamBody(head, this.grpc !== null)
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
     this.buffering = false // reading a small body before taking a backend (see start)
@@ -98,6 +101,7 @@ class StreamExchange {
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
     if (this.route === null) return this.answer(404, this.listener.unrouted(this.head))
+    this.deadline = deadlineFor(this)
     // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
     // client that sends it slowly holds no backend connection meanwhile. Only with a
     // content-length: without one it may be a stream (gRPC) answered as it goes.
@@ -114,12 +118,12 @@ class StreamExchange {
 
   // The attempt's owner (upstream/attempt.js), as Exchange.
 
-  unserved (queueReason) {
+  unserved (queueReason, exhausted) {
     const { attempt } = this
     if (attempt.attempts === 0) {
       this.listener.countUnserved()
       const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
-      return this.answer(503, detail, { retryAfter: 5 })
+      return this.answer(503, detail, { retryAfter: 5, exhausted })
     }
     this.answer(this.lastStatus, attempt.failure)
   }
@@ -274,8 +278,10 @@ class StreamExchange {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
     this.session.exchangeDone(this)
+    if (!this.responseStarted) this.session.clientReset(performance.now() - this.openedAt)
   }
 
   awaitingBackend () {
@@ -374,7 +380,7 @@ class StreamExchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
     const { head, stream } = this
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
@@ -383,10 +389,12 @@ class StreamExchange {
     this.replied = status
     if (!stream.destroyed && !stream.headersSent) {
       const rules = this.listener.protocol.rewrite.response
-      const { headers, body } = replyOf(status, detail, { retryAfter, head: head.method === 'HEAD', rules, ctx: this })
+      const options = { retryAfter, head: head.method === 'HEAD', grpc: this.grpc, exhausted, rules, ctx: this }
+      const { headers, body } = replyOf(status, detail, options)
       try {
-        stream.respond(headers)
-        stream.end(body)
+        // No body: the headers end the stream (a gRPC client reads them as trailers).
+        stream.respond(headers, { endStream: body.length === 0 })
+        if (body.length > 0) stream.end(body)
         this.bytesOut += body.length
       } catch (err) {
         this.listener.log.debug(`${status} to ${this.clientAddress} not sent: ${err.message}`)
@@ -402,6 +410,7 @@ class StreamExchange {
   finish () {
     if (this.done) return
     this.done = true
+    if (this.deadline !== null) this.deadline.clear()
     if (this.reading) {
       this.reading = false
       linger(this.stream)

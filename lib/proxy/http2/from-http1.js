@@ -12,6 +12,7 @@ const { injectFault } = require('../injected')
 const { StreamBody } = require('./request-body')
 const { Http2Leg } = require('./to-http2')
 const { requestIdOf } = require('../request-id')
+const { callType, deadlineFor } = require('../grpc')
 
 const CLIENT_CLOSED = 499
 const CRLF = '\r\n'
@@ -40,8 +41,11 @@ class Http1ToHttp2 {
     const { idHeader } = this.listener.protocol.rewrite
     this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
+    this.grpc = callType(head, this.listener.protocol.grpc) // a gRPC call: its content-type
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
     const endStream = !head.chunked && head.bodyLength === 0
-    this.body = new StreamBody({ method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream })
+    const bodyHead = { method: head.method, contentLength: head.chunked ? -1 : head.bodyLength, endStream }
+    this.body = new StreamBody(bodyHead, this.grpc !== null)
     this.chunkedIn = head.chunked ? new ChunkedReader(400, { keepTrailers: true }) : null
     this.left = head.chunked ? 0 : head.bodyLength
     this.clientTrailers = null
@@ -80,17 +84,18 @@ class Http1ToHttp2 {
     const limited = this.listener.rateLimited(this.clientAddress)
     if (limited !== null) return this.answer(429, limited.detail, limited)
     if (this.route === null) return this.answer(404, this.listener.unrouted(head))
+    this.deadline = deadlineFor(this)
     this.attempt.start()
   }
 
   // The attempt's owner (upstream/attempt.js).
 
-  unserved (queueReason) {
+  unserved (queueReason, exhausted) {
     const { attempt } = this
     if (attempt.attempts === 0) {
       this.listener.countUnserved()
       const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
-      return this.answer(503, detail, { retryAfter: 5 })
+      return this.answer(503, detail, { retryAfter: 5, exhausted })
     }
     this.answer(this.lastStatus, attempt.failure)
   }
@@ -223,7 +228,7 @@ class Http1ToHttp2 {
     }
     this.releaseLease()
     this.replied = 400
-    this.session.refuse(400, detail)
+    this.session.refuse(400, detail, { grpc: this.grpc })
     this.finish(false)
   }
 
@@ -240,6 +245,7 @@ class Http1ToHttp2 {
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
   }
 
@@ -329,15 +335,17 @@ class Http1ToHttp2 {
     this.finish(this.clientKeepAlive)
   }
 
-  answer (status, detail, { retryAfter = 0, quiet = false } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
     const { session, head } = this
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     const keepAlive = head.keepAlive && !this.reading && !session.closing
     const rules = this.listener.protocol.rewrite.response
-    const how = { close: !keepAlive, retryAfter, head: head.method === 'HEAD', rules, ctx: this }
-    const bytes = reply(status, detail, how)
+    const options = {
+      close: !keepAlive, retryAfter, head: head.method === 'HEAD', grpc: this.grpc, exhausted, rules, ctx: this
+    }
+    const bytes = reply(status, detail, options)
     this.bytesOut += bytes.length
     this.responseStarted = true
     this.replied = status
@@ -348,6 +356,7 @@ class Http1ToHttp2 {
   finish (keepAlive) {
     if (this.done) return
     this.done = true
+    if (this.deadline !== null) this.deadline.clear()
     this.logged()
     this.session.exchangeDone(keepAlive)
   }

@@ -4,13 +4,28 @@ const { Http1Protocol } = require('../http1/protocol')
 const { Exchange } = require('../http1/exchange')
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2), and the limits Node's
-// http2 keeps for it. Streams per connection: like HAProxy's 100 and nginx's 128.
+// http2 (nghttp2) keeps for it, said here rather than left to Node's defaults (the
+// values are Node 20's unless said otherwise). The floods are nghttp2's to stop:
+// CONTINUATION frames past 8 per header block and a header list past its size end the
+// connection (CVE-2024-27316), streams reset faster than 33/s after a burst of 1000
+// end it (CVE-2023-44487; lila's own count in session.js ends it much sooner), SETTINGS
+// and PING acks a client does not read are capped; test/http2-floods.test.js sends
+// each attack.
 const HTTP2_OPTIONS = {
   settings: {
+    // Streams per connection: like HAProxy's 100 and nginx's 128; more are refused
+    // (REFUSED_STREAM).
     maxConcurrentStreams: 128,
     maxHeaderListSize: 64 * 1024 // decoded; lila refuses heads over 16 KiB (request.js)
   },
-  maxSessionMemory: 10 // MiB per connection, Node's default, said here
+  maxSessionMemory: 10, // MiB per connection: past it, new streams are refused
+  maxHeaderListPairs: 128, // fields per header block, pseudo-headers included (lila: 100 fields)
+  maxSettings: 32, // entries in one SETTINGS frame
+  maxOutstandingPings: 10, // PINGs of lila's own not yet acknowledged
+  // Frames Node counts as invalid (empty DATA without END_STREAM among them: the
+  // empty-frames flood), and streams refused: past these, the connection is closed.
+  maxSessionInvalidFrames: 1000,
+  maxSessionRejectedStreams: 100
 }
 
 // HTTP as a Listener's protocol (listener.js): HTTP/1.1 and HTTP/2 on one port. It is
@@ -21,10 +36,14 @@ const HTTP2_OPTIONS = {
 // server object is made for the first HTTP/2 client, never listens, and is given
 // connections by emitting 'connection'. Each stream is balanced as a request of its
 // own, over the same pools, to HTTP/1.1 backends.
-// One per listener: createHttpProtocol({ via }).
+// `grpc` (--protocol grpc): the same, its backends HTTP/2 (the config says so) and its
+// own answers gRPC-shaped for every request (see grpc.js callType).
+// One per listener: createHttpProtocol({ via, grpc }).
 class HttpProtocol extends Http1Protocol {
-  constructor ({ via }) {
+  constructor ({ via, grpc = false }) {
     super({ via })
+    this.grpc = grpc
+    if (grpc) this.name = 'grpc'
     this.alpn = ['h2', 'http/1.1']
     this.server = null // Node's Http2Server, once a client spoke HTTP/2
     this.attaching = null // the Http2Session whose connection Node is taking
@@ -130,8 +149,8 @@ function readOn (socket) {
   if (!socket.destroyed) socket.read(0)
 }
 
-function createHttpProtocol ({ via }) {
-  return new HttpProtocol({ via })
+function createHttpProtocol ({ via, grpc = false }) {
+  return new HttpProtocol({ via, grpc })
 }
 
 module.exports = { createHttpProtocol, HttpProtocol, HTTP2_OPTIONS }

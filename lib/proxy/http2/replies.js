@@ -1,24 +1,23 @@
 'use strict'
 
-// The answers lila gives an HTTP/2 request itself (502, 503, 504, 400, ...): the same
-// status and plain-text body as over HTTP/1.1 (http1/replies.js), as HTTP/2 headers and
-// a body for Http2Stream#respond and #end.
+// The answers lila gives an HTTP/2 request itself (502, 503, 504, 400, ...): what
+// http1/replies.js answerOf says, as HTTP/2 headers and a body for Http2Stream#respond
+// and #end. An empty body (HEAD, or a gRPC call's trailers-only answer) is no DATA:
+// the headers end the stream, as gRPC clients need to read them as trailers.
 
-const { REASONS, bodyOf } = require('../http1/replies')
+const { answerOf } = require('../http1/replies')
 
-// -> { headers, body (a Buffer, empty for HEAD) }; `rules` and `ctx` as http1's reply.
-function replyOf (status, detail, { retryAfter = 0, head = false, rules = null, ctx = null } = {}) {
-  const text = Buffer.from(bodyOf(status, REASONS[status] || 'Error', detail, ctx))
-  const headers = {
-    __proto__: null,
-    ':status': status,
-    'content-type': 'text/plain; charset=utf-8',
-    'content-length': text.length,
-    'cache-control': 'no-store'
-  }
-  if (retryAfter > 0) headers['retry-after'] = retryAfter
+// -> { headers, body (a Buffer, empty when the headers end the stream) }; `rules`
+// (header-rules.js's for responses) and `ctx` as http1's reply.
+function replyOf (status, detail, options = {}) {
+  const answer = answerOf(status, detail, options)
+  const headers = { __proto__: null, ':status': answer.status }
+  const { fields } = answer
+  for (let i = 0; i < fields.length; i += 2) headers[fields[i]] = fields[i + 1]
+  if (answer.length !== undefined) headers['content-length'] = answer.length
+  const { rules = null, ctx = null } = options
   if (rules !== null) rules.apply(headers, ctx)
-  return { headers, body: head ? Buffer.alloc(0) : text }
+  return { headers, body: answer.body }
 }
 
 module.exports = { replyOf }

@@ -9,9 +9,10 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 // client's DATA frames: how much came, whether it is complete, and the first 64 KiB
 // held for a replay on another backend, under HTTP/1.1's rules (idempotent, or not a
 // byte sent yet). It frames nothing: the leg to the backend does (to-http1.js sends it
-// with its length or chunked, to-http2.js as DATA).
+// with its length or chunked, to-http2.js as DATA). A gRPC call (`call`) is replayed
+// only when none of it reached a backend, as http1/request-body.js says.
 class StreamBody {
-  constructor (head) {
+  constructor (head, call = false) {
     this.method = head.method
     this.length = head.contentLength // -1: none said
     this.done = head.endStream // the client's stream ended: every byte of it read
@@ -19,6 +20,7 @@ class StreamBody {
     this.pieces = [] // what came, while a replay is possible; null after
     this.heldBytes = 0
     this.started = false // some byte of it went to a backend
+    this.call = call
   }
 
   // Is `chunk` more than the Content-Length the client announced? (nghttp2 refuses
@@ -63,7 +65,7 @@ class StreamBody {
   // Can the request be sent again? All of it is held, and it is idempotent or none of
   // it went out yet.
   canReplay () {
-    return this.pieces !== null && (IDEMPOTENT.has(this.method) || !this.started)
+    return this.pieces !== null && !this.call && (IDEMPOTENT.has(this.method) || !this.started)
   }
 
   // Can it be sent again after a backend answered it? Only an idempotent one.

@@ -14,6 +14,7 @@
 
 const { HttpError } = require('../../errors')
 const { TOKEN, BAD_VALUE, MAX_HEAD, MAX_TARGET } = require('../http1/parse')
+const { isGrpcType } = require('../grpc')
 
 const MAX_HEADERS = 100
 // RFC 9113 8.2.2: fields that only make sense for a connection; a request with one is
@@ -23,7 +24,8 @@ const CONNECTION_SPECIFIC = new Set(['connection', 'keep-alive', 'proxy-connecti
 // rawHeaders: [name, value, name, value, ...] as they came (pseudo-headers first);
 // endStream: the header block ended the stream (no body).
 //   -> { method, target, path, version: 2, fields, authority, host, connection: null,
-//        chunked, contentLength, endStream, isUpgrade: false, upgrade: null, size }
+//        chunked, contentLength, endStream, isUpgrade: false, upgrade: null, grpc,
+//        grpcTimeout, size }
 // A body without a length goes to the backend chunked (`chunked`), so that it can end
 // when the client's stream does and carry the client's trailers.
 function requestFromHeaders (rawHeaders, endStream) {
@@ -34,6 +36,8 @@ function requestFromHeaders (rawHeaders, endStream) {
   let hosts = 0
   let contentLength = -1
   let cookie = null
+  let grpc = null
+  let grpcTimeout = null
   let size = 0
   const fields = []
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -62,6 +66,12 @@ function requestFromHeaders (rawHeaders, endStream) {
         if (contentLength !== -1) throw new HttpError(400, 'more than one Content-Length header')
         if (!/^\d{1,15}$/.test(value)) throw new HttpError(400, `invalid Content-Length ${JSON.stringify(value)}`)
         contentLength = Number(value)
+        break
+      case 'content-type':
+        if (isGrpcType(value)) grpc = value
+        break
+      case 'grpc-timeout':
+        grpcTimeout = value
         break
       case 'cookie':
         // RFC 9113 8.2.3: cookie crumbs become one field again for HTTP/1.1.
@@ -106,6 +116,8 @@ function requestFromHeaders (rawHeaders, endStream) {
     endStream,
     isUpgrade: false,
     upgrade: null,
+    grpc, // the content-type when it says a gRPC call (grpc.js), else null
+    grpcTimeout,
     size: size + method.length + target.length + 12 // and "METHOD target HTTP/1.1\r\n"
   }
 }

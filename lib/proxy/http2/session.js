@@ -6,6 +6,7 @@ const { handlers, addListeners } = require('../socket-events')
 const { requestFromHeaders } = require('./request')
 const { StreamExchange, linger } = require('./exchange')
 const { replyOf } = require('./replies')
+const { isGrpcType, callType } = require('../grpc')
 
 // Node's ServerHttp2Session handlers shared by every session (socket-events.js): `this`
 // is Node's session, which carries ours as `owner`.
@@ -17,6 +18,15 @@ const H2 = handlers({
 
 // Refused streams' late errors (a reset after the answer) go nowhere.
 function ignore () {}
+
+// Rapid reset (CVE-2023-44487): a client that opens streams and resets them at once
+// costs lila (and backends) a request each while it holds nothing. A stream the client
+// resets before its response and within PREMATURE_MS of opening it is premature; once
+// PREMATURE_MIN of them make more than half of the connection's streams, the connection
+// is closed (Envoy's rule). Clients that cancel calls (gRPC deadlines) rarely do so
+// within a second, or for most of their streams.
+const PREMATURE_MIN = 100
+const PREMATURE_MS = 1000
 
 // One HTTP/2 client connection: a Listener's session (see listener.js), made when an
 // HTTP/1.1 session found its client speaks HTTP/2 (protocol.js startHttp2). Node's
@@ -34,6 +44,8 @@ class Http2Session {
     this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
     this.ended = false
     this.closing = false // a graceful close was asked
+    this.streams = 0 // streams opened
+    this.prematureResets = 0 // of them, reset by the client at once (see PREMATURE_MIN)
   }
 
   // Node's http2 made its session for the socket.
@@ -48,12 +60,13 @@ class Http2Session {
 
   onStream (stream, rawHeaders) {
     this.idleTicks = 0
+    this.streams++
     let head
     try {
       head = requestFromHeaders(rawHeaders, stream.endAfterHeaders)
     } catch (err) {
       if (!(err instanceof HttpError)) throw err
-      return this.refuse(stream, err.status, err.message)
+      return this.refuse(stream, err.status, err.message, callTypeOf(rawHeaders, this.listener.protocol.grpc))
     }
     const exchange = new StreamExchange(this, stream, head)
     this.exchanges.add(exchange)
@@ -62,14 +75,15 @@ class Http2Session {
 
   // A request lila will not forward (malformed, CONNECT, too large): answered on its
   // stream; the connection and its other streams go on.
-  refuse (stream, status, detail) {
+  // `grpc`: a gRPC call's content-type, for a gRPC-shaped answer (grpc.js), or null.
+  refuse (stream, status, detail, grpc = null) {
     this.listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
     this.listener.protocol.stats.refused(status)
     stream.on('error', ignore)
     if (stream.destroyed || stream.closed) return
-    const { headers, body } = replyOf(status, detail)
-    stream.respond(headers)
-    stream.end(body)
+    const { headers, body } = replyOf(status, detail, { grpc })
+    stream.respond(headers, { endStream: body.length === 0 })
+    if (body.length > 0) stream.end(body)
     if (!stream.endAfterHeaders) linger(stream) // its body is not wanted
   }
 
@@ -80,6 +94,15 @@ class Http2Session {
 
   exchangeDone (exchange) {
     this.exchanges.delete(exchange)
+  }
+
+  // The client reset a stream before its response, `ms` after opening it.
+  clientReset (ms) {
+    if (ms >= PREMATURE_MS || this.ended || this.h2.destroyed) return
+    if (++this.prematureResets < PREMATURE_MIN || this.prematureResets * 2 <= this.streams) return
+    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${this.prematureResets} of ${this.streams} ` +
+      'streams reset at once (rapid reset); connection closed')
+    this.destroy()
   }
 
   // The listener's sweep, for each stream's --timeout and --body-timeout (see
@@ -120,6 +143,16 @@ class Http2Session {
     this.closing = true
     if (this.h2 !== null) this.h2.close()
   }
+}
+
+// A stream's header list lila could not read as a request: is it a gRPC call? (Its
+// content-type says so, or the listener is --protocol grpc.)
+function callTypeOf (rawHeaders, grpcListener) {
+  let grpc = null
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i] === 'content-type' && isGrpcType(rawHeaders[i + 1])) grpc = rawHeaders[i + 1]
+  }
+  return callType({ grpc }, grpcListener)
 }
 
 module.exports = { Http2Session }

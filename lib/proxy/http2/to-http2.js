@@ -5,13 +5,13 @@ const { performance } = require('perf_hooks')
 const { handlers, addListeners } = require('../socket-events')
 const { backendRequestHeaders, relayedHeaders, relayedTrailers } = require('./headers')
 
-const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = constants
+const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants
 
 // Backend stream handlers shared by every leg (socket-events.js): `this` is the
 // ClientHttp2Stream, which carries its leg.
 const BACKEND_STREAM = handlers({
   headers (headers) { this.leg.onInterim(headers) },
-  response (headers) { this.leg.onResponse(headers) },
+  response (headers, flags) { this.leg.onResponse(headers, flags) },
   data (chunk) { this.leg.onData(chunk) },
   trailers (headers) { this.leg.onTrailers(headers) },
   end () { this.leg.onEnd() },
@@ -70,6 +70,8 @@ class Http2Leg {
     const { body } = exchange
     const { rewrite } = exchange.listener.protocol
     const headers = backendRequestHeaders(exchange.head, exchange, this.backend.hostHeader, rewrite, this.scheme)
+    // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
+    if (exchange.deadline !== null) headers['grpc-timeout'] = exchange.deadline.left()
     const held = body.held()
     const endStream = body.done && held.length === 0 && exchange.clientTrailers === null
     let stream
@@ -161,14 +163,16 @@ class Http2Leg {
     if (status >= 100 && status < 200 && status !== 101) this.exchange.interim(relayedHeaders(headers))
   }
 
-  onResponse (headers) {
+  onResponse (headers, flags) {
     if (this.abandoned) return
     this.heard()
     this.gotBytes = true
     const { exchange, stream } = this
     const status = headers[':status']
     if (exchange.answered(status, performance.now() - this.sentAt)) return // dropped: retried elsewhere
-    const bodyless = stream.endAfterHeaders
+    // Headers that end the stream (gRPC's trailers-only answer): a client stream's
+    // endAfterHeaders is not set by Node, the frame's END_STREAM flag says it.
+    const bodyless = (flags & NGHTTP2_FLAG_END_STREAM) !== 0 || stream.endAfterHeaders
     const out = relayedHeaders(headers)
     const rules = exchange.listener.protocol.rewrite.response
     if (rules !== null) rules.apply(out, exchange) // --set-response-header, --request-id

@@ -1,0 +1,230 @@
+'use strict'
+
+const { performance } = require('perf_hooks')
+
+// What lila knows of gRPC (pure): which requests are gRPC calls, their deadline
+// (grpc-timeout), the status codes, and how lila's own answers (502, 503, 504, 429, ...)
+// are said to a gRPC client: a trailers-only response (HTTP 200, content-type
+// application/grpc, grpc-status and grpc-message in the one header block), since a gRPC
+// client reads the status from there and takes an HTML or text error page for a broken
+// call. http1/replies.js answerOf is the one place that uses it to compose an answer.
+// And the standard health service's two messages, for --check grpc (upstream/health.js).
+
+// https://grpc.github.io/grpc/core/md_doc_statuscodes.html
+const CODES = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16
+}
+
+// lila's own HTTP statuses as gRPC codes: gRPC's HTTP mapping
+// (doc/http-grpc-status-mapping.md), except where lila knows better what happened:
+// its own timeouts are DEADLINE_EXCEEDED and its own limits RESOURCE_EXHAUSTED.
+const BY_STATUS = {
+  400: CODES.INTERNAL, // malformed: the client's gRPC library sent what HTTP refuses
+  401: CODES.UNAUTHENTICATED,
+  403: CODES.PERMISSION_DENIED,
+  404: CODES.UNIMPLEMENTED,
+  408: CODES.DEADLINE_EXCEEDED, // --body-timeout
+  413: CODES.RESOURCE_EXHAUSTED,
+  429: CODES.RESOURCE_EXHAUSTED, // --rate-limit
+  431: CODES.RESOURCE_EXHAUSTED, // metadata too large
+  502: CODES.UNAVAILABLE, // no backend could answer
+  503: CODES.UNAVAILABLE, // none could take it
+  504: CODES.DEADLINE_EXCEEDED // --timeout, or the call's grpc-timeout
+}
+
+function codeOf (status) {
+  return BY_STATUS[status] || CODES.UNKNOWN
+}
+
+// Is this content-type a gRPC call's? application/grpc, application/grpc+proto,
+// application/grpc-web, ... (the request's content-type is what its answer echoes).
+function isGrpcType (value) {
+  return value !== null && value.length >= 16 && value.slice(0, 16).toLowerCase() === 'application/grpc'
+}
+
+// grpc-message is percent-encoded: bytes outside printable ASCII, and "%" itself.
+function encodeMessage (text) {
+  let out = ''
+  for (const byte of Buffer.from(text)) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+      ? String.fromCharCode(byte)
+      : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+  }
+  return out
+}
+
+// grpc-timeout, "TimeoutValue TimeoutUnit": up to 8 digits and H M S m u n. -> ms
+// (at least 1 for a non-zero value, timers having no finer grain; at most 2^31-1), or
+// -1 when absent or malformed (then the call has no deadline lila knows of).
+const UNIT_MS = { H: 3600e3, M: 60e3, S: 1e3, m: 1, u: 1e-3, n: 1e-6 }
+const TIMEOUT = /^(\d{1,8})([HMSmun])$/
+const MAX_TIMER = 2 ** 31 - 1
+
+function parseTimeout (text) {
+  if (text === null) return -1
+  const match = TIMEOUT.exec(text)
+  if (match === null) return -1
+  const ms = Number(match[1]) * UNIT_MS[match[2]]
+  // Past what a timer can wait (24.8 days), as long as a timer can.
+  return ms === 0 ? 0 : Math.min(MAX_TIMER, Math.max(1, Math.ceil(ms)))
+}
+
+// The content-type of lila's own answers to a request when they are to be gRPC-shaped,
+// else null: a request that says it is a gRPC call (its content-type, from
+// http1/parse.js or http2/request.js), and any request on a --protocol grpc listener.
+function callType (head, grpcListener) {
+  if (head.grpc !== null) return head.grpc
+  return grpcListener ? 'application/grpc' : null
+}
+
+// The call's deadline (ms from now, or -1) for a request whose `call` type says it
+// is one (callType).
+function deadlineOf (head, call) {
+  return call === null ? -1 : parseTimeout(head.grpcTimeout)
+}
+
+// A call's deadline, for any of the exchanges (http1/exchange.js, http2/exchange.js,
+// http2/from-http1.js: the same interface), or null when it has none. While lila still
+// holds the call (queued, connecting, or waiting for the backend's answer) the deadline
+// passing ends it: the backend side is let go, blaming no one (the client chose the
+// deadline), and the client answered 504, DEADLINE_EXCEEDED. Once the response
+// started, the call is the client's and the backend's: gRPC clients enforce their own
+// deadline. An HTTP/2 backend is sent what is left of it (left(), to-http2.js). The
+// exchange clears it at its end. A timer only for calls that have a deadline.
+class Deadline {
+  constructor (exchange, ms) {
+    this.at = performance.now() + ms
+    this.timer = setTimeout(callExpired, ms, exchange)
+  }
+
+  // What is left, as a grpc-timeout: in milliseconds, or seconds past 8 digits.
+  left () {
+    const ms = Math.max(1, Math.ceil(this.at - performance.now()))
+    return ms < 1e8 ? `${ms}m` : `${Math.ceil(ms / 1000)}S`
+  }
+
+  clear () {
+    clearTimeout(this.timer)
+  }
+}
+
+function deadlineFor (exchange) {
+  const ms = deadlineOf(exchange.head, exchange.grpc)
+  return ms < 0 ? null : new Deadline(exchange, ms)
+}
+
+function callExpired (exchange) {
+  if (exchange.done || exchange.responseStarted) return
+  const { attempt } = exchange
+  const where = attempt.waiter !== null
+    ? 'while it waited for a backend slot'
+    : attempt.backend === null ? 'before a backend took it' : `before backend ${attempt.backend.address} answered`
+  exchange.abandonUpstream()
+  exchange.releaseLease()
+  const detail = `the call's deadline (grpc-timeout ${exchange.head.grpcTimeout}) passed ${where}`
+  exchange.answer(504, detail, { quiet: true })
+}
+
+// The standard health service (grpc.health.v1.Health/Check), by hand: its two
+// messages have one field each, so a protobuf library would be all weight.
+const HEALTH_PATH = '/grpc.health.v1.Health/Check'
+const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN']
+
+// HealthCheckRequest { string service = 1 } in a gRPC message frame: a flag byte (not
+// compressed), the length (4 bytes), then the message: field 1, wire type 2 (0x0a),
+// the length as a varint, the UTF-8 bytes. An empty service is an empty message (the
+// server as a whole).
+function healthRequest (service) {
+  const text = Buffer.from(service)
+  const message = text.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a]), varint(text.length), text])
+  const prefix = Buffer.alloc(5)
+  prefix.writeUInt32BE(message.length, 1)
+  return Buffer.concat([prefix, message])
+}
+
+function varint (n) {
+  const bytes = []
+  while (n > 0x7f) {
+    bytes.push((n & 0x7f) | 0x80)
+    n >>>= 7
+  }
+  bytes.push(n)
+  return Buffer.from(bytes)
+}
+
+// The HealthCheckResponse's status from the answer's DATA (one gRPC message frame):
+// its name ('SERVING', 'NOT_SERVING', ...), or null when it cannot be read. Field 1 is
+// an enum (wire type 0, tag 0x08); other fields are skipped; none means UNKNOWN
+// (proto3's default).
+function healthStatus (body) {
+  if (body.length < 5 || body[0] !== 0) return null // compressed, or no frame
+  const end = 5 + body.readUInt32BE(1)
+  if (end > body.length) return null
+  let status = 0
+  let i = 5
+  while (i < end) {
+    const [key, next] = readVarint(body, i, end)
+    if (next === -1) return null
+    i = next
+    const wireType = key & 7
+    if (wireType === 0) {
+      const [value, after] = readVarint(body, i, end)
+      if (after === -1) return null
+      if (key >>> 3 === 1) status = value
+      i = after
+    } else if (wireType === 2) {
+      const [length, after] = readVarint(body, i, end)
+      if (after === -1) return null
+      i = after + length
+    } else if (wireType === 5) {
+      i += 4
+    } else if (wireType === 1) {
+      i += 8
+    } else {
+      return null
+    }
+  }
+  if (i !== end) return null
+  return SERVING_STATUS[status] || `status ${status}`
+}
+
+// -> [value, index after it], or [0, -1] when it runs past `end` (or past 32 bits).
+function readVarint (buf, i, end) {
+  let value = 0
+  for (let shift = 0; shift < 35 && i < end; shift += 7) {
+    const byte = buf[i++]
+    value += (byte & 0x7f) * 2 ** shift
+    if ((byte & 0x80) === 0) return [value, i]
+  }
+  return [0, -1]
+}
+
+module.exports = {
+  CODES,
+  codeOf,
+  isGrpcType,
+  encodeMessage,
+  parseTimeout,
+  callType,
+  deadlineOf,
+  deadlineFor,
+  HEALTH_PATH,
+  healthRequest,
+  healthStatus
+}
