@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "af80341297737b44d6aaa4e125e4eb32fc74dc3d09269190a0e9e5217e4b3879"
+  sha256 "6df0b99ef13a72bf977ef5d5b239f2397465a86466b09f0e158a732a8a90e71e"
   license "MIT"
 
   depends_on "node"

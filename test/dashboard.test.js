@@ -408,3 +408,10 @@ t.test('the listener line says how many clients per-client limits turned away, o
   const busy = render(snapshotOf([backend('10.0.0.1:80')], { limited: { 'rate-limit': 10, 'max-conn-per-client': 2 } }), { selected: 0 }, { width: 120, height: 12, colour: false })
   t.match(busy.join('\n'), '· limited 12 (rate-limit 10, max-conn-per-client 2)')
 })
+
+t.test('with --sticky, the listener line counts what the cookie did', async t => {
+  const snapshot = snapshotOf([backend('10.0.0.1:80')], { sticky: 'cookie=lila', stickyResponses: { honoured: 90, reassigned: 2, new: 8 } })
+  const screen = render(snapshot, { selected: 0 }, { width: 160, height: 12, colour: false }).join('\n')
+  t.match(screen, '· sticky cookie=lila: honoured 90, reassigned 2, new 8')
+  t.notMatch(render(snapshotOf([backend('10.0.0.1:80')]), { selected: 0 }, { width: 160, height: 12, colour: false }).join('\n'), /sticky/)
+})

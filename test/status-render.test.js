@@ -160,3 +160,10 @@ t.test('the page: what is wrong first, each backend, everything escaped', async 
 function pick (row, keys) {
   return row === null ? null : Object.fromEntries(keys.map(key => [key, row[key]]))
 }
+
+t.test('the page: --sticky\'s counts in the listener\'s facts', async t => {
+  const html = renderPage(snapshotOf([
+    ['127.0.0.1:4444', [backendSnapshot('10.0.0.1:80')], { sticky: 'cookie=SID', stickyResponses: { honoured: 9, reassigned: 1, new: 2 } }]
+  ]), { now: 1700000065000 })
+  t.match(html, 'sticky cookie=SID: 12 (honoured: 9, new: 2, reassigned: 1)')
+})

@@ -115,6 +115,13 @@ function limited (listener) {
   return ` · limited ${total} (${counts.map(([limit, n]) => `${limit} ${n}`).join(', ')})`
 }
 
+// " · sticky cookie=lila: honoured 90, reassigned 2, new 8" with --sticky.
+function sticky (listener) {
+  if (!listener.sticky) return ''
+  const { honoured, reassigned, new: fresh } = listener.stickyResponses
+  return ` · sticky ${listener.sticky}: honoured ${honoured}, reassigned ${reassigned}, new ${fresh}`
+}
+
 // Every backend of every listener, in the order shown: [{ listener, route, backend }],
 // route null for a listener's own backends, else the route (--route) they serve.
 function backendRows (snapshot) {
@@ -256,7 +263,7 @@ function frame (snapshot, view, {
     const panic = listener.panic && count > 1 ? ' · PANIC' : ''
     const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
     const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
-      `${counts}${limited(listener)}${ranges}${panic}`
+      `${counts}${limited(listener)}${sticky(listener)}${ranges}${panic}`
     return wrap(line, width)
   }
   if (count === 1) head.push(...about(snapshot.listeners[0]))

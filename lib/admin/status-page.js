@@ -99,7 +99,8 @@ function listenerSection (l, history, now) {
     `unserved ${l.unserved}`, `queue timeouts ${l.queueTimeouts}`, `retries ${byCause(l.retries)}`,
     ...(l.retryBudgetExhausted > 0 ? [`retries refused by the budget ${l.retryBudgetExhausted}`] : []),
     ...(l.failedEverywhere > 0 ? [`requests that failed everywhere ${l.failedEverywhere}`] : []),
-    ...(limitedCount(l) > 0 ? [`turned away by per-client limits ${byCause(nonZero(l.limited))}`] : [])
+    ...(limitedCount(l) > 0 ? [`turned away by per-client limits ${byCause(nonZero(l.limited))}`] : []),
+    ...(l.sticky ? [`sticky ${esc(l.sticky)}: ${byCause(l.stickyResponses)}`] : [])
   ].join(' · ')
   const routes = l.routes || []
   const own = routes.length > 0 && l.backends.length === 0
