@@ -34,4 +34,10 @@ function describeFault (fault, now = null) {
   return `${text} (${Math.ceil(Math.max(0, fault.endsAt - now) / 1000)}s left)`
 }
 
-module.exports = { formatDuration, formatPorts, describeFault }
+// --mirror (config/parsers.js parseMirror, or a snapshot's) in words: "127.0.0.1:9000",
+// "127.0.0.1:9000 (10%)".
+function describeMirror ({ address, percent }) {
+  return percent < 100 ? `${address} (${percent}%)` : address
+}
+
+module.exports = { formatDuration, formatPorts, describeFault, describeMirror }

@@ -5,7 +5,7 @@
 // described by index.js and upstream.js as they apply them; cli/reload-log.js logs it all.)
 
 const { LISTENER_OPTIONS } = require('./options')
-const { formatDuration } = require('../format')
+const { formatDuration, describeMirror } = require('../format')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
 // --fault is a spell from the start: a reload neither starts nor ends one.
@@ -57,6 +57,7 @@ function sameAddress (a, b) {
 function show (option, value) {
   if (value === null) return 'none'
   if (option.type === 'duration') return formatDuration(value)
+  if (option.type === 'mirror') return describeMirror(value)
   if (option.type === 'check') return value.type === 'http' ? `http:${value.path}` : value.type
   return String(value)
 }

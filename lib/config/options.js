@@ -164,6 +164,25 @@ const OPTIONS = [
       'MATCH=[MODE] BACKEND...; repeatable'
   },
   {
+    name: 'mirror',
+    arg: 'BACKEND[,percent=N]',
+    type: 'mirror',
+    group: 'http',
+    default: null,
+    shown: 'none',
+    only: 'http',
+    help: 'http: send a copy of each request (or N% of them) to a shadow backend; clients never wait for it'
+  },
+  {
+    name: 'compare',
+    type: 'flag',
+    group: 'http',
+    default: false,
+    shown: 'off',
+    only: 'http',
+    help: 'http: with --mirror, compare each answer (status, body) with the mirror\'s; report divergences'
+  },
+  {
     name: 'check',
     group: 'health',
     arg: 'SPEC',
