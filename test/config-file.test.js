@@ -112,7 +112,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     statusList: ['5xx', '5xx'],
     percent: ['25%', '25%'],
     rate: ['10/s,burst=20', '10/s,burst=20'],
-    fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s']
+    fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s'],
+    mirror: [':9000,percent=10', ':9000,percent=10']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -121,6 +122,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'body-timeout': { protocol: 'http' },
     forwarded: { protocol: 'http' },
     'backend-protocol': { protocol: 'http' },
+    mirror: { protocol: 'http' },
+    compare: { protocol: 'http', mirror: ':9000' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },
     'hash-balance-factor': { mode: 'ip-hash' },

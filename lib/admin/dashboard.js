@@ -5,7 +5,7 @@
 // terminal, no timer, no I/O here (terminal.js drives it), so all of it is tested
 // with plain objects.
 
-const { describeFault } = require('../format')
+const { describeFault, describeMirror } = require('../format')
 
 const KEYS = {
   '\x1b[A': 'up',
@@ -113,6 +113,17 @@ function limited (listener) {
   if (counts.length === 0) return ''
   const total = counts.reduce((sum, [, n]) => sum + n, 0)
   return ` · limited ${total} (${counts.map(([limit, n]) => `${limit} ${n}`).join(', ')})`
+}
+
+// "mirror 127.0.0.1:9000 (10%) · sent 120 · dropped 0 · too large 1 · failed 0 · compare
+// 118 same, 2 status, 0 body": --mirror's line under its listener's, or null.
+function mirrorLine ({ mirror }) {
+  if (!mirror) return null
+  const r = mirror.requests
+  const c = mirror.compare
+  const compared = c ? ` · compare ${c.same} same, ${c.status} status, ${c.body} body` : ''
+  return `mirror ${describeMirror(mirror)} · sent ${r.sent} · dropped ${r.dropped} · ` +
+    `too large ${r['too-large']} · failed ${r.failed}${compared}`
 }
 
 // Every backend of every listener, in the order shown: [{ listener, route, backend }],
@@ -257,7 +268,8 @@ function frame (snapshot, view, {
     const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
     const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
       `${counts}${limited(listener)}${ranges}${panic}`
-    return wrap(line, width)
+    const mirror = mirrorLine(listener)
+    return mirror === null ? wrap(line, width) : [...wrap(line, width), ...wrap(mirror, width)]
   }
   if (count === 1) head.push(...about(snapshot.listeners[0]))
   head.push(paint(DIM, truncate(table.header, width)))

@@ -165,7 +165,7 @@ const OPTIONS = [
   },
   {
     name: 'mirror',
-    arg: 'BACKEND[,percent=N]',
+    arg: 'ADDR[,percent=N]',
     type: 'mirror',
     group: 'http',
     default: null,
