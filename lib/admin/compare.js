@@ -23,7 +23,7 @@ class Comparison {
     this.divergences = new Map() // "GET /cart" -> entry, the latest last
     this.primaryTimes = histogram.createCounts()
     this.mirrorTimes = histogram.createCounts()
-    this.say = throttled(line => log.warn(line))
+    this.say = throttled(line => log.warn(line), 1000, now)
   }
 
   record (method, path, primary, mirror) {
