@@ -127,7 +127,7 @@ class Mirror {
       this.outcomes.failed++
       if (this.failing++ === 0) {
         const why = failure === null ? 'closed the connection without answering' : backendReason(failure)
-        this.log.warn(`mirror ${this.address} failed: ${why}; clients are not affected, failed copies are counted`)
+        this.log.warn(`mirror ${this.address} failed: ${why} (clients are not affected)`)
       }
       return
     }
