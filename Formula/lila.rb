@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6df0b99ef13a72bf977ef5d5b239f2397465a86466b09f0e158a732a8a90e71e"
+  sha256 "703fad3423ca46b421a6861aed25b3bc9c30e1e697aa5f8ff8ab70ff93c5f714"
   license "MIT"
 
   depends_on "node"

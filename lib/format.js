@@ -39,4 +39,10 @@ function formatSticky (sticky) {
   return sticky === null ? null : `cookie=${sticky.cookie}`
 }
 
-module.exports = { formatDuration, formatPorts, describeFault, formatSticky }
+// --mirror (config/parsers.js parseMirror, or a snapshot's) in words: "127.0.0.1:9000",
+// "127.0.0.1:9000 (10%)".
+function describeMirror ({ address, percent }) {
+  return percent < 100 ? `${address} (${percent}%)` : address
+}
+
+module.exports = { formatDuration, formatPorts, describeFault, formatSticky, describeMirror }

@@ -117,7 +117,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     headerField: ['X-Env: prod {client_ip}', ['X-Env: prod {client_ip}']],
     headerName: ['X-Secret', ['X-Secret']],
     requestId: ['X-Correlation-ID', 'X-Correlation-ID'],
-    hostRule: ['backend', 'backend']
+    hostRule: ['backend', 'backend'],
+    mirror: [':9000,percent=10', ':9000,percent=10']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -127,6 +128,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     forwarded: { protocol: 'http' },
     sticky: { protocol: 'http' },
     'backend-protocol': { protocol: 'http' },
+    mirror: { protocol: 'http' },
+    compare: { protocol: 'http', mirror: ':9000' },
     'retry-on': { protocol: 'http' },
     'eject-on': { protocol: 'http' },
     'request-id': { protocol: 'http' },

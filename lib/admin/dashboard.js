@@ -5,7 +5,7 @@
 // terminal, no timer, no I/O here (terminal.js drives it), so all of it is tested
 // with plain objects.
 
-const { describeFault } = require('../format')
+const { describeFault, describeMirror } = require('../format')
 
 const KEYS = {
   '\x1b[A': 'up',
@@ -120,6 +120,17 @@ function sticky (listener) {
   if (!listener.sticky) return ''
   const { honoured, reassigned, new: fresh } = listener.stickyResponses
   return ` · sticky ${listener.sticky}: honoured ${honoured}, reassigned ${reassigned}, new ${fresh}`
+}
+
+// "mirror 127.0.0.1:9000 (10%) · sent 120 · dropped 0 · too large 1 · failed 0 · compare
+// 118 same, 2 status, 0 body": --mirror's line under its listener's, or null.
+function mirrorLine ({ mirror }) {
+  if (!mirror) return null
+  const r = mirror.requests
+  const c = mirror.compare
+  const compared = c ? ` · compare ${c.same} same, ${c.status} status, ${c.body} body` : ''
+  return `mirror ${describeMirror(mirror)} · sent ${r.sent} · dropped ${r.dropped} · ` +
+    `too large ${r['too-large']} · failed ${r.failed}${compared}`
 }
 
 // Every backend of every listener, in the order shown: [{ listener, route, backend }],
@@ -264,7 +275,8 @@ function frame (snapshot, view, {
     const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
     const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
       `${counts}${limited(listener)}${sticky(listener)}${ranges}${panic}`
-    return wrap(line, width)
+    const mirror = mirrorLine(listener)
+    return mirror === null ? wrap(line, width) : [...wrap(line, width), ...wrap(mirror, width)]
   }
   if (count === 1) head.push(...about(snapshot.listeners[0]))
   head.push(paint(DIM, truncate(table.header, width)))

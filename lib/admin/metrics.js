@@ -134,6 +134,23 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     family(name, 'counter', help)
     for (const l of snapshot.listeners) byCause(out, name, { listener: l.name }, counts(l), label)
   }
+  // --mirror and --compare (proxy/mirror.js, compare.js): listeners that have one.
+  const mirrored = snapshot.listeners.filter(l => l.mirror)
+  family('lila_mirror_requests_total', 'counter', 'http --mirror: copies of requests by outcome (sent: the ' +
+    'mirror answered; failed: it could not; dropped: too many in flight; too-large: a body over 64 KiB).')
+  for (const l of mirrored) {
+    byCause(out, 'lila_mirror_requests_total', { listener: l.name }, l.mirror.requests, 'outcome')
+  }
+  family('lila_mirror_in_flight', 'gauge', 'http --mirror: copies sent and not yet answered.')
+  for (const l of mirrored) sample(out, 'lila_mirror_in_flight', { listener: l.name }, l.mirror.inFlight)
+  family('lila_compare_total', 'counter', 'http --compare: answers of the primary against the mirror\'s ' +
+    '(same; status: another status; body: the same status, another body).')
+  for (const l of mirrored) {
+    const c = l.mirror.compare
+    const results = c ? { same: c.same, status: c.status, body: c.body } : null
+    byCause(out, 'lila_compare_total', { listener: l.name }, results, 'result')
+  }
+
   const requests = 'lila_listener_request_duration_seconds'
   family(requests, 'histogram', 'http: time from a request\'s head to the end of its response.')
   for (const l of snapshot.listeners) {

@@ -7,9 +7,7 @@
 // (failures, bytes, response-time percentiles). An injected fault is said with what is
 // left of it, among what is wrong and in its backend's row.
 
-const { describeFault } = require('../format')
-
-const { formatPorts } = require('../format')
+const { describeFault, describeMirror, formatPorts } = require('../format')
 
 const REFRESH_S = 2
 
@@ -109,9 +107,32 @@ function listenerSection (l, history, now) {
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
 ${(l.ranges || []).map(rangeLine).join('\n')}
+${l.mirror ? mirrorSection(l.mirror, now) : ''}
 ${charts(history.points, now, perSecond(l))}
 ${own}
 ${routes.map(r => routeSection(l, r, (history.routes || {})[r.name] || {}, now)).join('\n')}`
+}
+
+// --mirror: what became of the copies; with --compare, how the answers compared, the
+// median times of both sides, and the method and paths that diverged, the latest first.
+function mirrorSection (m, now) {
+  const r = m.requests
+  const copies = `mirror ${esc(describeMirror(m))}: sent ${r.sent} · in flight ${m.inFlight} · ` +
+    `dropped ${r.dropped} · too large ${r['too-large']} · failed ${r.failed}`
+  const c = m.compare
+  if (!c) return `<p class="facts">${copies}</p>`
+  const p50 = `p50 ${ms(c.primaryTime.p50)} (primary) vs ${ms(c.mirrorTime.p50)} (mirror)`
+  const compared = `compare: same ${c.same} · another status ${c.status} · another body ${c.body} · ${p50}`
+  const rows = c.divergences.map(d => `<tr><td>${esc(d.method)} ${esc(d.path)}</td>` +
+    `<td class="st">${d.result === 'status' ? 'status' : 'body'}</td>` +
+    `<td>${d.primaryStatus}${d.result === 'body' ? ` (${bytes(d.primaryBytes)})` : ''}</td>` +
+    `<td>${d.mirrorStatus}${d.result === 'body' ? ` (${bytes(d.mirrorBytes)})` : ''}</td>` +
+    `<td>${d.count}</td><td>${duration(now - d.seenAt)} ago</td></tr>`).join('\n')
+  const table = rows === ''
+    ? ''
+    : '<table><tr><th>diverged</th><th class="st">in</th><th>primary</th><th>mirror</th><th>times</th>' +
+      `<th>last</th></tr>\n${rows}\n</table>`
+  return `<p class="facts">${copies}</p>\n<p class="facts">${compared}</p>\n${table}`
 }
 
 // --route: a route's pool, under its listener.

@@ -274,6 +274,7 @@ function buildListener ({
   }
   pair('tls-cert', 'tls-key')
   pair('tls-key', 'tls-cert')
+  pair('compare', 'mirror')
   pair('backend-tls-ca', 'backend-tls', true)
   pair('backend-tls-insecure', 'backend-tls', true)
   if (given('backend-tls-ca') && given('backend-tls-insecure')) {

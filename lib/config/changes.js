@@ -5,7 +5,7 @@
 // described by index.js and upstream.js as they apply them; cli/reload-log.js logs it all.)
 
 const { LISTENER_OPTIONS } = require('./options')
-const { formatDuration, formatSticky } = require('../format')
+const { formatDuration, formatSticky, describeMirror } = require('../format')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
 // --fault is a spell from the start: a reload neither starts nor ends one.
@@ -61,6 +61,7 @@ function show (option, value) {
   }
   if (option.type === 'duration') return formatDuration(value)
   if (option.type === 'sticky') return formatSticky(value)
+  if (option.type === 'mirror') return describeMirror(value)
   if (option.type === 'check') {
     if (value.type === 'http') return `http:${value.path}`
     return value.type === 'grpc' && value.service !== '' ? `grpc:${value.service}` : value.type

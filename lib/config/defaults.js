@@ -72,6 +72,9 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] 
     backendTls,
     proxyProtocol: settings.proxyProtocol,
     acceptProxy: settings.acceptProxy,
+    // --mirror: { address, host, port, path, percent } or null; --compare its answers
+    mirror: settings.mirror,
+    compare: settings.compare,
     fault: settings.fault, // [{ address, delay, status, reset, rate, duration }]: at start only
     // --route: [{ name, match: { host, wildcard, path }, pool }], each pool a listener's
     // settings (this shape) for its own Upstream; requests matching none go to `backends`

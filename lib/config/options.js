@@ -248,6 +248,25 @@ const OPTIONS = [
     help: 'http: the Host backends get: backend (the backend as given) or a fixed HOST'
   },
   {
+    name: 'mirror',
+    arg: 'ADDR[,percent=N]',
+    type: 'mirror',
+    group: 'http',
+    default: null,
+    shown: 'none',
+    only: 'http',
+    help: 'http: send a copy of each request (or N% of them) to a shadow backend; clients never wait for it'
+  },
+  {
+    name: 'compare',
+    type: 'flag',
+    group: 'http',
+    default: false,
+    shown: 'off',
+    only: 'http',
+    help: 'http: with --mirror, compare each answer (status, body) with the mirror\'s; report divergences'
+  },
+  {
     name: 'check',
     group: 'health',
     arg: 'SPEC',

@@ -35,6 +35,7 @@ const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
 const FAULT_FOR_MS = 60000
 const FAULT_SETTINGS = 'delay=DUR, error=CODE, reset=1, rate=R or for=DUR'
 const FAULT_SYNTAX = 'host:port,SETTING[,SETTING...]'
+const MIRROR_SYNTAX = 'host:port[,percent=N] or unix:/path[,percent=N]'
 
 const MODE_WORDS = MODES.flatMap(m => [modeWord(m), ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
@@ -241,6 +242,7 @@ const PARSERS = {
     throw new UsageError(`invalid host ${quote(text)}${forFlag(flag)}: ` +
       'expected backend, or a host name or address with an optional :port')
   },
+  mirror: (text, flag) => parseMirror(text, flag),
   // "10/s", "600/m", "10/s,burst=50": a token bucket's rate (per second) and size (by
   // default, a second's worth and at least 1).
   rate: (text, flag) => {
@@ -353,6 +355,34 @@ function parseFault (text, flag) {
     return eq === -1 ? [setting, undefined] : [setting.slice(0, eq), setting.slice(eq + 1)]
   })
   return { address: specAddress(spec), ...parseFaultSettings(pairs, subject) }
+}
+
+// --mirror "127.0.0.1:9000,percent=10" -> { address, host, port, path, percent }: one
+// backend (host:port, a name, or unix:/path) sent a copy of every request, or of
+// `percent` % of them (proxy/mirror.js); `address` as /status.json shows it.
+function parseMirror (text, flag) {
+  const [address, ...settings] = String(text).split(',')
+  const subject = `${quote(text)}${forFlag(flag)}`
+  let spec
+  try {
+    spec = parseBackend(address)
+  } catch {
+    throw new UsageError(`invalid mirror ${subject}: expected ${MIRROR_SYNTAX}`)
+  }
+  if (spec.srv !== undefined || spec.range !== undefined) {
+    throw new UsageError(`invalid mirror ${subject}: expected one backend, host:port or unix:/path, ` +
+      'not an SRV name or a port range')
+  }
+  let percent = 100
+  for (const setting of settings) {
+    const match = /^percent=(\d+(?:\.\d+)?)%?$/.exec(setting)
+    if (match === null || Number(match[1]) <= 0 || Number(match[1]) > 100) {
+      throw new UsageError(`invalid mirror setting ${quote(setting)} in ${subject}: ` +
+        'expected percent=N with N above 0 and at most 100, e.g. percent=10')
+    }
+    percent = Number(match[1])
+  }
+  return { address: specAddress(spec), host: spec.host, port: spec.port, path: spec.path ?? null, percent }
 }
 
 function range (from, to) {
@@ -512,6 +542,7 @@ module.exports = {
   parseBackend,
   parseFault,
   parseFaultSettings,
+  parseMirror,
   looksLikeBackend,
   PARSERS,
   NUMERIC,

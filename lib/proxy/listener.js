@@ -90,6 +90,23 @@ class Listener {
     this.server.on('connection', client => this.arrive(client))
     this.configureLimits(config)
     protocol.reconfigure(config, this)
+    this.mirror = null // --mirror (mirror.js): copies of HTTP requests to a shadow backend; null: off
+    this.configureMirror(config)
+  }
+
+  // --mirror and --compare, at the start and on a reload (after the protocol's, whose
+  // head rewriting a copy shares): a new address makes a new Mirror, the old one's
+  // connections closed.
+  configureMirror ({ mirror, compare, timeout }) {
+    const settings = { compare, timeout, rewrite: this.protocol.rewrite }
+    if (this.mirror !== null && mirror && this.mirror.address === mirror.address) {
+      return this.mirror.configure(mirror, settings)
+    }
+    if (this.mirror !== null) this.mirror.close()
+    this.mirror = null
+    if (!mirror) return
+    const { Mirror } = require('./mirror') // loaded only when asked for
+    this.mirror = new Mirror(mirror, settings, { log: this.log })
   }
 
   // --max-conn-per-client and --rate-limit, at the start and on a reload. Connection
@@ -163,6 +180,7 @@ class Listener {
     this.tls = tls
     this.backendTls = backendTls
     this.protocol.reconfigure(config, this)
+    this.configureMirror(config)
     if (this.sweep !== null) this.startSweep() // timeouts may have changed
     this.serveWaiting() // --max-conn may have grown
   }
@@ -409,6 +427,7 @@ class Listener {
       clearInterval(this.sweep)
       this.sweep = null
       this.protocol.drained()
+      if (this.mirror !== null) this.mirror.close()
     }
     if (this.sessions.size === 0) {
       done()
@@ -447,6 +466,7 @@ class Listener {
         rate: this.rate === null ? 0 : this.rate.size
       }, // addresses tracked for them now
       unserved: this.unserved, // no backend could take them (or none in time)
+      mirror: this.mirror === null ? null : this.mirror.snapshot(), // --mirror, --compare
       ...this.upstream.stats(), // panic, queued (waiting for a backend slot), queueTimeouts
       ...this.protocol.snapshot() // http: responses by class, requestTime
     }

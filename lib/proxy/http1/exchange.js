@@ -51,6 +51,7 @@ class Exchange {
     this.buffering = false // reading a small body before taking a backend (see start)
     this.continued = false // lila answered the client's Expect: 100-continue itself
     this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
+    this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
 
     // Where it goes.
     this.route = this.listener.routeFor(head) // null: no route matches (404)
@@ -95,6 +96,7 @@ class Exchange {
     if (limited !== null) return this.answer(429, limited.detail, limited)
     if (this.route === null) return this.answer(404, this.listener.unrouted(head))
     this.deadline = deadlineFor(this)
+    if (this.listener.mirror !== null) this.shadow = this.listener.mirror.start(head, this, body.done)
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue' && head.version === 1) {
@@ -246,10 +248,12 @@ class Exchange {
     }
     if (body.done) this.reading = false
     if (end > start) this.sendBody(view(buf, start, end))
+    if (body.done && this.shadow !== null) this.shadow.end()
     if (body.done) this.session.bodyDone(end < buf.length ? buf.subarray(end) : null)
   }
 
   sendBody (piece) {
+    if (this.shadow !== null) this.shadow.body(piece)
     const holdingEnough = this.body.keep(piece)
     if (this.conn === null) {
       // Still reading a small body, or connecting: hold it, and stop reading once holding
@@ -335,6 +339,7 @@ class Exchange {
       return
     }
     response.frame(res, this.conn, buf.length - end)
+    if (this.shadow !== null) this.shadow.primaryStatus(res.status, res.chunked && !response.decode)
     // After a declined upgrade, what the client sent next may be meant as the new
     // protocol or as HTTP; rather than guess, the connection ends with this response.
     this.clientKeepAlive = head.keepAlive && !session.closing && !head.asksUpgrade &&
@@ -359,6 +364,7 @@ class Exchange {
 
   toClient (piece) {
     this.bytesOut += piece.length
+    if (this.shadow !== null) this.shadow.primaryBody(piece)
     if (!this.session.write(piece) && this.conn !== null) this.conn.socket.pause()
   }
 
@@ -367,6 +373,7 @@ class Exchange {
     this.conn = null
     if (this.response.reusable && this.body.done) conn.pool.release(conn)
     else conn.destroy()
+    if (this.shadow !== null) this.shadow.primaryDone()
     this.releaseLease()
     this.finish(this.clientKeepAlive)
   }

@@ -70,6 +70,7 @@ class StreamExchange {
     this.reading = !this.body.done // the client's DATA is still to come
     this.buffering = false // reading a small body before taking a backend (see start)
     this.quietTicks = 0 // listener sweeps without DATA from the client (--body-timeout)
+    this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
 
     // Where it goes.
     this.route = this.listener.routeFor(head) // null: no route matches (404)
@@ -102,6 +103,8 @@ class StreamExchange {
     if (limited !== null) return this.answer(429, limited.detail, limited)
     if (this.route === null) return this.answer(404, this.listener.unrouted(this.head))
     this.deadline = deadlineFor(this)
+    const { mirror } = this.listener
+    if (mirror !== null) this.shadow = mirror.start(this.head, this, this.body.done)
     // A small body is read whole first, as for HTTP/1.1 (http1/exchange.js start): a
     // client that sends it slowly holds no backend connection meanwhile. Only with a
     // content-length: without one it may be a stream (gRPC) answered as it goes.
@@ -219,6 +222,7 @@ class StreamExchange {
     this.quietTicks = 0
     const { body, leg } = this
     if (body.overflows(chunk)) return this.clientBodyFailed('more DATA than its Content-Length')
+    if (this.shadow !== null) this.shadow.body(chunk)
     const holdingEnough = body.add(chunk)
     if (leg === null || !leg.connected) {
       // Still reading a small body, connecting or queued: held, and the stream paused
@@ -246,6 +250,7 @@ class StreamExchange {
     this.reading = false
     this.session.touch()
     if (!this.body.end()) return this.clientBodyFailed('the body ended short of its Content-Length')
+    if (this.shadow !== null) this.shadow.end()
     if (this.buffering) return this.bodyBuffered() // the leg ends it once connected
     const { leg } = this
     if (leg !== null && leg.connected) leg.end() // else the leg ends it once connected
@@ -346,6 +351,7 @@ class StreamExchange {
     this.responseStarted = true
     this.backendAnswered = true
     this.responseStatus = headers[':status']
+    if (this.shadow !== null) this.shadow.primaryStatus(this.responseStatus)
     this.bytesOut += headBytes
     return true
   }
@@ -353,6 +359,7 @@ class StreamExchange {
   toClient (piece) {
     if (this.done) return
     this.bytesOut += piece.length
+    if (this.shadow !== null) this.shadow.primaryBody(piece)
     if (!this.stream.write(piece) && this.leg !== null) this.leg.pause()
   }
 
@@ -360,6 +367,7 @@ class StreamExchange {
   // HTTP/2 header object, or null.
   responseDone (trailers) {
     this.leg = null
+    if (this.shadow !== null) this.shadow.primaryDone()
     this.releaseLease()
     const { stream } = this
     if (!stream.writableEnded && !stream.destroyed) { // not a bodyless response (endStream)

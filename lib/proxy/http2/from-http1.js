@@ -51,6 +51,7 @@ class Http1ToHttp2 {
     this.clientTrailers = null
     this.reading = !endStream
     this.sendData = (b, s, e) => this.bodyData(b.subarray(s, e))
+    this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
 
     this.route = this.listener.routeFor(head) // null: no route matches (404)
     this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
@@ -85,6 +86,7 @@ class Http1ToHttp2 {
     if (limited !== null) return this.answer(429, limited.detail, limited)
     if (this.route === null) return this.answer(404, this.listener.unrouted(head))
     this.deadline = deadlineFor(this)
+    if (this.listener.mirror !== null) this.shadow = this.listener.mirror.start(head, this, !this.reading)
     this.attempt.start()
   }
 
@@ -193,6 +195,7 @@ class Http1ToHttp2 {
       if (err.status === undefined) throw err
       return this.clientBodyFailed(err.message)
     }
+    if (this.shadow !== null && end > start) this.shadow.body(buf.subarray(start, end)) // framed as it came
     if (this.done || !ended) return
     this.endBody()
     this.session.bodyDone(end < buf.length ? buf.subarray(end) : null)
@@ -213,6 +216,7 @@ class Http1ToHttp2 {
   endBody () {
     this.reading = false
     this.body.end()
+    if (this.shadow !== null) this.shadow.end()
     if (this.chunkedIn !== null) this.clientTrailers = trailerList(this.chunkedIn.trailers)
     const { leg } = this
     if (leg !== null && leg.connected) leg.end()
@@ -302,6 +306,7 @@ class Http1ToHttp2 {
     this.responseStarted = true
     this.backendAnswered = true
     this.responseStatus = status
+    if (this.shadow !== null) this.shadow.primaryStatus(status)
     this.bytesOut += text.length
     session.write(text, 'latin1')
     return true
@@ -310,6 +315,7 @@ class Http1ToHttp2 {
   toClient (piece) {
     if (this.done) return
     this.bytesOut += piece.length
+    if (this.shadow !== null) this.shadow.primaryBody(piece)
     const { session } = this
     let flowing
     if (this.chunkedOut) {
@@ -326,6 +332,7 @@ class Http1ToHttp2 {
 
   responseDone (trailers) {
     this.leg = null
+    if (this.shadow !== null) this.shadow.primaryDone()
     if (this.chunkedOut) {
       let out = '0\r\n'
       if (trailers !== null) out += fieldLines(trailers, null)
