@@ -24,8 +24,8 @@ end
 
 // Run one interval of load against 127.0.0.1:port and resolve with its figures.
 // `tool` is 'wrk' or 'node'; `cpu` pins the generator.
-async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close = false, cpu = null, dir }) {
-  if (tool === 'wrk') return runWrk({ port, urlPath, connections, seconds, close, cpu, dir })
+async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close = false, cpu = null, dir, threads = 1 }) {
+  if (tool === 'wrk') return runWrk({ port, urlPath, connections, seconds, close, cpu, dir, threads })
   const argv = ['node', __filename, '--port', String(port), '--path', urlPath,
     '--connections', String(connections), '--duration', String(seconds)]
   if (close) argv.push('--close')
@@ -35,12 +35,12 @@ async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close
   return JSON.parse(line)
 }
 
-async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir }) {
+async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir, threads = 1 }) {
   const script = path.join(dir, 'report.lua')
   if (!fs.existsSync(script)) fs.writeFileSync(script, WRK_SCRIPT)
-  // One thread: the generator shares its core with both backends.
+  // One thread (run.js): the generator shares its core with both backends.
   // wrk takes whole seconds.
-  const argv = ['wrk', '-t1', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '5s', '-s', script]
+  const argv = ['wrk', `-t${threads}`, `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '5s', '-s', script]
   if (close) argv.push('-H', 'Connection: close')
   argv.push(`http://127.0.0.1:${port}${urlPath}`)
   const out = await procs.run(procs.pinned(cpu, argv), (seconds + 30) * 1000)
