@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "703fad3423ca46b421a6861aed25b3bc9c30e1e697aa5f8ff8ab70ff93c5f714"
+  sha256 "8fe953bb1f8b7801953156f89a2fe260327f32f548413d934ebe96e2273c24bf"
   license "MIT"
 
   depends_on "node"

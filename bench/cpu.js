@@ -42,14 +42,22 @@ function processTree (pid) {
 // utime+stime of the whole tree, in microseconds. Children are alive, so their time is
 // in their own stat, not in the parent's cutime/cstime.
 function treeCpuMicros (pid) {
-  let ticks = 0
+  let micros = 0
+  for (const m of treeCpuByProcess(pid).values()) micros += m
+  return micros
+}
+
+// utime+stime of each process of the tree: Map pid -> microseconds (lila's --workers
+// primary and its workers, each on its own).
+function treeCpuByProcess (pid) {
+  const byPid = new Map()
   for (const p of processTree(pid)) {
     try {
       const f = statFields(p)
-      ticks += Number(f[11]) + Number(f[12]) // utime, stime (fields 14 and 15)
+      byPid.set(p, (Number(f[11]) + Number(f[12])) * 1e6 / ticksPerSecond) // utime, stime (fields 14 and 15)
     } catch {}
   }
-  return ticks * 1e6 / ticksPerSecond
+  return byPid
 }
 
 // Resident set size of the tree in KiB (VmRSS from /proc/PID/status).
@@ -86,4 +94,4 @@ function busyPercent (before, after, cpu) {
   return total > 0 ? 100 * (after[cpu].busy - before[cpu].busy) / total : null
 }
 
-module.exports = { treeCpuMicros, treeRssKiB, cpuJiffies, busyPercent }
+module.exports = { treeCpuMicros, treeCpuByProcess, treeRssKiB, cpuJiffies, busyPercent }

@@ -24,8 +24,8 @@ end
 
 // Run one interval of load against 127.0.0.1:port and resolve with its figures.
 // `tool` is 'wrk' or 'node'; `cpu` pins the generator.
-async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close = false, cpu = null, dir }) {
-  if (tool === 'wrk') return runWrk({ port, urlPath, connections, seconds, close, cpu, dir })
+async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close = false, cpu = null, dir, threads = 1 }) {
+  if (tool === 'wrk') return runWrk({ port, urlPath, connections, seconds, close, cpu, dir, threads })
   const argv = ['node', __filename, '--port', String(port), '--path', urlPath,
     '--connections', String(connections), '--duration', String(seconds)]
   if (close) argv.push('--close')
@@ -35,12 +35,12 @@ async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close
   return JSON.parse(line)
 }
 
-async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir }) {
+async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir, threads = 1 }) {
   const script = path.join(dir, 'report.lua')
   if (!fs.existsSync(script)) fs.writeFileSync(script, WRK_SCRIPT)
-  // One thread: the generator shares its core with both backends.
+  // One thread (run.js): the generator shares its core with both backends.
   // wrk takes whole seconds.
-  const argv = ['wrk', '-t1', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '5s', '-s', script]
+  const argv = ['wrk', `-t${threads}`, `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '5s', '-s', script]
   if (close) argv.push('-H', 'Connection: close')
   argv.push(`http://127.0.0.1:${port}${urlPath}`)
   const out = await procs.run(procs.pinned(cpu, argv), (seconds + 30) * 1000)
@@ -57,6 +57,45 @@ async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir })
     p99Ms: r.p99_us / 1000,
     non2xx: r.status, // wrk counts status > 399; the bench never sees 3xx
     socketErrors: r.connect + r.read + r.write + r.timeout
+  }
+}
+
+// ---- h2load: HTTP/2 clients -------------------------------------------------------
+
+// One interval of HTTP/2 load (h2c, prior knowledge) against 127.0.0.1:port: h2load
+// (nghttp2-client), one thread, `connections` connections with up to `streams` requests
+// in flight on each, for `seconds`. Latency percentiles come from its per-request log
+// (h2load prints only min, max, mean). Same result shape as runLoad.
+async function runH2load ({ port, urlPath = '/', connections, streams, seconds, cpu = null, dir }) {
+  const log = path.join(dir, `h2load-${process.pid}.log`)
+  const argv = ['h2load', '-t1', `-c${connections}`, `-m${streams}`, `-D${Math.max(1, Math.round(seconds))}`,
+    '--log-file', log, `http://127.0.0.1:${port}${urlPath}`]
+  try {
+    const out = await procs.run(procs.pinned(cpu, argv), (seconds + 30) * 1000)
+    const finished = out.match(/finished in ([\d.]+)(m?s), ([\d.]+) req\/s/)
+    const counts = out.match(/requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/)
+    const codes = out.match(/status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/)
+    if (!finished || !counts || !codes) throw new Error(`h2load gave no result: ${procs.tail(out)}`)
+    const secs = Number(finished[1]) / (finished[2] === 'ms' ? 1000 : 1)
+    // Each line: start time (µs since the epoch), status, duration (µs).
+    const durations = fs.readFileSync(log, 'latin1').split('\n')
+      .map(line => Number(line.split('\t')[2])).filter(d => d >= 0)
+    const sorted = Float64Array.from(durations).sort()
+    const n = sorted.length
+    const pct = p => n === 0 ? 0 : sorted[Math.min(n - 1, Math.floor(n * p / 100))] / 1000
+    return {
+      tool: 'h2load',
+      requests: Number(codes[1]), // answered 2xx
+      seconds: secs,
+      rps: Number(codes[1]) / secs,
+      p50Ms: pct(50),
+      p99Ms: pct(99),
+      non2xx: Number(codes[2]) + Number(codes[3]) + Number(codes[4]),
+      // errored: failed below HTTP (stream or connection errors); timeout: connections
+      socketErrors: Number(counts[6]) + Number(counts[7])
+    }
+  } finally {
+    fs.rmSync(log, { force: true })
   }
 }
 
@@ -290,7 +329,7 @@ class ResponseParser {
   }
 }
 
-module.exports = { runLoad, runRedisBenchmark }
+module.exports = { runLoad, runH2load, runRedisBenchmark }
 
 if (require.main === module) {
   const { parseArgs } = require('util')

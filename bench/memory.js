@@ -39,6 +39,8 @@ const { runLoad } = require('./loadgen')
 const FD_LIMIT = 65536
 const OPEN_CONCURRENCY = 200 // connections being set up at once (under lila's backlog)
 const WARM_CONNECTIONS = 200 // opened and closed first, so code warm-up is not counted
+const STREAMS_PER_SESSION = 100 // h2: streams per client connection (lila allows 128, HAProxy 100)
+const H2_STREAMS = 1000 // h2: streams held open by default (--streams)
 const SETTLE_MS = 12000 // after connections open or close, before a reading: longer than lila takes to collect
 const STARTUP_RUNS = 21
 const LB_CPU = 0
@@ -55,7 +57,8 @@ const PHASES = [
 
 // ---- What is measured: lila, node-floor (both through the probe) or HAProxy ----------
 
-// Start `kind` ('lila' | 'floor' | 'haproxy') balancing `backends` in `protocol`.
+// Start `kind` ('lila' | 'floor' | 'haproxy') balancing `backends` in `protocol`
+// ('tcp' | 'http' | 'h2': http with HTTP/2 clients by prior knowledge).
 // Returns { name, pid, port, sample({ gc, snapshot }), stop() }. sample() resolves
 // with { rss } (bytes) and, for the Node ones, the heap figures of memory-probe.js.
 async function startSubject ({ kind, protocol, backends, dir, opts, maxConn }) {
@@ -65,7 +68,10 @@ async function startSubject ({ kind, protocol, backends, dir, opts, maxConn }) {
   const script = kind === 'lila' ? opts.lilaPath : FLOOR
   const argv = ['node', '--expose-gc', ...opts.nodeFlags, '--require', PROBE, script,
     'round-robin', ...backends, '--host', '127.0.0.1', '--port', '0']
-  if (protocol !== 'tcp') argv.push('--protocol', protocol)
+  // h2: lila's http listener serves HTTP/2 as it is; its streams wait on the backend
+  // longer than the probe takes (the default --timeout is 60 s).
+  if (protocol !== 'tcp') argv.push('--protocol', kind === 'lila' ? 'http' : protocol)
+  if (kind === 'lila' && protocol === 'h2') argv.push('--timeout', '300s')
   if (kind === 'lila' && maxConn) argv.push('--max-conn', String(maxConn))
   const handle = await procs.start(argv, {
     cpu: LB_CPU,
@@ -114,13 +120,13 @@ global
   maxconn ${maxConn || 4096}
 
 defaults
-  mode ${protocol}
+  mode ${protocol === 'tcp' ? 'tcp' : 'http'}
   timeout connect 5s
   timeout client 120s
   timeout server 120s
-${protocol === 'http' ? '  timeout http-keep-alive 120s\n  option http-keep-alive\n  http-reuse always\n' : ''}
+${protocol !== 'tcp' ? '  timeout http-keep-alive 120s\n  option http-keep-alive\n  http-reuse always\n' : ''}${protocol === 'h2' ? '  option abortonclose\n' : ''}
 frontend fe
-  bind 127.0.0.1:${port}
+  bind 127.0.0.1:${port}${protocol === 'h2' ? ' proto h2' : ''}
   default_backend be
 
 backend be
@@ -141,16 +147,18 @@ ${backends.map((b, i) => `  server s${i} ${b}`).join('\n')}
 
 // ---- idle: memory per connection ----------------------------------------------------
 
-function connectionBudget (count) {
+function connectionBudget (count, protocol = 'tcp') {
   const lines = []
-  // A proxied TCP connection holds two sockets; a hundred more for everything else.
-  const need = 2 * count + 100
+  // A proxied TCP connection holds two sockets, an idle HTTP client one (the backend
+  // connections are pooled); a hundred more for everything else.
+  const perConnection = protocol === 'tcp' ? 2 : 1
+  const need = perConnection * count + 100
   const hard = hardFdLimit()
   const limit = Math.min(FD_LIMIT, hard)
   let n = count
   if (limit < need) {
-    n = Math.floor((limit - 100) / 2)
-    lines.push(`fd limit: ${count} connections need \`ulimit -n\` ≥ ${need}; the hard limit here is ${hard} ` +
+    n = Math.floor((limit - 100) / perConnection)
+    lines.push(`fd limit: ${count} ${protocol} connections need \`ulimit -n\` ≥ ${need}; the hard limit here is ${hard} ` +
       'and cannot be raised from inside (raise it with `ulimit -Hn` as root, /etc/security/limits.conf or ' +
       `the container's nofile limit), so ${n} connections were used`)
   }
@@ -162,18 +170,22 @@ function hardFdLimit () {
   return text === 'unlimited' ? Infinity : Number(text) || 1024
 }
 
-// One subject holding `count` idle connections (see the head of this file).
+// One subject holding `count` idle connections (see the head of this file); h2:
+// `count` HTTP/2 streams waiting for their answer (100 per client connection), each
+// request held unanswered by the backend.
 async function idleProbe ({ kind, protocol, count, dir, opts }) {
   const label = `${kind === 'floor' ? 'node-floor' : kind} ${protocol}`
   const http = protocol === 'http'
+  const h2 = protocol === 'h2'
   let backend = null
   let clients = null
   let subject = null
   try {
     backend = await startHolder()
     clients = await startHolder()
-    const { port: backendPort } = await backend.ask({ cmd: 'backend', http })
-    const live = async () => (await backend.ask({ cmd: 'stats' })).live
+    const { port: backendPort } = await backend.ask({ cmd: 'backend', http, hold: h2 })
+    const stats = () => backend.ask({ cmd: 'stats' })
+    const live = async () => (await stats()).live
     try {
       // HAProxy wants 2 descriptors per connection and a few more under its own limit.
       const maxConn = kind === 'haproxy' ? Math.min(count + 100, Math.floor((Math.min(FD_LIMIT, hardFdLimit()) - 40) / 2)) : count + 100
@@ -182,7 +194,17 @@ async function idleProbe ({ kind, protocol, count, dir, opts }) {
       return { label, error: `did not start: ${err.message.split('\n')[0]}` }
     }
     const { port } = subject
+    let held = 0 // h2: requests the backend had seen before this opening
     const openAll = async n => {
+      if (h2) {
+        held = (await stats()).requests
+        const opened = await clients.ask({ cmd: 'openH2', port, count: n }, 180000)
+        if (opened.failed > 0) throw new Error(`${opened.failed} of ${n} streams failed (${opened.firstError})`)
+        // A stream counts once its request reached the backend.
+        return until(async () => (await stats()).requests - held >= n, 60000).catch(async err => {
+          throw new Error(`${err.message} (${(await stats()).requests - held} of ${n}; ${procs.tail(subject.output())})`)
+        })
+      }
       const opened = await clients.ask({ cmd: 'open', port, count: n, http }, 180000)
       if (opened.failed > 0) throw new Error(`${opened.failed} of ${n} connections failed (${opened.firstError})`)
       // tcp: a client counts once it is connected through to the backend.
@@ -194,7 +216,10 @@ async function idleProbe ({ kind, protocol, count, dir, opts }) {
     }
     const closeAll = async () => {
       await clients.ask({ cmd: 'closeAll' })
-      if (!http) await until(async () => await live() === 0, 30000)
+      // h2 to HTTP/1.1 backends: an abandoned request's backend connection cannot be
+      // reused, so it closes too.
+      if (h2) await until(async () => await live() === 0, 30000).catch(() => {})
+      else if (!http) await until(async () => await live() === 0, 30000)
     }
 
     // Warm up, then let it go idle and take the baseline.
@@ -228,7 +253,7 @@ function snapshotPath (opts, what) {
 
 function idleTable (results) {
   const out = []
-  out.push('| process | connections | RSS idle | RSS with them | **KiB per connection** | live heap per connection | RSS once they closed | and after a forced GC |')
+  out.push('| process | connections (h2: streams) | RSS idle | RSS with them | **KiB per connection** | live heap per connection | RSS once they closed | and after a forced GC |')
   out.push('|---|--:|--:|--:|--:|--:|--:|--:|')
   for (const r of results) {
     if (r.error) {
@@ -242,7 +267,7 @@ function idleTable (results) {
   }
   // lila beyond Node's own sockets: lila's figure less node-floor's, per protocol.
   const lines = []
-  for (const protocol of ['tcp', 'http']) {
+  for (const protocol of ['tcp', 'http', 'h2']) {
     const lila = results.find(r => r.kind === 'lila' && r.protocol === protocol && !r.error)
     const floor = results.find(r => r.kind === 'floor' && r.protocol === protocol && !r.error)
     const haproxy = results.find(r => r.kind === 'haproxy' && r.protocol === protocol && !r.error)
@@ -251,10 +276,10 @@ function idleTable (results) {
     const parts = []
     if (floor) {
       const heap = r => (r.loadedGc.heapUsed - r.closedGc.heapUsed) / r.count / 1024
-      parts.push(`${(per(lila) - per(floor)).toFixed(2)} KiB of RSS per connection beyond Node's own sockets ` +
+      parts.push(`${(per(lila) - per(floor)).toFixed(2)} KiB of RSS per ${protocol === 'h2' ? 'stream' : 'connection'} beyond Node's own sockets ` +
         `(live heap: ${(heap(lila) - heap(floor)).toFixed(2)} KiB)`)
     }
-    if (haproxy) parts.push(`${(per(lila) / per(haproxy)).toFixed(1)}× HAProxy's per connection`)
+    if (haproxy) parts.push(`${(per(lila) / per(haproxy)).toFixed(1)}× HAProxy's per ${protocol === 'h2' ? 'stream' : 'connection'}`)
     if (parts.length > 0) lines.push(`- lila ${protocol}: ${parts.join('; ')}`)
   }
   return [...out, '', ...lines]
@@ -431,20 +456,27 @@ async function probe ({ lilaPath, count = 10000 }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-memory-'))
   const opts = { lilaPath, nodeFlags: [], snapshots: null, settle: SETTLE_MS / 1000 }
   try {
-    const { n, lines } = connectionBudget(count)
+    const lines = []
     const results = []
-    for (const protocol of ['tcp', 'http']) results.push(await idleProbe({ kind: 'lila', protocol, count: n, dir, opts }))
+    for (const protocol of ['tcp', 'http', 'h2']) {
+      const budget = protocol === 'h2' ? { n: H2_STREAMS, lines: [] } : connectionBudget(count, protocol)
+      lines.push(...budget.lines)
+      results.push(await idleProbe({ kind: 'lila', protocol, count: budget.n, dir, opts }))
+    }
     for (const r of results) {
       if (r.error) {
         lines.push(`${r.label}: not measured: ${r.error}`)
         continue
       }
-      const what = r.protocol === 'http'
-        ? `${r.count} idle keep-alive clients (one request each)`
-        : `${r.count} idle proxied connections (${2 * r.count} sockets in lila)`
+      const what = {
+        http: `${r.count} idle keep-alive clients (one request each)`,
+        h2: `${r.count} HTTP/2 streams waiting on their backend (${Math.ceil(r.count / STREAMS_PER_SESSION)} client connections)`,
+        tcp: `${r.count} idle proxied connections (${2 * r.count} sockets in lila)`
+      }[r.protocol]
       const perConn = (r.loaded.rss - r.base.rss) / r.count / 1024
       lines.push(`${r.label}: ${what}: RSS ${mib(r.base.rss)} idle → ${mib(r.loaded.rss)}, ` +
-        `**${perConn.toFixed(1)} KiB per connection** (set up in ${r.setupSeconds.toFixed(1)} s; bench/memory.js has more)`)
+        `**${perConn.toFixed(1)} KiB per ${r.protocol === 'h2' ? 'stream' : 'connection'}** ` +
+        `(set up in ${r.setupSeconds.toFixed(1)} s; bench/memory.js has more)`)
     }
     lines.push(startupProbe(lilaPath))
     return lines
@@ -480,25 +512,29 @@ async function startHolder () {
 
 function holder () {
   const clients = []
+  const sessions = [] // HTTP/2 client sessions
   let live = 0 // backend connections open now
+  let requests = 0 // request heads the backend has read
   const HELLO = 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello'
 
   const handlers = {
-    // A backend that holds tcp connections open, or answers each request (http).
-    backend ({ http }) {
+    // A backend that holds tcp connections open, answers each request (http), or
+    // reads each request and never answers (hold).
+    backend ({ http, hold }) {
       return new Promise(resolve => {
         const server = net.createServer(socket => {
           live++
           socket.on('error', () => {})
           socket.on('close', () => live--)
-          if (http) {
+          if (http || hold) {
             let buf = ''
             socket.setEncoding('latin1')
             socket.on('data', d => {
               buf += d
               for (let i; (i = buf.indexOf('\r\n\r\n')) !== -1;) {
                 buf = buf.slice(i + 4)
-                socket.write(HELLO)
+                requests++
+                if (!hold) socket.write(HELLO)
               }
             })
           }
@@ -543,9 +579,37 @@ function holder () {
         launch()
       })
     },
-    stats: () => ({ live, clients: clients.length }),
+    // Open `count` HTTP/2 streams (GET /), STREAMS_PER_SESSION per connection (h2c by
+    // prior knowledge), and resolve once every request is sent. Their answers never come.
+    openH2 ({ port, count }) {
+      const http2 = require('http2')
+      return new Promise(resolve => {
+        let pending = count
+        let failed = 0
+        let firstError = null
+        const settle = err => {
+          if (err) { failed++; firstError ||= err.message }
+          if (--pending === 0) resolve({ opened: count - failed, failed, firstError })
+        }
+        for (let opened = 0; opened < count; opened += STREAMS_PER_SESSION) {
+          const session = http2.connect(`http://127.0.0.1:${port}`)
+          session.on('error', () => {})
+          sessions.push(session)
+          for (let i = opened; i < Math.min(count, opened + STREAMS_PER_SESSION); i++) {
+            let done = false
+            const once = err => { if (!done) { done = true; settle(err) } }
+            const stream = session.request({ ':path': '/' }) // a GET: the request ends with its head
+            stream.on('error', err => once(err))
+            stream.on('close', () => once(new Error(`stream closed (code ${stream.rstCode})`)))
+            stream.on('ready', () => once(null))
+          }
+        }
+      })
+    },
+    stats: () => ({ live, requests, clients: clients.length }),
     closeAll () {
       for (const s of clients.splice(0)) s.destroy()
+      for (const s of sessions.splice(0)) s.destroy()
       return {}
     }
   }
@@ -590,6 +654,7 @@ async function main () {
     options: {
       lila: { type: 'string', default: path.join(__dirname, '..', 'lila') },
       count: { type: 'string', default: '10000' },
+      streams: { type: 'string', default: String(H2_STREAMS) },
       only: { type: 'string', default: 'idle,load,startup' },
       seconds: { type: 'string', default: '10' },
       after: { type: 'string', default: '12' },
@@ -636,20 +701,30 @@ async function main () {
   const raw = {} // every sample, for --json
 
   if (only.has('idle')) {
-    const { n, lines } = connectionBudget(Number(values.count))
     const results = []
-    for (const protocol of ['tcp', 'http']) {
+    const lines = []
+    const counts = {}
+    for (const protocol of ['tcp', 'http', 'h2']) {
+      const budget = protocol === 'h2' ? { n: Number(values.streams), lines: [] } : connectionBudget(Number(values.count), protocol)
+      counts[protocol] = budget.n
+      lines.push(...budget.lines)
+      if (budget.n === 0) continue
       for (const kind of [...nodes, ...peers]) {
-        say(`idle ${kind} ${protocol}: ${n} connections`)
+        // HAProxy counts two descriptors per connection whatever the mode.
+        const n = kind === 'haproxy' ? Math.min(budget.n, connectionBudget(budget.n, 'tcp').n) : budget.n
+        if (n < budget.n) lines.push(`${kind} ${protocol}: HAProxy reserves two descriptors per connection, so ${n} (not ${budget.n}) under this fd limit`)
+        say(`idle ${kind} ${protocol}: ${n} ${protocol === 'h2' ? 'streams' : 'connections'}`)
         results.push(await idleProbe({ kind, protocol, count: n, dir, opts }))
       }
     }
     raw.idle = results
     out.push('## Idle connections', '')
-    out.push(`Each process holds ${n} idle connections: proxied TCP connections (two sockets each in the balancer), ` +
-      'or HTTP keep-alive clients after one request each. node-floor is a bare Node proxy (bench/peers/node-floor.js): ' +
-      'what Node\'s own sockets cost. Live heap: V8\'s heap in use after a forced GC with the connections, less the ' +
-      'same once they closed.', '')
+    out.push(`Each process holds ${counts.tcp} idle proxied TCP connections (two sockets each in the balancer), ` +
+      `${counts.http} idle HTTP keep-alive clients after one request each, or ${counts.h2} HTTP/2 streams ` +
+      `(h2c, ${STREAMS_PER_SESSION} per client connection) waiting for an answer the backend (HTTP/1.1, one ` +
+      'connection per stream) never sends. node-floor is a bare Node proxy (bench/peers/node-floor.js): ' +
+      'what Node\'s own sockets (and, for h2, Http2Streams) cost. Live heap: V8\'s heap in use after a forced GC ' +
+      'with the connections, less the same once they closed.', '')
     out.push(...lines.map(l => `- ${l}`), ...(lines.length ? [''] : []))
     out.push(...idleTable(results), '')
   }

@@ -34,6 +34,10 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
       out.push(...redisTable(rows))
       continue
     }
+    if (w.h2) {
+      out.push(...h2Table(rows))
+      continue
+    }
     out.push('| contender | balance | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
       RATIO_PEERS.map(p => `÷ ${p}`).join(' | ') + ' |')
     out.push('|---|---|--:|--:|--:|--:|--:|--:|--:|--:|' + RATIO_PEERS.map(() => '--:').join('|') + '|')
@@ -54,7 +58,8 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
     if (c.status === 'ok') continue
     const key = `${c.contender} ${c.status}: ${c.reason}`
     if (!missing.has(key)) missing.set(key, [])
-    const where = `${c.workload}${c.mode === 'rr' && !workloads.find(w => w.id === c.workload).modes.includes('lc') ? '' : ` ${c.mode}`}`
+    const where = `${c.workload}${c.mode === 'rr' && !workloads.find(w => w.id === c.workload).modes.includes('lc') ? '' : ` ${c.mode}`}` +
+      `${c.backendProtocol ? ` to ${c.backendProtocol}` : ''}`
     missing.get(key).push(where)
   }
   if (missing.size > 0) {
@@ -111,16 +116,44 @@ function redisTable (rows) {
   return out
 }
 
+// HTTP/2 clients: the protocol to the backends beside the usual columns, ratios to the
+// L7 peers that serve HTTP/2.
+const H2_RATIO_PEERS = ['haproxy-http', 'nginx-http']
+
+function h2Table (rows) {
+  const out = ['| contender | to backends | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
+    H2_RATIO_PEERS.map(p => `÷ ${p}`).join(' | ') + ' |',
+  '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|' + H2_RATIO_PEERS.map(() => '--:').join('|') + '|']
+  for (const c of rows) {
+    if (c.status !== 'ok') continue
+    const ratios = H2_RATIO_PEERS.map(peer => c.contender.startsWith('lila-') ? ratio(rows, c, peer) : '')
+    out.push(`| ${c.contender} | ${c.contender === 'direct' ? '—' : c.backendProtocol} | ${Math.round(c.rps)} | ` +
+      `${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ${c.errors} | ${c.shares.map(s => `${Math.round(s * 100)}%`).join(' / ')} | ` +
+      `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
+      `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**${noisy(c) ? ' †' : ''}`} | ${ratios.join(' | ')} |`)
+  }
+  out.push(...disturbedNote(rows), '')
+  out.push('Clients speak HTTP/2 in the clear (h2c, prior knowledge: HAProxy `bind ... proto h2`, nginx `listen ... http2`); ' +
+    'to backends HTTP/1.1 (h1) or h2c (h2: lila `--backend-protocol h2`, HAProxy `server ... proto h2`). ' +
+    'Requests are h2load\'s answered 2xx; each stream is balanced on its own.', '')
+  return out
+}
+
+// The same contender in the same workload, balance mode and protocol to the backends.
+function peerOf (rows, c, peer) {
+  return rows.find(r => r.contender === peer && r.mode === c.mode && r.backendProtocol === c.backendProtocol && r.status === 'ok')
+}
+
 // c's requests per second divided by `peer`'s in the same workload and mode, as "0.93×".
 function rpsRatio (rows, c, peer) {
-  const other = rows.find(r => r.contender === peer && r.mode === c.mode && r.status === 'ok')
+  const other = peerOf(rows, c, peer)
   if (!other || !other.rps || c.status !== 'ok' || c === other) return ''
   return `${(c.rps / other.rps).toFixed(2)}×`
 }
 
 // lila's LB CPU µs/req divided by `peer`'s in the same workload and mode, as "0.83×".
 function ratio (rows, c, peer) {
-  const other = rows.find(r => r.contender === peer && r.mode === c.mode && r.status === 'ok')
+  const other = peerOf(rows, c, peer)
   if (!other || !other.lbCpuUsPerReq || c.status !== 'ok' || c.lbCpuUsPerReq == null) return ''
   return `${(c.lbCpuUsPerReq / other.lbCpuUsPerReq).toFixed(2)}×`
 }
@@ -146,14 +179,17 @@ function glance (workloads, cells) {
   const redis = []
   for (const w of workloads) {
     const rows = cells.filter(c => c.workload === w.id)
-    for (const mode of w.modes) {
-      const find = name => rows.find(r => r.contender === name && r.mode === mode)
+    const variants = w.modes.flatMap(m => (w.backendProtocols || [undefined]).map(bp => [m, bp]))
+    for (const [mode, backendProtocol] of variants) {
+      const find = name => rows.find(r => r.contender === name && r.mode === mode &&
+        r.backendProtocol === backendProtocol)
       const tcp = find('lila-tcp')
       const http = find('lila-http')
       if (!tcp && !http) continue
       any = true
       const us = c => !c ? '' : c.status !== 'ok' ? c.status : c.lbCpuUsPerReq.toFixed(1)
-      out.push(`| ${w.id} | ${mode} | ${us(tcp)} | ${tcp ? ratio(rows, tcp, 'haproxy-tcp') : ''} | ` +
+      const label = backendProtocol ? `${w.id}, to ${backendProtocol}` : w.id
+      out.push(`| ${label} | ${mode} | ${us(tcp)} | ${tcp ? ratio(rows, tcp, 'haproxy-tcp') : ''} | ` +
         `${us(http)} | ${http ? ratio(rows, http, 'haproxy-http') : ''} | ${http ? ratio(rows, http, 'http-proxy') : ''} |`)
       if (w.backend === 'redis' && tcp && tcp.status === 'ok') {
         const peer = rpsRatio(rows, tcp, 'haproxy-tcp')

@@ -17,8 +17,8 @@ const os = require('os')
 const path = require('path')
 const { parseArgs } = require('util')
 const procs = require('./procs')
-const { KINDS, isKind, backendMissing, startBackends, get, redisCommand } = require('./backends')
-const { runLoad, runRedisBenchmark } = require('./loadgen')
+const { KINDS, isKind, backendMissing, startBackends, get, getH2, redisCommand } = require('./backends')
+const { runLoad, runH2load, runRedisBenchmark } = require('./loadgen')
 const { treeCpuMicros, cpuJiffies, busyPercent } = require('./cpu')
 const { allContenders } = require('./contenders')
 const { markdown } = require('./report')
@@ -28,13 +28,16 @@ const LOAD_CPU = 1 // load generator and backends
 
 // `modes`: the balance modes compared; `delays`: per-backend response delay in ms;
 // `backend`: a fixed kind of backend (else the run's --backend, one row set per kind);
-// `layers`: the contenders' layers that can carry it (else all).
+// `layers`: the contenders' layers that can carry it (else all); `h2`: HTTP/2 clients
+// (h2load, `streams` in flight per connection), once per protocol to the backends in
+// `backendProtocols`.
 const WORKLOADS = [
   { id: 'W1', title: 'keep-alive, 5-byte body, 50 connections', path: '/', connections: 50, close: false, modes: ['rr'], delays: [0, 0] },
   { id: 'W2', title: 'new connection per request (Connection: close), 5-byte body, 50 connections', path: '/', connections: 50, close: true, modes: ['rr'], delays: [0, 0] },
   { id: 'W3', title: '1 MiB bodies, keep-alive, 8 connections', path: '/1m', connections: 8, close: false, modes: ['rr'], delays: [0, 0] },
   { id: 'W4', title: 'backend A answers in 20 ms, B in 2 ms; keep-alive, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: false, modes: ['rr', 'lc'], delays: [20, 2] },
   { id: 'W4c', title: 'backend A answers in 20 ms, B in 2 ms; new connection per request, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: true, modes: ['rr', 'lc'], delays: [20, 2] },
+  { id: 'H1', title: 'HTTP/2 clients (h2c by prior knowledge), 5-byte body, h2load: 10 connections × 10 streams', path: '/', connections: 10, streams: 10, h2: true, backendProtocols: ['h1', 'h2'], modes: ['rr'], delays: [0, 0], layers: ['none', 'http'] },
   { id: 'R1', title: 'redis-benchmark -t get,set -c 50 -P 1 through the tcp balancers, two redis-servers', connections: 50, modes: ['rr'], delays: [0, 0], backend: 'redis', layers: ['none', 'tcp'] }
 ]
 // W4 and W4c need backends that wait before answering: only the Node one can.
@@ -116,12 +119,16 @@ async function main () {
   const loadBefore = os.loadavg()[0]
   for (const w of workloads) {
     // The backend hit directly has nothing to balance in W4; R1 goes through tcp only.
-    const runs = w.modes.flatMap(mode => contenders
+    // HTTP/2 (H1): each http contender once per protocol to the backends; the backend
+    // hit directly only in h2 (the client's own protocol).
+    const runs = w.modes.flatMap(mode => (w.backendProtocols || [undefined]).flatMap(backendProtocol => contenders
       .filter(c => !(c.name === 'direct' && w.modes.length > 1) && (!w.layers || w.layers.includes(c.layer)))
-      .map(c => ({ mode, contender: c })))
+      .filter(c => !(c.name === 'direct' && backendProtocol === 'h1'))
+      .map(c => ({ mode, backendProtocol, contender: c }))))
     // Backends that cannot run here skip the workload, saying why.
     let backends = null
     let skipped = backendMissing(w.backend)
+    if (skipped === null && w.h2 && !procs.which('h2load')) skipped = 'h2load is not installed (apt-get install nghttp2-client)'
     if (skipped === null) {
       try {
         backends = await startBackends({ kind: w.backend, delays: w.delays, dir, cpu: LOAD_CPU })
@@ -130,16 +137,16 @@ async function main () {
       }
     }
     if (skipped !== null) {
-      for (const { mode, contender } of runs) {
-        const cell = { workload: w.id, contender: contender.name, mode, status: 'skipped', reason: skipped }
+      for (const { mode, backendProtocol, contender } of runs) {
+        const cell = { workload: w.id, contender: contender.name, mode, backendProtocol, status: 'skipped', reason: skipped }
         cells.push(cell)
         progress(cell)
       }
       continue
     }
     try {
-      for (const { mode, contender } of runs) {
-        const cell = await measureCell({ w, mode, contender, backends, dir, opts, loadgen })
+      for (const { mode, backendProtocol, contender } of runs) {
+        const cell = await measureCell({ w, mode, backendProtocol, contender, backends, dir, opts, loadgen })
         cells.push(cell)
         progress(cell)
         await procs.sleep(200) // let the last connections close before the next cell
@@ -168,13 +175,15 @@ async function main () {
 }
 
 // One contender, one workload, one balance mode.
-async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }) {
-  const cell = { workload: w.id, contender: contender.name, mode, status: 'ok' }
-  const missing = contender.missing()
+async function measureCell ({ w, mode, backendProtocol, contender, backends, dir, opts, loadgen }) {
+  const cell = { workload: w.id, contender: contender.name, mode, backendProtocol, status: 'ok' }
+  const missing = contender.missing() || (w.h2 ? contender.cannotH2({ backendProtocol }) : null)
   if (missing) return { ...cell, status: 'skipped', reason: missing }
+  const addresses = backendProtocol === 'h2' ? backends.h2Addresses : backends.addresses
+  if (!addresses) return { ...cell, status: 'skipped', reason: `${w.backend} backends do not speak h2c (the Node backend never; Go before 1.24)` }
   let lb
   try {
-    lb = await contender.start({ backends: backends.addresses, mode, dir, cpu: LB_CPU })
+    lb = await contender.start({ backends: addresses, mode, dir, cpu: LB_CPU, h2: Boolean(w.h2), backendProtocol })
   } catch (err) {
     return { ...cell, status: 'skipped', reason: `did not start: ${oneLine(err.message)}` }
   }
@@ -191,6 +200,13 @@ async function measureCell ({ w, mode, contender, backends, dir, opts, loadgen }
       const requests = Math.max(10000, Math.min(5e6, Math.round(warm.rps * opts.seconds / 2 / 1000) * 1000))
       const timeoutMs = (opts.seconds * 5 + 30) * 1000
       load = { run: () => runRedisBenchmark({ ...params, requests, timeoutMs }) }
+    } else if (w.h2) {
+      await getH2(lb.port, w.path)
+      const params = {
+        port: lb.port, urlPath: w.path, connections: w.connections, streams: w.streams, cpu: LOAD_CPU, dir
+      }
+      if (opts.warmup > 0) await runH2load({ ...params, seconds: opts.warmup })
+      load = { run: () => runH2load({ ...params, seconds: opts.seconds }) }
     } else {
       await get(lb.port, w.path) // one request must go through before anything is measured
       const params = {
@@ -250,7 +266,7 @@ async function measureInterval ({ lb, load, backends }) {
 }
 
 function progress (c) {
-  const what = `${c.workload} ${c.contender} ${c.mode}`
+  const what = `${c.workload} ${c.contender} ${c.mode}${c.backendProtocol ? ` to ${c.backendProtocol}` : ''}`
   if (c.status !== 'ok') return process.stderr.write(`${what}: ${c.status}: ${c.reason}\n`)
   const cpu = c.lbCpuUsPerReq == null ? '' : `, LB ${c.lbCpuUsPerReq.toFixed(1)} µs/req (${Math.round(c.lbCpuPct)}% CPU)`
   process.stderr.write(`${what}: ${Math.round(c.rps)} req/s, p99 ${c.p99Ms.toFixed(2)} ms, ${c.errors} errors${cpu}\n`)

@@ -10,6 +10,8 @@
 // GET /        -> 200, "hello" (5 bytes)
 // GET /1m      -> 200, 1 MiB
 // GET /__count -> 200, the number of requests served so far (this one excluded)
+// HTTP/2 by prior knowledge (h2c) is served on the same port too (Go 1.24 and later:
+// the line says "h2c" then), for the HTTP/2 workload's h2 backends.
 // A request with "Connection: close" is answered and the connection closed
 // (net/http does that itself). Bodies are written with one Write (net/http sends the
 // head and the first 4 KiB, then the rest in one write(2)), or with -write-size in
@@ -69,14 +71,18 @@ func main() {
 		fmt.Fprintf(os.Stderr, "backend %s: %v\n", *name, err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "backend %s listening on %s\n", *name, ln.Addr())
+	server := &http.Server{Handler: mux, IdleTimeout: 300 * time.Second}
+	h2c := ""
+	if enableH2C(server) {
+		h2c = " (h1, h2c)"
+	}
+	fmt.Fprintf(os.Stderr, "backend %s listening on %s%s\n", *name, ln.Addr(), h2c)
 	go func() {
 		stop := make(chan os.Signal, 1)
 		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 		<-stop
 		os.Exit(0)
 	}()
-	server := &http.Server{Handler: mux, IdleTimeout: 300 * time.Second}
 	if err := server.Serve(ln); err != nil {
 		fmt.Fprintf(os.Stderr, "backend %s: %v\n", *name, err)
 		os.Exit(1)
