@@ -163,3 +163,21 @@ t.test('HTTP/2: each stream is a request for --rate-limit; 429 with retry-after'
   t.equal(answers[2]['retry-after'], '60')
   t.equal(backend.requests, 2)
 })
+
+t.test('with --accept-proxy, the limit is on the address the PROXY header gives', async t => {
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0',
+    '--accept-proxy', '--rate-limit', '1/m,burst=1'])
+  // One request on a fresh connection that claims to come from `source` (PROXY v1).
+  const from = source => within(5000, `a request from ${source}`, new Promise((resolve, reject) => {
+    const socket = net.connect(lila.port, '127.0.0.1')
+    let data = ''
+    socket.on('data', chunk => { data += chunk })
+    socket.on('error', reject)
+    socket.on('close', () => resolve(Number(data.split(' ')[1])))
+    socket.end(`PROXY TCP4 ${source} 127.0.0.1 40000 80\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  }))
+  t.equal(await from('127.0.0.5'), 200)
+  t.equal(await from('127.0.0.5'), 429, 'the same claimed address is over its limit')
+  t.equal(await from('127.0.0.6'), 200, 'another claimed address is served: the TCP peer (127.0.0.1 for all) is not what counts')
+})
