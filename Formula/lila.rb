@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2258b9e5fbc057dc9c2a0c870835b9e0551089df305674b5e7137e6fd24a0d46"
+  sha256 "50e8ab1d75e1c39c93eff2a219a84fcc789b9aa846988c43e445a01e41187404"
   license "MIT"
 
   depends_on "node"

@@ -198,3 +198,22 @@ t.test('with --backend-protocol h2, an HTTP/1.1 request is routed to a route\'s 
   t.equal(body(await request(lila.port, { path: '/api/x' })), 'api 2.0')
   t.equal(body(await request(lila.port, { path: '/x' })), 'own 2.0')
 })
+
+t.test('the JSON access log names the route a request went to', async t => {
+  const { within } = require('./fixtures/helpers')
+  const a = await httpBackend(t, 'a')
+  const lila = await spawnLila(t, ['rr', a.address, ...HTTP, '--access-log', 'json', '--route', `/api=${a.address}`])
+  await request(lila.port, { path: '/api/x' })
+  await request(lila.port, { path: '/other' })
+  await within(5000, 'two access log lines', new Promise(resolve => {
+    const check = () => {
+      if (lila.stdout.split('\n').filter(Boolean).length < 2) return
+      lila.child.stdout.off('data', check)
+      resolve()
+    }
+    lila.child.stdout.on('data', check)
+    check()
+  }))
+  const records = lila.stdout.split('\n').filter(Boolean).map(line => JSON.parse(line))
+  t.same(records.map(r => [r.target, r.route]), [['/api/x', '/api'], ['/other', undefined]])
+})

@@ -30,7 +30,8 @@
 //         (200 when a backend took it, else 503)
 //   With --request-id, the ID ends the line: text ` id=ID`; combined one more quoted
 //   field, `"ID"`, where nginx configs put $request_id (log tools that read COMBINED
-//   ignore what follows the user agent); json the record's "requestId".
+//   ignore what follows the user agent); json the record's "requestId". A request a
+//   route (--route) served has the route's name in json's "route".
 //
 // The backend is "-" (json: null) when no backend took it. The json line is the record
 // as it came, after the time. Lines are gathered and written once per turn of the event

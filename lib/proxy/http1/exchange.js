@@ -493,6 +493,7 @@ class Exchange {
       userAgent: fieldOf(head, 'user-agent')
     }
     if (this.requestId !== null) record.requestId = this.requestId
+    if (this.route !== null && this.route !== this.listener) record.route = this.route.name // --route
     return record
   }
 }

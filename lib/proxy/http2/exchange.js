@@ -460,6 +460,7 @@ class StreamExchange {
       userAgent: fieldOf(head, 'user-agent')
     }
     if (this.requestId !== null) record.requestId = this.requestId
+    if (this.route !== null && this.route !== this.listener) record.route = this.route.name // --route
     return record
   }
 }

@@ -399,6 +399,7 @@ class Http1ToHttp2 {
       userAgent: fieldOf(head, 'user-agent')
     }
     if (this.requestId !== null) record.requestId = this.requestId
+    if (this.route !== null && this.route !== this.listener) record.route = this.route.name // --route
     return record
   }
 }
