@@ -27,15 +27,24 @@ const LINGER_MS = 2000
 
 // Stream handlers shared by every exchange (socket-events.js): `this` is the
 // Http2Stream, which carries its exchange.
-const STREAM = handlers({
-  data (chunk) { this.exchange.onClientData(chunk) },
-  end () { this.exchange.onClientEnd() },
-  trailers (headers) { this.exchange.onClientTrailers(headers) },
+const RESPONSE = {
   drain () { this.exchange.onClientDrain() },
   wantTrailers () { this.exchange.onWantTrailers() },
   error (err) { this.exchange.onClientError(err) },
   close () { this.exchange.onClientClose() }
+}
+const STREAM = handlers({
+  data (chunk) { this.exchange.onClientData(chunk) },
+  end () { this.exchange.onClientEnd() },
+  trailers (headers) { this.exchange.onClientTrailers(headers) },
+  ...RESPONSE
 })
+// A request whose headers ended its stream (GET, HEAD, ...) has no body to read, and
+// its readable side is left unread: Node then destroys the stream a tick after it
+// closes, not at once, so the write of the response's last DATA completes first.
+// Destroyed before that write's callback, Node 20's Writable builds and throws away an
+// ERR_STREAM_DESTROYED per stream (errorBuffer), a tenth of lila's time in H1.
+const BODYLESS_STREAM = handlers(RESPONSE)
 
 // One HTTP/2 stream: one request, balanced on its own exactly as an HTTP/1.1 request
 // is (http1/exchange.js, of which this is the stream-level counterpart): an Attempt
@@ -88,7 +97,7 @@ class StreamExchange {
     this.replied = 0
     this.openedAt = performance.now()
     stream.exchange = this
-    addListeners(stream, STREAM)
+    addListeners(stream, this.body.done ? BODYLESS_STREAM : STREAM)
   }
 
   // The request's head as HTTP/1.1 would write it, and its body.
