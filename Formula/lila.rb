@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "50e8ab1d75e1c39c93eff2a219a84fcc789b9aa846988c43e445a01e41187404"
+  sha256 "880ed5fcf52727aece80d91401947591ad3212402f418af34d2abc7867462e91"
   license "MIT"
 
   depends_on "node"
