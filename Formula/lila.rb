@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "880ed5fcf52727aece80d91401947591ad3212402f418af34d2abc7867462e91"
+  sha256 "39f0a9959fc02099f7347c92099c845656a35bfa7d7d10da29460558c9dbf3ee"
   license "MIT"
 
   depends_on "node"

@@ -8,19 +8,9 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawn, spawnSync } = require('child_process')
-const { spawnLila, httpBackend, within } = require('./fixtures/helpers')
+const { spawnSync } = require('child_process')
+const { spawnLila, httpBackend, within, outputOf } = require('./fixtures/helpers')
 const { certDir, makeCertificate } = require('./fixtures/certs')
-
-function run (command, args) {
-  return within(30000, `${command} ${args.at(-1)}`, new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'] })
-    let out = ''
-    child.stdout.on('data', chunk => { out += chunk })
-    child.on('error', reject)
-    child.on('close', () => resolve(out))
-  }))
-}
 
 t.test('headless Chromium over TLS gets h2 by ALPN and the backend\'s page', async t => {
   const chromium = ['chromium', 'chromium-browser'].find(c => !spawnSync(c, ['--version']).error)
@@ -36,7 +26,7 @@ t.test('headless Chromium over TLS gets h2 by ALPN and the backend\'s page', asy
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-chromium-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--ignore-certificate-errors']
-  const dom = await run(chromium, [...args, '--dump-dom', `https://127.0.0.1:${lila.port}/`])
+  const dom = await outputOf(chromium, [...args, '--dump-dom', `https://127.0.0.1:${lila.port}/`])
   t.match(dom, '<p id="p">served over 1.1 to lila</p>', 'the backend\'s page, reached over HTTP/1.1 behind lila')
 
   // The access log is written once per tick: wait for the page's line on stdout.

@@ -13,6 +13,7 @@ const { constants } = require('http2')
 const { startLila, deadPort, until, within, isSettled, httpBackend, listenOn } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend, h2load, H2LOAD } = require('./fixtures/h2')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { frame } = require('./fixtures/h2-frames')
 
 const H2 = ['--protocol', 'http', '--backend-protocol', 'h2']
 
@@ -58,18 +59,10 @@ async function cuttingBackend (t) {
         buf = buf.subarray(9 + length)
         if (type === 4 && !(flags & 1)) socket.write(Buffer.from([0, 0, 0, 4, 1, 0, 0, 0, 0])) // SETTINGS ack
         if (type !== 1) continue
-        const frame = (type, flags, payload) => {
-          const head = Buffer.alloc(9)
-          head.writeUIntBE(payload.length, 0, 3)
-          head[3] = type
-          head[4] = flags
-          head.writeUInt32BE(id, 5)
-          return Buffer.concat([head, payload])
-        }
         const rst = Buffer.alloc(4)
         rst.writeUInt32BE(constants.NGHTTP2_INTERNAL_ERROR)
         // HEADERS (END_HEADERS, :status 200 as static index 8), DATA, RST_STREAM.
-        socket.write(Buffer.concat([frame(1, 4, Buffer.from([0x88])), frame(0, 0, Buffer.from('partial')), frame(3, 0, rst)]))
+        socket.write(Buffer.concat([frame(1, 4, id, Buffer.from([0x88])), frame(0, 0, id, Buffer.from('partial')), frame(3, 0, id, rst)]))
       }
     })
   })

@@ -8,12 +8,12 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawn, spawnSync } = require('child_process')
+const { spawnSync } = require('child_process')
 const { History } = require('../lib/admin/history')
 const { createStatusServer } = require('../lib/admin/status-server')
 const { parseBackend } = require('../lib/config/parsers')
 const histogram = require('../lib/histogram')
-const { startLila, httpBackend, deadPort, request, within } = require('./fixtures/helpers')
+const { startLila, httpBackend, deadPort, request, outputOf } = require('./fixtures/helpers')
 
 // A snapshot of one listener with one backend: `total` requests, `failures`, and
 // `fast`/`slow` response-time samples (1 ms, 400 ms).
@@ -91,7 +91,7 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--window-size=1400,700']
   const url = `http://127.0.0.1:${port}/status`
-  const dom = await run(chromium, [...args, '--dump-dom', url])
+  const dom = await outputOf(chromium, [...args, '--dump-dom', url])
   const charts = [...dom.matchAll(/<figure class="chart[^"]*"><svg[^>]*aria-label="([^"]*)"[\s\S]*?<polyline points="([^"]*)"/g)]
   t.equal(charts.length, 3, 'three charts: requests/s, errors/s, p99')
   if (charts.length !== 3) return
@@ -105,16 +105,6 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
   t.match(sparks[0]?.[1], /^requests\/s now [\d.]+, peak [1-9][\d.]*.* · p99 now /, 'the good backend served requests')
   t.ok(sparks[0]?.[2].trim().split(' ').length >= 2, 'drawn with at least two points')
   const screenshot = path.join(os.tmpdir(), 'lila-status-charts.png')
-  await run(chromium, [...args, `--screenshot=${screenshot}`, url])
+  await outputOf(chromium, [...args, `--screenshot=${screenshot}`, url])
   t.ok(fs.statSync(screenshot).size > 10000, `a screenshot, to look at: ${screenshot}`)
 })
-
-function run (command, args) {
-  return within(30000, `${command} ${args.at(-1)}`, new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'] })
-    let out = ''
-    child.stdout.on('data', chunk => { out += chunk })
-    child.on('error', reject)
-    child.on('close', () => resolve(out))
-  }))
-}

@@ -333,17 +333,24 @@ function parseFaultSettings (pairs, subject) {
   return fault
 }
 
+// "ADDR,SETTING,..." (--fault, --mirror) -> { spec: parseBackend(ADDR), settings: the
+// rest, subject: the text for messages }; an ADDR that is no backend is named as a bad
+// `what`, expected `syntax`.
+function backendThenSettings (text, flag, what, syntax) {
+  const [address, ...settings] = String(text).split(',')
+  const subject = `${quote(text)}${forFlag(flag)}`
+  try {
+    return { spec: parseBackend(address), settings, subject }
+  } catch {
+    throw new UsageError(`invalid ${what} ${subject}: expected ${syntax}`)
+  }
+}
+
 // --fault "host:port,error=503,for=30s" -> { address, ...parseFaultSettings }: the
 // address as /status.json shows it (":8080" is 127.0.0.1:8080).
 function parseFault (text, flag) {
-  const [address, ...settings] = String(text).split(',')
-  const subject = `${quote(text)}${forFlag(flag)}`
-  let spec
-  try {
-    spec = parseBackend(address)
-  } catch {
-    throw new UsageError(`invalid fault ${subject}: expected ${FAULT_SYNTAX}, the backend's address first`)
-  }
+  const expected = `${FAULT_SYNTAX}, the backend's address first`
+  const { spec, settings, subject } = backendThenSettings(text, flag, 'fault', expected)
   if (spec.srv !== undefined) {
     throw new UsageError(`invalid fault ${subject}: expected a backend's host:port first, not an SRV name`)
   }
@@ -361,14 +368,7 @@ function parseFault (text, flag) {
 // backend (host:port, a name, or unix:/path) sent a copy of every request, or of
 // `percent` % of them (proxy/mirror.js); `address` as /status.json shows it.
 function parseMirror (text, flag) {
-  const [address, ...settings] = String(text).split(',')
-  const subject = `${quote(text)}${forFlag(flag)}`
-  let spec
-  try {
-    spec = parseBackend(address)
-  } catch {
-    throw new UsageError(`invalid mirror ${subject}: expected ${MIRROR_SYNTAX}`)
-  }
+  const { spec, settings, subject } = backendThenSettings(text, flag, 'mirror', MIRROR_SYNTAX)
   if (spec.srv !== undefined || spec.range !== undefined) {
     throw new UsageError(`invalid mirror ${subject}: expected one backend, host:port or unix:/path, ` +
       'not an SRV name or a port range')
