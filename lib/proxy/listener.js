@@ -60,6 +60,7 @@ class Listener {
     this.backendTls = backendTls // tls.connect options for backends, or null
     this.prelude = new Set() // connections in their prelude: closed with the listener
     this.upstream = upstream // the listener's own backends: requests no route matches
+    this.own = { name: null, match: null, upstream } // the same as a pool routeFor() gives
     this.setRoutes(routes)
     this.log = log
     this.protocol = protocol
@@ -191,14 +192,15 @@ class Listener {
     this.router = routes.length === 0 ? null : new Router(routes)
   }
 
-  // The pool an HTTP request goes to: a route's { upstream }, or this listener's own;
+  // The pool an HTTP request goes to: a route ({ name, match, upstream }), or this
+  // listener's own (`own`, named null);
   // null when no route matches and the listener has no backends of its own (answer 404
   // with unrouted()).
   routeFor (head) {
-    if (this.router === null) return this
+    if (this.router === null) return this.own
     const route = this.router.match(head.host, head.path)
     if (route !== null) return route
-    return this.config.backends.length === 0 ? null : this
+    return this.config.backends.length === 0 ? null : this.own
   }
 
   // Why a request went nowhere (routeFor gave null), for the 404 page and the log.

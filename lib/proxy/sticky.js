@@ -76,10 +76,10 @@ class Stickiness {
 }
 
 // The Path of a pool's cookie: its route's path prefix, or / (the listener's own
-// backends, a route by host only). `route` is a route ({ match }) or the listener.
+// backends, a route by host only). `route` as listener.routeFor() gives it.
 function cookiePath (route) {
-  const match = route.match
-  return match === undefined || match.path === null ? '/' : match.path
+  const { match } = route
+  return !match || match.path === null ? '/' : match.path
 }
 
 // A Set-Cookie value (RFC 6265): a session cookie (it ends with the browser session;

@@ -3,7 +3,7 @@
 const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../../errors')
 const { view } = require('./parse')
-const { requestHead, viaLoops } = require('./rewrite')
+const { requestHead } = require('./rewrite')
 const { reply } = require('./replies')
 const { RequestBody, REPLAY_LIMIT } = require('./request-body')
 const { Response } = require('./response')
@@ -55,7 +55,7 @@ class Exchange {
 
     // Where it goes.
     this.route = this.listener.routeFor(head) // null: no route matches (404)
-    this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
+    this.attempt = new Attempt((this.route || this.listener.own).upstream, this, this, { perRequest: true })
     this.sentAt = 0 // when the head went to the backend: latency for least-time
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.silentTicks = 0 // listener sweeps without a byte from the backend (--timeout)
@@ -90,11 +90,8 @@ class Exchange {
   // Continue before sending gets it from lila.
   start () {
     const { head, body } = this
-    const { via } = this.listener.protocol
-    if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
-    const limited = this.listener.rateLimited(this.clientAddress)
-    if (limited !== null) return this.answer(429, limited.detail, limited)
-    if (this.route === null) return this.answer(404, this.listener.unrouted(head))
+    const refused = this.listener.protocol.refusal(this)
+    if (refused !== null) return this.answer(...refused)
     this.deadline = deadlineFor(this)
     if (this.listener.mirror !== null) this.shadow = this.listener.mirror.start(head, this, body.done)
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
@@ -493,7 +490,7 @@ class Exchange {
       userAgent: fieldOf(head, 'user-agent')
     }
     if (this.requestId !== null) record.requestId = this.requestId
-    if (this.route !== null && this.route !== this.listener) record.route = this.route.name // --route
+    if (this.route !== null && this.route.name !== null) record.route = this.route.name // --route
     return record
   }
 }

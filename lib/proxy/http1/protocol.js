@@ -6,6 +6,7 @@ const { Pool } = require('./connection-pool')
 const { ResponseStats } = require('./response-stats')
 const { Stickiness } = require('../sticky')
 const { compileHeaderRules } = require('../header-rules')
+const { viaLoops } = require('./rewrite')
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
@@ -41,6 +42,18 @@ class Http1Protocol {
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)
     for (const pool of this.pools.values()) pool.configure(this.connectTimeout, this.backendTls)
+  }
+
+  // May a request go on to a backend? null, or why not as [status, detail, options] for
+  // its exchange's answer(): a loop through this lila (508), its client over
+  // --rate-limit (429), no route for it (404). One order for the three kinds of request.
+  refusal (exchange) {
+    const { head, listener } = exchange
+    if (viaLoops(head, this.via)) return [508, `request already passed through this lila (Via: ${this.via})`]
+    const limited = listener.rateLimited(exchange.clientAddress)
+    if (limited !== null) return [429, limited.detail, limited]
+    if (exchange.route === null) return [404, listener.unrouted(head)]
+    return null
   }
 
   // The timeouts (ms) sweep() keeps: --timeout, --body-timeout, and pooled idle expiry.

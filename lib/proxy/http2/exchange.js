@@ -3,7 +3,6 @@
 const { constants } = require('http2')
 const { performance } = require('perf_hooks')
 const { reasonOf, HttpError } = require('../../errors')
-const { viaLoops } = require('../http1/rewrite')
 const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
 const { handlers, addListeners } = require('../socket-events')
@@ -83,7 +82,7 @@ class StreamExchange {
 
     // Where it goes.
     this.route = this.listener.routeFor(head) // null: no route matches (404)
-    this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
+    this.attempt = new Attempt((this.route || this.listener.own).upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend it is seated on
     this.lastStatus = 502
     this.backendAnswered = false // the response is a backend's (not lila's own)
@@ -106,11 +105,8 @@ class StreamExchange {
   }
 
   start () {
-    const { via } = this.listener.protocol
-    if (viaLoops(this.head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
-    const limited = this.listener.rateLimited(this.clientAddress)
-    if (limited !== null) return this.answer(429, limited.detail, limited)
-    if (this.route === null) return this.answer(404, this.listener.unrouted(this.head))
+    const refused = this.listener.protocol.refusal(this)
+    if (refused !== null) return this.answer(...refused)
     this.deadline = deadlineFor(this)
     const { mirror } = this.listener
     if (mirror !== null) this.shadow = mirror.start(this.head, this, this.body.done)
@@ -469,7 +465,7 @@ class StreamExchange {
       userAgent: fieldOf(head, 'user-agent')
     }
     if (this.requestId !== null) record.requestId = this.requestId
-    if (this.route !== null && this.route !== this.listener) record.route = this.route.name // --route
+    if (this.route !== null && this.route.name !== null) record.route = this.route.name // --route
     return record
   }
 }

@@ -3,7 +3,7 @@
 const { STATUS_CODES } = require('http')
 const { performance } = require('perf_hooks')
 const { reasonOf } = require('../../errors')
-const { viaLoops, HOP_BY_HOP } = require('../http1/rewrite')
+const { HOP_BY_HOP } = require('../http1/rewrite')
 const { reply } = require('../http1/replies')
 const { ChunkedReader } = require('../http1/chunked')
 const { trimOws } = require('../http1/parse')
@@ -54,7 +54,7 @@ class Http1ToHttp2 {
     this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
 
     this.route = this.listener.routeFor(head) // null: no route matches (404)
-    this.attempt = new Attempt((this.route || this.listener).upstream, this, this, { perRequest: true })
+    this.attempt = new Attempt((this.route || this.listener.own).upstream, this, this, { perRequest: true })
     this.leg = null
     this.lastStatus = 502
 
@@ -79,12 +79,9 @@ class Http1ToHttp2 {
 
   start () {
     const { head } = this
-    const { via } = this.listener.protocol
-    if (viaLoops(head, via)) return this.answer(508, `request already passed through this lila (Via: ${via})`)
+    const refused = this.listener.protocol.refusal(this)
+    if (refused !== null) return this.answer(...refused)
     if (head.isUpgrade) return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
-    const limited = this.listener.rateLimited(this.clientAddress)
-    if (limited !== null) return this.answer(429, limited.detail, limited)
-    if (this.route === null) return this.answer(404, this.listener.unrouted(head))
     this.deadline = deadlineFor(this)
     if (this.listener.mirror !== null) this.shadow = this.listener.mirror.start(head, this, !this.reading)
     this.attempt.start()
@@ -399,7 +396,7 @@ class Http1ToHttp2 {
       userAgent: fieldOf(head, 'user-agent')
     }
     if (this.requestId !== null) record.requestId = this.requestId
-    if (this.route !== null && this.route !== this.listener) record.route = this.route.name // --route
+    if (this.route !== null && this.route.name !== null) record.route = this.route.name // --route
     return record
   }
 }
