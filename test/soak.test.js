@@ -38,13 +38,16 @@ async function startFleet (t, n) {
     b.child = fork(BACKEND, [String(b.port)], { stdio: 'ignore' })
     b.mode = 'normal'
     b.since = Date.now()
-    await within(10000, `backend ${b.port} to listen`, new Promise((resolve, reject) => {
+    // Generous: a forked Node takes seconds to start on a busy two-core machine.
+    await within(30000, `backend ${b.port} to listen`, new Promise((resolve, reject) => {
       b.child.once('message', resolve)
       b.child.once('exit', code => reject(new Error(`backend ${b.port} exited ${code}`)))
     }))
   }
-  await Promise.all(fleet.map(start))
+  // Before they start: a backend that fails to start must not leave the others running
+  // (the test would then wait on them until tap's timeout).
   t.teardown(() => { for (const b of fleet) if (b.child) b.child.kill('SIGKILL') })
+  await Promise.all(fleet.map(start))
   return {
     backends: fleet,
     alive: () => fleet.filter(b => b.child !== null),
