@@ -5,9 +5,10 @@
 // net/http server (peers/go-backend, built here with `go build`: Go's buffered writes,
 // a goroutine per connection), or the raw-socket Node server in backend-server.js (the
 // only kind that can answer after a fixed delay, for W4). And, for the redis workload,
-// redis-server instances. Each backend is its own process so that each counts only what
-// it served: nginx through stub_status, Go and Node through their /__count path, redis
-// through INFO stats.
+// redis-server instances; for the gRPC workload, a Go gRPC server (peers/grpc-backend).
+// Each backend is its own process so that each counts only what it served: nginx
+// through stub_status, Go and Node through their /__count path (the gRPC backend's on
+// a second port), redis through INFO stats.
 
 const fs = require('fs')
 const path = require('path')
@@ -35,22 +36,24 @@ function backendMissing (kind) {
     const missing = ['redis-server', 'redis-benchmark'].filter(t => !procs.which(t))
     return missing.length === 0 ? null : `${missing.join(' and ')} not installed (apt-get install redis-server redis-tools)`
   }
+  if (kind === 'grpc') return goTool() ? null : 'Go is not installed (https://go.dev/dl/; the gRPC backend needs Go 1.26 or later)'
   return null
 }
 
-// Start `delays.length` backends of `kind` ('nginx' | 'go[/Nk]' | 'node' | 'redis'),
+// Start `delays.length` backends of `kind` ('nginx' | 'go[/Nk]' | 'node' | 'redis' | 'grpc'),
 // pinned to `cpu`. Returns { addresses, counts(), stop() }; counts() resolves with how
 // many requests each backend has served so far.
 async function startBackends ({ kind, delays, dir, cpu }) {
   const started = []
   const go = kind.match(GO_KIND)
   try {
-    const goBinary = go ? await buildGoBackend() : null
+    const goBinary = go ? await buildGoBackend() : kind === 'grpc' ? await buildGrpcBackend() : null
     const writeSize = go && go[1] ? Number(go[1]) * 1024 : 0
     for (let i = 0; i < delays.length; i++) {
       const name = String.fromCharCode(65 + i) // A, B, ...
       if (kind === 'nginx') started.push(await startNginxBackend({ name, dir, cpu }))
       else if (go) started.push(await startGoBackend({ name, binary: goBinary, writeSize, cpu }))
+      else if (kind === 'grpc') started.push(await startGrpcBackend({ name, binary: goBinary, cpu }))
       else if (kind === 'redis') started.push(await startRedisBackend({ name, dir, cpu }))
       else started.push(await startNodeBackend({ name, delay: delays[i], cpu }))
     }
@@ -61,7 +64,7 @@ async function startBackends ({ kind, delays, dir, cpu }) {
   return {
     addresses: started.map(b => `127.0.0.1:${b.port}`),
     // Where they speak HTTP/2 by prior knowledge (h2c): nginx on a port of its own, Go
-    // (1.24 and later) on the same one; null when they cannot.
+    // (1.24 and later) and the gRPC backend on the same one; null when they cannot.
     h2Addresses: started.every(b => b.h2Port || b.h2c) ? started.map(b => `127.0.0.1:${b.h2Port || b.port}`) : null,
     counts: () => Promise.all(started.map(b => b.count())),
     stop: () => Promise.all(started.map(b => b.stop()))
@@ -77,9 +80,10 @@ async function startNodeBackend ({ name, delay, cpu }) {
   return { port, stop: handle.stop, count: async () => Number(await get(port, '/__count')) }
 }
 
-// ---- Go: peers/go-backend/main.go, built once per source and Go version ----------
+// ---- Go: peers/go-backend and peers/grpc-backend, built once per source and Go version
 
 const GO_SOURCE = path.join(__dirname, 'peers', 'go-backend')
+const GRPC_SOURCE = path.join(__dirname, 'peers', 'grpc-backend')
 const CACHE = path.join(__dirname, '.cache')
 
 // The go command: on PATH, or where the official tarball puts it.
@@ -90,24 +94,42 @@ function goTool () {
 // The go-backend binary, built if the cache has none for this source and this Go:
 // bench/.cache/go-backend-<hash>. Standard library only; the build is kept offline
 // (GOPROXY=off, GOTOOLCHAIN=local), so it needs no network. Resolves with its path.
-async function buildGoBackend () {
+function buildGoBackend () {
+  return buildGo({ source: GO_SOURCE, name: 'go-backend', what: 'the Go backend', offline: true })
+}
+
+// The grpc-backend binary (bench/.cache/grpc-backend-<hash>). It requires
+// google.golang.org/grpc (go.mod and go.sum pin it), so unless the module cache already
+// holds the modules, the build fetches them through the Go module proxy (GOPROXY as the
+// environment sets it); Go itself is never downloaded (GOTOOLCHAIN=local). A failed
+// build rejects with Go's last lines, and the gRPC workload is skipped with them.
+function buildGrpcBackend () {
+  return buildGo({ source: GRPC_SOURCE, name: 'grpc-backend', what: 'the Go gRPC backend', offline: false })
+}
+
+async function buildGo ({ source, name, what, offline }) {
   const go = goTool()
   if (!go) throw new Error(backendMissing('go'))
   const version = procs.runSync([go, 'version']).out.trim()
   const hash = crypto.createHash('sha256').update(version)
-  const sources = fs.readdirSync(GO_SOURCE).filter(f => f === 'go.mod' || f.endsWith('.go')).sort()
-  for (const file of sources) hash.update(file).update(fs.readFileSync(path.join(GO_SOURCE, file)))
-  const binary = path.join(CACHE, `go-backend-${hash.digest('hex').slice(0, 12)}`)
+  const sources = fs.readdirSync(source).filter(f => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort()
+  for (const file of sources) hash.update(file).update(fs.readFileSync(path.join(source, file)))
+  const binary = path.join(CACHE, `${name}-${hash.digest('hex').slice(0, 12)}`)
   if (fs.existsSync(binary)) return binary
   fs.mkdirSync(CACHE, { recursive: true })
-  process.stderr.write(`building the Go backend (${version}) into ${path.relative(process.cwd(), binary)}\n`)
-  const env = { ...process.env, GOTOOLCHAIN: 'local', GOPROXY: 'off', GOFLAGS: '-mod=mod', CGO_ENABLED: '0' }
+  process.stderr.write(`building ${what} (${version}) into ${path.relative(process.cwd(), binary)}\n`)
+  const env = { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0' }
+  // Offline: no module may be fetched (the standard library only); -mod=mod lets a
+  // go.mod without a go.sum build. Otherwise Go's defaults: modules from GOPROXY,
+  // checked against go.sum.
+  if (offline) Object.assign(env, { GOPROXY: 'off', GOFLAGS: '-mod=mod' })
   if (!env.GOCACHE && !env.HOME) env.GOCACHE = path.join(CACHE, 'go-build')
+  if (!env.GOMODCACHE && !env.GOPATH && !env.HOME) env.GOMODCACHE = path.join(CACHE, 'go-mod')
   const partial = `${binary}.${process.pid}.tmp`
-  const r = procs.runSync([go, 'build', '-trimpath', '-o', partial, '.'], { cwd: GO_SOURCE, env, timeout: 300000 })
+  const r = procs.runSync([go, 'build', '-trimpath', '-o', partial, '.'], { cwd: source, env, timeout: 600000 })
   if (r.code !== 0) {
     fs.rmSync(partial, { force: true })
-    throw new Error(`go build failed: ${procs.tail(r.out)}`)
+    throw new Error(`go build of ${path.relative(__dirname, source)} failed: ${r.error ? r.error.message : procs.tail(r.out)}`)
   }
   fs.renameSync(partial, binary)
   return binary
@@ -121,6 +143,17 @@ async function startGoBackend ({ name, binary, writeSize, cpu }) {
   // Go 1.24 and later serve h2c on the same port (the ready line says so).
   const h2c = /\(h1, h2c\)/.test(handle.output())
   return { port, h2c, stop: handle.stop, count: async () => Number(await get(port, '/__count')) }
+}
+
+// The gRPC backend: gRPC (h2c) on `port`, its call count over HTTP/1.1 on a second port
+// that its ready line names.
+async function startGrpcBackend ({ name, binary, cpu }) {
+  const handle = await procs.start([binary, '-port', '0', '-name', name], {
+    cpu, ready: /grpc backend \w+ listening on 127\.0\.0\.1:(\d+) \(count on 127\.0\.0\.1:(\d+)\)/
+  })
+  const port = Number(handle.ready[1])
+  const countPort = Number(handle.ready[2])
+  return { port, h2c: true, stop: handle.stop, count: async () => Number(await get(countPort, '/__count')) }
 }
 
 // ---- redis-server, for the redis-benchmark workload ---------------------------------
@@ -309,6 +342,60 @@ function getH2 (port, urlPath, { timeoutMs = 5000 } = {}) {
   })
 }
 
+// One gRPC unary call of grpc.health.v1.Health/Check (empty request: service "") over
+// h2c on a fresh connection, encoded by hand; resolves with the health status (1:
+// SERVING), rejects on anything but HTTP 200 with grpc-status 0.
+function grpcHealthCheck (port, { timeoutMs = 5000 } = {}) {
+  const http2 = require('http2')
+  const what = `gRPC Health/Check on port ${port}`
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`)
+    const fail = err => { session.destroy(); reject(new Error(`${what}: ${err.message}`)) }
+    session.setTimeout(timeoutMs, () => fail(new Error('timed out')))
+    session.on('error', fail)
+    const req = session.request({
+      ':method': 'POST', ':path': '/grpc.health.v1.Health/Check', 'content-type': 'application/grpc', te: 'trailers'
+    })
+    let status = 0
+    let grpcStatus = null
+    let grpcMessage = ''
+    const chunks = []
+    req.on('response', headers => {
+      status = headers[':status']
+      // A trailers-only answer (an error) carries grpc-status in its headers.
+      if (headers['grpc-status'] !== undefined) grpcStatus = headers['grpc-status']
+      grpcMessage = headers['grpc-message'] || ''
+    })
+    req.on('trailers', trailers => {
+      grpcStatus = trailers['grpc-status']
+      grpcMessage = trailers['grpc-message'] || ''
+    })
+    req.on('data', chunk => { if (chunks.length < 16) chunks.push(chunk) })
+    req.on('end', () => {
+      session.close()
+      if (status !== 200) return reject(new Error(`${what}: HTTP status ${status}`))
+      if (String(grpcStatus) !== '0') return reject(new Error(`${what}: grpc-status ${grpcStatus} ${grpcMessage}`.trim()))
+      // One message: flag byte, 4-byte length, then HealthCheckResponse (field 1,
+      // varint: 0x08 STATUS; absent when 0, UNKNOWN).
+      const body = Buffer.concat(chunks)
+      const message = body.subarray(5, 5 + (body.length >= 5 ? body.readUInt32BE(1) : 0))
+      resolve(message.length >= 2 && message[0] === 0x08 ? message[1] : 0)
+    })
+    req.on('error', fail)
+    req.end(Buffer.alloc(5)) // uncompressed, length 0: an empty HealthCheckRequest
+  })
+}
+
 module.exports = {
-  KINDS, isKind, backendMissing, goTool, startBackends, startOnFreePort, get, getH2, redisCommand, tempPaths
+  KINDS,
+  isKind,
+  backendMissing,
+  goTool,
+  startBackends,
+  startOnFreePort,
+  get,
+  getH2,
+  grpcHealthCheck,
+  redisCommand,
+  tempPaths
 }

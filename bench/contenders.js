@@ -2,11 +2,14 @@
 
 // Every balancer the bench compares, one function each. A contender is
 //   { name, layer: 'tcp' | 'http', missing(): reason | null,
-//     cannotH2({ backendProtocol }): reason | null   (http ones and direct)
-//     start({ backends, mode, dir, cpu, h2, backendProtocol }) -> { port, pid, stop() } }
+//     cannotH2({ backendProtocol, grpc }): reason | null   (http ones and direct)
+//     start({ backends, mode, dir, cpu, h2, grpc, backendProtocol }) -> { port, pid, stop() } }
 // `backends` are "127.0.0.1:PORT" strings, `mode` is 'rr' or 'lc'. With `h2` the
 // contender serves HTTP/2 clients by prior knowledge (h2c) on its port, and speaks
-// `backendProtocol` ('h1' | 'h2') to the backends (h2: their h2c addresses). Configuration files
+// `backendProtocol` ('h1' | 'h2') to the backends (h2: their h2c addresses). With `grpc`
+// (and h2, backendProtocol 'h2') it proxies gRPC calls as its users would configure it
+// for gRPC: lila --protocol grpc, nginx grpc_pass; HAProxy's h2 setup is already
+// that. Configuration files
 // are generated into `dir`; every process runs in the foreground, pinned to `cpu`, on
 // 127.0.0.1 only. `pid` is the process whose tree's CPU time is charged to the balancer
 // (null for the backend hit directly).
@@ -48,13 +51,15 @@ function lila (protocol, lilaPath) {
     missing: () => fs.existsSync(lilaPath) ? null : `${lilaPath} not found (build it: npm run build, or pass --lila PATH)`,
     // HTTP/2 clients come with --protocol http, no option needed.
     cannotH2: () => protocol === 'http' ? null : 'tcp mode',
-    // `processes` (workers.js): lila's --workers; 0 or none, one process.
-    async start ({ backends, mode, cpu, backendProtocol = 'h1', processes = 0 }) {
+    // `processes` (workers.js): lila's --workers; 0 or none, one process. `grpc`:
+    // --protocol grpc, which is http with h2 backends (and gRPC-shaped errors).
+    async start ({ backends, mode, cpu, grpc = false, backendProtocol = 'h1', processes = 0 }) {
       const argv = [...procs.lilaArgv(lilaPath), mode === 'lc' ? 'least-connections' : 'round-robin', ...backends,
         '--host', '127.0.0.1', '--port', '0']
       if (processes > 0) argv.push('--workers', String(processes))
-      if (protocol !== 'tcp') argv.push('--protocol', protocol)
-      if (backendProtocol === 'h2') argv.push('--backend-protocol', 'h2')
+      if (grpc) argv.push('--protocol', 'grpc')
+      else if (protocol !== 'tcp') argv.push('--protocol', protocol)
+      if (backendProtocol === 'h2' && !grpc) argv.push('--backend-protocol', 'h2')
       const handle = await procs.start(argv, { cpu, ready: /listening on 127\.0\.0\.1:(\d+)/ })
       return { port: Number(handle.ready[1]), pid: handle.pid, stop: handle.stop }
     }
@@ -97,6 +102,25 @@ ${backends.map((b, i) => `  server s${i} ${b}${backendProtocol === 'h2' ? ' prot
   }
 }
 
+// nginx http's location: HTTP/1.1 to the backends, kept alive, with the same header
+// work as lila http does (X-Forwarded-*, Host kept).
+const NGINX_HTTP_LOCATION = `      proxy_pass http://be;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $http_host;
+      # Buffer in memory as usual, but never spill a 1 MiB body to a temp file.
+      proxy_max_temp_file_size 0;`
+
+// For gRPC: grpc_pass speaks HTTP/2 (h2c) to the backends, over the upstream's kept-alive
+// connections; the same X-Forwarded-* as lila adds (grpc_pass keeps :authority).
+const NGINX_GRPC_LOCATION = `      grpc_pass grpc://be;
+      grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      grpc_set_header X-Forwarded-Proto $scheme;
+      grpc_set_header X-Forwarded-Host $http_host;`
+
 function nginx (layer) {
   const name = layer === 'tcp' ? 'nginx-stream' : 'nginx-http'
   return {
@@ -107,11 +131,12 @@ function nginx (layer) {
       if (layer === 'tcp' && !hasStreamModule()) return 'nginx stream module missing (apt-get install libnginx-mod-stream)'
       return null
     },
-    cannotH2 ({ backendProtocol }) {
+    cannotH2 ({ backendProtocol, grpc = false }) {
       if (layer !== 'http') return 'tcp mode'
+      if (grpc) return null // grpc_pass: HTTP/2 to the backends
       return backendProtocol === 'h2' ? 'nginx proxies to backends in HTTP/1.x only (grpc_pass aside)' : null
     },
-    async start ({ backends, mode, dir, cpu, h2 = false }) {
+    async start ({ backends, mode, dir, cpu, h2 = false, grpc = false }) {
       const prefix = path.join(dir, name)
       fs.mkdirSync(prefix, { recursive: true })
       return startOnFreePort(async port => {
@@ -137,16 +162,7 @@ ${layer === 'http' ? `    keepalive ${NGINX_UPSTREAM_KEEPALIVE};\n    keepalive_
     # http2 on a listen without ssl: HTTP/2 by prior knowledge only (nginx 1.22)
     listen 127.0.0.1:${port}${h2 ? ' http2' : ''} backlog=4096;
     location / {
-      proxy_pass http://be;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      # The same header work as lila http does (X-Forwarded-*, Host kept).
-      proxy_set_header Host $http_host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_set_header X-Forwarded-Host $http_host;
-      # Buffer in memory as usual, but never spill a 1 MiB body to a temp file.
-      proxy_max_temp_file_size 0;
+${grpc ? NGINX_GRPC_LOCATION : NGINX_HTTP_LOCATION}
     }
   }
 }`

@@ -1,7 +1,8 @@
 'use strict'
 
 // Load generation: wrk when it is installed (C, one thread, far cheaper per request),
-// otherwise the Node generator below. Both report the same shape:
+// otherwise the Node generator below; h2load for HTTP/2, ghz for gRPC and
+// redis-benchmark for redis. All report the same shape:
 //   { tool, requests, seconds, rps, p50Ms, p99Ms, non2xx, socketErrors }
 //
 // As a program (the harness runs it in its own process, pinned to the backends' CPU):
@@ -96,6 +97,61 @@ async function runH2load ({ port, urlPath = '/', connections, streams, seconds, 
     }
   } finally {
     fs.rmSync(log, { force: true })
+  }
+}
+
+// ---- ghz: gRPC unary calls ---------------------------------------------------------
+
+// The gRPC method G1 calls, and the .proto ghz reads to encode it (peers/grpc-backend).
+const GRPC_PROTO = path.join(__dirname, 'peers', 'grpc-backend', 'health.proto')
+const GRPC_CALL = 'grpc.health.v1.Health/Check'
+
+// ghz (a Go tool: github.com/bojand/ghz): on the PATH, or in the repository's .tools/
+// (where `GOBIN=$PWD/.tools go install ...` puts it, beside the test suite's Go tools);
+// null when missing.
+function ghzPath () {
+  return procs.which('ghz') || procs.which(path.join(__dirname, '..', '.tools', 'ghz'))
+}
+
+// One interval of gRPC load against 127.0.0.1:port: ghz in the clear (h2c), `concurrency`
+// workers spread over `connections` connections, each making one unary call at a time,
+// for `seconds`; then it waits for the calls in flight (--duration-stop wait), so that
+// every call the balancer worked on is counted. ghz uses one core (--cpus 1, GOMAXPROCS),
+// the one it is pinned to. Its JSON report goes to a file (it lists every call, too much
+// for a pipe's tail). Same result shape as runLoad; requests are the calls answered OK.
+async function runGhz ({ port, connections, concurrency, seconds, cpu = null, dir }) {
+  const ghz = ghzPath()
+  if (!ghz) throw new Error('ghz is not installed')
+  const report = path.join(dir, `ghz-${process.pid}.json`)
+  const argv = [ghz, '--insecure', '--proto', GRPC_PROTO, '--call', GRPC_CALL, '-d', '{}',
+    '-c', String(concurrency), '--connections', String(connections), '-z', `${seconds}s`,
+    '--duration-stop', 'wait', '-t', '5s', '--cpus', '1', '-O', 'json', '-o', report, `127.0.0.1:${port}`]
+  try {
+    const out = await procs.run(procs.pinned(cpu, argv), (seconds + 30) * 1000)
+    let r
+    try {
+      r = JSON.parse(fs.readFileSync(report, 'utf8'))
+    } catch (err) {
+      throw new Error(`ghz gave no result (${err.message}): ${procs.tail(out)}`)
+    }
+    const codes = r.statusCodeDistribution || {}
+    const ok = codes.OK || 0
+    const failed = Object.values(codes).reduce((a, b) => a + b, 0) - ok
+    const secs = r.total / 1e9 // nanoseconds
+    // Percentiles of the calls answered OK (ghz leaves errors out of them).
+    const pct = p => ((r.latencyDistribution || []).find(d => d.percentage === p)?.latency ?? 0) / 1e6
+    return {
+      tool: 'ghz',
+      requests: ok,
+      seconds: secs,
+      rps: secs > 0 ? ok / secs : 0,
+      p50Ms: pct(50),
+      p99Ms: pct(99),
+      non2xx: failed, // calls that ended with a status other than OK
+      socketErrors: Math.max(0, r.count - ok - failed) // counted but without a status
+    }
+  } finally {
+    fs.rmSync(report, { force: true })
   }
 }
 
@@ -329,7 +385,7 @@ class ResponseParser {
   }
 }
 
-module.exports = { runLoad, runH2load, runRedisBenchmark }
+module.exports = { runLoad, runH2load, runGhz, ghzPath, runRedisBenchmark }
 
 if (require.main === module) {
   const { parseArgs } = require('util')

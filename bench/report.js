@@ -34,8 +34,8 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
       out.push(...redisTable(rows))
       continue
     }
-    if (w.h2) {
-      out.push(...h2Table(rows))
+    if (w.h2 || w.grpc) {
+      out.push(...h2Table(rows, w))
       continue
     }
     out.push('| contender | balance | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
@@ -84,7 +84,7 @@ function markdown ({ meta, workloads, cells, notes, probes }) {
 
 function backendLabel (kind) {
   if (kind.startsWith('go/')) return `Go net/http, ${kind.slice(3, -1)} KiB writes,`
-  return { nginx: 'nginx', go: 'Go net/http', node: 'Node' }[kind]
+  return { nginx: 'nginx', go: 'Go net/http', node: 'Node', grpc: 'Go gRPC (grpc-go)' }[kind]
 }
 
 function disturbedNote (rows) {
@@ -116,11 +116,11 @@ function redisTable (rows) {
   return out
 }
 
-// HTTP/2 clients: the protocol to the backends beside the usual columns, ratios to the
-// L7 peers that serve HTTP/2.
+// HTTP/2 clients (H1) and gRPC calls (G1): the protocol to the backends beside the
+// usual columns, ratios to the L7 peers that serve HTTP/2.
 const H2_RATIO_PEERS = ['haproxy-http', 'nginx-http']
 
-function h2Table (rows) {
+function h2Table (rows, w) {
   const out = ['| contender | to backends | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
     H2_RATIO_PEERS.map(p => `÷ ${p}`).join(' | ') + ' |',
   '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|' + H2_RATIO_PEERS.map(() => '--:').join('|') + '|']
@@ -133,6 +133,13 @@ function h2Table (rows) {
       `${c.lbCpuUsPerReq == null ? '—' : `**${c.lbCpuUsPerReq.toFixed(1)}**${noisy(c) ? ' †' : ''}`} | ${ratios.join(' | ')} |`)
   }
   out.push(...disturbedNote(rows), '')
+  if (w.grpc) {
+    out.push('gRPC in the clear (h2c) both ways: lila-http runs as `lila --protocol grpc`, HAProxy `mode http` with ' +
+      '`bind ... proto h2` and `server ... proto h2`, nginx `listen ... http2` with `grpc_pass grpc://be` (upstream ' +
+      'keepalive). Requests are the calls ghz saw answered OK; errors, the calls that ended with another status; ' +
+      'p50 and p99 are ghz\'s. Each call is a stream, balanced on its own.', '')
+    return out
+  }
   out.push('Clients speak HTTP/2 in the clear (h2c, prior knowledge: HAProxy `bind ... proto h2`, nginx `listen ... http2`); ' +
     'to backends HTTP/1.1 (h1) or h2c (h2: lila `--backend-protocol h2`, HAProxy `server ... proto h2`). ' +
     'Requests are h2load\'s answered 2xx; each stream is balanced on its own.', '')
@@ -188,7 +195,8 @@ function glance (workloads, cells) {
       if (!tcp && !http) continue
       any = true
       const us = c => !c ? '' : c.status !== 'ok' ? c.status : c.lbCpuUsPerReq.toFixed(1)
-      const label = backendProtocol ? `${w.id}, to ${backendProtocol}` : w.id
+      // A workload with one protocol to the backends (G1: h2c) needs no label for it.
+      const label = w.backendProtocols && w.backendProtocols.length > 1 ? `${w.id}, to ${backendProtocol}` : w.id
       out.push(`| ${label} | ${mode} | ${us(tcp)} | ${tcp ? ratio(rows, tcp, 'haproxy-tcp') : ''} | ` +
         `${us(http)} | ${http ? ratio(rows, http, 'haproxy-http') : ''} | ${http ? ratio(rows, http, 'http-proxy') : ''} |`)
       if (w.backend === 'redis' && tcp && tcp.status === 'ok') {

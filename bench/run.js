@@ -3,7 +3,7 @@
 
 // The benchmark runner: every workload against every contender, one at a time.
 //
-//   node bench/run.js [--quick] [--only W1,W3,R1] [--contenders lila-tcp,haproxy-tcp]
+//   node bench/run.js [--quick] [--only W1,W3,H1,G1,R1] [--contenders lila-tcp,haproxy-tcp]
 //                     [--lila PATH] [--backend nginx|go|node[,...]] [--loadgen wrk|node]
 //                     [--seconds N] [--warmup N] [--repeat N] [--out FILE] [--no-probes]
 //
@@ -17,8 +17,8 @@ const os = require('os')
 const path = require('path')
 const { parseArgs } = require('util')
 const procs = require('./procs')
-const { KINDS, isKind, backendMissing, startBackends, get, getH2, redisCommand } = require('./backends')
-const { runLoad, runH2load, runRedisBenchmark } = require('./loadgen')
+const { KINDS, isKind, backendMissing, startBackends, get, getH2, grpcHealthCheck, redisCommand } = require('./backends')
+const { runLoad, runH2load, runGhz, ghzPath, runRedisBenchmark } = require('./loadgen')
 const { treeCpuMicros, cpuJiffies, busyPercent } = require('./cpu')
 const { allContenders } = require('./contenders')
 const { markdown } = require('./report')
@@ -30,7 +30,8 @@ const LOAD_CPU = 1 // load generator and backends
 // `backend`: a fixed kind of backend (else the run's --backend, one row set per kind);
 // `layers`: the contenders' layers that can carry it (else all); `h2`: HTTP/2 clients
 // (h2load, `streams` in flight per connection), once per protocol to the backends in
-// `backendProtocols`.
+// `backendProtocols`; `grpc`: gRPC unary calls (ghz, `concurrency` calls in flight over
+// `connections` connections) to gRPC backends, which speak h2c.
 const WORKLOADS = [
   { id: 'W1', title: 'keep-alive, 5-byte body, 50 connections', path: '/', connections: 50, close: false, modes: ['rr'], delays: [0, 0] },
   { id: 'W2', title: 'new connection per request (Connection: close), 5-byte body, 50 connections', path: '/', connections: 50, close: true, modes: ['rr'], delays: [0, 0] },
@@ -38,6 +39,7 @@ const WORKLOADS = [
   { id: 'W4', title: 'backend A answers in 20 ms, B in 2 ms; keep-alive, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: false, modes: ['rr', 'lc'], delays: [20, 2] },
   { id: 'W4c', title: 'backend A answers in 20 ms, B in 2 ms; new connection per request, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: true, modes: ['rr', 'lc'], delays: [20, 2] },
   { id: 'H1', title: 'HTTP/2 clients (h2c by prior knowledge), 5-byte body, h2load: 10 connections × 10 streams', path: '/', connections: 10, streams: 10, h2: true, backendProtocols: ['h1', 'h2'], modes: ['rr'], delays: [0, 0], layers: ['none', 'http'] },
+  { id: 'G1', title: 'gRPC unary calls (grpc.health.v1.Health/Check), ghz: 50 concurrent calls over 10 connections', connections: 10, concurrency: 50, grpc: true, backendProtocols: ['h2'], modes: ['rr'], delays: [0, 0], backend: 'grpc', layers: ['none', 'http'] },
   { id: 'R1', title: 'redis-benchmark -t get,set -c 50 -P 1 through the tcp balancers, two redis-servers', connections: 50, modes: ['rr'], delays: [0, 0], backend: 'redis', layers: ['none', 'tcp'] }
 ]
 // W4 and W4c need backends that wait before answering: only the Node one can.
@@ -129,6 +131,7 @@ async function main () {
     let backends = null
     let skipped = backendMissing(w.backend)
     if (skipped === null && w.h2 && !procs.which('h2load')) skipped = 'h2load is not installed (apt-get install nghttp2-client)'
+    if (skipped === null && w.grpc && !ghzPath()) skipped = 'ghz is not installed (GOBIN=$PWD/.tools go install github.com/bojand/ghz/cmd/ghz@latest)'
     if (skipped === null) {
       try {
         backends = await startBackends({ kind: w.backend, delays: w.delays, dir, cpu: LOAD_CPU })
@@ -177,13 +180,16 @@ async function main () {
 // One contender, one workload, one balance mode.
 async function measureCell ({ w, mode, backendProtocol, contender, backends, dir, opts, loadgen }) {
   const cell = { workload: w.id, contender: contender.name, mode, backendProtocol, status: 'ok' }
-  const missing = contender.missing() || (w.h2 ? contender.cannotH2({ backendProtocol }) : null)
+  const missing = contender.missing() ||
+    (w.h2 || w.grpc ? contender.cannotH2({ backendProtocol, grpc: Boolean(w.grpc) }) : null)
   if (missing) return { ...cell, status: 'skipped', reason: missing }
   const addresses = backendProtocol === 'h2' ? backends.h2Addresses : backends.addresses
   if (!addresses) return { ...cell, status: 'skipped', reason: `${w.backend} backends do not speak h2c (the Node backend never; Go before 1.24)` }
   let lb
   try {
-    lb = await contender.start({ backends: addresses, mode, dir, cpu: LB_CPU, h2: Boolean(w.h2), backendProtocol })
+    lb = await contender.start({
+      backends: addresses, mode, dir, cpu: LB_CPU, h2: Boolean(w.h2 || w.grpc), grpc: Boolean(w.grpc), backendProtocol
+    })
   } catch (err) {
     return { ...cell, status: 'skipped', reason: `did not start: ${oneLine(err.message)}` }
   }
@@ -200,6 +206,12 @@ async function measureCell ({ w, mode, backendProtocol, contender, backends, dir
       const requests = Math.max(10000, Math.min(5e6, Math.round(warm.rps * opts.seconds / 2 / 1000) * 1000))
       const timeoutMs = (opts.seconds * 5 + 30) * 1000
       load = { run: () => runRedisBenchmark({ ...params, requests, timeoutMs }) }
+    } else if (w.grpc) {
+      // One call must go through (grpc-status 0) before anything is measured.
+      await grpcHealthCheck(lb.port)
+      const params = { port: lb.port, connections: w.connections, concurrency: w.concurrency, cpu: LOAD_CPU, dir }
+      if (opts.warmup > 0) await runGhz({ ...params, seconds: opts.warmup })
+      load = { run: () => runGhz({ ...params, seconds: opts.seconds }) }
     } else if (w.h2) {
       await getH2(lb.port, w.path)
       const params = {
@@ -309,7 +321,8 @@ function backendName (kind) {
     nginx: 'nginx, 1 worker each',
     go: 'Go net/http (peers/go-backend)',
     node: 'bench/backend-server.js',
-    redis: 'redis-server'
+    redis: 'redis-server',
+    grpc: 'Go gRPC, grpc-go (peers/grpc-backend)'
   }[kind]
 }
 
@@ -329,8 +342,15 @@ function describeMachine (opts, { loadgen, workloads, seconds }) {
   if (hp) peers.push(`http-proxy ${hp}`)
   if (procs.which('wrk')) peers.push((firstLine(['wrk', '--version']) || 'wrk ?').replace(/ \[.*$/, '').replace(/ +Copyright.*$/, ''))
   const kinds = [...new Set(workloads.map(w => w.backend))]
-  if (kinds.some(k => k.startsWith('go')) && !backendMissing('go')) {
+  if (kinds.some(k => k.startsWith('go') || k === 'grpc') && !backendMissing('go')) {
     peers.push((firstLine([require('./backends').goTool(), 'version']) || 'go ?').replace(/^go version go/, 'Go ').replace(/ \S+\/\S+$/, ''))
+  }
+  if (kinds.includes('grpc') && ghzPath()) {
+    // `go install ...@latest` builds ghz without its version (--version says "dev");
+    // the module version is in the binary's build information.
+    const built = backendMissing('grpc') ? '' : procs.runSync([require('./backends').goTool(), 'version', '-m', ghzPath()]).out
+    const module = built.match(/^\s*mod\s+github\.com\/bojand\/ghz\s+(\S+)/m)
+    peers.push(`ghz ${module ? module[1] : firstLine([ghzPath(), '--version']) || '?'}`)
   }
   if (kinds.includes('redis') && !backendMissing('redis')) {
     peers.push((firstLine(['redis-server', '--version']) || 'redis ?').replace(/^Redis server v=(\S+).*$/, 'redis $1'))
@@ -349,9 +369,23 @@ function describeMachine (opts, { loadgen, workloads, seconds }) {
     run: `${opts.label}: ${opts.warmup}s warm-up + ${opts.seconds}s measured per cell` +
       `${opts.repeat > 1 ? ` (best of ${opts.repeat}: the interval least disturbed by other processes on CPU 0)` : ''}` +
       `${filters.length ? `, ${filters.join(' ')}` : ''}; took ${Math.round(seconds)}s`,
-    loadgen: loadgen === 'wrk' ? 'wrk, 1 thread' : 'bench/loadgen.js',
+    loadgen: describeLoadgens(workloads, loadgen),
     backendKind: describeBackends(workloads)
   }
+}
+
+// "wrk, 1 thread (W1, W2); h2load, 1 thread (H1); ghz, one core (G1)"
+function describeLoadgens (workloads, loadgen) {
+  const byTool = new Map()
+  for (const w of workloads) {
+    const tool = w.grpc
+      ? 'ghz, one core'
+      : w.h2 ? 'h2load, 1 thread' : w.backend === 'redis' ? 'redis-benchmark' : loadgen === 'wrk' ? 'wrk, 1 thread' : 'bench/loadgen.js'
+    if (!byTool.has(tool)) byTool.set(tool, [])
+    byTool.get(tool).push(w.id)
+  }
+  if (byTool.size === 1) return [...byTool.keys()][0]
+  return [...byTool].map(([tool, ids]) => `${tool} (${ids.join(', ')})`).join('; ')
 }
 
 // "nginx, 1 worker each (W1, W2, W3); bench/backend-server.js (W4, W4c)"
