@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5752558dc69b3b396e3c87b1fdb953724d2ce993587034f5db5b2cf124bcf017"
+  sha256 "98181749de1863a57958c16073b9fe588013f29b0eebbfa133a6159128a1faac"
   license "MIT"
 
   depends_on "node"
