@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5752558dc69b3b396e3c87b1fdb953724d2ce993587034f5db5b2cf124bcf017"
+  sha256 "b578c1c32b26f1283f2ddf05cd5371f6bc5ec3ae6c09167f8bfad347f2f266de"
   license "MIT"
 
   depends_on "node"
