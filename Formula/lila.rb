@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b578c1c32b26f1283f2ddf05cd5371f6bc5ec3ae6c09167f8bfad347f2f266de"
+  sha256 "d74acbe3e1c5e35990cdcd237c1f4c381f2e48cf5a0992abddd1f947e5216373"
   license "MIT"
 
   depends_on "node"

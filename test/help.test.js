@@ -50,6 +50,8 @@ t.test('a default is never split: "(default X)" stays on one line', async t => {
       t.ok(lines.some(line => line.includes(shown)), `${columns} columns: --${o.name} ${shown} on one line`)
     }
   }
+  t.same(OPTIONS.filter(o => /\bdefault/.test(o.help)).map(o => o.name), [],
+    'the default is said once, by "(default X)", not in the help text too')
 })
 
 t.test('options are listed under their group, the groups in order', async t => {
