@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d74acbe3e1c5e35990cdcd237c1f4c381f2e48cf5a0992abddd1f947e5216373"
+  sha256 "50e4c14f51a446787b20f22a862104a57cc353a33fa02a9051246e5c01a43759"
   license "MIT"
 
   depends_on "node"

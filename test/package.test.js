@@ -133,6 +133,10 @@ t.test('Formula/lila.rb: url and sha256 describe npm pack of this tree; its test
   t.match(formula, /test do\n\s+assert_match "lila #\{version\}", shell_output\("#\{bin\}\/lila --version"\)/)
   t.match(formula, /spawn "#\{bin\}\/lila", "rr", "127\.0\.0\.1:/, 'the test starts lila in front of a backend')
   t.match(formula, /assert_equal "hello from the backend\\n", answer/, 'and checks what came through')
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  t.match(readme, /brew install lila-lb\/tap\/lila/, 'the README installs from the tap')
+  t.match(readme, /github\.com\/lila-lb\/homebrew-tap[\s\S]*\(CONTRIBUTING\.md#releasing\)/,
+    'and says which repository the tap is, and how a release reaches it')
   const ruby = spawnSync('ruby', ['-c', path.join(ROOT, 'Formula', 'lila.rb')], { encoding: 'utf8' })
   if (ruby.error) return t.skip('ruby is not installed')
   t.equal(ruby.status, 0, ruby.stdout.trim() || ruby.stderr.trim())
