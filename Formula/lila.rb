@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "50e4c14f51a446787b20f22a862104a57cc353a33fa02a9051246e5c01a43759"
+  sha256 "59be99fd3257053e88923b7d7864b16f0e04c1240c3503d70baf27562ef05d71"
   license "MIT"
 
   depends_on "node"
