@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "59be99fd3257053e88923b7d7864b16f0e04c1240c3503d70baf27562ef05d71"
+  sha256 "830fd6f5c8e1314bccda31939fab5d378a222f2c2c76deab31edeb920e8669d4"
   license "MIT"
 
   depends_on "node"
