@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "830fd6f5c8e1314bccda31939fab5d378a222f2c2c76deab31edeb920e8669d4"
+  sha256 "bae07b4242d994f248971e0b7b18fed4904bc3dba9ba7cf508e9151ae207fb23"
   license "MIT"
 
   depends_on "node"
