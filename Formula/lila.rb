@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "bae07b4242d994f248971e0b7b18fed4904bc3dba9ba7cf508e9151ae207fb23"
+  sha256 "f764eca0a4f98e20c277ae5ad52e0323ac72209d3e205aaf46f76c4bddc77eb1"
   license "MIT"
 
   depends_on "node"
