@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "98181749de1863a57958c16073b9fe588013f29b0eebbfa133a6159128a1faac"
+  sha256 "a9f8ad9e4263bde452b72611247267ff88795d4b09403578966acdeaa2d44f42"
   license "MIT"
 
   depends_on "node"

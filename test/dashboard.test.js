@@ -111,6 +111,29 @@ t.test('render: a compact table, state and why, fitted to the terminal', async t
   t.equal(panic[1], 'PANIC on 127.0.0.1:4444: every backend is down; traffic goes to them anyway')
 })
 
+t.test('docs/operations.md shows the view as render() draws it', async t => {
+  const docs = fs.readFileSync(path.join(__dirname, '..', 'docs', 'operations.md'), 'utf8')
+  const [, shown] = /on one 100 columns wide and 10 rows\nhigh:\n\n```\n([\s\S]*?)\n```/.exec(docs) || []
+  t.ok(shown, 'the example is there')
+  const snapshot = {
+    startedAt: 0,
+    listeners: [{
+      ...snapshotOf([]).listeners[0],
+      active: 3,
+      backends: [
+        backend('127.0.0.1:9001', { total: 20511, live: 1, responseTime: { p99: 2.45 } }),
+        backend('127.0.0.1:9002', { total: 18020, live: 2, status: 'draining', reason: 'by an operator; 2 connections left', responseTime: { p99: 2.61 } }),
+        backend('127.0.0.1:9003', { total: 51032, weight: 3, failures: 1, responseTime: { p99: 2.38 } })
+      ]
+    }]
+  }
+  const perSecond = new Map([['127.0.0.1:4444 127.0.0.1:9001', 412], ['127.0.0.1:4444 127.0.0.1:9002', 0], ['127.0.0.1:4444 127.0.0.1:9003', 1236]])
+  const log = ['lila: backend 127.0.0.1:9002 draining (by an operator); 2 connections left open']
+  const now = Date.UTC(2024, 5, 1, 12, 0, 5)
+  const lines = render(snapshot, { ...createView(), selected: 1 }, { width: 100, height: 10, rates: perSecond, version: '0.1.0', now, log, colour: false })
+  t.equal(shown, lines.join('\n'))
+})
+
 // 30 backends on one listener, more than 24 rows hold; the 25th (index 24) down for a
 // reason far wider than its column.
 const LONG_REASON = 'certificate not valid for backend.example (it is for a.example, b.example): give the backend by a name it covers, or use --backend-tls-insecure'

@@ -87,3 +87,20 @@ t.test('the README stays a front page: at most 350 lines', async t => {
   const lines = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('\n').length
   t.ok(lines <= 350, `README.md has ${lines} lines`)
 })
+
+// A test that needs a tool skips, saying "TOOL is not installed" (or "TOOL not
+// installed"); CONTRIBUTING.md lists each such tool, and .ci/run installs it.
+t.test('every outside tool a test skips without is in CONTRIBUTING.md and .ci/run', async t => {
+  const tools = new Set()
+  for (const file of fs.readdirSync(path.join(ROOT, 'test')).filter(f => f.endsWith('.test.js') && f !== 'docs.test.js')) {
+    const text = fs.readFileSync(path.join(ROOT, 'test', file), 'utf8')
+    for (const [, tool] of text.matchAll(/\b([a-z][a-z0-9-]*)(?: with [^'`]*)?:? (?:is )?not installed/g)) tools.add(tool)
+  }
+  t.ok(tools.size >= 10, `found the tools: ${[...tools].join(', ')}`)
+  const contributing = fs.readFileSync(path.join(ROOT, 'CONTRIBUTING.md'), 'utf8')
+  const ci = fs.readFileSync(path.join(ROOT, '.ci', 'run'), 'utf8')
+  for (const tool of tools) {
+    t.match(contributing, new RegExp(`^\\| \`${tool}\` \\|`, 'm'), `CONTRIBUTING.md's tables list ${tool}`)
+    t.match(ci, new RegExp(`\\b${tool}\\b`), `.ci/run installs ${tool}`)
+  }
+})

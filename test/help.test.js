@@ -28,6 +28,8 @@ t.test('not a terminal: 80 columns, no line wider', async t => {
   t.equal(help.stdout, helpText(80))
   const wide = help.stdout.split('\n').filter(line => line.length > 80)
   t.same(wide, [], 'no line over 80 columns')
+  t.match(help.stdout, /\n {2}lila completion bash\|zsh +tab completion: source <\(lila completion bash\)\n/,
+    'the command to paste on one line')
 })
 
 t.test('every line fits the terminal, whatever its width, and nothing is lost', async t => {
@@ -50,6 +52,8 @@ t.test('a default is never split: "(default X)" stays on one line', async t => {
       t.ok(lines.some(line => line.includes(shown)), `${columns} columns: --${o.name} ${shown} on one line`)
     }
   }
+  t.same(OPTIONS.filter(o => /\bdefault/.test(o.help)).map(o => o.name), [],
+    'the default is said once, by "(default X)", not in the help text too')
 })
 
 t.test('options are listed under their group, the groups in order', async t => {

@@ -133,9 +133,50 @@ t.test('Formula/lila.rb: url and sha256 describe npm pack of this tree; its test
   t.match(formula, /test do\n\s+assert_match "lila #\{version\}", shell_output\("#\{bin\}\/lila --version"\)/)
   t.match(formula, /spawn "#\{bin\}\/lila", "rr", "127\.0\.0\.1:/, 'the test starts lila in front of a backend')
   t.match(formula, /assert_equal "hello from the backend\\n", answer/, 'and checks what came through')
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  t.match(readme, /brew install lila-lb\/tap\/lila/, 'the README installs from the tap')
+  t.match(readme, /github\.com\/lila-lb\/homebrew-tap[\s\S]*\(CONTRIBUTING\.md#releasing\)/,
+    'and says which repository the tap is, and how a release reaches it')
   const ruby = spawnSync('ruby', ['-c', path.join(ROOT, 'Formula', 'lila.rb')], { encoding: 'utf8' })
   if (ruby.error) return t.skip('ruby is not installed')
   t.equal(ruby.status, 0, ruby.stdout.trim() || ruby.stderr.trim())
+})
+
+// Homebrew's DSL, as much of it as Formula/lila.rb's `test do` uses, so that the block
+// runs as `brew test lila` would run it, with bin/ holding this tree's ./lila.
+const FORMULA_SHIM = `require "socket"
+class Formula
+  def self.method_missing(*) = nil
+  def self.test(&block) = (@test = block)
+  def self.test_block = @test
+  def bin = ENV.fetch("LILA_BIN")
+  def version = ENV.fetch("LILA_VERSION")
+  def free_port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] }
+  def shell_output(command)
+    out = \`#{command}\`
+    raise "#{command} failed" unless $?.success?
+    out
+  end
+  def assert_match(expected, actual) = (actual.include?(expected) or raise "#{actual.inspect} lacks #{expected.inspect}")
+  def assert_equal(expected, actual) = (expected == actual or raise "#{actual.inspect} is not #{expected.inspect}")
+end
+load ARGV[0]
+Lila.new.instance_eval(&Lila.test_block)
+puts "formula test passed"
+`
+
+t.test('Formula/lila.rb: its test block passes, run against this tree\'s ./lila', async t => {
+  if (spawnSync('ruby', ['--version']).error) return t.skip('ruby is not installed')
+  const dir = tempDir(t)
+  const bin = path.join(dir, 'bin')
+  fs.mkdirSync(bin)
+  fs.symlinkSync(LILA, path.join(bin, 'lila'))
+  fs.writeFileSync(path.join(dir, 'shim.rb'), FORMULA_SHIM)
+  const ruby = spawnSync('ruby', [path.join(dir, 'shim.rb'), path.join(ROOT, 'Formula', 'lila.rb')], {
+    encoding: 'utf8', timeout: 30000, env: { ...process.env, LILA_BIN: bin, LILA_VERSION: pkg.version }
+  })
+  t.equal(ruby.status, 0, ruby.stderr.trim())
+  t.equal(ruby.stdout, 'formula test passed\n')
 })
 
 t.test('README: the options table and the modes table match lila itself', async t => {

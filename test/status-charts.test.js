@@ -68,6 +68,24 @@ t.test('History: each backend has its own points, and is forgotten when it goes'
   t.notOk(history.last.has('web\nb:1'), 'and so are its last counters')
 })
 
+t.test('History, http: a backend answering 500 is an error in the charts, though no failure', async t => {
+  const history = new History({ stats: null })
+  const snapshot = (total, ok, served, refused, unserved) => ({
+    listeners: [{
+      name: 'web',
+      unserved,
+      responses: { '2xx': ok, '5xx': served + refused },
+      backends: [{ address: 'a:1', total, failures: 0, responses: { '2xx': ok, '5xx': served }, responseTime: { counts: histogram.cumulative(histogram.createCounts()) } }]
+    }]
+  })
+  history.add(snapshot(0, 0, 0, 0, 0), 0)
+  // 100 requests: 70 answered 200, 30 answered 500 by the backend; 10 more answered
+  // 503 by lila (no backend could take them: unserved, among the listener's 5xx).
+  history.add(snapshot(100, 70, 30, 10, 10), 10000)
+  t.match(history.series().web.points, [{ rps: 10, eps: 4 }], 'the listener: the 5xx its clients got, lila\'s own among them')
+  t.match(history.series().web.backends['a:1'], [{ rps: 10, eps: 3 }], 'the backend: its 500s')
+})
+
 t.test('headless Chromium renders the charts with data after traffic', async t => {
   const chromium = ['chromium', 'chromium-browser'].find(c => !spawnSync(c, ['--version']).error)
   if (chromium === undefined) return t.skip('chromium is not installed (Debian package chromium)')

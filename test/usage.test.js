@@ -101,6 +101,9 @@ t.test('did you mean: the nearest word, and none for a word near nothing', async
   t.equal(closest('lcc', ['rr', 'lc']), 'lc')
   t.equal(closest('connnect-timout', ['connect-timeout']), 'connect-timeout', 'two edits in a long word')
   t.equal(closest('c'.repeat(41), ['c'.repeat(41)]), null, 'long words are not compared')
+  t.equal(closest('--proto', ['--port', '--protocol']), '--protocol', 'the one word it begins, before a nearer one')
+  t.equal(closest('--ret', ['--retries', '--retry-on']), null, 'a beginning of two words: neither')
+  t.equal(closest('--po', ['--protocol', '--port']), null, 'two letters are no abbreviation')
 })
 
 t.test('a port already taken exits 1 with one line', async t => {

@@ -4,10 +4,11 @@ const histogram = require('../histogram')
 
 // The last 15 minutes of each listener and each of its backends, for the status page's
 // charts. Every `every` ms (10 s) it reads one snapshot and keeps what happened since
-// the last one: requests/s (sent to backends, retries included), errors/s (failures,
-// and for a listener the clients no backend could take) and the p99 response time of
-// that interval, from the difference of the response-time histograms. It reads
-// counters that exist anyway: nothing is added per request.
+// the last one: requests/s (sent to backends, retries included), errors/s (failed
+// tries, and what clients got as errors: http, 5xx answers; tcp, no backend at all)
+// and the p99 response time of that interval, from the difference of the
+// response-time histograms. It reads counters that exist anyway: nothing is added per
+// request.
 //
 //   const history = new History({ stats, every, points })
 //   history.start() / history.stop()
@@ -63,13 +64,15 @@ class History {
     for (const listener of snapshot.listeners) {
       const routes = listener.routes || []
       const all = [...listener.backends, ...routes.flatMap(r => r.backends)]
-      this.track(listener.name, totalsOf(all, at, listener.unserved), seen)
+      // http: lila's own answers to the unserved are among the 5xx
+      const errors = listener.responses ? serverErrors(listener) : listener.unserved
+      this.track(listener.name, totalsOf(all, at, errors), seen)
       for (const b of listener.backends) {
-        this.track(backendKey(listener.name, b.address), totalsOf([b], at), seen)
+        this.track(backendKey(listener.name, b.address), totalsOf([b], at, serverErrors(b)), seen)
       }
       for (const route of routes) {
         for (const b of route.backends) {
-          this.track(backendKey(listener.name, b.address, route.name), totalsOf([b], at), seen)
+          this.track(backendKey(listener.name, b.address, route.name), totalsOf([b], at, serverErrors(b)), seen)
         }
       }
     }
@@ -116,11 +119,15 @@ class History {
 // A backend of a route (--route) is kept apart from the same address elsewhere.
 const backendKey = (listener, address, route = null) => `${listener}\n${address}${route === null ? '' : `\n${route}`}`
 
-// Counters now: requests and errors so far (a listener's `unserved` clients are errors
-// too), and the backends' response times as per-bucket counts, added up.
-function totalsOf (backends, at, unserved = 0) {
+// http: the 5xx answers a listener's clients got, or a backend gave them; 0 for tcp.
+const serverErrors = ({ responses }) => responses ? responses['5xx'] || 0 : 0
+
+// Counters now: requests and errors so far (the backends' failures, and `more`, what
+// clients got as errors), and the backends' response times as per-bucket counts,
+// added up.
+function totalsOf (backends, at, more = 0) {
   let requests = 0
-  let errors = unserved
+  let errors = more
   let counts = null
   for (const b of backends) {
     requests += b.total

@@ -146,7 +146,7 @@ function helpText (columns) {
       ['lila --config lila.json', 'listeners from a JSON file; SIGHUP reloads it'],
       ['lila demo [mode] [options]', 'three local demo backends behind lila'],
       ['lila help, lila version', 'this help; the version'],
-      ['lila completion bash|zsh', 'a shell completion script: source <(lila completion bash)']
+      ['lila completion bash|zsh', 'tab completion: source <(lila completion bash)']
     ], width),
     '',
     'Modes:',

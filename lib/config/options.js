@@ -105,8 +105,8 @@ const OPTIONS = [
     type: 'positive',
     group: 'listening',
     default: null,
-    shown: 'from ulimit -n',
-    help: 'cap on client connections; more wait until one closes (default: half the descriptor limit)'
+    shown: 'half of ulimit -n',
+    help: 'cap on client connections; more wait until one closes'
   },
   {
     name: 'timeout',

@@ -11,9 +11,15 @@ function didYouMean (word, candidates) {
 
 // The candidate nearest to `word`, or null: at most two edits away, and fewer than half
 // the word's length, so that "x" is not taken for "rr". Ties go to the first candidate.
+// A word of three letters or more that begins one candidate only is taken for it
+// first: "--proto" is "--protocol", not "--port" two edits away.
 function closest (word, candidates) {
   if (word.length > 40) return null
   const lower = word.toLowerCase()
+  if (lower.replace(/^-+/, '').length >= 3) {
+    const starting = [...candidates].filter(candidate => candidate.startsWith(lower))
+    if (starting.length === 1) return starting[0]
+  }
   let best = null
   let bestDistance = Math.min(3, Math.ceil(word.length / 2))
   for (const candidate of candidates) {
