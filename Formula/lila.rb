@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a9f8ad9e4263bde452b72611247267ff88795d4b09403578966acdeaa2d44f42"
+  sha256 "1d57d491502878531530f4f0222a44089356511e3088ae5a32b2b2081721b4de"
   license "MIT"
 
   depends_on "node"

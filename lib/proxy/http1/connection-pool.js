@@ -32,12 +32,14 @@ function connConnect () {
   c.ready = true
   if (c.owner !== null) c.owner.onUpstreamConnect(c)
 }
+function connData (chunk) {
+  const c = this.conn
+  if (c.owner !== null) c.owner.onUpstreamData(c, chunk)
+  else c.destroy()
+}
 const CONN = handlers({
-  data (chunk) {
-    const c = this.conn
-    if (c.owner !== null) c.owner.onUpstreamData(c, chunk)
-    else c.destroy()
-  },
+  data: connData, // TLS sockets, which cannot read into lila's buffer (READ)
+
   drain () {
     const c = this.conn
     if (c.owner !== null) c.owner.onUpstreamDrain(c)
@@ -60,6 +62,41 @@ const CONN = handlers({
     c.closed = true
     c.pool.removed(c)
     if (c.owner !== null) c.owner.onUpstreamClose(c)
+  }
+})
+
+// Plain backend sockets read into buffers lila keeps (net.Socket's `onread` option) and
+// hand each read to the owner at once: no 64 KiB allocation, ArrayBuffer and Readable
+// machinery ('data' event, a buffer list, a tick) per read. Small reads land in one
+// buffer every pooled socket shares, so they are copied out into a Buffer of their own
+// size (from Node's pool: an answer costs a small copy) before they are handed on. A
+// read that fills a good part of it is bulk (a body moving in large pieces): it is
+// copied too, and that socket reads into a buffer of its own next, handed on without a
+// copy and replaced by a new one after each bulk read, as Node's own reads are; a
+// socket whose reads turn small goes back to the shared buffer. Either way the owner
+// gets bytes no later read writes over, as with 'data'.
+const READ_SIZE = 64 * 1024
+const BULK = 16 * 1024
+const SHARED = Buffer.allocUnsafeSlow(READ_SIZE)
+let next = SHARED // what the socket that just read reads into next (see `buffer`)
+const READ = Object.freeze({
+  // Called once when the socket connects and after every read, right after `callback`
+  // for that socket.
+  buffer () {
+    const buffer = next
+    next = SHARED
+    return buffer
+  },
+  callback (nread, buffer) {
+    let chunk
+    if (buffer === SHARED) {
+      chunk = Buffer.allocUnsafe(nread)
+      buffer.copy(chunk, 0, 0, nread)
+    } else {
+      chunk = buffer.subarray(0, nread)
+    }
+    if (nread >= BULK) next = Buffer.allocUnsafeSlow(READ_SIZE)
+    connData.call(this, chunk)
   }
 })
 
@@ -142,7 +179,7 @@ class Pool {
   connect (exchange) {
     this.size++
     this.connects++
-    const socket = dial(this.backend, this.tls)
+    const socket = dial(this.backend, this.tls, { onread: READ })
     const conn = new UpstreamConnection(this, socket)
     socket.setTimeout(this.connectTimeout) // until connected (see connConnect)
     conn.attach(exchange)

@@ -65,6 +65,7 @@ class Exchange {
 
     // What the client got.
     this.responseStarted = false // some byte of the final response reached the client
+    this.heldHead = null // the response head, until the body bytes read with it join it
     this.clientKeepAlive = false
     this.bytesOut = 0
     this.done = false
@@ -347,11 +348,14 @@ class Exchange {
       this.sendHead(text)
       return this.responseDone()
     }
-    // Head and the body bytes that came with it leave in one write (one syscall).
-    session.cork()
-    this.sendHead(text)
+    // Head and the body bytes that came with it leave in one write (one syscall): the
+    // head waits in `heldHead` for the first body piece (toClient).
+    this.heldHead = text
     if (end < buf.length) response.forward(buf, end)
-    session.uncork()
+    if (this.heldHead !== null) {
+      this.heldHead = null
+      this.sendHead(text)
+    }
   }
 
   sendHead (text) {
@@ -362,7 +366,16 @@ class Exchange {
   toClient (piece) {
     this.bytesOut += piece.length
     if (this.shadow !== null) this.shadow.primaryBody(piece)
-    if (!this.session.write(piece) && this.conn !== null) this.conn.socket.pause()
+    const head = this.heldHead
+    let flowing
+    if (head === null) {
+      flowing = this.session.write(piece)
+    } else {
+      this.heldHead = null
+      this.bytesOut += head.length
+      flowing = this.session.writeAfter(head, piece)
+    }
+    if (!flowing && this.conn !== null) this.conn.socket.pause()
   }
 
   responseDone () {

@@ -12,6 +12,8 @@ const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
 // what the client still sends for this long, so the client reads the response before
 // the connection is reset.
 const LINGER_MS = 2000
+// Body bytes up to this many are copied behind a head into one write (writeAfter).
+const JOIN_LIMIT = 16 * 1024
 
 // Client socket handlers shared by every session (socket-events.js): `this` is the
 // socket.
@@ -78,6 +80,23 @@ class HttpSession {
 
   write (bytes, encoding) {
     return this.client.write(bytes, encoding)
+  }
+
+  // A head (latin1 text) and the bytes after it, in one system call. A small piece is
+  // copied behind the head into one Buffer: one plain write, cheaper in Node than a
+  // corked writev of the two (a chunk array, the string encoded on the side).
+  writeAfter (head, piece) {
+    if (piece.length > JOIN_LIMIT) {
+      this.client.cork()
+      this.client.write(head, 'latin1')
+      const flowing = this.client.write(piece)
+      this.client.uncork()
+      return flowing
+    }
+    const bytes = Buffer.allocUnsafe(head.length + piece.length)
+    bytes.latin1Write(head, 0)
+    piece.copy(bytes, head.length)
+    return this.client.write(bytes)
   }
 
   // Writes between cork() and uncork() leave in one syscall.

@@ -1,0 +1,143 @@
+'use strict'
+
+// The floor for CPU per request: the least JavaScript a Node balancer can run, so that
+// lila's figure can be read as "what Node itself costs" plus "what lila adds". It does
+// only what the workload needs and nothing a real balancer must (no health, no retries,
+// no header rewriting, no limits, no timeouts, no access log, no error answers):
+//
+//   node node-proxy.js --kind tcp|http|h2 --port 0 BACKEND...
+//
+// tcp: accept, connect to the next backend in turn, pass bytes both ways (a data handler
+// each way, back-pressure, FIN passed on).
+// http: HTTP/1.1 keep-alive clients sending bodiless requests; each request's head
+// (found by its blank line, nothing else parsed) is written as it came on an idle
+// pooled connection to the next backend in turn, and the response passed back, its end
+// found by its Content-Length, the connection then pooled again.
+// h2: HTTP/2 clients by prior knowledge (h2c), each stream sent as a stream of one
+// HTTP/2 session per backend (h2c), the next backend in turn; headers, body and trailers
+// passed both ways (enough for gRPC unary calls).
+//
+// Prints "listening on 127.0.0.1:PORT" on stderr once bound.
+
+const net = require('net')
+const http2 = require('http2')
+const { parseArgs } = require('util')
+
+const { values, positionals } = parseArgs({
+  options: { kind: { type: 'string', default: 'tcp' }, port: { type: 'string', default: '0' } },
+  allowPositionals: true
+})
+const backends = positionals.map(a => {
+  const i = a.lastIndexOf(':')
+  return { host: a.slice(0, i), port: Number(a.slice(i + 1)), idle: [], session: null }
+})
+let turn = 0
+const next = () => backends[turn++ % backends.length]
+
+const server = { tcp: serveTcp, http: serveHttp, h2: serveH2 }[values.kind]()
+server.listen(Number(values.port), '127.0.0.1', () => {
+  process.stderr.write(`listening on 127.0.0.1:${server.address().port}\n`)
+})
+process.on('SIGTERM', () => process.exit(0))
+process.on('SIGINT', () => process.exit(0))
+
+function serveTcp () {
+  return net.createServer({ allowHalfOpen: true, noDelay: true }, client => {
+    const b = next()
+    const upstream = net.connect({ host: b.host, port: b.port, allowHalfOpen: true, noDelay: true })
+    client.on('error', () => upstream.destroy())
+    upstream.on('error', () => client.destroy())
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+    client.on('data', chunk => { if (!upstream.write(chunk)) client.pause() })
+    upstream.on('data', chunk => { if (!client.write(chunk)) upstream.pause() })
+    client.on('drain', () => upstream.resume())
+    upstream.on('drain', () => client.resume())
+    client.on('end', () => upstream.end())
+    upstream.on('end', () => client.end())
+  })
+}
+
+const HEAD_END = Buffer.from('\r\n\r\n')
+const CONTENT_LENGTH = /\r\ncontent-length:\s*(\d+)/i
+
+function serveHttp () {
+  return net.createServer({ noDelay: true }, client => {
+    let pending = null // a request head still arriving
+    client.on('error', () => {})
+    client.on('data', chunk => {
+      const buf = pending === null ? chunk : Buffer.concat([pending, chunk])
+      const end = buf.indexOf(HEAD_END)
+      if (end === -1) {
+        pending = buf
+        return
+      }
+      pending = null
+      client.pause() // one request at a time
+      send(next(), buf, client)
+    })
+  })
+}
+
+// The request head `head` to a pooled connection of backend `b`, the response back.
+function send (b, head, client) {
+  const conn = b.idle.pop() || connect(b)
+  conn.client = client
+  conn.head = null
+  conn.left = -1
+  conn.write(head)
+}
+
+function connect (b) {
+  const conn = net.connect({ host: b.host, port: b.port, noDelay: true })
+  conn.backend = b
+  conn.on('error', () => { if (conn.client) conn.client.destroy() })
+  conn.on('data', chunk => {
+    const client = conn.client
+    if (client === null) return conn.destroy()
+    let body = chunk
+    if (conn.left === -1) {
+      const buf = conn.head === null ? chunk : Buffer.concat([conn.head, chunk])
+      const end = buf.indexOf(HEAD_END)
+      if (end === -1) {
+        conn.head = buf
+        return
+      }
+      const m = CONTENT_LENGTH.exec(buf.latin1Slice(0, end + 2))
+      conn.left = m === null ? 0 : Number(m[1])
+      client.write(buf.subarray(0, end + 4))
+      body = buf.subarray(end + 4)
+    }
+    if (body.length > 0) client.write(body)
+    conn.left -= body.length
+    if (conn.left <= 0) {
+      conn.client = null
+      conn.backend.idle.push(conn)
+      client.resume()
+    }
+  })
+  return conn
+}
+
+function serveH2 () {
+  const server = http2.createServer()
+  server.on('stream', (stream, headers) => {
+    const b = next()
+    if (b.session === null || b.session.destroyed) {
+      b.session = http2.connect(`http://${b.host}:${b.port}`)
+      b.session.on('error', () => {})
+    }
+    const out = {}
+    for (const name in headers) if (name !== ':scheme' && name !== ':authority') out[name] = headers[name]
+    const upstream = b.session.request(out, { endStream: stream.endAfterHeaders })
+    stream.on('error', () => upstream.destroy())
+    upstream.on('error', () => stream.destroy())
+    let trailers = null
+    upstream.on('response', h => stream.respond(h, { waitForTrailers: true }))
+    upstream.on('trailers', t => { trailers = t })
+    stream.on('wantTrailers', () => stream.sendTrailers(trailers || {}))
+    upstream.pipe(stream)
+    if (!stream.endAfterHeaders) stream.pipe(upstream)
+  })
+  return server
+}
