@@ -225,10 +225,17 @@ class Exchange {
     }
     this.sentAt = performance.now()
     const socket = conn.socket
-    socket.cork()
-    socket.write(this.upstreamHead, 'latin1')
-    this.body.replay(socket)
-    socket.uncork()
+    const body = this.body
+    if (body.heldBytes === 0) {
+      socket.write(this.upstreamHead, 'latin1')
+      body.replay(socket)
+    } else {
+      // The head and the body held so far in one system call.
+      socket.cork()
+      socket.write(this.upstreamHead, 'latin1')
+      body.replay(socket)
+      socket.uncork()
+    }
     if (this.reading) this.session.resume()
   }
 

@@ -24,9 +24,12 @@ const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(\d)\.(\d)$/
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t -~\x80-\xff]*))?$/
 
+// The same control bytes less CR and LF, for a whole head at once: its line endings are
+// checked on their own (splitLines).
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const CONTROL_BUT_CRLF = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/
+
 const HEAD_END = Buffer.from('\r\n\r\n')
-// A CR not followed by LF, or a LF not preceded by CR.
-const BARE_CR_OR_LF = /\r(?!\n)|(?<!\r)\n/
 
 // Where the head that starts at `start` ends (the index just past CRLFCRLF), or -1 if
 // it has not all arrived. `from` lets a caller resume the search in a growing buffer.
@@ -38,7 +41,9 @@ function findHeadEnd (buf, start, from = start) {
 // Header lines -> { fields, framing facts }. Shared by requests and responses; `lines`
 // starts after the first line. `fields` is flat, three entries per field: the name as
 // sent, the name in lower case, the value (one array per head, none per field).
-function parseFields (lines, first) {
+// `controls`: the head holds a control byte other than CR and LF somewhere, so each value
+// is checked for one; most heads hold none, and skip the check.
+function parseFields (lines, first, controls = true) {
   const fields = []
   let contentLength = -1
   let transferEncoding = null
@@ -62,7 +67,7 @@ function parseFields (lines, first) {
     if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
     const lower = name.toLowerCase()
     const value = trimOws(line, colon + 1)
-    if (BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
+    if (controls && BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
     fields.push(name, lower, value)
     switch (lower) {
       case 'host':
@@ -137,11 +142,26 @@ function connectionTokens (value) {
   return tokens
 }
 
-function splitLines (buf, start, end) {
-  // latin1Slice: Buffer#toString('latin1', ...) without its argument checks.
-  const text = buf.latin1Slice(start, end - 4)
-  if (BARE_CR_OR_LF.test(text)) throw new HttpError(400, 'bare CR or LF in the message head')
-  return text.split('\r\n')
+// A head's text, the blank line that ends it left out (latin1Slice: Buffer#toString
+// ('latin1', ...) without its argument checks).
+function headText (buf, start, end) {
+  return buf.latin1Slice(start, end - 4)
+}
+
+// A head's lines, each LF checked to follow a CR and each line to hold no other CR.
+function splitLines (text) {
+  const lines = []
+  let from = 0
+  for (let lf = text.indexOf('\n'); lf !== -1; lf = text.indexOf('\n', from)) {
+    if (lf === 0 || text.charCodeAt(lf - 1) !== 13) throw new HttpError(400, 'bare CR or LF in the message head')
+    lines.push(text.slice(from, lf - 1))
+    from = lf + 1
+  }
+  lines.push(from === 0 ? text : text.slice(from))
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].indexOf('\r') !== -1) throw new HttpError(400, 'bare CR or LF in the message head')
+  }
+  return lines
 }
 
 // Does buf, from `from` on, hold a LF without a CR right before it? A head that will
@@ -155,7 +175,8 @@ function hasBareLf (buf, from) {
 
 // A request head in buf[start, end) (end from findHeadEnd).
 function parseRequestHead (buf, start, end) {
-  const lines = splitLines(buf, start, end)
+  const text = headText(buf, start, end)
+  const lines = splitLines(text)
   const requestLine = lines[0]
   if (requestLine.length > MAX_TARGET + 32) throw new HttpError(414, 'request target too long')
   const match = REQUEST_LINE.exec(requestLine)
@@ -166,7 +187,7 @@ function parseRequestHead (buf, start, end) {
   }
   if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
   if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
-  const head = parseFields(lines, 1)
+  const head = parseFields(lines, 1, CONTROL_BUT_CRLF.test(text))
   head.method = method
   head.target = target
   head.version = minor === '1' ? 1 : 0
@@ -230,10 +251,11 @@ function requestPath (method, target) {
 // A response head in buf[start, end). `method` is the request's, because a response to
 // HEAD has no body whatever its headers say.
 function parseResponseHead (buf, start, end, method) {
-  const lines = splitLines(buf, start, end)
+  const text = headText(buf, start, end)
+  const lines = splitLines(text)
   const match = STATUS_LINE.exec(lines[0])
   if (match === null) throw new HttpError(502, 'malformed status line from the backend')
-  const head = parseFields(lines, 1)
+  const head = parseFields(lines, 1, CONTROL_BUT_CRLF.test(text))
   head.version = match[1] === '1' ? 1 : 0
   head.status = Number(match[2])
   head.reason = match[3] || ''
