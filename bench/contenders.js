@@ -211,12 +211,37 @@ function httpProxy () {
   }
 }
 
-// All contenders in report order: the ceiling, then L4, then L7.
+// The floor (peers/node-proxy.js): the least JavaScript a Node balancer runs for the
+// workload, so that lila's figure reads as what Node costs plus what lila adds. tcp:
+// bytes passed both ways; http: HTTP/1.1 heads found and passed whole, pooled backend
+// connections; HTTP/2 and gRPC clients (h2c) to h2c backends through Node's http2.
+function nodeFloor (layer) {
+  const script = path.join(__dirname, 'peers', 'node-proxy.js')
+  return {
+    name: `node-${layer}`,
+    layer,
+    missing: () => null,
+    cannotH2 ({ backendProtocol }) {
+      if (layer !== 'http') return 'tcp mode'
+      return backendProtocol === 'h2' ? null : 'the floor passes HTTP/2 clients to h2c backends only'
+    },
+    async start ({ backends, cpu, h2 = false }) {
+      const kind = layer === 'tcp' ? 'tcp' : h2 ? 'h2' : 'http'
+      const handle = await procs.start(['node', script, '--kind', kind, '--port', '0', ...backends], {
+        cpu, ready: /listening on 127\.0\.0\.1:(\d+)/
+      })
+      return { port: Number(handle.ready[1]), pid: handle.pid, stop: handle.stop }
+    }
+  }
+}
+
+// All contenders in report order: the ceiling, then L4, then L7; each layer's Node
+// floor before lila.
 function allContenders ({ lilaPath }) {
   return [
     direct(),
-    haproxy('tcp'), nginx('tcp'), lila('tcp', lilaPath),
-    haproxy('http'), nginx('http'), httpProxy(), lila('http', lilaPath)
+    haproxy('tcp'), nginx('tcp'), nodeFloor('tcp'), lila('tcp', lilaPath),
+    haproxy('http'), nginx('http'), httpProxy(), nodeFloor('http'), lila('http', lilaPath)
   ]
 }
 

@@ -3,8 +3,10 @@
 // The results as markdown: what ran where, then one table per workload, then the
 // skipped contenders and the memory / start-up probes.
 
-// The peers lila's CPU per request is read against, in column order.
-const RATIO_PEERS = ['haproxy-tcp', 'haproxy-http', 'http-proxy']
+// The peers lila's CPU per request is read against, in column order; FLOOR stands for
+// the Node floor of lila's own layer (node-tcp or node-http, peers/node-proxy.js).
+const FLOOR = 'node floor'
+const RATIO_PEERS = ['haproxy-tcp', 'haproxy-http', 'http-proxy', FLOOR]
 
 function markdown ({ meta, workloads, cells, notes, probes }) {
   const out = []
@@ -118,7 +120,7 @@ function redisTable (rows) {
 
 // HTTP/2 clients (H1) and gRPC calls (G1): the protocol to the backends beside the
 // usual columns, ratios to the L7 peers that serve HTTP/2.
-const H2_RATIO_PEERS = ['haproxy-http', 'nginx-http']
+const H2_RATIO_PEERS = ['haproxy-http', 'nginx-http', FLOOR]
 
 function h2Table (rows, w) {
   const out = ['| contender | to backends | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
@@ -159,8 +161,9 @@ function rpsRatio (rows, c, peer) {
 }
 
 // lila's LB CPU µs/req divided by `peer`'s in the same workload and mode, as "0.83×".
+// FLOOR: the Node floor of c's layer.
 function ratio (rows, c, peer) {
-  const other = peerOf(rows, c, peer)
+  const other = peerOf(rows, c, peer === FLOOR ? `node-${c.contender.slice('lila-'.length)}` : peer)
   if (!other || !other.lbCpuUsPerReq || c.status !== 'ok' || c.lbCpuUsPerReq == null) return ''
   return `${(c.lbCpuUsPerReq / other.lbCpuUsPerReq).toFixed(2)}×`
 }
@@ -180,8 +183,8 @@ function pct (value) {
 // The targets at a glance: lila against its same-layer peers, per workload and mode.
 function glance (workloads, cells) {
   const out = ['## At a glance: LB CPU µs/request', '',
-    '| workload | balance | lila-tcp | ÷ haproxy-tcp | lila-http | ÷ haproxy-http | ÷ http-proxy |',
-    '|---|---|--:|--:|--:|--:|--:|']
+    '| workload | balance | lila-tcp | ÷ haproxy-tcp | ÷ node floor | lila-http | ÷ haproxy-http | ÷ http-proxy | ÷ node floor |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|']
   let any = false
   const redis = []
   for (const w of workloads) {
@@ -197,8 +200,9 @@ function glance (workloads, cells) {
       const us = c => !c ? '' : c.status !== 'ok' ? c.status : c.lbCpuUsPerReq.toFixed(1)
       // A workload with one protocol to the backends (G1: h2c) needs no label for it.
       const label = w.backendProtocols && w.backendProtocols.length > 1 ? `${w.id}, to ${backendProtocol}` : w.id
-      out.push(`| ${label} | ${mode} | ${us(tcp)} | ${tcp ? ratio(rows, tcp, 'haproxy-tcp') : ''} | ` +
-        `${us(http)} | ${http ? ratio(rows, http, 'haproxy-http') : ''} | ${http ? ratio(rows, http, 'http-proxy') : ''} |`)
+      const ratios = (c, peers) => peers.map(peer => c ? ratio(rows, c, peer) : '').join(' | ')
+      out.push(`| ${label} | ${mode} | ${us(tcp)} | ${ratios(tcp, ['haproxy-tcp', FLOOR])} | ` +
+        `${us(http)} | ${ratios(http, ['haproxy-http', 'http-proxy', FLOOR])} |`)
       if (w.backend === 'redis' && tcp && tcp.status === 'ok') {
         const peer = rpsRatio(rows, tcp, 'haproxy-tcp')
         const direct = rpsRatio(rows, tcp, 'direct')
