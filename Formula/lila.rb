@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5752558dc69b3b396e3c87b1fdb953724d2ce993587034f5db5b2cf124bcf017"
+  sha256 "337561b46ab84f08d74185883f5e27ff26e239f099fd09d8c474be52c64adfef"
   license "MIT"
 
   depends_on "node"

@@ -148,7 +148,7 @@ class Http1ToHttp2 {
   shortOf (err) {
     this.leg = null
     this.attempt.shortage(this.bytesIn)
-    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.listener.short(err, 'cannot open a backend connection')
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
 
