@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "337561b46ab84f08d74185883f5e27ff26e239f099fd09d8c474be52c64adfef"
+  sha256 "83affc1b2d0f6250f981f4a448ae1af9a62cc9f6550d5c63e12d01795ef14ed5"
   license "MIT"
 
   depends_on "node"
