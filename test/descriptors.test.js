@@ -101,6 +101,14 @@ for (const protocol of ['http', 'tcp']) {
     const refused = clients.filter(c => c.failed === 'ECONNREFUSED').length
     t.equal(clients.filter(c => c.answered).length, maxConn,
       `clients beyond it were turned away without a byte (${refused} refused, the rest reset)`)
+    // While full, the listening socket stays closed: a new client is refused, never
+    // accepted and closed.
+    const late = await within(10000, 'a client while lila does not accept', new Promise(resolve => {
+      const client = net.connect(lila.port, '127.0.0.1')
+      client.once('error', err => resolve(err.code))
+      client.once('connect', () => { client.destroy(); resolve('connected') })
+    }))
+    t.equal(late, 'ECONNREFUSED', 'a new client is refused')
     t.notMatch(lila.stderr, /backend \S+ down/, 'no backend was said down')
 
     // The idle clients leave: lila accepts again by itself and serves.
