@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c89afa57e767d2826a395f0c04fa1db2881a4f7694b9691f0cb0e5d536cac585"
+  sha256 "2ade067eec51e1c21becf82beb266138b5a78037731428600f1455236b16fbeb"
   license "MIT"
 
   depends_on "node"

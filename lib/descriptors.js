@@ -72,12 +72,13 @@ function limitWarning (limit, maxConns) {
 const ranOut = new EventEmitter()
 ranOut.setMaxListeners(0)
 
-// Something lila was `doing` failed for want of descriptors.
-function reportOutOfDescriptors (doing) {
-  ranOut.emit('out', doing)
+// Something lila was `doing` failed for want of descriptors. `kind`: what the log says
+// once a second at most ('health check' for every probe, whichever backend).
+function reportOutOfDescriptors (doing, kind = doing) {
+  ranOut.emit('out', doing, kind)
 }
 
-// Call `onOut(doing)` on each report; returns the function that stops it.
+// Call `onOut(doing, kind)` on each report; returns the function that stops it.
 function onOutOfDescriptors (onOut) {
   ranOut.on('out', onOut)
   return () => ranOut.off('out', onOut)

@@ -13,7 +13,14 @@ const { spawnSync } = require('child_process')
 const {
   listenerShare, defaultMaxConn, holdable, limitWarning, outOfDescriptors, RESERVE
 } = require('../lib/descriptors')
-const { spawnLila, statusJson, within, until, request, LILA } = require('./fixtures/helpers')
+const path = require('path')
+const {
+  spawnLila, statusJson, within, until, request, LILA, tcpBackend, greetThenEcho, httpBackend
+} = require('./fixtures/helpers')
+const { h2Backend, h2connect, h2request } = require('./fixtures/h2')
+const { grpcBackend, load: loadGrpc } = require('./fixtures/grpc')
+
+const grpcLibs = loadGrpc()
 
 t.test('the share of a limit, the default --max-conn, and how many may wait', async t => {
   t.equal(listenerShare(256, 1), 256 - RESERVE)
@@ -88,8 +95,20 @@ for (const protocol of ['http', 'tcp']) {
     t.match(String(metrics.body), /^lila_listener_accepting\{listener="[^"]+"\} 0$/m, 'and so does /metrics')
     t.match(String(metrics.body), new RegExp(`^lila_listener_max_connections\\{listener="[^"]+"\\} ${maxConn}$`, 'm'))
     t.ok(during.listeners[0].active <= maxConn, `at most ${maxConn} clients served`)
+    // The others were refused once the listener closed, or (those already in the
+    // kernel's backlog then, all of them on a busy machine) reset with it; none answered.
+    await until(() => clients.filter(c => c.failed).length === CLIENTS - maxConn, 'the clients beyond it to be turned away')
     const refused = clients.filter(c => c.failed === 'ECONNREFUSED').length
-    t.ok(refused > 0, `clients beyond it were refused, not accepted and closed (${refused} refused)`)
+    t.equal(clients.filter(c => c.answered).length, maxConn,
+      `clients beyond it were turned away without a byte (${refused} refused, the rest reset)`)
+    // While full, the listening socket stays closed: a new client is refused, never
+    // accepted and closed.
+    const late = await within(10000, 'a client while lila does not accept', new Promise(resolve => {
+      const client = net.connect(lila.port, '127.0.0.1')
+      client.once('error', err => resolve(err.code))
+      client.once('connect', () => { client.destroy(); resolve('connected') })
+    }))
+    t.equal(late, 'ECONNREFUSED', 'a new client is refused')
     t.notMatch(lila.stderr, /backend \S+ down/, 'no backend was said down')
 
     // The idle clients leave: lila accepts again by itself and serves.
@@ -105,10 +124,11 @@ for (const protocol of ['http', 'tcp']) {
   })
 }
 
-t.test('a --max-conn beyond the limit: warned at start; when lila runs out, probes blame no backend', async t => {
+t.test('a --max-conn beyond the limit: warned at start; lila runs out, blames no backend, and recovers', async t => {
   if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
-  // HTTP clients that each made a request and stay idle: the traffic path needs no
-  // descriptor once they are answered, so the probes are what run out.
+  // HTTP clients that each made a request and stay idle: with --max-conn 1000, lila
+  // accepts more than its descriptors allow and runs out (accepting, connecting or
+  // probing, whichever comes first).
   const backend = http.createServer((req, res) => res.end('ok\n'))
   await new Promise(resolve => backend.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { backend.closeAllConnections(); backend.close() })
@@ -117,7 +137,6 @@ t.test('a --max-conn beyond the limit: warned at start; when lila runs out, prob
   { lila: prlimit, prefix: [`--nofile=${LIMIT}:${LIMIT}`, LILA] })
   t.match(lila.stderr, /--max-conn 1000 needs about 2064 file descriptors .* but the limit is 256/)
 
-  // More clients than descriptors: lila runs out, and its probes with it.
   const clients = []
   t.teardown(() => { for (const c of clients) c.destroy() })
   for (let i = 0; i < CLIENTS; i++) {
@@ -127,10 +146,132 @@ t.test('a --max-conn beyond the limit: warned at start; when lila runs out, prob
     clients.push(client)
     await new Promise(resolve => client.once('connect', resolve).once('error', resolve))
   }
-  await lila.waitForLine(/out of file descriptors \(limit 256\): health check of \S+ not made, not counted/)
+  await lila.waitForLine(/out of file descriptors \(limit 256\): /)
   for (const c of clients) c.destroy()
   await lila.waitForLine(/accepting again on /)
   const after = await statusJson(lila)
   t.same(after.listeners[0].backends.map(b => b.status), ['up'], 'the backend stayed up through it')
   t.notMatch(lila.stderr, /backend \S+ down|panic/, 'no backend was said down, no panic')
 })
+
+// Out of descriptors at a chosen moment: lila under prlimit with fixtures/descriptor-hog.js
+// preloaded, whose hog() takes every free descriptor (but `leave`), and keeps taking
+// those that free up, until free().
+const HOG = path.join(__dirname, 'fixtures', 'descriptor-hog.js')
+
+async function hoggedLila (t, args, { leave = 0 } = {}) {
+  const lila = await spawnLila(t, args, {
+    lila: prlimit,
+    prefix: [`--nofile=${LIMIT}:${LIMIT}`, process.execPath, '--require', HOG, LILA],
+    env: { ...process.env, HOG_LEAVE: String(leave) }
+  })
+  let hogs = 0
+  let frees = 0
+  let resumed = 0
+  lila.hog = async () => {
+    lila.child.kill('SIGUSR2')
+    await lila.waitForLine(/^hog: holding \d+ descriptors$/, { count: ++hogs })
+  }
+  // Descriptors back; resolves once lila accepts again.
+  lila.free = async () => {
+    lila.child.kill('SIGUSR2')
+    await lila.waitForLine(/^hog: released$/, { count: ++frees })
+    await lila.waitForLine(/accepting again on /, { count: ++resumed })
+  }
+  return lila
+}
+
+// The first bytes a new client gets ('' if closed without any).
+function greeting (port, hello = null) {
+  return within(10000, 'a client\'s first bytes', new Promise(resolve => {
+    const client = net.connect(port, '127.0.0.1')
+    client.on('error', () => {})
+    client.once('data', data => { client.destroy(); resolve(String(data)) })
+    client.once('close', () => resolve(''))
+    if (hello !== null) client.write(hello)
+  }))
+}
+
+const OUT_CONNECTING = /out of file descriptors \(limit 256\): cannot open a backend connection; not accepting for 1s/
+
+t.test('tcp: a backend connection lila has no descriptor for closes the client and blames no backend', async t => {
+  if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+  const echo = await tcpBackend(t, 'echo', greetThenEcho)
+  const lila = await hoggedLila(t, ['rr', echo.address, '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none'],
+    { leave: 1 }) // one descriptor for the client to be accepted with, none for its backend
+  await lila.hog()
+  t.equal(await greeting(lila.port), '', 'the client is closed without a byte')
+  await lila.waitForLine(OUT_CONNECTING)
+  await lila.free()
+  t.equal(await greeting(lila.port), 'echo\n', 'served once descriptors are back')
+  const [backend] = (await statusJson(lila)).listeners[0].backends
+  t.match(backend, { status: 'up', failures: 0 }, 'the backend was not blamed')
+  t.notMatch(lila.stderr, /backend \S+ down|panic/)
+})
+
+for (const backendProtocol of ['h1', 'h2']) {
+  t.test(`http, ${backendProtocol} backend: a backend connection lila has no descriptor for is 503, and blames no backend`, async t => {
+    if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+    const backend = backendProtocol === 'h1' ? await httpBackend(t, 'b') : await h2Backend(t, 'b')
+    const lila = await hoggedLila(t, ['rr', backend.address, '--protocol', 'http', '--backend-protocol', backendProtocol,
+      '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none'])
+    // Clients connected before lila runs out: an HTTP/1.1 one and an HTTP/2 one. Each
+    // request is the first thing lila needs a descriptor for after the hog took them all.
+    const h1 = net.connect(lila.port, '127.0.0.1')
+    h1.on('error', () => {})
+    t.teardown(() => h1.destroy())
+    await new Promise(resolve => h1.once('connect', resolve))
+    const h2 = await h2connect(t, lila.port)
+    // Both accepted by lila (a connection still in the kernel's backlog when it runs out
+    // would be accepted and closed by libuv).
+    for (let i = 0; i < 100 && (await statusJson(lila)).listeners[0].active < 2; i++) {
+      await new Promise(resolve => setTimeout(resolve, 20))
+    }
+
+    await lila.hog()
+    const first = new Promise(resolve => h1.once('data', data => resolve(String(data))))
+    h1.write('GET /h1 HTTP/1.1\r\nHost: test\r\n\r\n')
+    t.match(await within(10000, 'the HTTP/1.1 answer', first), /^HTTP\/1\.1 503 [\s\S]*lila is short of resources \(too many open files\)/,
+      'an HTTP/1.1 request: 503')
+    await lila.waitForLine(OUT_CONNECTING)
+    await lila.free()
+
+    await lila.hog()
+    const stream = await within(10000, 'the HTTP/2 answer', h2request(h2, { path: '/h2' }))
+    t.equal(stream.status, 503, 'an HTTP/2 request: 503')
+    await lila.free()
+
+    t.equal((await request(lila.port, { path: '/after' })).status, 200, 'served once descriptors are back')
+    t.equal((await h2request(h2, { path: '/after' })).status, 200)
+    const [snapshot] = (await statusJson(lila)).listeners[0].backends
+    t.match(snapshot, { status: 'up', failures: 0 }, 'the backend was not blamed')
+    t.notMatch(lila.stderr, /backend \S+ down|panic|502 for/, 'no backend said down, no 502')
+  })
+}
+
+// Each kind of probe, made while lila has no descriptor to make it with: counted neither
+// way, however many fail (more than --fall), and said once a second.
+const PROBES = [
+  ['tcp', () => ['--check', 'tcp'], t => tcpBackend(t, 'echo', greetThenEcho)],
+  ['http', () => ['--protocol', 'http', '--check', 'http:/'], t => httpBackend(t, 'b')],
+  ['http over HTTP/2', () => ['--protocol', 'http', '--backend-protocol', 'h2', '--check', 'http:/'], t => h2Backend(t, 'b')],
+  ['grpc', () => ['--protocol', 'grpc', '--check', 'grpc'], t => grpcBackend(t, 'g')]
+]
+
+for (const [kind, options, start] of PROBES) {
+  t.test(`${kind} health probes lila has no descriptor for blame no backend`, async t => {
+    if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+    if (kind === 'grpc' && grpcLibs === null) return t.skip('@grpc/grpc-js is not installed')
+    const backend = await start(t)
+    const lila = await hoggedLila(t, ['rr', backend.address, ...options(), '--port', '0', '--host', '127.0.0.1',
+      '--status-port', '0', '--check-interval', '100ms'])
+    await lila.hog()
+    // The line of the next second counts the probes that failed meanwhile.
+    const line = await lila.waitForLine(/out of file descriptors \(limit 256\): health check of \S+ not made, not counted \(and (\d+) more like it/)
+    t.ok(Number(line[1]) >= 3, `more probes not made than --fall (${line[1]} in a second)`)
+    await lila.free()
+    const [snapshot] = (await statusJson(lila)).listeners[0].backends
+    t.equal(snapshot.status, 'up', 'the backend stayed up')
+    t.notMatch(lila.stderr, /backend \S+ down|panic/, 'no backend was said down, no panic')
+  })
+}

@@ -6,10 +6,12 @@
 
 const t = require('tap')
 const { Pool } = require('../lib/proxy/http1/connection-pool')
+const { Http2Pool, MAX_STREAMS } = require('../lib/proxy/http2/backend-pool')
 const { createBalancer } = require('../lib/index')
 const { parseCommandLine } = require('../lib/config/argv')
 const net = require('net')
 const { tcpBackend, within, until, captureLog, request, spawnLila } = require('./fixtures/helpers')
+const { h2Backend } = require('./fixtures/h2')
 
 // Stands in for an Exchange: `connected` resolves with the first connection it gets;
 // the socket's other events are of no interest here.
@@ -63,6 +65,28 @@ t.test('the pool has no cap of its own: every exchange given to it gets a connec
   t.pass('1,100 connections, none waiting')
   for (const conn of conns) conn.destroy()
   await until(() => pool.size === 0, 'every connection to close', { timeout: 20000 })
+})
+
+t.test('the HTTP/2 pool has no cap of its own either: more streams than 64 sessions carry, each at once', async t => {
+  // Sessions carry 100 streams each; the pool once opened at most 64 per backend and
+  // kept the rest in a list of its own, with no timeout and no trace in /status.
+  const backend = await h2Backend(t, 'b')
+  const pool = new Http2Pool({ host: '127.0.0.1', port: backend.port, hostHeader: backend.address }, { connectTimeout: 5000 })
+  const legs = Array.from({ length: 65 * MAX_STREAMS }, () => {
+    const leg = {}
+    leg.session = new Promise((resolve, reject) => {
+      leg.onSession = resolve
+      leg.onSessionFailed = reason => reject(new Error(reason))
+    })
+    return leg
+  })
+  for (const leg of legs) pool.acquire(leg)
+  t.equal(pool.sessions.length, 65, 'a session for every 100 streams')
+  const sessions = await within(20000, 'a stream for every leg', Promise.all(legs.map(leg => leg.session)))
+  t.equal(new Set(sessions).size, 65)
+  for (const session of sessions) pool.streamDone(session)
+  pool.close()
+  await until(() => backend.sessionsOpen.size === 0, 'the sessions to close')
 })
 
 t.test('an idle connection the backend has ended is not reused, even before its close', async t => {

@@ -217,3 +217,49 @@ t.test('HTTP/2: 1,000 streams trickling small bodies hold no backend; a GET is a
   for (const session of sessions) session.destroy()
   await settled(lila, { timeout: 10000 })
 })
+
+t.test('HTTP/1.1 clients to an HTTP/2 backend: 1,200 trickling uploads hold no stream; a GET is answered; 100 Continue; 408', async t => {
+  const { h2Backend } = require('./fixtures/h2')
+  const backend = await h2Backend(t, 'b', (stream, headers, b) => {
+    let body = ''
+    stream.on('data', chunk => { body += chunk })
+    stream.on('end', () => {
+      stream.respond({ ':status': 200 })
+      stream.end(`${headers.expect || 'no expect'}: ${body.length}\n`)
+    })
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--backend-protocol', 'h2', '--port', '0',
+    '--host', '127.0.0.1', '--status-port', '0', '--check', 'none', '--body-timeout', '2s'])
+  const uploads = []
+  t.teardown(() => { for (const u of uploads) u.socket.destroy() })
+  for (let i = 0; i < TRICKLERS; i++) {
+    const upload = rawClient(lila.port, post(100))
+    upload.socket.write('x')
+    uploads.push(upload)
+  }
+  await until(() => uploads.every(u => u.socket.bytesWritten > 0), 'every upload to be sent', { timeout: 20000 })
+  let snapshot = null
+  for (let i = 0; i < 200; i++) {
+    snapshot = await statusJson(lila)
+    if (snapshot.listeners[0].active >= TRICKLERS) break
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  t.equal(snapshot.listeners[0].active, TRICKLERS, 'lila serves every upload')
+  t.equal(snapshot.listeners[0].backends[0].live, 0, 'none of them holds the backend')
+  t.equal(backend.requests, 0, 'the backend has seen none of them')
+  const answer = await within(10000, 'the GET beside 1,200 trickling uploads', request(lila.port, { path: '/get' }))
+  t.equal(answer.status, 200, 'the GET is answered')
+
+  const expecting = rawClient(lila.port, post(5, 'Expect: 100-continue\r\n'))
+  t.equal(await within(5000, '100 Continue', expecting.first), 'HTTP/1.1 100 Continue\r\n\r\n', '100 Continue from lila')
+  expecting.socket.end('hello')
+  t.match(await within(5000, 'the answer', expecting.response), /HTTP\/1\.1 200 [\s\S]*\r\n\r\nd\r\nno expect: 5\n\r\n0\r\n\r\n$/,
+    'the backend got the body with the head, no Expect')
+
+  // They stop sending: 408 each after --body-timeout, none of them reached the backend.
+  const answers = await within(20000, 'the 408s', Promise.all(uploads.map(u => u.response)))
+  t.equal(answers.filter(text => /^HTTP\/1\.1 408 [\s\S]*request body timed out/.test(text)).length, TRICKLERS,
+    'every silent body got 408')
+  t.equal(backend.requests, 2, 'the backend saw only the GET and the complete body')
+  await settled(lila, { timeout: 10000 })
+})

@@ -73,8 +73,9 @@ class Listener {
     this.closing = false
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
-    // lila short of descriptors or memory (short, pauseAccepting): said once a second.
-    this.sayShortage = throttled(message => this.log.error(message))
+    // lila short of descriptors or memory (short, pauseAccepting): each kind of shortage
+    // said once a second, so that one kind does not hide another (sayShortage).
+    this.shortages = new Map() // kind -> its throttled logger
     this.sweep = null
     this.sweepEvery = 1000
     this.port = null // the port bound, to bind again after a pause; null on a Unix socket
@@ -221,16 +222,16 @@ class Listener {
   // waiting in the kernel to keep the loop from spinning; lila stops accepting instead.
   onAcceptError (err) {
     if (!isOutOfDescriptors(err)) return this.short(err, 'accept failed')
-    this.pauseAccepting(this.outOf(NOT_ACCEPTING))
+    this.pauseAccepting(this.outOf(NOT_ACCEPTING), 'accept')
   }
 
-  // Stop accepting for PAUSE_MS, said once a second: the listening socket is closed, so
-  // new clients are refused at once (nothing of theirs was read: they may try again)
-  // rather than accepted and closed; open and held connections go on. It is bound again
-  // by itself (resumeAccepting).
-  pauseAccepting (message) {
+  // Stop accepting for PAUSE_MS, said (as `kind`) once a second: the listening socket is
+  // closed, so new clients are refused at once (nothing of theirs was read: they may try
+  // again) rather than accepted and closed; open and held connections go on. It is bound
+  // again by itself (resumeAccepting).
+  pauseAccepting (message, kind) {
     if (this.paused !== null || this.closing) return
-    this.sayShortage(message)
+    this.sayShortage(message, kind)
     this.server.close()
     this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
   }
@@ -248,7 +249,7 @@ class Listener {
     }
     const failed = err => {
       this.server.off('listening', again)
-      if (isOutOfDescriptors(err)) return this.pauseAccepting(this.outOf(`cannot listen again; ${TRYING}`))
+      if (isOutOfDescriptors(err)) return this.pauseAccepting(this.outOf(`cannot listen again; ${TRYING}`), 'listen')
       this.log.error(`cannot listen on ${this.bound} again: ${reasonOf(err)}; ${TRYING}`)
       this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
     }
@@ -304,14 +305,25 @@ class Listener {
   // accepts and closes in silence what waits in the kernel once accept() fails): the
   // listener stops accepting for a while.
   short (err, doing) {
-    if (!isOutOfDescriptors(err)) return this.sayShortage(`${doing}: ${reasonOf(err)}`)
+    if (!isOutOfDescriptors(err)) return this.sayShortage(`${doing}: ${reasonOf(err)}`, doing)
     reportOutOfDescriptors(doing)
   }
 
   // lila ran out of descriptors `doing` something, here or elsewhere (descriptors.js).
-  onOutOfDescriptors (doing) {
-    if (this.paused === null) this.pauseAccepting(this.outOf(`${doing}; ${NOT_ACCEPTING}`))
-    else this.sayShortage(this.outOf(doing))
+  onOutOfDescriptors (doing, kind) {
+    if (this.paused === null) this.pauseAccepting(this.outOf(`${doing}; ${NOT_ACCEPTING}`), kind)
+    else this.sayShortage(this.outOf(doing), kind)
+  }
+
+  // An error line about a shortage, at most once a second for each `kind` (the rest
+  // counted into the next line of that kind).
+  sayShortage (message, kind) {
+    let say = this.shortages.get(kind)
+    if (say === undefined) {
+      say = throttled(line => this.log.error(line))
+      this.shortages.set(kind, say)
+    }
+    say(message)
   }
 
   // "out of file descriptors (limit 256): <doing>"
@@ -369,7 +381,7 @@ class Listener {
       const message = this.config.maxConn === null
         ? this.outOf(`${what}, as many as it allows; ${NOT_ACCEPTING}`)
         : `${what}: ${NOT_ACCEPTING}`
-      return this.pauseAccepting(message)
+      return this.pauseAccepting(message, 'full')
     }
     this.waiting.add(client)
     client.on('error', () => {})

@@ -58,7 +58,7 @@ class HealthChecker {
     probe(backend, this.check, this.timeout, (ok, reason) => {
       if (this.watched.get(backend) === entry) {
         if (ok === null) {
-          reportOutOfDescriptors(`health check of ${backend.address} not made, not counted`)
+          reportOutOfDescriptors(`health check of ${backend.address} not made, not counted`, 'health check')
         } else if (ok) {
           backend.checkPassed(reason)
         } else {
@@ -104,6 +104,12 @@ function probe (backend, check, timeout, done) {
     ? probeGrpc
     : check.type !== 'http' ? probeTcp : check.http2 ? probeHttp2 : probeHttp
   stop = run(backend, check, timeout, finish, next => { what = next })
+}
+
+// Out of descriptors: the error itself, or (HTTP/2) a stream cancelled because its
+// session's socket could not be made.
+function ranOut (err) {
+  return isOutOfDescriptors(err) || (err != null && isOutOfDescriptors(err.cause))
 }
 
 function describe (check) {
@@ -172,7 +178,9 @@ function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, f
   const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
   socket.unref()
   const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })
-  const failed = err => finish(false, `http ${path} ${backendReason(err, tls)}`)
+  const failed = err => ranOut(err)
+    ? finish(null, 'out of file descriptors')
+    : finish(false, `http ${path} ${backendReason(err, tls)}`)
   session.on('error', failed)
   const req = session.request({
     ':method': 'GET',
@@ -202,7 +210,9 @@ function probeGrpc (backend, { service, host: hostHeader, tls = null }, timeout,
   const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
   socket.unref()
   const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })
-  const failed = err => finish(false, `grpc ${backendReason(err, tls)}`)
+  const failed = err => ranOut(err)
+    ? finish(null, 'out of file descriptors')
+    : finish(false, `grpc ${backendReason(err, tls)}`)
   session.on('error', failed)
   const req = session.request({
     ':method': 'POST',

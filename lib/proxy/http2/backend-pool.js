@@ -16,7 +16,7 @@ const { handlers, addListeners } = require('../socket-events')
 //
 // A leg (to-http2.js) asks with acquire(leg): leg.onSession(session) once a session has
 // room for its stream (now, or once it connected), or leg.onSessionFailed(reason,
-// cause) when the session could not be had; it gives the stream slot back with
+// cause, err) when the session could not be had; it gives the stream slot back with
 // streamDone(session) when its stream closed, or cancel(leg) while it waits.
 const NOT_H2 = 'does not speak HTTP/2 over TLS (ALPN agreed on no h2; is --backend-protocol right?)'
 
@@ -120,7 +120,7 @@ class BackendSession {
       const reason = err === null
         ? 'closed the connection'
         : err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' ? NOT_H2 : backendReason(err, this.pool.tls)
-      for (const leg of this.pending.splice(0)) leg.onSessionFailed(reason, 'connect')
+      for (const leg of this.pending.splice(0)) leg.onSessionFailed(reason, 'connect', err)
     }
   }
 

@@ -193,7 +193,7 @@ class StreamExchange {
   shortOf (err) {
     this.leg = null
     this.attempt.shortage(this.bytesIn)
-    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.listener.short(err, 'cannot open a backend connection')
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
 

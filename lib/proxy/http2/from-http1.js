@@ -9,13 +9,16 @@ const { ChunkedReader } = require('../http1/chunked')
 const { trimOws } = require('../http1/parse')
 const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
-const { StreamBody } = require('./request-body')
+const { StreamBody, REPLAY_LIMIT } = require('./request-body')
 const { Http2Leg } = require('./to-http2')
 const { requestIdOf } = require('../request-id')
 const { callType, deadlineFor } = require('../grpc')
 
 const CLIENT_CLOSED = 499
 const CRLF = '\r\n'
+// A request body up to this size is read whole before a backend is taken (see start).
+const BUFFER_FIRST = REPLAY_LIMIT
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
 // Fields an HTTP/1.1 response gets from lila's framing, never from the backend's.
 const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive'])
 const NOT_TRAILERS = new Set(['content-length', 'host', 'trailer', 'te', 'transfer-encoding'])
@@ -50,6 +53,9 @@ class Http1ToHttp2 {
     this.left = head.chunked ? 0 : head.bodyLength
     this.clientTrailers = null
     this.reading = !endStream
+    this.buffering = false // reading a small body before taking a backend (see start)
+    this.continued = false // lila answered the client's Expect: 100-continue itself
+    this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
     this.sendData = (b, s, e) => this.bodyData(b.subarray(s, e))
     this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
 
@@ -84,6 +90,20 @@ class Http1ToHttp2 {
     if (head.isUpgrade) return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     this.deadline = deadlineFor(this)
     if (this.listener.mirror !== null) this.shadow = this.listener.mirror.start(head, this, !this.reading)
+    // A small body is read whole first, as for HTTP/1.1 backends (http1/exchange.js
+    // start): a client that sends it slowly holds no backend meanwhile. Only with a
+    // Content-Length: a chunked body may be a stream answered as it goes.
+    if (!this.reading || head.chunked || head.bodyLength > BUFFER_FIRST) return this.attempt.start()
+    this.buffering = true
+    if (head.expect === '100-continue' && head.version === 1) {
+      this.continued = true // the backend is not sent the Expect (headers.js)
+      this.session.write(CONTINUE, 'latin1')
+    }
+  }
+
+  // The body is read, or more of it than is worth holding: now a backend.
+  bodyBuffered () {
+    this.buffering = false
     this.attempt.start()
   }
 
@@ -148,7 +168,7 @@ class Http1ToHttp2 {
   shortOf (err) {
     this.leg = null
     this.attempt.shortage(this.bytesIn)
-    this.listener.sayShortage(`cannot open a backend connection: ${reasonOf(err)}`)
+    this.listener.short(err, 'cannot open a backend connection')
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
   }
 
@@ -175,6 +195,7 @@ class Http1ToHttp2 {
   // The request body, through its HTTP/1.1 framing.
 
   onClientData (buf, start) {
+    this.quietTicks = 0
     let end = buf.length
     let ended
     try {
@@ -203,6 +224,8 @@ class Http1ToHttp2 {
     const holdingEnough = this.body.add(piece)
     const { leg } = this
     if (leg === null || !leg.connected) {
+      // Still reading a small body, connecting or queued: held, and the client paused
+      // once holding enough.
       if (holdingEnough) this.session.pause()
       return
     }
@@ -215,12 +238,16 @@ class Http1ToHttp2 {
     this.body.end()
     if (this.shadow !== null) this.shadow.end()
     if (this.chunkedIn !== null) this.clientTrailers = trailerList(this.chunkedIn.trailers)
+    if (this.buffering) return this.bodyBuffered() // the leg ends it once connected
     const { leg } = this
     if (leg !== null && leg.connected) leg.end()
   }
 
-  clientBodyFailed (detail) {
+  // The client's body broke its framing (400), or stopped coming (408). Its backend
+  // stream, if any, is reset: it holds part of a request.
+  clientBodyFailed (detail, status = 400) {
     this.reading = false
+    this.buffering = false
     this.abandonUpstream()
     if (this.responseStarted) {
       this.releaseLease()
@@ -228,8 +255,8 @@ class Http1ToHttp2 {
       return this.finish(false)
     }
     this.releaseLease()
-    this.replied = 400
-    this.session.refuse(400, detail, { grpc: this.grpc })
+    this.replied = status
+    this.session.refuse(status, detail, { grpc: this.grpc })
     this.finish(false)
   }
 
@@ -254,7 +281,13 @@ class Http1ToHttp2 {
     return !this.reading && !this.responseStarted
   }
 
-  onSweep (silentLimit) {
+  // The listener's sweep: the backend silent for --timeout (the leg's), or a request
+  // body that sent nothing for --body-timeout (not while lila holds the client paused):
+  // 408, as http1/exchange.js.
+  onSweep (silentLimit, bodyLimit) {
+    if (this.reading && !this.session.paused && ++this.quietTicks >= bodyLimit) {
+      return this.clientBodyFailed('request body timed out: no byte of it within --body-timeout', 408)
+    }
     if (this.leg !== null) this.leg.onSweep(silentLimit)
   }
 

@@ -66,8 +66,9 @@ const SET_BY_LILA = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarde
 // with :authority for Host (`hostIfMissing` for an HTTP/1.0 request with none),
 // `scheme` the backend connection's ('http' or 'https'), and TE kept when it says
 // "trailers" (gRPC needs it). The header options (header-rules.js) have the last word.
-//   ctx, settings: as requestHead's ({ clientAddress, requestId }; { proto, via,
-//   forwarded, host, request })
+//   ctx, settings: as requestHead's ({ clientAddress, requestId, continued: lila
+//   answered the client's Expect: 100-continue itself, so the backend is not sent it };
+//   { proto, via, forwarded, host, request })
 function backendRequestHeaders (head, ctx, hostIfMissing, settings, scheme) {
   const clientAddress = ctx.clientAddress
   const host = settings.host !== null
@@ -99,6 +100,7 @@ function backendRequestHeaders (head, ctx, hostIfMissing, settings, scheme) {
       continue
     }
     if (dropped(lower, listed) || lower === 'content-length') continue
+    if (lower === 'expect' && ctx.continued) continue
     add(headers, lower, value)
   }
   if (head.contentLength !== -1) headers['content-length'] = String(head.contentLength)

@@ -4,6 +4,7 @@ const { constants } = require('http2')
 const { performance } = require('perf_hooks')
 const { handlers, addListeners } = require('../socket-events')
 const { backendRequestHeaders, relayedHeaders, relayedTrailers } = require('./headers')
+const { isLocalShortage } = require('../../errors')
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants
 
@@ -90,8 +91,14 @@ class Http2Leg {
     exchange.legConnected()
   }
 
-  onSessionFailed (reason, cause) {
+  // The session could not be had. For want of descriptors, lila's own shortage: no
+  // backend is blamed (the exchange answers 503), as to-http1.js does.
+  onSessionFailed (reason, cause, err = null) {
     if (this.abandoned) return
+    if (isLocalShortage(err)) {
+      this.abandon()
+      return this.exchange.shortOf(err)
+    }
     this.exchange.upstreamFailed(reason, cause)
   }
 
