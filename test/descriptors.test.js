@@ -97,7 +97,9 @@ for (const protocol of ['http', 'tcp']) {
     t.ok(during.listeners[0].active <= maxConn, `at most ${maxConn} clients served`)
     // The others were refused once the listener closed, or (those already in the
     // kernel's backlog then, all of them on a busy machine) reset with it; none answered.
-    await until(() => clients.filter(c => c.failed).length === CLIENTS - maxConn, 'the clients beyond it to be turned away')
+    const tally = () => `${clients.filter(c => c.answered).length} answered, ${clients.filter(c => c.failed).length} turned away`
+    await until(() => clients.filter(c => c.failed).length === CLIENTS - maxConn, 'the clients beyond it to be turned away',
+      { timeout: 20000 }).catch(err => { throw new Error(`${err.message} (${tally()} of ${CLIENTS})`) })
     const refused = clients.filter(c => c.failed === 'ECONNREFUSED').length
     t.equal(clients.filter(c => c.answered).length, maxConn,
       `clients beyond it were turned away without a byte (${refused} refused, the rest reset)`)
