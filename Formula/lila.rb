@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2ade067eec51e1c21becf82beb266138b5a78037731428600f1455236b16fbeb"
+  sha256 "e57d956e57888d2d9239148f27eea13a8597ec836c55088f333c50b66dd797ea"
   license "MIT"
 
   depends_on "node"

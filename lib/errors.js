@@ -113,6 +113,9 @@ const REASONS = {
   ESERVFAIL: 'DNS server failure',
   EREFUSED: 'DNS query refused',
   EMFILE: 'too many open files',
+  ENFILE: 'too many open files on this machine', // the system-wide limit, fs.file-max
+  ENOBUFS: 'out of buffer space',
+  ENOMEM: 'out of memory',
   EPIPE: 'broken pipe',
   ENOENT: 'no such file or directory', // a Unix socket's path
   ENOTDIR: 'a part of the path is not a folder'
