@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e57d956e57888d2d9239148f27eea13a8597ec836c55088f333c50b66dd797ea"
+  sha256 "0f7da5dde84fcabd7b521de1bb6c3e1431c78bf5e41cca7b6137d8ec7735abed"
   license "MIT"
 
   depends_on "node"

@@ -263,3 +263,48 @@ t.test('HTTP/1.1 clients to an HTTP/2 backend: 1,200 trickling uploads hold no s
   t.equal(backend.requests, 2, 'the backend saw only the GET and the complete body')
   await settled(lila, { timeout: 10000 })
 })
+
+t.test('HTTP/2: expect: 100-continue on a small body gets 100 from lila; the backend, h1 or h2, no Expect', async t => {
+  const http2 = require('http2')
+  const answer = (headers, body) => `${headers.expect || 'no expect'}: ${body}`
+  const h1 = await httpBackend(t, 'h1', (req, res) => {
+    let body = ''
+    req.on('data', chunk => { body += chunk })
+    req.on('end', () => res.end(answer(req.headers, body)))
+  })
+  const h2 = http2.createServer()
+  h2.on('stream', (stream, headers) => {
+    let body = ''
+    stream.on('data', chunk => { body += chunk })
+    stream.on('end', () => { stream.respond({ ':status': 200 }); stream.end(answer(headers, body)) })
+  })
+  await new Promise(resolve => h2.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => h2.close())
+  const common = ['--protocol', 'http', '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none']
+  const lilas = [
+    await spawnLila(t, ['rr', h1.address, ...common]),
+    await spawnLila(t, ['rr', `127.0.0.1:${h2.address().port}`, '--backend-protocol', 'h2', ...common])
+  ]
+  for (const [i, lila] of lilas.entries()) {
+    const session = http2.connect(`http://127.0.0.1:${lila.port}`)
+    session.on('error', () => {})
+    t.teardown(() => session.destroy())
+    const stream = session.request({ ':method': 'POST', ':path': '/upload', 'content-length': '5', expect: '100-continue' })
+    stream.on('error', () => {})
+    // Node's client emits 'continue' on a 100 and sends nothing until it: the body
+    // goes only once lila says so.
+    await within(5000, 'the 100 from lila', new Promise(resolve => stream.once('continue', resolve)))
+    stream.end('hello')
+    const [status, body] = await within(5000, 'the answer', new Promise(resolve => {
+      let text = ''
+      let code = 0
+      stream.on('response', h => { code = h[':status'] })
+      stream.on('data', chunk => { text += chunk })
+      stream.on('end', () => resolve([code, text]))
+    }))
+    t.equal(status, 200)
+    t.equal(body, 'no expect: hello', `${i === 0 ? 'HTTP/1.1' : 'HTTP/2'} backend: the body with the head, no Expect`)
+    session.destroy()
+    await settled(lila, { timeout: 10000 })
+  }
+})

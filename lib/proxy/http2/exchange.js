@@ -77,6 +77,7 @@ class StreamExchange {
     this.clientTrailers = null // the request's trailers, [name, value, ...]
     this.reading = !this.body.done // the client's DATA is still to come
     this.buffering = false // reading a small body before taking a backend (see start)
+    this.continued = false // lila answered the client's expect: 100-continue itself
     this.quietTicks = 0 // listener sweeps without DATA from the client (--body-timeout)
     this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
 
@@ -116,6 +117,12 @@ class StreamExchange {
     const { length } = this.body
     if (this.body.done || length === -1 || length > BUFFER_FIRST) return this.attempt.start()
     this.buffering = true
+    // A client that waits for 100 Continue before its body gets it from lila, which
+    // reads the body now; the backend is then not sent the Expect.
+    if (this.head.expect === '100-continue') {
+      this.continued = true
+      this.stream.additionalHeaders({ ':status': 100 })
+    }
   }
 
   // The body is read, or more of it than is worth holding: now a backend.

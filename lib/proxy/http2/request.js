@@ -38,6 +38,7 @@ function requestFromHeaders (rawHeaders, endStream) {
   let cookie = null
   let grpc = null
   let grpcTimeout = null
+  let expect = null
   let size = 0
   const fields = []
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -72,6 +73,9 @@ function requestFromHeaders (rawHeaders, endStream) {
         break
       case 'grpc-timeout':
         grpcTimeout = value
+        break
+      case 'expect':
+        expect = value.toLowerCase()
         break
       case 'cookie':
         // RFC 9113 8.2.3: cookie crumbs become one field again for HTTP/1.1.
@@ -118,6 +122,7 @@ function requestFromHeaders (rawHeaders, endStream) {
     upgrade: null,
     grpc, // the content-type when it says a gRPC call (grpc.js), else null
     grpcTimeout,
+    expect, // "100-continue" when the client waits for a 100 before its body
     size: size + method.length + target.length + 12 // and "METHOD target HTTP/1.1\r\n"
   }
 }

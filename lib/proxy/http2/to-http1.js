@@ -64,7 +64,8 @@ class Http1Leg {
     const socket = conn.socket
     this.sentAt = performance.now()
     socket.cork()
-    socket.write(requestHead(exchange.head, exchange, this.backend.hostHeader, rewrite), 'latin1')
+    const { continued } = exchange
+    socket.write(requestHead(exchange.head, exchange, this.backend.hostHeader, rewrite, { continued }), 'latin1')
     for (const piece of exchange.body.held()) this.frame(piece)
     if (exchange.body.done) this.finishBody()
     socket.uncork()
