@@ -268,7 +268,9 @@ t.test('SIGHUP: a Unix socket listener kept stays bound, one moved to another pa
   write([['web', one], ['api', three]])
   lila.child.kill('SIGHUP')
   await lila.waitForLine(/^lila: reloaded \(1 change\)$/)
-  t.match(lila.stderr, `lila: reload: listener api replaced: listening on unix:${three} (http, random, 1 backend)\n`)
+  // curl's connection to the old path may not have closed yet: then it is left to drain.
+  t.match(lila.stderr, new RegExp(`lila: reload: listener api replaced: listening on unix:${escape(three)} ` +
+    '\\(http, random, 1 backend\\)(; 1 connection left to drain on the old one)?\n'))
   t.equal(await get(one), 'a /\n', 'the listener kept still serves')
   t.equal(await get(three), 'a /\n', 'the new path serves')
   await until(() => !fs.existsSync(two), 'the old socket file to go')
