@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0f7da5dde84fcabd7b521de1bb6c3e1431c78bf5e41cca7b6137d8ec7735abed"
+  sha256 "4410dd00752f81430f51abaf52e229df6ede7b2bc60fc875948f53c9d51167ca"
   license "MIT"
 
   depends_on "node"

@@ -66,13 +66,16 @@ const CONN = handlers({
 })
 
 // Plain backend sockets read into buffers lila keeps (net.Socket's `onread` option) and
-// hand each read to the owner at once: no 64 KiB allocation, ArrayBuffer and Readable
-// machinery ('data' event, a buffer list, a tick) per read. Small reads land in one
-// buffer every pooled socket shares, so they are copied out into a Buffer of their own
-// size (from Node's pool: an answer costs a small copy) before they are handed on. A
-// read that fills a good part of it is bulk (a body moving in large pieces): it is
-// copied too, and that socket reads into a buffer of its own next, handed on without a
-// copy and replaced by a new one after each bulk read, as Node's own reads are; a
+// hand each read to the owner at once: no buffer allocated per read (V8 counts each as
+// external memory, and collects the more often), and none of the Readable machinery
+// ('data' event, a buffer list, a tick). Small reads land in one buffer every pooled
+// socket shares, so they are copied out into a Buffer of their own size (from Node's
+// pool: an answer costs a small copy) before they are handed on. A read that fills a
+// good part of it is bulk (a body moving in large pieces): it is copied too, and that
+// socket reads into a buffer of its own next, handed on without a copy. That buffer is
+// read into again only when the owner that read it still has the connection and holds
+// none of its bytes (owner.holdsRead(): its write to the client completed at once);
+// otherwise the socket gets a new one, and the old one stays with whatever holds it. A
 // socket whose reads turn small goes back to the shared buffer. Either way the owner
 // gets bytes no later read writes over, as with 'data'.
 const READ_SIZE = 64 * 1024
@@ -88,15 +91,17 @@ const READ = Object.freeze({
     return buffer
   },
   callback (nread, buffer) {
-    let chunk
     if (buffer === SHARED) {
-      chunk = Buffer.allocUnsafe(nread)
+      const chunk = Buffer.allocUnsafe(nread)
       buffer.copy(chunk, 0, 0, nread)
-    } else {
-      chunk = buffer.subarray(0, nread)
+      if (nread >= BULK) next = Buffer.allocUnsafeSlow(READ_SIZE)
+      return connData.call(this, chunk)
     }
-    if (nread >= BULK) next = Buffer.allocUnsafeSlow(READ_SIZE)
-    connData.call(this, chunk)
+    const owner = this.conn.owner
+    connData.call(this, buffer.subarray(0, nread))
+    if (nread < BULK) return // back to the shared buffer; this one goes with its bytes
+    const free = owner !== null && this.conn.owner === owner && owner.holdsRead !== undefined && !owner.holdsRead()
+    next = free ? buffer : Buffer.allocUnsafeSlow(READ_SIZE)
   }
 })
 
@@ -219,4 +224,4 @@ class Pool {
   }
 }
 
-module.exports = { Pool, idleFromHint, DEFAULT_IDLE_MS }
+module.exports = { Pool, idleFromHint, DEFAULT_IDLE_MS, READ }

@@ -323,6 +323,12 @@ class Exchange {
     if (++this.silentTicks >= silentLimit) this.onUpstreamTimeout(conn)
   }
 
+  // Does this exchange still hold bytes of the backend's last read (connection-pool.js
+  // READ)? Its write to the client waits, or a response head is still arriving.
+  holdsRead () {
+    return this.session.client.writableLength !== 0 || this.response.partial !== null
+  }
+
   onUpstreamData (conn, chunk) {
     this.session.touch()
     this.silentTicks = 0

@@ -1,0 +1,149 @@
+'use strict'
+
+// Where HTTP mode's pooled backend sockets read into (lib/proxy/http1/connection-pool.js
+// READ): one buffer all of them share, whose reads are copied out, and a bulk socket's
+// own, handed to the client's write as it is and read into again only once no write
+// holds it. A buffer read into too soon would change bytes a waiting write still holds:
+// clients reading at different speeds over the same backends must each get their body
+// byte for byte.
+
+const t = require('tap')
+const http = require('http')
+const crypto = require('crypto')
+const { spawnLila, within, settled } = require('./fixtures/helpers')
+
+const BLOCKS = 256 // of 64 KiB: 16 MiB a body, more than loopback's socket buffers hold
+const CLIENTS = 8
+
+// Each path's body is its own: 64 KiB of bytes derived from the path (a count, so that
+// a piece moved or repeated shows), repeated.
+function blockFor (path) {
+  const seed = crypto.createHash('sha256').update(path).digest()
+  const block = Buffer.allocUnsafe(64 * 1024)
+  for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((seed.readUInt32LE(0) + i) >>> 0, i)
+  return block
+}
+
+function expectedDigest (block) {
+  const hash = crypto.createHash('sha256')
+  for (let i = 0; i < BLOCKS; i++) hash.update(block)
+  return hash.digest('hex')
+}
+
+t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over two backends: every body intact`, async t => {
+  const backends = []
+  for (const name of ['a', 'b']) {
+    const server = http.createServer((req, res) => {
+      const block = blockFor(req.url)
+      // Content-Length and chunked, in large writes: bulk reads on lila's side.
+      if (req.url.endsWith('/chunked')) res.setHeader('Transfer-Encoding', 'chunked')
+      else res.setHeader('Content-Length', block.length * BLOCKS)
+      res.setHeader('X-Backend', name)
+      let sent = 0
+      const write = () => {
+        while (sent < BLOCKS) {
+          sent++
+          if (!res.write(block)) return res.once('drain', write)
+        }
+        res.end()
+      }
+      write()
+    })
+    await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => { server.closeAllConnections(); server.close() })
+    backends.push(`127.0.0.1:${server.address().port}`)
+  }
+  const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none'])
+  // Three downloads a client, one after another: a backend connection goes back to the
+  // pool as a response ends, possibly while its last piece still waits in a slow
+  // client's write, and serves the next request at once.
+  const paths = Array.from({ length: CLIENTS * 3 }, (_, i) => `/${i}${i % 3 === 0 ? '/chunked' : ''}`)
+
+  // A slow client stops reading now and then, for a timer's turn, so that lila's writes
+  // to it wait part-written, holding what they were given, while the fast ones go on.
+  const download = (path, slow) => new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: lila.port, path, agent: false }, res => {
+      const hash = crypto.createHash('sha256')
+      let size = 0
+      let pieces = 0
+      res.on('data', chunk => {
+        hash.update(chunk)
+        size += chunk.length
+        if (slow && ++pieces % 64 === 0) {
+          res.pause()
+          setTimeout(() => res.resume(), 20)
+        }
+      })
+      res.on('end', () => resolve({ size, digest: hash.digest('hex') }))
+      res.on('error', reject)
+    }).on('error', reject)
+  })
+  const client = async c => {
+    const results = []
+    for (let k = 0; k < 3; k++) results.push(await download(paths[c * 3 + k], c % 2 === 1))
+    return results
+  }
+  const got = (await within(120000, 'the downloads', Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c))))).flat()
+  for (const [i, { size, digest }] of got.entries()) {
+    t.equal(size, BLOCKS * 64 * 1024, `${paths[i]}: all of it`)
+    t.equal(digest, expectedDigest(blockFor(paths[i])), `${paths[i]} (${Math.floor(i / 3) % 2 ? 'slow' : 'fast'}): byte for byte`)
+  }
+  await settled(lila, { timeout: 10000 })
+})
+
+// The same rule in process, read by read: a pooled socket "reads" as Node's onread does
+// (into what READ.buffer() gave it, then READ.callback), its owner saying whether it
+// still holds the bytes it was handed.
+t.test('which buffer a pooled socket reads into next', async t => {
+  const { READ } = require('../lib/proxy/http1/connection-pool')
+  const SHARED = READ.buffer() // with no read in progress, the shared buffer
+  const handed = []
+  const owner = {
+    holding: false,
+    release: false, // the response ends on this read: the connection goes back to the pool
+    holdsRead () { return this.holding },
+    onUpstreamData (conn, chunk) {
+      handed.push(chunk)
+      if (this.release) conn.owner = null
+    }
+  }
+  const socket = { conn: { owner } }
+  let into = READ.buffer()
+  const read = (bytes, fill) => {
+    into.fill(fill, 0, bytes)
+    READ.callback.call(socket, bytes, into)
+    into = READ.buffer()
+    return handed[handed.length - 1]
+  }
+
+  t.equal(into, SHARED, 'a new socket reads into the shared buffer')
+  let chunk = read(100, 1)
+  t.not(chunk.buffer, SHARED.buffer, 'a small read is copied out of it')
+  t.equal(into, SHARED, 'and the next read goes there too')
+  chunk = read(64 * 1024, 2)
+  t.not(chunk.buffer, SHARED.buffer, 'a bulk read into the shared buffer is copied out too')
+  t.not(into, SHARED, 'and the socket reads into a buffer of its own next')
+  const own = into
+  chunk = read(64 * 1024, 3)
+  t.equal(chunk.buffer, own.buffer, 'handed on as it is, without a copy')
+  t.equal(into, own, 'read into again: the owner\'s write took all of it at once')
+  owner.holding = true
+  read(64 * 1024, 4)
+  t.not(into, own, 'a write still holds it: the socket gets another')
+  t.equal(handed[handed.length - 1][0], 4, 'and what the write holds stays as it was')
+  owner.holding = false
+  owner.release = true
+  const before = into
+  read(64 * 1024, 5)
+  t.not(into, before, 'the owner let the connection go with the read: nobody can say, another buffer')
+  // An owner with no holdsRead: an HTTP/2 stream's leg (http2/to-http1.js).
+  socket.conn.owner = { onUpstreamData: owner.onUpstreamData.bind({ release: false }) }
+  const leg = into
+  read(64 * 1024, 6)
+  t.not(into, leg, 'an owner that cannot say what it holds never gets its buffer read into again')
+  read(100, 7)
+  t.equal(into, SHARED, 'small reads go back to the shared buffer')
+  // All but the third, whose buffer the fourth read was allowed into: nothing held it.
+  t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7], 'every piece still held kept its bytes')
+})
