@@ -225,7 +225,8 @@ function nodeFloor (layer) {
       if (layer !== 'http') return 'tcp mode'
       return backendProtocol === 'h2' ? null : 'the floor passes HTTP/2 clients to h2c backends only'
     },
-    async start ({ backends, cpu, h2 = false }) {
+    async start ({ backends, mode, cpu, h2 = false }) {
+      if (mode !== 'rr') throw new Error('the floor balances round-robin only')
       const kind = layer === 'tcp' ? 'tcp' : h2 ? 'h2' : 'http'
       const handle = await procs.start(['node', script, '--kind', kind, '--port', '0', ...backends], {
         cpu, ready: /listening on 127\.0\.0\.1:(\d+)/

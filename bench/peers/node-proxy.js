@@ -9,10 +9,11 @@
 //
 // tcp: accept, connect to the next backend in turn, pass bytes both ways (a data handler
 // each way, back-pressure, FIN passed on).
-// http: HTTP/1.1 keep-alive clients sending bodiless requests; each request's head
-// (found by its blank line, nothing else parsed) is written as it came on an idle
-// pooled connection to the next backend in turn, and the response passed back, its end
-// found by its Content-Length, the connection then pooled again.
+// http: HTTP/1.1 clients sending bodiless requests; each request's head (found by its
+// blank line, nothing else parsed) is written as it came on an idle pooled connection
+// to the next backend in turn, and the response passed back, its end found by its
+// Content-Length, the connection then pooled again (or, for a request that said
+// Connection: close, both connections closed).
 // h2: HTTP/2 clients by prior knowledge (h2c), each stream sent as a stream of one
 // HTTP/2 session per backend (h2c), the next backend in turn; headers, body and trailers
 // passed both ways (enough for gRPC unary calls).
@@ -60,6 +61,7 @@ function serveTcp () {
 
 const HEAD_END = Buffer.from('\r\n\r\n')
 const CONTENT_LENGTH = /\r\ncontent-length:\s*(\d+)/i
+const CLOSE = /\r\nconnection:\s*close/i
 
 function serveHttp () {
   return net.createServer({ noDelay: true }, client => {
@@ -74,15 +76,18 @@ function serveHttp () {
       }
       pending = null
       client.pause() // one request at a time
-      send(next(), buf, client)
+      send(next(), buf, client, CLOSE.test(buf.latin1Slice(0, end)))
     })
   })
 }
 
 // The request head `head` to a pooled connection of backend `b`, the response back.
-function send (b, head, client) {
+// `close`: the client asked to close after this response (W2's Connection: close): the
+// backend connection, which the head asks the backend to close too, goes with it.
+function send (b, head, client, close) {
   const conn = b.idle.pop() || connect(b)
   conn.client = client
+  conn.close = close
   conn.head = null
   conn.left = -1
   conn.write(head)
@@ -112,6 +117,11 @@ function connect (b) {
     conn.left -= body.length
     if (conn.left <= 0) {
       conn.client = null
+      if (conn.close) {
+        conn.destroy()
+        client.end()
+        return
+      }
       conn.backend.idle.push(conn)
       client.resume()
     }
