@@ -141,9 +141,11 @@ function serveH2 () {
     for (const name in headers) if (name !== ':scheme' && name !== ':authority') out[name] = headers[name]
     const upstream = b.session.request(out, { endStream: stream.endAfterHeaders })
     stream.on('error', () => upstream.destroy())
+    stream.on('close', () => { if (!upstream.destroyed) upstream.close() })
     upstream.on('error', () => stream.destroy())
     let trailers = null
-    upstream.on('response', h => stream.respond(h, { waitForTrailers: true }))
+    // The client may have gone meanwhile (a load generator stopping mid-stream).
+    upstream.on('response', h => { if (!stream.destroyed) stream.respond(h, { waitForTrailers: true }) })
     upstream.on('trailers', t => { trailers = t })
     stream.on('wantTrailers', () => stream.sendTrailers(trailers || {}))
     upstream.pipe(stream)
