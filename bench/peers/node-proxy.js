@@ -12,8 +12,8 @@
 // http: HTTP/1.1 clients sending bodiless requests; each request's head (found by its
 // blank line, nothing else parsed) is written as it came on an idle pooled connection
 // to the next backend in turn, and the response passed back, its end found by its
-// Content-Length, the connection then pooled again (or, for a request that said
-// Connection: close, both connections closed).
+// Content-Length, the connection then pooled again (a client's Connection: close is
+// taken out of the head and honoured on the client's side only).
 // h2: HTTP/2 clients by prior knowledge (h2c), each stream sent as a stream of one
 // HTTP/2 session per backend (h2c), the next backend in turn; headers, body and trailers
 // passed both ways (enough for gRPC unary calls).
@@ -62,6 +62,8 @@ function serveTcp () {
 const HEAD_END = Buffer.from('\r\n\r\n')
 const CONTENT_LENGTH = /\r\ncontent-length:\s*(\d+)/i
 const CLOSE = /\r\nconnection:\s*close/i
+const CLOSE_LINE = /\r\nconnection:\s*close\r\n/i
+const CONNECTION_LINE = /\r\nconnection:[^\r]*\r\n/i
 
 function serveHttp () {
   return net.createServer({ noDelay: true }, client => {
@@ -76,14 +78,17 @@ function serveHttp () {
       }
       pending = null
       client.pause() // one request at a time
-      send(next(), buf, client, CLOSE.test(buf.latin1Slice(0, end)))
+      // Connection: close (W2) is the client's: the backend connection stays pooled, as
+      // a balancer keeps it.
+      const text = buf.latin1Slice(0, end + 4)
+      const close = CLOSE.test(text)
+      send(next(), close ? Buffer.from(text.replace(CLOSE_LINE, '\r\n'), 'latin1') : buf, client, close)
     })
   })
 }
 
 // The request head `head` to a pooled connection of backend `b`, the response back.
-// `close`: the client asked to close after this response (W2's Connection: close): the
-// backend connection, which the head asks the backend to close too, goes with it.
+// `close`: the client asked to close after this response (W2's Connection: close).
 function send (b, head, client, close) {
   const conn = b.idle.pop() || connect(b)
   conn.client = client
@@ -108,22 +113,21 @@ function connect (b) {
         conn.head = buf
         return
       }
-      const m = CONTENT_LENGTH.exec(buf.latin1Slice(0, end + 2))
+      const head = buf.latin1Slice(0, end + 2)
+      const m = CONTENT_LENGTH.exec(head)
       conn.left = m === null ? 0 : Number(m[1])
-      client.write(buf.subarray(0, end + 4))
+      // The last response on the client's connection says so.
+      if (conn.close) client.write(`${head.replace(CONNECTION_LINE, '\r\n')}Connection: close\r\n\r\n`, 'latin1')
+      else client.write(buf.subarray(0, end + 4))
       body = buf.subarray(end + 4)
     }
     if (body.length > 0) client.write(body)
     conn.left -= body.length
     if (conn.left <= 0) {
       conn.client = null
-      if (conn.close) {
-        conn.destroy()
-        client.end()
-        return
-      }
       conn.backend.idle.push(conn)
-      client.resume()
+      if (conn.close) client.end()
+      else client.resume()
     }
   })
   return conn
