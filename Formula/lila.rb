@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4410dd00752f81430f51abaf52e229df6ede7b2bc60fc875948f53c9d51167ca"
+  sha256 "dedf2ff42bfbde2c38e3513741793dae0873c6c6f0c0173c82f3a8ff5d787c99"
   license "MIT"
 
   depends_on "node"
