@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "dedf2ff42bfbde2c38e3513741793dae0873c6c6f0c0173c82f3a8ff5d787c99"
+  sha256 "887c86d79bd303cd69e559aa212bb8286cc25fbdb27b473b9181c01b86d7312a"
   license "MIT"
 
   depends_on "node"
