@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "887c86d79bd303cd69e559aa212bb8286cc25fbdb27b473b9181c01b86d7312a"
+  sha256 "795e84d42b341aefa8d9d6abc9cf0b480552ee02e58ffe54922393bcfec6e44f"
   license "MIT"
 
   depends_on "node"

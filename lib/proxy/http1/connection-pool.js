@@ -38,8 +38,7 @@ function connData (chunk) {
   else c.destroy()
 }
 const CONN = handlers({
-  data: connData, // TLS sockets, which cannot read into lila's buffer (READ)
-
+  data: connData, // TLS sockets, which cannot read into lila's buffers (READ)
   drain () {
     const c = this.conn
     if (c.owner !== null) c.owner.onUpstreamDrain(c)
