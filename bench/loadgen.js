@@ -102,8 +102,9 @@ async function runH2load ({ port, urlPath = '/', connections, streams, seconds, 
 
 // ---- ghz: gRPC unary calls ---------------------------------------------------------
 
-// The gRPC method G1 calls, and the .proto ghz reads to encode it (peers/grpc-backend).
-const GRPC_PROTO = path.join(__dirname, 'peers', 'grpc-backend', 'health.proto')
+// The gRPC method G1 calls, and the .proto ghz reads to encode it: the standard health
+// service's, which the tests of --check grpc keep too.
+const GRPC_PROTO = path.join(__dirname, '..', 'test', 'fixtures', 'proto', 'health.proto')
 const GRPC_CALL = 'grpc.health.v1.Health/Check'
 
 // ghz (a Go tool: github.com/bojand/ghz): on the PATH, or in the repository's .tools/

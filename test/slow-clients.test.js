@@ -31,16 +31,10 @@ function rawClient (port, head) {
   return { socket, response, first }
 }
 
-const post = (length, extra = '') =>
-  `POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: ${length}\r\n${extra}\r\n`
-
-t.test('1,200 uploads trickling a byte at a time; a GET to the same backend is answered meanwhile', async t => {
-  const backend = await httpBackend(t, 'b', (req, res) => {
-    req.resume()
-    req.on('end', () => res.end('ok\n'))
-  })
-  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
-    '--status-port', '0', '--check', 'none'])
+// TRICKLERS uploads of 100 bytes through `lila`, each sending its first byte only: lila
+// serves them all, none holds `backend` (which has seen none), and a GET to the same
+// backend is answered meanwhile. Resolves with the uploads (rawClient's), still open.
+async function trickling (t, lila, backend) {
   const uploads = []
   t.teardown(() => { for (const u of uploads) u.socket.destroy() })
   for (let i = 0; i < TRICKLERS; i++) {
@@ -58,9 +52,22 @@ t.test('1,200 uploads trickling a byte at a time; a GET to the same backend is a
   t.equal(snapshot.listeners[0].active, TRICKLERS, 'lila serves every upload')
   t.equal(snapshot.listeners[0].backends[0].live, 0, 'none of them holds the backend')
   t.equal(backend.requests, 0, 'the backend has seen none of them: their bodies are not complete')
-
   const answer = await within(10000, 'the GET while 1,200 uploads trickle', request(lila.port, { path: '/get' }))
   t.equal(answer.status, 200, 'the GET is answered')
+  return uploads
+}
+
+const post = (length, extra = '') =>
+  `POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: ${length}\r\n${extra}\r\n`
+
+t.test('1,200 uploads trickling a byte at a time; a GET to the same backend is answered meanwhile', async t => {
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    req.resume()
+    req.on('end', () => res.end('ok\n'))
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none'])
+  const uploads = await trickling(t, lila, backend)
   t.ok(uploads.every(u => !u.socket.destroyed), 'while every upload still trickles')
 
   // One more byte each, then the rest: every upload completes and is answered.
@@ -230,25 +237,7 @@ t.test('HTTP/1.1 clients to an HTTP/2 backend: 1,200 trickling uploads hold no s
   })
   const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--backend-protocol', 'h2', '--port', '0',
     '--host', '127.0.0.1', '--status-port', '0', '--check', 'none', '--body-timeout', '2s'])
-  const uploads = []
-  t.teardown(() => { for (const u of uploads) u.socket.destroy() })
-  for (let i = 0; i < TRICKLERS; i++) {
-    const upload = rawClient(lila.port, post(100))
-    upload.socket.write('x')
-    uploads.push(upload)
-  }
-  await until(() => uploads.every(u => u.socket.bytesWritten > 0), 'every upload to be sent', { timeout: 20000 })
-  let snapshot = null
-  for (let i = 0; i < 200; i++) {
-    snapshot = await statusJson(lila)
-    if (snapshot.listeners[0].active >= TRICKLERS) break
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
-  t.equal(snapshot.listeners[0].active, TRICKLERS, 'lila serves every upload')
-  t.equal(snapshot.listeners[0].backends[0].live, 0, 'none of them holds the backend')
-  t.equal(backend.requests, 0, 'the backend has seen none of them')
-  const answer = await within(10000, 'the GET beside 1,200 trickling uploads', request(lila.port, { path: '/get' }))
-  t.equal(answer.status, 200, 'the GET is answered')
+  const uploads = await trickling(t, lila, backend)
 
   const expecting = rawClient(lila.port, post(5, 'Expect: 100-continue\r\n'))
   t.equal(await within(5000, '100 Continue', expecting.first), 'HTTP/1.1 100 Continue\r\n\r\n', '100 Continue from lila')
