@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "795e84d42b341aefa8d9d6abc9cf0b480552ee02e58ffe54922393bcfec6e44f"
+  sha256 "88b57e229ae20a8acebbf52fe8e84a82c62e0bfeae175763159b70fcb18c95e4"
   license "MIT"
 
   depends_on "node"

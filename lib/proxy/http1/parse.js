@@ -134,8 +134,13 @@ function trimOws (line, start) {
 // "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
 function connectionTokens (value) {
   if (value === '') return null
+  const lower = value.toLowerCase()
+  if (lower.indexOf(',') === -1) { // most often one token: "keep-alive", "close"
+    const token = trimOws(lower, 0)
+    return token === '' ? [] : [token]
+  }
   const tokens = []
-  for (const part of value.toLowerCase().split(',')) {
+  for (const part of lower.split(',')) {
     const token = trimOws(part, 0)
     if (token !== '') tokens.push(token)
   }
