@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "88b57e229ae20a8acebbf52fe8e84a82c62e0bfeae175763159b70fcb18c95e4"
+  sha256 "3304ef8cfaeec825e445e01ed7c1ab4b5c51038cd6695acde9b268ffd6f19e16"
   license "MIT"
 
   depends_on "node"

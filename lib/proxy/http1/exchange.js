@@ -4,12 +4,13 @@ const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../../errors')
 const { view } = require('./parse')
 const { requestHead } = require('./rewrite')
-const { reply } = require('./replies')
-const { RequestBody, REPLAY_LIMIT } = require('./request-body')
+const { reply, CONTINUE } = require('./replies')
+const { RequestBody, BUFFER_FIRST } = require('./request-body')
 const { Response } = require('./response')
 const { Tunnel } = require('./tunnel')
 const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
+const { requestRecord } = require('../request-record')
 const { backendReason } = require('../../upstream/dial')
 const { requestIdOf } = require('../request-id')
 const { callType, deadlineFor } = require('../grpc')
@@ -17,9 +18,6 @@ const { callType, deadlineFor } = require('../grpc')
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
 const CLIENT_CLOSED = 499
-// A request body up to this size is read whole before a backend is taken (see start).
-const BUFFER_FIRST = REPLAY_LIMIT
-const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
 
 // One request and its response: pick a backend, take a pooled connection, send the
 // rewritten head and stream the body, stream the response back. A failure before the
@@ -485,7 +483,7 @@ class Exchange {
     const ms = performance.now() - this.openedAt
     const answered = this.response.head !== null || this.tunnel !== null // by a backend, not lila
     protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
-    if (accessLog !== null) accessLog.log(this.record(ms))
+    if (accessLog !== null) accessLog.log(requestRecord(this, ms))
   }
 
   // The status the client was answered: the backend's, lila's own, 101 for a tunnel,
@@ -495,37 +493,6 @@ class Exchange {
     if (this.tunnel !== null) return 101
     return this.replied || CLIENT_CLOSED
   }
-
-  // What the access log (access-log.js) prints of this request.
-  record (ms) {
-    const { head, attempt } = this
-    const record = {
-      listener: this.listener.name,
-      protocol: 'http',
-      client: this.clientAddress,
-      backend: attempt.backend !== null ? attempt.backend.address : attempt.lastBackend,
-      method: head.method,
-      target: head.target,
-      version: head.version === 1 ? 'HTTP/1.1' : 'HTTP/1.0',
-      status: this.status,
-      bytesIn: this.bytesIn,
-      bytesOut: this.bytesOut,
-      ms,
-      host: head.host,
-      referer: fieldOf(head, 'referer'),
-      userAgent: fieldOf(head, 'user-agent')
-    }
-    if (this.requestId !== null) record.requestId = this.requestId
-    if (this.route !== null && this.route.name !== null) record.route = this.route.name // --route
-    return record
-  }
-}
-
-// The first value of a header field (lower-case name), or null.
-function fieldOf (head, lower) {
-  const fields = head.fields
-  for (let i = 1; i < fields.length; i += 3) if (fields[i] === lower) return fields[i + 1]
-  return null
 }
 
 module.exports = { Exchange }

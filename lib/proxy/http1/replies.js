@@ -73,6 +73,10 @@ function reply (status, detail, options = {}) {
   return Buffer.concat([Buffer.from(`${out}\r\n`, 'latin1'), answer.body])
 }
 
+// What lila says itself to a client waiting with Expect: 100-continue for a body it
+// reads before taking a backend.
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
+
 // How HTTP/1.1 answers have always spelt them.
 const FIELD_NAMES = {
   'content-type': 'Content-Type',
@@ -80,4 +84,4 @@ const FIELD_NAMES = {
   'retry-after': 'Retry-After'
 }
 
-module.exports = { answerOf, reply, bodyOf, REASONS }
+module.exports = { answerOf, reply, bodyOf, REASONS, CONTINUE }

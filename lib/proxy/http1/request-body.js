@@ -5,6 +5,12 @@ const { ChunkedReader } = require('./chunked')
 // Request body bytes kept for a replay on another connection. Past this, the request
 // can no longer be replayed and what was sent is let go.
 const REPLAY_LIMIT = 64 * 1024
+// A body whose length is known and at most this is read whole before a backend is
+// taken, by every kind of request (http1/exchange.js, http2/exchange.js,
+// http2/from-http1.js): a client that sends it slowly then holds no backend. Only with
+// a length: a chunked body, or an HTTP/2 one without content-length, may be a stream the
+// client interleaves with the response (gRPC), which waiting for its end would deadlock.
+const BUFFER_FIRST = REPLAY_LIMIT
 // RFC 9110 9.2.2: a request with one of these methods may be sent again.
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
@@ -105,4 +111,4 @@ class RequestBody {
   }
 }
 
-module.exports = { RequestBody, REPLAY_LIMIT }
+module.exports = { RequestBody, REPLAY_LIMIT, BUFFER_FIRST, IDEMPOTENT }

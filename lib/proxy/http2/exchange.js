@@ -5,8 +5,10 @@ const { performance } = require('perf_hooks')
 const { reasonOf, HttpError } = require('../../errors')
 const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
+const { requestRecord } = require('../request-record')
 const { handlers, addListeners } = require('../socket-events')
-const { StreamBody, REPLAY_LIMIT } = require('./request-body')
+const { StreamBody } = require('./request-body')
+const { BUFFER_FIRST } = require('../http1/request-body')
 const { trailerFields } = require('./request')
 const { replyOf } = require('./replies')
 const { callType, deadlineFor } = require('../grpc')
@@ -18,8 +20,6 @@ const { NGHTTP2_NO_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_INTERNAL_ERROR } = con
 
 // The access log's status when the client went away before any of its response.
 const CLIENT_CLOSED = 499
-// A request body up to this size is read whole before a backend is taken (see start).
-const BUFFER_FIRST = REPLAY_LIMIT
 // A response complete before the client's body: the rest of the body is read and
 // dropped for this long, then the stream is reset (as http1/session.js lingers).
 const LINGER_MS = 2000
@@ -444,7 +444,7 @@ class StreamExchange {
     const { accessLog, protocol } = this.listener
     const ms = performance.now() - this.openedAt
     protocol.stats.count(this.status, this.backendAnswered ? this.attempt.backend : null, ms)
-    if (accessLog !== null) accessLog.log(this.record(ms))
+    if (accessLog !== null) accessLog.log(requestRecord(this, ms))
   }
 
   get status () {
@@ -453,28 +453,6 @@ class StreamExchange {
   }
 
   // What the access log (access-log.js) prints of this request, as Exchange#record.
-  record (ms) {
-    const { head, attempt } = this
-    const record = {
-      listener: this.listener.name,
-      protocol: 'http',
-      client: this.clientAddress,
-      backend: attempt.backend !== null ? attempt.backend.address : attempt.lastBackend,
-      method: head.method,
-      target: head.target,
-      version: 'HTTP/2.0',
-      status: this.status,
-      bytesIn: this.bytesIn,
-      bytesOut: this.bytesOut,
-      ms,
-      host: head.host,
-      referer: fieldOf(head, 'referer'),
-      userAgent: fieldOf(head, 'user-agent')
-    }
-    if (this.requestId !== null) record.requestId = this.requestId
-    if (this.route !== null && this.route.name !== null) record.route = this.route.name // --route
-    return record
-  }
 }
 
 // Answered before the client finished its body, which is not wanted: RFC 9113 8.1 has
@@ -488,12 +466,6 @@ function linger (stream) {
   stream.resume()
   const timer = setTimeout(() => { if (!stream.destroyed) stream.close(NGHTTP2_NO_ERROR) }, LINGER_MS)
   stream.once('close', () => clearTimeout(timer))
-}
-
-function fieldOf (head, lower) {
-  const fields = head.fields
-  for (let i = 1; i < fields.length; i += 3) if (fields[i] === lower) return fields[i + 1]
-  return null
 }
 
 module.exports = { StreamExchange, linger }

@@ -4,21 +4,20 @@ const { STATUS_CODES } = require('http')
 const { performance } = require('perf_hooks')
 const { reasonOf } = require('../../errors')
 const { HOP_BY_HOP } = require('../http1/rewrite')
-const { reply } = require('../http1/replies')
+const { reply, CONTINUE } = require('../http1/replies')
 const { ChunkedReader } = require('../http1/chunked')
 const { trimOws } = require('../http1/parse')
 const { Attempt } = require('../../upstream/attempt')
 const { injectFault } = require('../injected')
-const { StreamBody, REPLAY_LIMIT } = require('./request-body')
+const { requestRecord } = require('../request-record')
+const { StreamBody } = require('./request-body')
+const { BUFFER_FIRST } = require('../http1/request-body')
 const { Http2Leg } = require('./to-http2')
 const { requestIdOf } = require('../request-id')
 const { callType, deadlineFor } = require('../grpc')
 
 const CLIENT_CLOSED = 499
 const CRLF = '\r\n'
-// A request body up to this size is read whole before a backend is taken (see start).
-const BUFFER_FIRST = REPLAY_LIMIT
-const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
 // Fields an HTTP/1.1 response gets from lila's framing, never from the backend's.
 const FRAMING = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive'])
 const NOT_TRAILERS = new Set(['content-length', 'host', 'trailer', 'te', 'transfer-encoding'])
@@ -402,35 +401,12 @@ class Http1ToHttp2 {
     const { accessLog, protocol } = this.listener
     const ms = performance.now() - this.openedAt
     protocol.stats.count(this.status, this.backendAnswered ? this.attempt.backend : null, ms)
-    if (accessLog !== null) accessLog.log(this.record(ms))
+    if (accessLog !== null) accessLog.log(requestRecord(this, ms))
   }
 
   get status () {
     if (this.backendAnswered) return this.responseStatus
     return this.replied || CLIENT_CLOSED
-  }
-
-  record (ms) {
-    const { head, attempt } = this
-    const record = {
-      listener: this.listener.name,
-      protocol: 'http',
-      client: this.clientAddress,
-      backend: attempt.backend !== null ? attempt.backend.address : attempt.lastBackend,
-      method: head.method,
-      target: head.target,
-      version: head.version === 1 ? 'HTTP/1.1' : 'HTTP/1.0',
-      status: this.status,
-      bytesIn: this.bytesIn,
-      bytesOut: this.bytesOut,
-      ms,
-      host: head.host,
-      referer: fieldOf(head, 'referer'),
-      userAgent: fieldOf(head, 'user-agent')
-    }
-    if (this.requestId !== null) record.requestId = this.requestId
-    if (this.route !== null && this.route.name !== null) record.route = this.route.name // --route
-    return record
   }
 }
 
@@ -460,12 +436,6 @@ function trailerList (text) {
     out.push(name, trimOws(line, colon + 1))
   }
   return out.length === 0 ? null : out
-}
-
-function fieldOf (head, lower) {
-  const fields = head.fields
-  for (let i = 1; i < fields.length; i += 3) if (fields[i] === lower) return fields[i + 1]
-  return null
 }
 
 module.exports = { Http1ToHttp2 }

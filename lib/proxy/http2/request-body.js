@@ -1,9 +1,8 @@
 'use strict'
 
-// Request body bytes kept for a replay on another backend (as http1/request-body.js).
-const REPLAY_LIMIT = 64 * 1024
-// RFC 9110 9.2.2: a request with one of these methods may be sent again.
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
+// Request body bytes kept for a replay on another backend, and the methods that may be
+// sent again: HTTP/1.1's.
+const { REPLAY_LIMIT, IDEMPOTENT } = require('../http1/request-body')
 
 // An HTTP/2 request's body, as its StreamExchange (exchange.js) reads it from the
 // client's DATA frames: how much came, whether it is complete, and the first 64 KiB
@@ -74,4 +73,4 @@ class StreamBody {
   }
 }
 
-module.exports = { StreamBody, REPLAY_LIMIT }
+module.exports = { StreamBody }

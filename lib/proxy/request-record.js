@@ -1,0 +1,35 @@
+'use strict'
+
+const { fieldValue } = require('../fields')
+
+// What the access log (admin/access-log.js) prints of one HTTP request, whichever of
+// the three kinds served it (http1/exchange.js, http2/exchange.js, http2/from-http1.js):
+// `x` is the exchange, read for its listener, head, attempt, status, byte counts,
+// request ID and route.
+function requestRecord (x, ms) {
+  const { head, attempt } = x
+  const record = {
+    listener: x.listener.name,
+    protocol: 'http',
+    client: x.clientAddress,
+    backend: attempt.backend !== null ? attempt.backend.address : attempt.lastBackend,
+    method: head.method,
+    target: head.target,
+    version: VERSIONS[head.version],
+    status: x.status,
+    bytesIn: x.bytesIn,
+    bytesOut: x.bytesOut,
+    ms,
+    host: head.host,
+    referer: fieldValue(head.fields, 'referer'),
+    userAgent: fieldValue(head.fields, 'user-agent')
+  }
+  if (x.requestId !== null) record.requestId = x.requestId
+  if (x.route !== null && x.route.name !== null) record.route = x.route.name // --route
+  return record
+}
+
+// A parsed head's `version` (http1/parse.js 0 or 1, http2/request.js 2) as the log says it.
+const VERSIONS = ['HTTP/1.0', 'HTTP/1.1', 'HTTP/2.0']
+
+module.exports = { requestRecord }
