@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3304ef8cfaeec825e445e01ed7c1ab4b5c51038cd6695acde9b268ffd6f19e16"
+  sha256 "dd92881443928da19e04254c03f5198e399cd41e5999887f31b96334309b7b10"
   license "MIT"
 
   depends_on "node"

@@ -99,7 +99,7 @@ const READ = Object.freeze({
     const owner = this.conn.owner
     connData.call(this, buffer.subarray(0, nread))
     if (nread < BULK) return // back to the shared buffer; this one goes with its bytes
-    const free = owner !== null && this.conn.owner === owner && owner.holdsRead !== undefined && !owner.holdsRead()
+    const free = owner !== null && this.conn.owner === owner && !owner.holdsRead()
     next = free ? buffer : Buffer.allocUnsafeSlow(READ_SIZE)
   }
 })

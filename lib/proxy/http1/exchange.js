@@ -224,16 +224,11 @@ class Exchange {
     this.sentAt = performance.now()
     const socket = conn.socket
     const body = this.body
-    if (body.heldBytes === 0) {
-      socket.write(this.upstreamHead, 'latin1')
-      body.replay(socket)
-    } else {
-      // The head and the body held so far in one system call.
-      socket.cork()
-      socket.write(this.upstreamHead, 'latin1')
-      body.replay(socket)
-      socket.uncork()
-    }
+    const corked = body.heldBytes > 0 // the head and the body held so far in one system call
+    if (corked) socket.cork()
+    socket.write(this.upstreamHead, 'latin1')
+    body.replay(socket)
+    if (corked) socket.uncork()
     if (this.reading) this.session.resume()
   }
 

@@ -131,6 +131,12 @@ class Http1Leg {
 
   // The pooled connection's owner (http1/connection-pool.js).
 
+  // What an HTTP/2 stream was written may wait in nghttp2 after its write completed, so
+  // the bytes of a read are never said to be free (connection-pool.js READ).
+  holdsRead () {
+    return true
+  }
+
   onUpstreamData (conn, chunk) {
     this.exchange.session.touch()
     this.silentTicks = 0
