@@ -16,6 +16,7 @@
 // per stream, nothing else. Prints "listening on 127.0.0.1:PORT".
 
 const net = require('net')
+const { pass } = require('./node-proxy')
 
 const args = process.argv.slice(2)
 const backend = args.find(a => /^[\d.]+:\d+$/.test(a))
@@ -50,16 +51,7 @@ function serveNet () {
       return
     }
     const [host, port] = backend.split(':')
-    const upstream = net.connect({ host, port: Number(port), allowHalfOpen: true, noDelay: true })
-    upstream.on('error', () => client.destroy())
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
-    client.on('data', chunk => { if (!upstream.write(chunk)) client.pause() })
-    upstream.on('data', chunk => { if (!client.write(chunk)) upstream.pause() })
-    client.on('drain', () => upstream.resume())
-    upstream.on('drain', () => client.resume())
-    client.on('end', () => upstream.end())
-    upstream.on('end', () => client.end())
+    pass(client, net.connect({ host, port: Number(port), allowHalfOpen: true, noDelay: true }))
   })
   server.listen(0, '127.0.0.1', () => process.stderr.write(`listening on 127.0.0.1:${server.address().port}\n`))
 }

@@ -24,39 +24,49 @@ const net = require('net')
 const http2 = require('http2')
 const { parseArgs } = require('util')
 
-const { values, positionals } = parseArgs({
-  options: { kind: { type: 'string', default: 'tcp' }, port: { type: 'string', default: '0' } },
-  allowPositionals: true
-})
-const backends = positionals.map(a => {
-  const i = a.lastIndexOf(':')
-  return { host: a.slice(0, i), port: Number(a.slice(i + 1)), idle: [], session: null }
-})
+let backends = []
 let turn = 0
 const next = () => backends[turn++ % backends.length]
 
-const server = { tcp: serveTcp, http: serveHttp, h2: serveH2 }[values.kind]()
-server.listen(Number(values.port), '127.0.0.1', () => {
-  process.stderr.write(`listening on 127.0.0.1:${server.address().port}\n`)
-})
-process.on('SIGTERM', () => process.exit(0))
-process.on('SIGINT', () => process.exit(0))
+if (require.main === module) main()
+
+function main () {
+  const { values, positionals } = parseArgs({
+    options: { kind: { type: 'string', default: 'tcp' }, port: { type: 'string', default: '0' } },
+    allowPositionals: true
+  })
+  backends = positionals.map(a => {
+    const i = a.lastIndexOf(':')
+    return { host: a.slice(0, i), port: Number(a.slice(i + 1)), idle: [], session: null }
+  })
+  const server = { tcp: serveTcp, http: serveHttp, h2: serveH2 }[values.kind]()
+  server.listen(Number(values.port), '127.0.0.1', () => {
+    process.stderr.write(`listening on 127.0.0.1:${server.address().port}\n`)
+  })
+  process.on('SIGTERM', () => process.exit(0))
+  process.on('SIGINT', () => process.exit(0))
+}
 
 function serveTcp () {
   return net.createServer({ allowHalfOpen: true, noDelay: true }, client => {
     const b = next()
-    const upstream = net.connect({ host: b.host, port: b.port, allowHalfOpen: true, noDelay: true })
-    client.on('error', () => upstream.destroy())
-    upstream.on('error', () => client.destroy())
-    client.on('close', () => upstream.destroy())
-    upstream.on('close', () => client.destroy())
-    client.on('data', chunk => { if (!upstream.write(chunk)) client.pause() })
-    upstream.on('data', chunk => { if (!client.write(chunk)) upstream.pause() })
-    client.on('drain', () => upstream.resume())
-    upstream.on('drain', () => client.resume())
-    client.on('end', () => upstream.end())
-    upstream.on('end', () => client.end())
+    pass(client, net.connect({ host: b.host, port: b.port, allowHalfOpen: true, noDelay: true }))
   })
+}
+
+// Bytes both ways between two sockets: a data handler each way, back-pressure, FIN
+// passed on, either one's end the other's (also node-floor.js's, for memory.js).
+function pass (client, upstream) {
+  client.on('error', () => upstream.destroy())
+  upstream.on('error', () => client.destroy())
+  client.on('close', () => upstream.destroy())
+  upstream.on('close', () => client.destroy())
+  client.on('data', chunk => { if (!upstream.write(chunk)) client.pause() })
+  upstream.on('data', chunk => { if (!client.write(chunk)) upstream.pause() })
+  client.on('drain', () => upstream.resume())
+  upstream.on('drain', () => client.resume())
+  client.on('end', () => upstream.end())
+  upstream.on('end', () => client.end())
 }
 
 const HEAD_END = Buffer.from('\r\n\r\n')
@@ -157,3 +167,5 @@ function serveH2 () {
   })
   return server
 }
+
+module.exports = { pass }
