@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "dd92881443928da19e04254c03f5198e399cd41e5999887f31b96334309b7b10"
+  sha256 "bc49d07e60846cd429bfa14572e229d532983d163e81c16134cee635a2bf6917"
   license "MIT"
 
   depends_on "node"

@@ -277,3 +277,25 @@ for (const [kind, options, start] of PROBES) {
     t.notMatch(lila.stderr, /backend \S+ down|panic/, 'no backend was said down, no panic')
   })
 }
+
+// What descriptors.js hears from anywhere reaches every listener with its kind, each
+// kind said once a second: a probe's line is not hidden by a request's, nor one
+// backend's probe by another's (they are one kind).
+t.test('each kind of shortage said once a second: a probe is not hidden by a backend connection', async t => {
+  const { createBalancer } = require('../lib/index')
+  const { parseCommandLine } = require('../lib/config/argv')
+  const { reportOutOfDescriptors } = require('../lib/descriptors')
+  const { captureLog } = require('./fixtures/helpers')
+  const { log, lines } = captureLog('info')
+  const { config } = parseCommandLine(['rr', '127.0.0.1:1', '--host', '127.0.0.1', '--port', '0', '--check', 'none'])
+  const lb = createBalancer(config, { log })
+  await lb.listen()
+  t.teardown(() => lb.close(0))
+  reportOutOfDescriptors('cannot open a backend connection')
+  reportOutOfDescriptors('health check of 127.0.0.1:1 not made, not counted', 'health check')
+  reportOutOfDescriptors('health check of 127.0.0.1:2 not made, not counted', 'health check')
+  const said = lines.filter(line => /out of file descriptors/.test(line))
+  t.equal(said.length, 2, `one line for the backend connection, one for the probes: ${JSON.stringify(said)}`)
+  t.match(said[0], /cannot open a backend connection; not accepting/)
+  t.match(said[1], /health check of 127\.0\.0\.1:1 not made, not counted/)
+})

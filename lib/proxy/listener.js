@@ -214,7 +214,7 @@ class Listener {
     this.bound = await listen(this.server, this.config)
     this.port = this.unix ? null : this.server.address().port
     this.server.on('error', err => this.onAcceptError(err))
-    this.unsubscribe = onOutOfDescriptors(doing => this.onOutOfDescriptors(doing))
+    this.unsubscribe = onOutOfDescriptors((doing, kind) => this.onOutOfDescriptors(doing, kind))
     return this.bound
   }
 
