@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "bc49d07e60846cd429bfa14572e229d532983d163e81c16134cee635a2bf6917"
+  sha256 "74147f0230ad50b4188d153d559bedca3c0cb57711a9831c261a88a7aae7d4ff"
   license "MIT"
 
   depends_on "node"

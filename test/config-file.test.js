@@ -118,7 +118,9 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     headerName: ['X-Secret', ['X-Secret']],
     requestId: ['X-Correlation-ID', 'X-Correlation-ID'],
     hostRule: ['backend', 'backend'],
-    mirror: [':9000,percent=10', ':9000,percent=10']
+    mirror: [':9000,percent=10', ':9000,percent=10'],
+    tlsSource: ['local', 'local'],
+    tlsNames: ['a.test,B.test', 'a.test,B.test']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -142,7 +144,11 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'tls-cert': { 'tls-key': '/tmp/k.pem' },
     'tls-key': { 'tls-cert': '/tmp/c.pem' },
     'backend-tls-ca': { 'backend-tls': true },
-    'backend-tls-insecure': { 'backend-tls': true }
+    'backend-tls-insecure': { 'backend-tls': true },
+    'tls-names': { tls: 'local' },
+    'tls-client-ca': { tls: 'local' },
+    'tls-client-optional': { tls: 'local', 'tls-client-ca': '/tmp/ca.pem' },
+    'redirect-http': { tls: 'local' }
   }
   for (const o of LISTENER_OPTIONS) {
     const sample = samples[o.type]
@@ -163,7 +169,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     // Where a value was given differs (flag or JSON path); everything else must not.
     for (const c of [fromArgv, fromFile]) {
       for (const l of c.listeners) {
-        if (l.tls) for (const cert of l.tls.certificates) { delete cert.certAt; delete cert.keyAt }
+        if (l.tls && l.tls.certificates) for (const cert of l.tls.certificates) { delete cert.certAt; delete cert.keyAt }
+        if (l.tls && l.tls.clientAuth) delete l.tls.clientAuth.caAt
         if (l.backendTls) delete l.backendTls.caAt
       }
     }

@@ -87,6 +87,12 @@ class Listener {
     this.counted = new Map() // session -> the address it is counted under
     this.rate = null // RateLimiter, or null
     this.limited = { 'max-conn-per-client': 0, 'rate-limit': 0 } // clients or requests turned away
+    this.clientCertRefused = 0 // --tls-client-ca: handshakes refused for the client's certificate
+    const sayRefused = throttled(message => this.log.info(message))
+    this.refusedClient = (peer, reason) => { // the prelude's, once per listener
+      this.clientCertRefused++
+      sayRefused(`TLS client ${peer} refused: ${reason} (--tls-client-ca)`)
+    }
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
@@ -162,7 +168,8 @@ class Listener {
       tls: this.tls,
       ALPNProtocols: this.protocol.alpn,
       timeout: this.config.headerTimeout,
-      log: this.log
+      log: this.log,
+      refused: this.refusedClient
     }, socket => {
       this.prelude.delete(prelude)
       this.accept(socket)
@@ -475,6 +482,7 @@ class Listener {
       waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
       limited: { ...this.limited }, // turned away by per-client limits
+      clientCertRefused: this.clientCertRefused, // --tls-client-ca: handshakes refused
       limitedClients: {
         connections: this.perClient === null ? 0 : this.perClient.size,
         rate: this.rate === null ? 0 : this.rate.size
