@@ -169,7 +169,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     // Where a value was given differs (flag or JSON path); everything else must not.
     for (const c of [fromArgv, fromFile]) {
       for (const l of c.listeners) {
-        if (l.tls && l.tls.certificates) for (const cert of l.tls.certificates) { delete cert.certAt; delete cert.keyAt }
+        for (const cert of (l.tls && l.tls.certificates) || []) { delete cert.certAt; delete cert.keyAt }
         if (l.tls && l.tls.clientAuth) delete l.tls.clientAuth.caAt
         if (l.backendTls) delete l.backendTls.caAt
       }
