@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "74147f0230ad50b4188d153d559bedca3c0cb57711a9831c261a88a7aae7d4ff"
+  sha256 "690713466dbd679b6865d3e914f6c35ccefdedb4e1a29b8f581c6bd56b56656c"
   license "MIT"
 
   depends_on "node"

@@ -342,7 +342,7 @@ function createBalancer (config, {
     return {
       startedAt,
       // Each certificate served: names, issuer, validity, renewal (proxy/tls.js snapshot)
-      certificates: listeners.filter(l => l.tls !== null).flatMap(l => l.tls.snapshot(l.config.name, now())),
+      certificates: listeners.filter(l => l.tls !== null).flatMap(l => l.tls.snapshot(l.name, now())),
       listeners: listeners.map(listener => {
         const backendsOf = upstream => upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
         return {
