@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "690713466dbd679b6865d3e914f6c35ccefdedb4e1a29b8f581c6bd56b56656c"
+  sha256 "3e4a5f35cace98dc1805fe3f5abdc8603f989dc3aebbff3046f569d93c6b7dc6"
   license "MIT"
 
   depends_on "node"

@@ -110,8 +110,9 @@ function createBalancer (config, {
     const redirect = new RedirectListener({
       host, port: redirectHttp, httpsPort: listener.port, challenges: certificates.challenges, log: listener.log
     })
-    await redirect.listen()
+    const bound = await redirect.listen()
     redirects.set(name, redirect)
+    if (table) listener.log.info(`redirect-http on ${bound}: ACME HTTP-01, and a 308 to https on port ${listener.port}`)
     return redirect
   }
 

@@ -36,7 +36,10 @@ const LISTENER_FAMILIES = [
   ['lila_listener_retry_budget_exhausted_total', 'counter',
     'Retries not made because the retry budget (--retry-budget) was used up.', l => l.retryBudgetExhausted],
   ['lila_listener_failed_everywhere_total', 'counter',
-    'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere]
+    'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere],
+  ['lila_listener_client_cert_refused_total', 'counter',
+    'TLS handshakes refused for the client\'s certificate (--tls-client-ca): none, or not signed by its CAs.',
+    l => l.tls && l.clientCertRefused !== undefined ? l.clientCertRefused : null]
 ]
 
 // A route's pool (--route), as a listener's own: [name, type, help, value(route)].
@@ -149,6 +152,22 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     const c = l.mirror.compare
     const results = c ? { same: c.same, status: c.status, body: c.body } : null
     byCause(out, 'lila_compare_total', { listener: l.name }, results, 'result')
+  }
+
+  // Each certificate a listener presents (files, --tls local, --tls acme).
+  const certificates = (snapshot.certificates || []).filter(c => c.notAfter !== null)
+  const certLabels = c => ({ listener: c.listener, names: c.names.join(','), issuer: c.issuer, source: c.source })
+  family('lila_tls_certificate_expiry_seconds', 'gauge',
+    'Seconds until the certificate expires (negative once it has); alert well before 0.')
+  for (const c of certificates) sample(out, 'lila_tls_certificate_expiry_seconds', certLabels(c), c.expiresIn)
+  family('lila_tls_certificate_not_after_seconds', 'gauge',
+    'When the certificate expires, in seconds since the Unix epoch.')
+  for (const c of certificates) sample(out, 'lila_tls_certificate_not_after_seconds', certLabels(c), c.notAfter / 1000)
+  family('lila_tls_certificate_renewal_failing', 'gauge',
+    '--tls local|acme: 1 while the last try to renew (or get) the certificate failed (the status page says why).')
+  for (const c of snapshot.certificates || []) {
+    const base = { listener: c.listener, names: c.names.join(','), source: c.source }
+    if (c.source !== 'files') sample(out, 'lila_tls_certificate_renewal_failing', base, c.lastError ? 1 : 0)
   }
 
   const requests = 'lila_listener_request_duration_seconds'

@@ -35,6 +35,7 @@ function namesOf (x509) {
   const names = (x509.subjectAltName || '').split(', ')
     .filter(n => n.startsWith('DNS:') || n.startsWith('IP Address:'))
     .map(n => n.slice(n.indexOf(':') + 1).toLowerCase())
+    .map(n => n.includes(':') ? new URL(`http://[${n}]/`).hostname.slice(1, -1) : n) // IPv6 as written: ::1
   if (names.length > 0) return names
   const cn = /(?:^|\n)CN=([^\n]+)/.exec(x509.subject || '')
   return cn ? [cn[1].toLowerCase()] : []
