@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3e4a5f35cace98dc1805fe3f5abdc8603f989dc3aebbff3046f569d93c6b7dc6"
+  sha256 "ed184642f1911af0744517660128cb1df7035fdb2ca69e9636d6e988c7305424"
   license "MIT"
 
   depends_on "node"

@@ -181,10 +181,10 @@ function createBalancer (config, {
     return [routes, lines, started]
   }
 
-  // Certificates lila makes (local) or kept (ACME) are there before the first listener:
-  // a state folder that cannot be used is a UsageError from here.
-  const keeperStarted = keeperFor(config).keeper === null || !ownKeeper ? Promise.resolve() : keeper.start()
   listeners = config.listeners.map(l => make(l, material(l), descriptorsFor(config.listeners)))
+  // Certificates lila makes (local) or kept (ACME) are there before the first client,
+  // once every file was read: a state folder that cannot be used is a UsageError here.
+  const keeperStarted = keeperFor(config).keeper === null || !ownKeeper ? Promise.resolve() : keeper.start()
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
