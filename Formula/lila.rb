@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ed184642f1911af0744517660128cb1df7035fdb2ca69e9636d6e988c7305424"
+  sha256 "2cfb08d598f86edfe9a03fe70a65fbebb4d5cc22cd30b011cf2b07fbe242167a"
   license "MIT"
 
   depends_on "node"
