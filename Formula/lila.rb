@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2cfb08d598f86edfe9a03fe70a65fbebb4d5cc22cd30b011cf2b07fbe242167a"
+  sha256 "ddb6c122fd54a747a48dfe471212062e992bb2c3e59a6d2f056f124cf7a1eece"
   license "MIT"
 
   depends_on "node"

@@ -251,7 +251,6 @@ function createBalancer (config, {
       const { keeper: k, fresh } = keeperFor(next)
       if (k !== null && fresh) {
         await k.start() // (a UsageError here changes nothing: no listener took anything yet)
-        k.begin()
       } else if (k !== null) {
         keeperLines = await k.reload(next)
       }
@@ -333,6 +332,7 @@ function createBalancer (config, {
     current = next
     await updateRedirects(lines)
     lines.push(...keeperLines)
+    if (keeper !== null && ownKeeper) keeper.begin() // the listeners of the new config listen
     return lines
   }
 

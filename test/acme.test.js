@@ -132,3 +132,30 @@ t.test('--workers 2: the primary orders once, every worker serves the certificat
   t.equal(lila.lines.filter(l => /getting one from/.test(l)).length, 1, 'asked for once')
   t.notMatch(lila.stderr, /worker \d+: .*getting one/, 'by the primary, not a worker')
 })
+
+t.test('a reload turns --tls local into --tls acme: the local certificate is served until Pebble\'s comes', async t => {
+  const tlsPort = await restartablePort()
+  const pebble = await startPebble(t, { httpPort: await restartablePort(), tlsPort, names: ['d.lila.test'] })
+  const backend = await httpBackend(t, 'reloaded')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-acme-reload-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'lila.json')
+  const write = tls => fs.writeFileSync(file, JSON.stringify({
+    'state-dir': path.join(dir, 'state'),
+    'acme-directory': pebble.directory,
+    'acme-ca': pebble.serverCa,
+    listeners: [{ host: '127.0.0.1', port: tlsPort, protocol: 'http', backends: [backend.address], 'tls-names': 'd.lila.test', ...tls }]
+  }))
+  write({ tls: 'local' })
+  const lila = await spawnLila(t, ['--config', file])
+  const local = path.join(dir, 'state', 'local', 'ca.pem')
+  t.equal((await curlAs('d.lila.test', tlsPort, local)).stdout, 'reloaded\n', 'first, the local CA\'s')
+  write({ tls: 'acme' })
+  lila.child.kill('SIGHUP')
+  await lila.waitForLine(/reloaded/)
+  t.match(lila.stderr, /reload: http:\d+: TLS --tls local -> --tls acme/)
+  await lila.waitForLine(/certificate for d\.lila\.test \(ACME\) issued by Pebble/, { timeout: 30000 })
+  const res = await curlAs('d.lila.test', tlsPort, pebble.root)
+  t.equal(res.code, 0, `then Pebble's: ${res.stderr}`)
+  t.equal(res.stdout, 'reloaded\n')
+})

@@ -270,3 +270,37 @@ t.test('readConfigFile: a file that cannot be read', async t => {
   fs.writeFileSync(file, JSON.stringify(L()))
   t.equal(readConfigFile(file).listeners[0].port, 8080)
 })
+
+t.test('TLS in the file: sources, names, client CA, redirect, and the state folder and ACME at the top', async t => {
+  const config = parseConfigFile(JSON.stringify({
+    'state-dir': 'state',
+    'acme-email': 'ops@example.com',
+    'acme-staging': true,
+    'acme-ca': 'ca/acme.pem',
+    'tls-client-ca': 'clients.pem',
+    listeners: [
+      { port: 443, protocol: 'http', backends: [':9001'], tls: 'acme', 'tls-names': 'example.com,www.example.com', 'redirect-http': 80 },
+      { port: 8443, backends: [':9002'], tls: true, 'tls-client-optional': true }
+    ]
+  }), '/etc/lila/lila.json')
+  t.equal(config.stateDir, '/etc/lila/state', 'relative to the file')
+  t.same(config.acme, {
+    directory: 'https://acme-staging-v02.api.letsencrypt.org/directory', email: 'ops@example.com', ca: '/etc/lila/ca/acme.pem'
+  })
+  const [web, tcp] = config.listeners
+  t.same(web.tls, {
+    source: 'acme',
+    names: ['example.com', 'www.example.com'],
+    clientAuth: { ca: '/etc/lila/clients.pem', caAt: '/etc/lila/lila.json: tls-client-ca', optional: false }
+  })
+  t.equal(web.redirectHttp, 80)
+  t.same(tcp.tls.names, ['localhost', '127.0.0.1', '::1'], '"tls": true is local, for the default names')
+  t.equal(tcp.tls.clientAuth.optional, true)
+  t.throws(() => parseConfigFile(JSON.stringify({ listeners: [{ port: 1, backends: [':9'], tls: 'local', 'redirect-http': 1 }] }), 'x.json'),
+    { message: 'x.json: listeners[0].redirect-http: is the listener\'s own port 1: expected another port (80, say)' })
+  t.throws(() => parseConfigFile(JSON.stringify({
+    listeners: [{ port: 1, backends: [':9'], tls: 'local', 'redirect-http': 2 }, { port: 2, backends: [':9'], name: 'b' }]
+  }), 'x.json'), { message: 'x.json: listeners[0]: redirect-http port 2 is taken by listener "b": expected a port of its own' })
+  t.throws(() => parseConfigFile(JSON.stringify({ 'state-dir': 'x', listeners: [{ backends: [':9'], 'state-dir': 'y' }] }), 'x.json'),
+    { message: 'x.json: listeners[0].state-dir: applies to the whole process: expected it at the top level, not in a listener' })
+})

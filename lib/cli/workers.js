@@ -244,7 +244,6 @@ function runPrimary (config, io) {
       try {
         if (keeper === null) {
           keeper = keeperFor(next, log, update => tellWorkers(update))
-          if (keeper !== null) keeper.begin()
         } else {
           keeperLines = await keeper.reload(next)
         }
@@ -270,6 +269,7 @@ function runPrimary (config, io) {
       }
       const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
       logReloaded(log, { lines: [...done.lines, ...keeperLines], logLevel: next.logLevel, failures })
+      if (keeper !== null) keeper.begin() // the workers listen on the new config's listeners
     }
 
     const handle = onSignals(signals, log, {

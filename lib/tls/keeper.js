@@ -12,7 +12,8 @@
 //   const keeper = new Keeper(config, { log, publish })
 //   await keeper.start()   // local certificates issued, stored ACME ones loaded, published
 //   keeper.begin()         // once the listeners listen: ACME orders, renewal timers
-//   keeper.reload(next)    // names, sources changed: -> lines
+//   keeper.reload(next)    // names, sources changed: -> lines; begin() again once the
+//                          // listeners of the new config listen
 //   keeper.updates()       // every current update, for a worker that (re)starts
 //   keeper.close()
 //
@@ -89,9 +90,12 @@ class Keeper {
     return Promise.all([...this.entries.values()].map(entry => entry.announce()))
   }
 
+  // Arm every entry's timer (again: an armed one is re-armed for the same time).
   begin () {
     this.begun = true
-    for (const entry of this.entries.values()) entry.schedule()
+    for (const entry of this.entries.values()) {
+      if (entry.running === null) entry.schedule()
+    }
   }
 
   // A new config: entries kept (their listeners may change), made, or dropped.
@@ -117,7 +121,6 @@ class Keeper {
       this.entries.set(key, entry)
       entry.load()
       await entry.announce()
-      if (this.begun) entry.schedule()
       lines.push(`${want.listeners.join(', ')}: ${entry.what()}: ${entry.material === null ? 'getting one' : 'ready'}`)
     }
     return lines
