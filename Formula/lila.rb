@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ddb6c122fd54a747a48dfe471212062e992bb2c3e59a6d2f056f124cf7a1eece"
+  sha256 "8644c1873107755e1636d240fd5d178d0c7541d3c60b553a83769209a8803e11"
   license "MIT"
 
   depends_on "node"

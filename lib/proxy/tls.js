@@ -89,6 +89,7 @@ function contextOf ({ certPem, keyPem, clientCa, certFile = null, keyFile = null
 class ListenerTls {
   constructor (config, { material = null, status = null, challenges = null } = {}) {
     this.source = config.source
+    this.names = config.names || [] // --tls local|acme: the names asked for
     this.clientAuth = config.clientAuth
     this.clientCa = config.clientAuth === null ? null : readClientCa(config.clientAuth)
     this.requestCert = config.clientAuth !== null
@@ -141,7 +142,7 @@ class ListenerTls {
   // The certificates presented, as the status page shows them (no key, ever).
   snapshot (listener, now = Date.now()) {
     const status = this.status || {}
-    const none = { names: [], issuer: null, notBefore: null, notAfter: null, serial: null } // none yet
+    const none = { names: this.names, issuer: null, notBefore: null, notAfter: null, serial: null } // none yet
     const rows = this.served.length > 0 ? this.served : [none]
     return rows.map(facts => ({
       listener,
