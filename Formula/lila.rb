@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8644c1873107755e1636d240fd5d178d0c7541d3c60b553a83769209a8803e11"
+  sha256 "2fe6c1512af7ab6feeaee8f2e7c6180f655c85264b00a395312c315e4aef6aab"
   license "MIT"
 
   depends_on "node"
