@@ -8,32 +8,16 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
-const path = require('path')
-const tls = require('tls')
 const https = require('https')
 const { spawnLila, httpBackend, curl, restartablePort, within, statusJson } = require('./fixtures/helpers')
 const { startPebble, PEBBLE } = require('./fixtures/pebble')
+const { stateDir, servedCertificate } = require('./fixtures/certs')
+
+const servedSerial = async (port, name, ca) => (await servedCertificate(port, name, ca)).serialNumber
 
 if (PEBBLE === null) {
   t.skip('pebble is not installed (Debian package pebble)')
   process.exit(0)
-}
-
-function stateDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-acme-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return path.join(dir, 'state')
-}
-
-function servedSerial (port, name, ca) {
-  return within(10000, 'a TLS handshake', new Promise((resolve, reject) => {
-    const socket = tls.connect({ port, host: '127.0.0.1', servername: name, ca: fs.readFileSync(ca) }, () => {
-      resolve(socket.getPeerCertificate().serialNumber)
-      socket.end()
-    })
-    socket.on('error', reject)
-  }))
 }
 
 async function startAcmeLila (t, { name, validity, backend }) {

@@ -11,36 +11,21 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const tls = require('tls')
-const { spawnLila, httpBackend, curl, restartablePort, within } = require('./fixtures/helpers')
+const { spawnLila, httpBackend, curl, restartablePort } = require('./fixtures/helpers')
 const { startPebble, PEBBLE } = require('./fixtures/pebble')
+const { stateDir, servedCertificate } = require('./fixtures/certs')
+
+const servedSerial = async (port, name, ca) => (await servedCertificate(port, name, ca)).serialNumber
 
 if (PEBBLE === null) {
   t.skip('pebble is not installed (Debian package pebble)')
   process.exit(0)
 }
 
-function stateDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-acme-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return path.join(dir, 'state')
-}
-
 // curl as a browser would go to https://NAME:PORT/, NAME resolving to 127.0.0.1,
 // trusting Pebble's root and nothing else.
 const curlAs = (name, port, root, extra = []) =>
   curl(['--cacert', root, '--resolve', `${name}:${port}:127.0.0.1`, ...extra, `https://${name}:${port}/`])
-
-// The serial number of the certificate lila presents for `name`.
-function servedSerial (port, name, ca) {
-  return within(10000, 'a TLS handshake', new Promise((resolve, reject) => {
-    const socket = tls.connect({ port, host: '127.0.0.1', servername: name, ca: fs.readFileSync(ca) }, () => {
-      resolve(socket.getPeerCertificate().serialNumber)
-      socket.end()
-    })
-    socket.on('error', reject)
-  }))
-}
 
 const acmeArgs = (pebble, names, state) => ['--tls', 'acme', '--tls-names', names, '--acme-directory', pebble.directory,
   '--acme-ca', pebble.serverCa, '--state-dir', state, '--acme-email', 'ops@lila.test']

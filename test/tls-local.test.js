@@ -12,35 +12,19 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const tls = require('tls')
 const { spawn, spawnSync, execFileSync } = require('child_process')
 const {
   spawnLila, runLila, httpBackend, curl, restartablePort, outputOf, startLila, captureLog, within, request
 } = require('./fixtures/helpers')
+const { stateDir, servedCertificate } = require('./fixtures/certs')
 
 const hasOpenssl = !spawnSync('openssl', ['version']).error
-
-function stateDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-local-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return path.join(dir, 'state')
-}
 
 // What lila printed about its CA: { file, made, fingerprint, spki }.
 async function printedCa (lila) {
   const [, file, made, fingerprint] = await lila.waitForLine(/local CA (\S+)( \(made now\))?, SHA-256 fingerprint ([0-9A-F:]{95})$/)
   const [, spki] = await lila.waitForLine(/trust it: Chromium, Chrome --ignore-certificate-errors-spki-list=(\S+)$/)
   return { file, made: made !== undefined, fingerprint, spki }
-}
-
-function servedCertificate (port, servername = 'localhost', ca = undefined) {
-  return within(10000, 'a TLS handshake', new Promise((resolve, reject) => {
-    const socket = tls.connect({ port, host: '127.0.0.1', servername, ca, rejectUnauthorized: ca !== undefined }, () => {
-      resolve(socket.getPeerX509Certificate())
-      socket.end()
-    })
-    socket.on('error', reject)
-  }))
 }
 
 t.test('curl trusting only the CA lila printed; the CA made once and used again', async t => {
@@ -151,11 +135,11 @@ t.test('renewed before the end: new handshakes get the new certificate (in proce
   const capture = captureLog('info')
   const { port } = await startLila(t, ['rr', backend.address, '--protocol', 'http', '--tls', 'local',
     '--state-dir', stateDir(t)], { log: capture.log, keeperOptions: { localLifetime: 3000 } })
-  const first = await servedCertificate(port)
+  const first = await servedCertificate(port, 'localhost')
   await capture.waitFor(/issued, valid until/)
   const from = capture.lines.length
   await capture.waitFor(/certificate for localhost, 127\.0\.0\.1, ::1 \(local CA\) issued, valid until/, { from, timeout: 10000 })
-  const second = await servedCertificate(port)
+  const second = await servedCertificate(port, 'localhost')
   t.not(second.serialNumber, first.serialNumber, 'a new certificate')
   t.ok(Date.parse(second.validTo) > Date.parse(first.validTo))
   t.equal(second.issuer, first.issuer)
