@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2fe6c1512af7ab6feeaee8f2e7c6180f655c85264b00a395312c315e4aef6aab"
+  sha256 "d23e1c16c31136826f1669599d5eecae687e3da42a506cf237b996baee35eb08"
   license "MIT"
 
   depends_on "node"

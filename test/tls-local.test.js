@@ -169,3 +169,14 @@ t.test('a state folder that cannot be used: one line, exit 2', async t => {
   t.equal(res.stderr, `lila: cannot use the state folder "${path.join(dir, 'file', 'state', 'local')}" (--state-dir): ` +
     'a part of the path is not a folder\nTry \'lila --help\'.\n')
 })
+
+t.test('a state folder others may read is said, once', async t => {
+  const state = stateDir(t)
+  fs.mkdirSync(state, { mode: 0o755 })
+  fs.chmodSync(state, 0o755)
+  const lila = await spawnLila(t, ['rr', ':9', '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    '--tls', '--state-dir', state])
+  const [line] = await lila.waitForLine(/the state folder .* is open to other users \(mode 755\): lila keeps private keys there; chmod 700 .*/)
+  t.ok(line)
+  t.equal(fs.statSync(path.join(state, 'local')).mode & 0o777, 0o700, 'what lila makes in it is its user\'s alone')
+})

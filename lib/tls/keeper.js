@@ -142,8 +142,16 @@ class Keeper {
     this.clients.clear()
   }
 
+  // The state folder; one that others may read (made so by hand) is said once.
   folder () {
-    this.state ||= new StateFolder(this.stateDir)
+    if (this.state === null) {
+      this.state = new StateFolder(this.stateDir)
+      const mode = this.state.mode()
+      if (mode !== null && (mode & 0o077) !== 0) {
+        this.log.warn(`the state folder ${this.stateDir} is open to other users (mode ${(mode & 0o777).toString(8)}): ` +
+          `lila keeps private keys there; chmod 700 ${this.stateDir}`)
+      }
+    }
     return this.state
   }
 

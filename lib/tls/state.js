@@ -39,6 +39,16 @@ class StateFolder {
     return dir
   }
 
+  // The folder's permission bits, made if need be (0700); null when they cannot be read.
+  mode () {
+    this.folder()
+    try {
+      return fs.statSync(this.dir).mode
+    } catch {
+      return null
+    }
+  }
+
   // A file's bytes, or null when there is none.
   read (file) {
     try {
