@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d23e1c16c31136826f1669599d5eecae687e3da42a506cf237b996baee35eb08"
+  sha256 "69137240fe4d4413cdc0938a1e42f715893d00307888afb612a9ec1308255064"
   license "MIT"
 
   depends_on "node"

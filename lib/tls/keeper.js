@@ -148,7 +148,8 @@ class Keeper {
       this.state = new StateFolder(this.stateDir)
       const mode = this.state.mode()
       if (mode !== null && (mode & 0o077) !== 0) {
-        this.log.warn(`the state folder ${this.stateDir} is open to other users (mode ${(mode & 0o777).toString(8)}): ` +
+        const bits = (mode & 0o777).toString(8)
+        this.log.warn(`the state folder ${this.stateDir} is open to other users (mode ${bits}): ` +
           `lila keeps private keys there; chmod 700 ${this.stateDir}`)
       }
     }
