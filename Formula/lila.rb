@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "69137240fe4d4413cdc0938a1e42f715893d00307888afb612a9ec1308255064"
+  sha256 "1fc9a8c174b2a4530eca922f9d00fa07773eb4d6307f006e84c6af6f5acee3ca"
   license "MIT"
 
   depends_on "node"

@@ -166,7 +166,7 @@ t.test('a state folder that cannot be used: one line, exit 2', async t => {
   const res = await runLila(['rr', ':9', '--protocol', 'http', '--port', String(port), '--host', '127.0.0.1',
     '--tls', 'local', '--state-dir', path.join(dir, 'file', 'state')])
   t.equal(res.code, 2)
-  t.equal(res.stderr, `lila: cannot use the state folder "${path.join(dir, 'file', 'state', 'local')}" (--state-dir): ` +
+  t.equal(res.stderr, `lila: cannot use the state folder "${path.join(dir, 'file', 'state')}" (--state-dir): ` +
     'a part of the path is not a folder\nTry \'lila --help\'.\n')
 })
 
