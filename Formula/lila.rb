@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ea54d5e4249da0b5f0a8caec655d4db21fbd8287623e31bf033aa207939f1626"
+  sha256 "a321d11eb1d6476c6db1494a4a4848fd94587f624da053b090f38c89e5bf53b9"
   license "MIT"
 
   depends_on "node"
