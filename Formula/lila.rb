@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7e3575bb82e720d1f19688424fabdb1d677e4157e1d63d218b0c23f5ea1e1314"
+  sha256 "189d51ea3c723d37595de48c82ad8e76cfe37e56f94f65fe9ac75eab1c0c3139"
   license "MIT"
 
   depends_on "node"

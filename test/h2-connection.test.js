@@ -460,6 +460,18 @@ t.test('floods end the connection with ENHANCE_YOUR_CALM', async t => {
     else h.conn.headers(h.r.streams[i], [':status', '200'], true)
   }
   t.equal(h.closed, false, 'a third of 300 streams reset before their answer: not rapid reset')
+  // A gRPC client: a BDP PING and window updates for every answer it reads.
+  h = openServer()
+  for (let i = 0; i < 3000 && !h.closed; i++) {
+    const id = 1 + 2 * i
+    h.feed(F.headers(id, POST, C.END_HEADERS), F.data(id, 'message'))
+    const s = h.r.streams[h.r.streams.length - 1]
+    h.conn.headers(s, [':status', '200'], false)
+    h.conn.write(s, Buffer.from('answer'), false)
+    h.conn.headers(s, ['grpc-status', '0'], true)
+    h.feed(F.ping(), F.windowUpdate(0, 6), F.settings())
+  }
+  t.equal(h.closed, false, '3,000 calls, each with a PING, a WINDOW_UPDATE and a SETTINGS: not a flood')
 })
 
 t.test('an HPACK bomb: a header list past the limit is answered 431, never built', async t => {

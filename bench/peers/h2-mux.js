@@ -133,7 +133,18 @@ function main () {
     const i = a.lastIndexOf(':')
     return { address: a, host: a.slice(0, i), port: Number(a.slice(i + 1)), sessions: [] }
   })
-  const server = net.createServer(socket => attach(socket, new Connection(CLIENTS, 'server')))
+  const clients = new Set()
+  const server = net.createServer(socket => {
+    const conn = new Connection(CLIENTS, 'server')
+    clients.add(conn)
+    socket.on('close', () => clients.delete(conn))
+    attach(socket, conn)
+  })
+  // Once a second, as lila's listener sweeps: the codec's flood counters decay.
+  setInterval(() => {
+    for (const conn of clients) conn.sweep()
+    for (const b of backends) for (const conn of b.sessions) conn.sweep()
+  }, 1000).unref()
   server.listen(Number(values.port), '127.0.0.1', () => {
     process.stderr.write(`listening on 127.0.0.1:${server.address().port}\n`)
   })

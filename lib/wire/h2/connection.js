@@ -55,11 +55,12 @@ const DEFAULTS = {
   maxHeaderListSize: 64 * 1024, // decoded, as RFC 9113 counts it
   maxFields: 128, // fields in one header list, pseudo-headers included
   headerTableSize: 4096, // the HPACK table the peer may keep for lila
-  maxGlitches: 1000, // frames that do no work (PING, SETTINGS, empty DATA, ...) between sweeps
+  maxGlitches: 1000, // frames that do no work (PING, SETTINGS, empty DATA, ...) beyond those work earns
   maxRapidResets: 100, // streams the peer reset before their response, when most of them
   maxRefused: 100, // streams refused over the limit, between sweeps
   maxControlBacklog: 10000, // answers (acks, resets) waiting on a peer that does not read
   maxPings: 10, // lila's PINGs awaiting their ack
+  assumedMaxStreams: 100, // the peer's SETTINGS_MAX_CONCURRENT_STREAMS until it says (client side)
   maxStreamId: C.MAX_STREAM_ID // the last id lila opens (client side; tests lower it)
 }
 
@@ -83,9 +84,9 @@ class Connection {
     this.recentIds = new Int32Array(RECENT) // streams closed lately, a ring
     this.recentReset = new Uint8Array(RECENT) // 1: lila reset it
     this.recentAt = 0
-    // What the peer allows (its SETTINGS); until they come, the defaults, and 100
-    // streams (RFC 9113 leaves it unlimited; peers rarely allow fewer).
-    this.peerMaxStreams = 100
+    // What the peer allows (its SETTINGS); until they come, the defaults, and
+    // assumedMaxStreams streams (RFC 9113 leaves it unlimited; peers rarely allow more).
+    this.peerMaxStreams = o.assumedMaxStreams
     this.peerWindow = C.DEFAULT_WINDOW
     this.peerFrameSize = C.DEFAULT_FRAME_SIZE
     this.sendWindow = C.DEFAULT_WINDOW // connection-level, lila -> peer
@@ -93,7 +94,8 @@ class Connection {
     this.recvUnacked = 0
     this.streamUpdateAt = o.initialWindowSize >>> 1
     this.connUpdateAt = o.connectionWindow >>> 1
-    this.settingsSeen = false
+    this.settingsSeen = false // the peer's first SETTINGS came (it spoke)
+    this.reads = 0 // receive() calls: a peer heard from (pool.js counts sweeps without)
     this.blocked = [] // streams with DATA waiting for window
     this.waiting = [] // streams told to wait (write() said false)
     this.congested = false // the transport holds more than it wants
@@ -116,8 +118,7 @@ class Connection {
     this.earlyResets = 0
     this.controlBacklog = 0
     this.pings = 0
-    this.windowUpdates = 0
-    this.dataFramesSent = 0
+    this.work = 0 // frames of real work (requests in, heads and DATA out), two each
   }
 
   // --- Starting, ending ---
@@ -163,8 +164,7 @@ class Connection {
     this.refused >>>= 1
     this.earlyResets >>>= 1
     this.opened >>>= 1
-    this.windowUpdates >>>= 1
-    this.dataFramesSent >>>= 1
+    this.work >>>= 1
   }
 
   // A connection error: GOAWAY with its code, then every stream ends.
@@ -192,6 +192,7 @@ class Connection {
 
   receive (chunk) {
     if (this.closed) return
+    this.reads++
     let buf = chunk
     if (this.pending !== null) {
       buf = Buffer.concat([this.pending, chunk])
@@ -326,7 +327,7 @@ class Connection {
   windowUpdateFrame (id, buf, start, end) {
     if (end - start !== 4) throw connectionError(C.FRAME_SIZE_ERROR, 'WINDOW_UPDATE of another size than 4')
     const increment = buf.readUInt32BE(start) & 0x7fffffff
-    if (++this.windowUpdates > 2 * this.dataFramesSent + 100) this.glitch()
+    this.glitch()
     if (id === 0) {
       if (increment === 0) throw connectionError(C.PROTOCOL_ERROR, 'a WINDOW_UPDATE of 0')
       this.sendWindow += increment
@@ -414,9 +415,12 @@ class Connection {
     // Parsed and ignored: lila sends in the order it can.
   }
 
-  // A frame that did no work (RFC 9113 10.5: the flood of them is the attack).
+  // A frame that did no work (RFC 9113 10.5: the flood of them is the attack). Real
+  // work earns some: a peer's PINGs (gRPC's BDP probes), WINDOW_UPDATEs and SETTINGS
+  // follow the DATA and heads lila sends it, so a busy connection makes many and is no
+  // flood; a connection that makes nothing else is.
   glitch () {
-    if (++this.glitches > this.options.maxGlitches) {
+    if (++this.glitches > this.options.maxGlitches + this.work) {
       throw connectionError(C.ENHANCE_YOUR_CALM, 'too many frames that do nothing')
     }
   }

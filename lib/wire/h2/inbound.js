@@ -197,6 +197,7 @@ class Inbound {
     }
     this.streams.set(id, s)
     this.opened++
+    this.work += 2
     s.handler = this.owner.onStream(this, s, head, endStream) || NULL_HANDLER
   }
 

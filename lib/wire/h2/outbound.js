@@ -18,6 +18,11 @@ class Outbound {
       this.streams.size < this.peerMaxStreams
   }
 
+  // Are lila's stream ids spent (client side)? Then only a new connection opens more.
+  spent () {
+    return this.nextId > this.options.maxStreamId
+  }
+
   // Open a stream with a request's header list (client side); null if it cannot.
   request (handler, list, endStream) {
     if (!this.canOpen()) return null
@@ -26,6 +31,7 @@ class Outbound {
     s.handler = handler
     this.streams.set(s.id, s)
     this.output.headers(s.id, list, endStream, this.peerFrameSize)
+    this.work += 2
     if (endStream) s.endSent = true
     this.wrote()
     return s
@@ -41,6 +47,7 @@ class Outbound {
       return
     }
     this.output.headers(s.id, list, endStream, this.peerFrameSize)
+    this.work += 2
     this.wrote()
     if (endStream) this.sent(s)
   }
@@ -86,7 +93,7 @@ class Outbound {
       this.output.data(s.id, chunk, from, from + n, endStream && from + n === to)
       s.sendWindow -= n
       this.sendWindow -= n
-      this.dataFramesSent++
+      this.work += 2
       from += n
     }
     return from

@@ -12,6 +12,11 @@
 
 const { CLOSED } = require('./connection')
 
+// After its last frames (a GOAWAY), a connection's socket is ended, then destroyed if
+// the peer has not closed its side within this long: it has what it needs by then,
+// and a peer that keeps its side open (Node's http2 server does) would hold it forever.
+const LINGER_MS = 2000
+
 const EVENTS = {
   data (chunk) { this.h2.conn.receive(chunk) },
   drain () { this.h2.conn.setCongested(false) },
@@ -57,8 +62,13 @@ function flush (t) {
     }
     if (!ok && !t.conn.congested) t.conn.setCongested(true)
   }
-  if (t.ending && !socket.destroyed) socket.end()
+  if (t.ending && !socket.destroyed && !socket.writableEnded) {
+    socket.end()
+    socket.setTimeout(LINGER_MS, linger)
+  }
 }
+
+function linger () { this.destroy() }
 
 // Join conn to socket, and start it (its preface and SETTINGS go out).
 function attach (socket, conn) {
