@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "189d51ea3c723d37595de48c82ad8e76cfe37e56f94f65fe9ac75eab1c0c3139"
+  sha256 "4161c466737a2d4ff1df21da701e3812ab91d52cd364f5570cda987dea2eb30f"
   license "MIT"
 
   depends_on "node"

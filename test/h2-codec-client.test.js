@@ -45,7 +45,7 @@ async function nghttpd (t, args = []) {
   return port
 }
 
-t.test('nghttpd: files, an upload echoed, a 3 MiB body, its stream limit', { skip: (!NGHTTPD || !has('ss')) && 'nghttpd (nghttp2-server) or ss not installed' }, async t => {
+t.test('nghttpd: files, an upload echoed, a 3 MiB body, its stream limit', { skip: !NGHTTPD ? 'nghttpd not installed (nghttp2-server)' : !has('ss') && 'ss not installed (iproute2)' }, async t => {
   const port = await nghttpd(t, ['--echo-upload', '-m', '2'])
   const client = h2client(t, port)
   const first = await client.fetch(request('/index.html'))

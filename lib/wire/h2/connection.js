@@ -180,8 +180,11 @@ class Connection {
     this.pending = null
     const streams = [...this.streams.values()]
     this.streams.clear()
+    this.blocked = []
+    this.waiting = []
     for (const s of streams) {
       s.closed = true
+      s.queue = null
       s.handler.onReset(s, CLOSED)
     }
     if (this.transport !== null) this.transport.close()

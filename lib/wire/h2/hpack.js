@@ -263,13 +263,17 @@ function encodeField (buf, at, name, value) {
   const index = NAME_INDEX.get(name)
   if (index === undefined) {
     buf[at++] = 0 // a literal without indexing, new name
-    at = writeInteger(buf, at, 7, 0, name.length)
-    at += buf.latin1Write(name, at)
+    at = writeString(buf, at, name)
   } else {
     at = writeInteger(buf, at, 4, 0, index)
   }
-  at = writeInteger(buf, at, 7, 0, value.length)
-  return at + buf.latin1Write(value, at)
+  return writeString(buf, at, value)
+}
+
+// A raw string (no Huffman): its length, its bytes.
+function writeString (buf, at, text) {
+  at = writeInteger(buf, at, 7, 0, text.length)
+  return at + buf.latin1Write(text, at)
 }
 
 // The static table's index of (name, value), or 0.

@@ -122,6 +122,7 @@ class Outbound {
       queue.shift()
     }
     s.queue = null
+    drop(this.blocked, s) // (a no-op inside unblock(), which took the list)
     if (s.trailers !== null) {
       this.output.headers(s.id, s.trailers, true, this.peerFrameSize)
       s.trailers = null
@@ -163,6 +164,8 @@ class Outbound {
 
   remove (s) {
     s.closed = true
+    if (s.queue !== null) drop(this.blocked, s)
+    if (s.wantDrain) drop(this.waiting, s)
     s.queue = null
     this.streams.delete(s.id)
     this.remember(s.id, 0)
@@ -218,6 +221,12 @@ class Outbound {
       s.handler.onDrain(s)
     }
   }
+}
+
+// Take s out of a list of streams (a short one: those waiting).
+function drop (list, s) {
+  const i = list.indexOf(s)
+  if (i !== -1) list.splice(i, 1)
 }
 
 module.exports = { Outbound }
