@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4161c466737a2d4ff1df21da701e3812ab91d52cd364f5570cda987dea2eb30f"
+  sha256 "f9d0fb904359c272482358c8e02a51b36841bd6848e8c724adf03167315378bf"
   license "MIT"
 
   depends_on "node"
