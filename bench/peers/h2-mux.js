@@ -5,7 +5,9 @@
 // rewriting, limits, timeouts, logs), like the Node floor it is read against
 // (node-proxy.js --kind h2):
 //
-//   node h2-mux.js --port 0 BACKEND...
+//   node h2-mux.js --port 0 [--window BYTES] BACKEND...
+//
+// (--window: each stream's receive window, both sides; the codec's default otherwise.)
 //
 // HTTP/2 clients by prior knowledge (h2c); each stream goes, the next backend in turn,
 // as a stream of one pooled h2c session to that backend (another opens when one is at
@@ -26,6 +28,7 @@ const { CANCEL, INTERNAL_ERROR } = require(path.join(lib, 'constants'))
 
 let backends = []
 let turn = 0
+const options = {} // the codec's (connection.js DEFAULTS)
 
 // The client's side: its connection's owner, and its streams' handler.
 const CLIENTS = {
@@ -117,7 +120,7 @@ function pairs (fields) {
 // A session of backend b that can take another stream, opened if none can.
 function sessionOf (b) {
   for (let i = 0; i < b.sessions.length; i++) if (b.sessions[i].canOpen()) return b.sessions[i]
-  const conn = new Connection(SESSIONS, 'client')
+  const conn = new Connection(SESSIONS, 'client', options)
   conn.backend = b
   b.sessions.push(conn)
   attach(net.connect({ host: b.host, port: b.port }), conn)
@@ -126,16 +129,17 @@ function sessionOf (b) {
 
 function main () {
   const { values, positionals } = parseArgs({
-    options: { port: { type: 'string', default: '0' } },
+    options: { port: { type: 'string', default: '0' }, window: { type: 'string' } },
     allowPositionals: true
   })
+  if (values.window) options.initialWindowSize = Number(values.window)
   backends = positionals.map(a => {
     const i = a.lastIndexOf(':')
     return { address: a, host: a.slice(0, i), port: Number(a.slice(i + 1)), sessions: [] }
   })
   const clients = new Set()
   const server = net.createServer(socket => {
-    const conn = new Connection(CLIENTS, 'server')
+    const conn = new Connection(CLIENTS, 'server', options)
     clients.add(conn)
     socket.on('close', () => clients.delete(conn))
     attach(socket, conn)
