@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f9d0fb904359c272482358c8e02a51b36841bd6848e8c724adf03167315378bf"
+  sha256 "8b11ec76d616a95595ca8a1928d55fe6ff4644476aeee5e173faa0f49be89a75"
   license "MIT"
 
   depends_on "node"

@@ -227,6 +227,16 @@ t.test('flow control, receiving: windows given back as the handler takes, held w
   g.out()
   g.conn.resume(g.r.streams[0])
   t.same(g.described(), ['WINDOW_UPDATE 1 +1000'], 'resumed: what came meanwhile is given back')
+  // A handler that cannot pass on the chunk it was just given pauses: that chunk waits too.
+  const p = openServer({ initialWindowSize: 1000, connectionWindow: 65535 })
+  p.feed(F.headers(1, POST, C.END_HEADERS))
+  const onData = p.r.handler.onData
+  p.r.handler.onData = (s, chunk, end) => { onData(s, chunk, end); p.conn.pause(s) }
+  p.feed(F.data(1, Buffer.alloc(600), 0))
+  t.same(p.described(), [], 'paused inside onData: the chunk is not given back')
+  p.r.handler.onData = onData
+  p.conn.resume(p.r.streams[0])
+  t.same(p.described(), ['WINDOW_UPDATE 1 +600'], 'until resumed')
   const c = openServer({ initialWindowSize: 65535, connectionWindow: 65535 })
   c.feed(...[1, 3, 5].map(id => F.headers(id, POST, C.END_HEADERS)))
   for (const s of c.r.streams) c.conn.pause(s)
@@ -328,6 +338,15 @@ t.test('client: requests, responses (1xx too), trailers, stream limits and ids',
   t.same(h.events(), ['head 3 200', 'trailers 3 grpc-status:0', 'closed 3'])
   h.feed(F.headers(5, [':status', '204']))
   t.same(h.events(), ['head 5 204 es', 'closed 5'])
+  const head = openClient()
+  head.conn.request(head.r.handler, [':method', 'HEAD', ':scheme', 'http', ':path', '/', ':authority', 'x'], true)
+  head.conn.request(head.r.handler, GET, true)
+  head.feed(F.headers(1, [':status', '200', 'content-length', '1000']), F.headers(3, [':status', '304', 'content-length', '5']))
+  t.same(head.events(), ['head 1 200 es', 'closed 1', 'head 3 304 es', 'closed 3'],
+    'an answer to HEAD, a 304: a content-length and no DATA (8.1.1)')
+  head.conn.request(head.r.handler, GET, true)
+  head.feed(F.headers(5, [':status', '200', 'content-length', '5']))
+  t.same(head.described(), ['HEADERS 1 es', 'HEADERS 3 es', 'HEADERS 5 es', 'RST_STREAM 5 PROTOCOL_ERROR'], 'but a 200 to GET may not')
   for (const [what, frames, expected] of [
     ['DATA before the response', [F.data(1, 'x')], 'RST_STREAM 1 PROTOCOL_ERROR'],
     ['a response without :status', [F.headers(1, ['x', 'y'])], 'RST_STREAM 1 PROTOCOL_ERROR'],

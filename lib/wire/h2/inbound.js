@@ -78,10 +78,11 @@ class Inbound {
       this.dataLeft -= n
       const last = this.dataLeft === 0
       if (s !== null && !s.closed) {
-        if (s.paused) s.held += n
-        else s.unacked += n
         if (last && this.dataEnd) this.endOfInput(s)
         s.handler.onData(s, buf.subarray(at, at + n), last && this.dataEnd)
+        // Taken, unless the handler paused (maybe for this very chunk): then held.
+        if (s.paused) s.held += n
+        else s.unacked += n
         if (!s.closed) this.credit(s)
       }
       at += n
@@ -221,7 +222,10 @@ class Inbound {
         const head = responseHead(list, endStream, s.id)
         if (head.status >= 200) {
           s.headed = true
-          s.expected = head.contentLength
+          // RFC 9113 8.1.1: an answer defined to have no content (to HEAD, 204, 304) may
+          // say a content-length all the same.
+          const bodiless = s.bodiless || head.status === 204 || head.status === 304
+          s.expected = bodiless ? -1 : head.contentLength
           if (endStream && s.expected > 0) throw streamFault(s, 'malformed: no DATA against content-length')
         }
         if (endStream) this.endOfInput(s)

@@ -29,6 +29,7 @@ class Outbound {
     const s = new Stream(this, this.nextId, this.peerWindow, this.options.initialWindowSize)
     this.nextId += 2
     s.handler = handler
+    s.bodiless = isHead(list) // its answer has no content, whatever its content-length
     this.streams.set(s.id, s)
     this.output.headers(s.id, list, endStream, this.peerFrameSize)
     this.work += 2
@@ -41,7 +42,7 @@ class Outbound {
   // (endStream) on either; trailers wait behind DATA still queued.
   headers (s, list, endStream) {
     if (s.closed || s.endSent || s.endQueued) return
-    if (s.queue !== null) {
+    if (s.queue !== null && endStream) {
       s.trailers = list
       s.endQueued = true
       return
@@ -221,6 +222,13 @@ class Outbound {
       s.handler.onDrain(s)
     }
   }
+}
+
+function isHead (list) {
+  for (let i = 0; i < list.length && list[i].charCodeAt(0) === 58; i += 2) {
+    if (list[i] === ':method') return list[i + 1] === 'HEAD'
+  }
+  return false
 }
 
 // Take s out of a list of streams (a short one: those waiting).

@@ -23,6 +23,7 @@ class Stream {
     this.expected = -1 // the body's content-length, when given
     this.received = 0 // body bytes received
     this.headed = false // its (final) head arrived: client side, the response's
+    this.bodiless = false // lila's request was a HEAD: its answer has no content
     this.endReceived = false
     this.endSent = false
     this.closed = false
