@@ -105,9 +105,10 @@ const SESSIONS = {
   onStreamClosed () {},
   onPingAck () {},
   onClose (conn) {
-    const b = conn.backend
-    const i = b.sessions.indexOf(conn)
-    if (i !== -1) b.sessions.splice(i, 1)
+    for (const b of backends) {
+      const i = b.sessions.indexOf(conn)
+      if (i !== -1) b.sessions.splice(i, 1)
+    }
   }
 }
 
@@ -121,7 +122,6 @@ function pairs (fields) {
 function sessionOf (b) {
   for (let i = 0; i < b.sessions.length; i++) if (b.sessions[i].canOpen()) return b.sessions[i]
   const conn = new Connection(SESSIONS, 'client', options)
-  conn.backend = b
   b.sessions.push(conn)
   attach(net.connect({ host: b.host, port: b.port }), conn)
   return conn
