@@ -15,6 +15,8 @@ const { toolPath } = require('./fixtures/grpc')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { startResponder } = require('./fixtures/h2-responder')
 const { h2client, request } = require('./fixtures/h2-client')
+const { flood } = require('./fixtures/h2-frames')
+const { ENHANCE_YOUR_CALM } = require('../lib/wire/h2/constants')
 
 const H2SPEC = toolPath('h2spec')
 const has = tool => process.env.PATH.split(':').some(dir => fs.existsSync(path.join(dir, tool)))
@@ -127,4 +129,31 @@ t.test('the codec\'s client: concurrent streams, 1 MiB both ways, a reader that 
   call.stream.conn.resume(call.stream)
   const all = await answer
   t.equal(all.body.length, 2000000, 'resumed: the rest arrives')
+})
+
+// The floods test/http2-floods.test.js sends lila, sent to the responder in-process:
+// each attacker is closed while a well-behaved client on its own connection is served,
+// and the process's heap stays bounded.
+t.test('floods: each attacker closed, a good client served meanwhile, memory bounded', async t => {
+  // The attackers ask for / (h2-frames.js): held, as by a backend at work.
+  const responder = await startResponder(t, { hold: '/' })
+  const client = h2client(t, responder.port)
+  const cases = [
+    ['rapidReset', 20000, true], ['continuation', 100000, true], ['settings', 100000, true], ['settings', 100000, false],
+    ['ping', 100000, true], ['ping', 100000, false], ['emptyData', 100000, true]
+  ]
+  const MIB = 1024 * 1024
+  const start = process.memoryUsage().rss
+  let peak = start
+  for (const [attack, n, read] of cases) {
+    const attacked = flood(responder.port, attack, n, { read })
+    const during = await Promise.all(Array.from({ length: 20 }, () => client.fetch(request('/trailers'))))
+    t.same([...new Set(during.map(a => a.status))], [200], `${attack}${read ? '' : ' (unread)'}: a good client served meanwhile`)
+    const result = await attacked
+    // flood() resolving is the close; the GOAWAY says why (unread ones may not read it).
+    t.ok(result.goaway === ENHANCE_YOUR_CALM || (!read && result.goaway === null), `${attack}${read ? '' : ' (unread)'}: closed, GOAWAY ${result.goaway}`)
+    peak = Math.max(peak, process.memoryUsage().rss)
+  }
+  t.ok(peak - start < 64 * MIB, `resident memory grew by ${((peak - start) / MIB).toFixed(1)} MiB at most`)
+  t.equal((await client.fetch(request('/trailers'))).status, 200, 'served after')
 })
