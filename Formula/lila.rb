@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a321d11eb1d6476c6db1494a4a4848fd94587f624da053b090f38c89e5bf53b9"
+  sha256 "39e17dfa7be85a8a537c04ecd10dada93f6f919e2c8b14f841221871b4ff69bd"
   license "MIT"
 
   depends_on "node"
