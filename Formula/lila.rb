@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "bc49d07e60846cd429bfa14572e229d532983d163e81c16134cee635a2bf6917"
+  sha256 "a87ef13ddb766d240d4936a74c77996d8f45eeeef15c4de17a968bb93ba67512"
   license "MIT"
 
   depends_on "node"

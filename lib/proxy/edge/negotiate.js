@@ -40,8 +40,9 @@ function choose (offered, acceptEncoding) {
   return best
 }
 
-// "gzip;q=0.8, br, *;q=0" -> Map { gzip: 0.8, br: 1, '*': 0 }. A member whose
-// parameters cannot be read is left out; a coding named twice keeps its first.
+// "gzip;q=0.8, br, *;q=0" -> Map { gzip: 0.8, br: 1, '*': 0 }. A member whose q cannot
+// be read is left out (other parameters are no part of the grammar, and ignored); a
+// coding named twice keeps its first.
 function qValues (header) {
   const out = new Map()
   for (const member of header.split(',')) {
@@ -50,7 +51,9 @@ function qValues (header) {
     let q = 1
     let readable = true
     for (const param of params) {
-      const match = QVALUE.exec(param.replace(/\s+/g, ''))
+      const compact = param.replace(/\s+/g, '')
+      if (!/^q=/i.test(compact)) continue
+      const match = QVALUE.exec(compact)
       if (match === null) readable = false
       else q = Number(match[1])
     }
