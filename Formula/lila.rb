@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a87ef13ddb766d240d4936a74c77996d8f45eeeef15c4de17a968bb93ba67512"
+  sha256 "a0b8eb23e845e15f5b5bc99ef54c4c5dcfe4739c8eefbf4ab4a056c4309049cc"
   license "MIT"
 
   depends_on "node"

@@ -411,3 +411,52 @@ t.test('until the HTTP exchange calls them, its rules are refused at start, not 
   t.ok(gate, 'an http listener\'s --allow is judged per connection meanwhile')
   t.equal(own, null)
 })
+
+t.test('lila\'s own answers say a refusal\'s fields and the trace ID; the access log has it in every format', async t => {
+  const { answerOf, reply } = require('../lib/proxy/http1/replies')
+  const { createAccessLog } = require('../lib/admin/access-log')
+  const { REFUSALS } = require('../lib/proxy/edge/rules')
+  const challenge = [['www-authenticate', 'Basic realm="staff", charset="UTF-8"']]
+  const ctx = { clientAddress: '127.0.0.1', requestId: null, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
+  const answer = answerOf(401, 'credentials needed', { fields: challenge, ctx })
+  t.same(answer.fields, ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store', 'www-authenticate', 'Basic realm="staff", charset="UTF-8"'])
+  t.equal(answer.body.toString(), '401 Unauthorized: credentials needed\ntrace ID: 4bf92f3577b34da6a3ce929d0e0e4736\n')
+  const bytes = reply(401, 'credentials needed', { fields: challenge, ctx }).toString()
+  t.match(bytes, /^HTTP\/1\.1 401 Unauthorized\r\n/)
+  t.match(bytes, /\r\nWWW-Authenticate: Basic realm="staff", charset="UTF-8"\r\n/)
+  const grpc = answerOf(REFUSALS.deny.status, REFUSALS.deny.detail, { grpc: 'application/grpc', fields: REFUSALS.deny.fields })
+  t.same(grpc.fields.slice(0, 4), ['content-type', 'application/grpc', 'grpc-status', String(REFUSALS.deny.grpcStatus)], 'a gRPC call: PERMISSION_DENIED')
+  t.equal(reply(403, REFUSALS.allow.detail).toString().split('\r\n')[0], 'HTTP/1.1 403 Forbidden')
+
+  const record = { listener: 'l', protocol: 'http', client: '127.0.0.1', backend: null, method: 'GET', target: '/', version: 'HTTP/1.1', status: 403, bytesIn: 1, bytesOut: 2, ms: 1, host: null, referer: null, userAgent: null, traceId: ctx.traceId }
+  for (const [format, expected] of [['text', / 1\.00ms trace=4bf92f3577b34da6a3ce929d0e0e4736\n$/], ['json', /"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"/], ['combined', / "-" "-" "-" "4bf92f3577b34da6a3ce929d0e0e4736"\n$/]]) {
+    let out = ''
+    const log = createAccessLog({ format, stdout: { write: text => { out += text } } })
+    log.log(record)
+    log.flush()
+    t.match(out, expected, format)
+  }
+})
+
+t.test('the status page and the metrics show what was refused and compressed', async t => {
+  const { renderPage } = require('../lib/admin/status-page')
+  const { renderMetrics } = require('../lib/admin/metrics')
+  const { sumStats } = require('../lib/admin/sum-stats')
+  const listener = Object.assign(
+    { name: 'web', protocol: 'http', mode: 'random', active: 0, waiting: 0, queued: 0, accepted: 3, unserved: 0 },
+    { queueTimeouts: 0, retries: {}, limited: {}, backends: [], routes: [] },
+    { refused: { deny: 2, 'wrong-credentials': 1 }, compression: { gzip: { responses: 4, bytesIn: 40960, bytesOut: 4096 } } }
+  )
+  const page = renderPage({ listeners: [listener] })
+  t.match(page, 'refused at the edge 3 (deny: 2, wrong-credentials: 1)')
+  t.match(page, 'gzip 4 responses, 40 KiB → 4.0 KiB')
+  const metrics = renderMetrics({ listeners: [listener] })
+  t.match(metrics, 'lila_listener_refused_total{listener="web",reason="deny"} 2\n')
+  t.match(metrics, 'lila_listener_compressed_responses_total{listener="web",encoding="gzip"} 4\n')
+  t.match(metrics, 'lila_listener_compression_in_bytes_total{listener="web",encoding="gzip"} 40960\n')
+  t.match(metrics, 'lila_listener_compression_out_bytes_total{listener="web",encoding="gzip"} 4096\n')
+  const other = { ...listener, refused: { deny: 1 }, compression: {} }
+  const summed = sumStats([{ listeners: [listener] }, { listeners: [other] }])
+  t.same(summed.listeners[0].refused, { deny: 3, 'wrong-credentials': 1 }, '--workers: summed')
+  t.same(summed.listeners[0].compression, { gzip: { responses: 4, bytesIn: 40960, bytesOut: 4096 } })
+})
