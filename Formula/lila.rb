@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a0b8eb23e845e15f5b5bc99ef54c4c5dcfe4739c8eefbf4ab4a056c4309049cc"
+  sha256 "e348c4ea7d629b2d957626354201c614261fed95130198b8b75baf1794168fc8"
   license "MIT"
 
   depends_on "node"
