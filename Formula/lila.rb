@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e348c4ea7d629b2d957626354201c614261fed95130198b8b75baf1794168fc8"
+  sha256 "d5d9089cc645e3da1c987b0c1c510f74f66436da885781bd12b09ca4e1628a8d"
   license "MIT"
 
   depends_on "node"
