@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d5d9089cc645e3da1c987b0c1c510f74f66436da885781bd12b09ca4e1628a8d"
+  sha256 "51dff2c5398f97c5c9fa2d57eecbed4cd5a33babf2638758939d3019ff957178"
   license "MIT"
 
   depends_on "node"
