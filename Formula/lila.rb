@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "51dff2c5398f97c5c9fa2d57eecbed4cd5a33babf2638758939d3019ff957178"
+  sha256 "6ab2fa322622d406aa6034e4bd4f0ccfc95842d0ec9b0028b2a91e5441d9b24b"
   license "MIT"
 
   depends_on "node"
