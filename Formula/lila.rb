@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6ab2fa322622d406aa6034e4bd4f0ccfc95842d0ec9b0028b2a91e5441d9b24b"
+  sha256 "530f952cf77daaaf2c0d7d77f698be8431120a7bbec39db591221d756d82decc"
   license "MIT"
 
   depends_on "node"

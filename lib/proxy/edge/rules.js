@@ -23,9 +23,10 @@
 //   rules.admit(clientAddress, authorization, grpc) -> null (go on), a Refusal to
 //       answer ({ status, grpcStatus, fields: [[name, value]], reason, detail }), or a
 //       Promise of either (a password checked for the first time)
-//   rules.rewriteRequest(path, get) -> null, or { path, fields: [[name, value | null]],
-//       traceId }: the path to send on (null: as it is), fields to set (null: remove),
-//       the request's trace ID (null: no --trace)
+//   rules.rewriteRequest(target, get) -> null, or { path, fields: [[name, value | null]],
+//       traceId }: `target` the request's origin form with its query ("/api/x?y=1");
+//       the target to send on (null: as it is), fields to set (null: remove), the
+//       request's trace ID (null: no --trace)
 //   rules.responseTransform(method, acceptEncoding, status, get) -> null, or
 //       { fields, encoding }: fields to set or remove in the response head, and the
 //       coding to compress the body with (null: none)
@@ -107,11 +108,11 @@ class Rules {
     return answer
   }
 
-  rewriteRequest (path, get) {
+  rewriteRequest (target, get) {
     let edits = null
     const edit = () => (edits ||= { path: null, fields: [], traceId: null })
     if (this.prefix !== null) {
-      edit().path = stripPrefix(path, this.prefix)
+      edit().path = stripPrefix(target, this.prefix)
       edits.fields.push(['x-forwarded-prefix', this.prefix])
     }
     if (this.auths.length > 0 && !this.pass && get('authorization') !== undefined) {
