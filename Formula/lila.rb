@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "39e17dfa7be85a8a537c04ecd10dada93f6f919e2c8b14f841221871b4ff69bd"
+  sha256 "b85376a8ee03475f91d40ee21089d00b70bbd302f585a80cfc9204f845709998"
   license "MIT"
 
   depends_on "node"
