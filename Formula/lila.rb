@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1fc9a8c174b2a4530eca922f9d00fa07773eb4d6307f006e84c6af6f5acee3ca"
+  sha256 "fcf6bbb054341706799df1eadb390561897e4e644b8470c0047bef71c5c3f057"
   license "MIT"
 
   depends_on "node"

@@ -21,6 +21,7 @@ const lazy = {
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
+  get readPasswords () { return require('../proxy/edge/rules').readPasswords },
   get startDashboard () { return require('../admin/terminal').startDashboard },
   get reloadLog () { return require('./reload-log') },
   get signals () { return require('./signals') },
@@ -93,11 +94,17 @@ async function primary (config, io) {
   // The workers write their log lines straight to stderr, which would tear the view.
   if (config.dashboard) log.warn('--dashboard does not run with --workers; running without it')
   let status = null
+  let passwords
+  try {
+    passwords = statusPasswords(config)
+  } catch (err) {
+    return usageError(err, stderr)
+  }
   const onReady = async ({ gatherStats, broadcast }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
     if (config.status === null) return
     const control = lazy.control.controlFrom(action => everyWorker(broadcast, action))
-    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, ...PARSERS, log })
+    status = lazy.createStatusServer({ ...config.status, passwords, stats: gatherStats, control, ...PARSERS, log })
     try {
       await status.listen()
     } catch (err) {
@@ -105,8 +112,12 @@ async function primary (config, io) {
       signals.emit('SIGTERM')
     }
   }
+  const prepareReload = next => {
+    const file = statusPasswords(next)
+    return () => { if (status !== null) status.setPasswords(file) }
+  }
   const code = await lazy.workers.runPrimary(config, {
-    stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady
+    stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady, prepareReload
   })
   if (status !== null) await status.close()
   return code
@@ -122,6 +133,11 @@ async function everyWorker (broadcast, action) {
   const { error, code, status = 500 } = answers[0] || { error: 'no worker to ask' }
   const err = fromPlain({ code, message: error, status })
   throw err instanceof ControlError ? err : new ControlError(status, error)
+}
+
+// --status-basic-auth: its htpasswd file, read (a UsageError when it cannot be used), or null.
+function statusPasswords (config) {
+  return config.status === null || config.status.basicAuth === null ? null : lazy.readPasswords(config.status.basicAuth)
 }
 
 function usageError (err, stderr) {
@@ -144,10 +160,12 @@ async function serve (config, io, onListening = () => {}) {
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
   const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })
   let lb
+  let passwords
   try {
     lb = lazy.createBalancer(config, { log, stdout }) // with the access log config asks for
+    passwords = statusPasswords(config)
   } catch (err) {
-    return usageError(err, stderr) // a certificate that cannot be read or used
+    return usageError(err, stderr) // a certificate or htpasswd file that cannot be read or used
   }
   let addresses
   // The status listener and the dashboard act through the balancer's own control, as
@@ -156,7 +174,7 @@ async function serve (config, io, onListening = () => {}) {
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
-    : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, ...PARSERS, log })
+    : lazy.createStatusServer({ ...config.status, passwords, stats: lb.stats, control, ...PARSERS, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP while starting is kept for when reloads can be done, not fatal.
   const early = lazy.signals.holdSighup(signals, reloadConfig !== null)
@@ -176,7 +194,11 @@ async function serve (config, io, onListening = () => {}) {
   }
   // Signals are handled before the listening line: a script may send SIGHUP (or SIGTERM)
   // the moment it reads it, and a signal with no handler yet would kill the process.
-  const stopper = untilStopped(lb, signals, log, reloadConfig)
+  const prepareReload = next => {
+    const file = statusPasswords(next)
+    return () => { if (status !== null) status.setPasswords(file) }
+  }
+  const stopper = untilStopped(lb, signals, log, reloadConfig, prepareReload)
   early.release(true)
   for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
   let dashboard = null
@@ -211,7 +233,7 @@ async function serve (config, io, onListening = () => {}) {
 // drain for up to shutdownTimeout. A second one: cut every connection now. SIGHUP
 // (with a config file): reload it; one reload at a time, an invalid file changes
 // nothing. (signals.js)
-function untilStopped (lb, signals, log, reloadConfig) {
+function untilStopped (lb, signals, log, reloadConfig, prepareReload) {
   let handle
   const done = new Promise(resolve => {
     handle = lazy.signals.onSignals(signals, log, {
@@ -226,16 +248,20 @@ function untilStopped (lb, signals, log, reloadConfig) {
         })
       },
       destroy: () => lb.destroy(),
-      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log)
+      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log, prepareReload)
     })
   })
   return { done, stop: name => handle.stop(name) }
 }
 
-async function reload (lb, reloadConfig, log) {
+// prepareReload(next) -> apply(): what serve() itself reads for a reload (the status
+// listener's htpasswd file), checked first, applied once the balancer took the config.
+async function reload (lb, reloadConfig, log, prepareReload) {
   try {
     const next = reloadConfig()
+    const apply = prepareReload(next)
     const lines = await lb.reload(next)
+    apply()
     lazy.reloadLog.logReloaded(log, { lines, logLevel: next.logLevel })
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err

@@ -4,6 +4,7 @@ const os = require('os')
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
 const { loadListenerTls, Certificates } = require('../proxy/tls')
+const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
@@ -58,9 +59,15 @@ function workerCount (workers) {
 
 // io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError),
 //       exec, args, execArgv (what the workers run; by default this process's own),
-//       onReady({ gatherStats, broadcast }) once every worker listens }
+//       onReady({ gatherStats, broadcast }) once every worker listens,
+//       prepareReload(next) -> apply(): what the primary itself reads for a reload (the
+//       status listener's htpasswd file), checked before the workers are told (a
+//       UsageError refuses the reload), applied once they took it }
 function runPrimary (config, io) {
-  const { stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {} } = io
+  const {
+    stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {},
+    prepareReload = () => () => {}
+  } = io
   const log = createLogger({ level: config.logLevel, stderr })
   const count = workerCount(config.workers)
   const via = viaToken()
@@ -230,9 +237,14 @@ function runPrimary (config, io) {
     // SIGHUP: the file is read and checked here, once; the workers get the result.
     const reload = async () => {
       let next
+      let applied
       try {
         next = reloadConfig()
-        for (const l of next.listeners) loadListenerTls(l)
+        for (const l of next.listeners) {
+          loadListenerTls(l)
+          loadEdge(l)
+        }
+        applied = prepareReload(next)
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
         logRefused(log, err.message)
@@ -268,6 +280,7 @@ function runPrimary (config, io) {
         return
       }
       const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
+      applied()
       logReloaded(log, { lines: [...done.lines, ...keeperLines], logLevel: next.logLevel, failures })
       if (keeper !== null) keeper.begin() // the workers listen on the new config's listeners
     }

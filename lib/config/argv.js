@@ -169,7 +169,7 @@ function parseCommandLine (argv, env = {}) {
 
 // One --route as the builder takes it (see buildRoutes).
 function routeEntry (text) {
-  const { match, mode, backends } = PARSERS.route(text, '--route')
+  const { match, strip, settings, mode, backends } = PARSERS.route(text, '--route')
   const entry = value => ({ value, at: null })
   return {
     at: null,
@@ -177,7 +177,8 @@ function routeEntry (text) {
     name: undefined,
     mode: mode === null ? undefined : entry(mode),
     backends: backends.map(entry),
-    values: new Map()
+    values: new Map(settings.map(([name, value]) => [name, entry(value)])),
+    strip: strip ? entry(true) : undefined
   }
 }
 
