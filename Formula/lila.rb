@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fcf6bbb054341706799df1eadb390561897e4e644b8470c0047bef71c5c3f057"
+  sha256 "49ee2362a5494793e5238c64c7418169a2cd328cf7bbd07b5aa9bd33c708d8e7"
   license "MIT"
 
   depends_on "node"

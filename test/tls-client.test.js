@@ -73,7 +73,7 @@ t.test('openssl s_client: refused without a certificate or with one the CA did n
   const none = await sClient(lila.port, m)
   t.notMatch(none.out, /HTTP\/1\.1 200/, 'no certificate: no answer')
   t.match(none.out, /alert certificate required|alert handshake failure/, `refused in the handshake: ${none.out}`)
-  await lila.waitForLine(/TLS client 127\.0\.0\.1:\d+ refused: no certificate \(--tls-client-ca\)/)
+  await lila.waitForLine(/refused 127\.0\.0\.1:\d+: no client certificate \(--tls-client-ca\)/)
   const wrong = await sClient(lila.port, m, m.mallory)
   t.notMatch(wrong.out, /HTTP\/1\.1 200/, 'a certificate the CA did not sign: no answer')
   const good = await sClient(lila.port, m, m.alice)
@@ -81,7 +81,8 @@ t.test('openssl s_client: refused without a certificate or with one the CA did n
   t.match(good.out, /\r\n\r\nmtls\n/, 'the backend\'s answer')
   t.equal(backend.requests, 1, 'only alice reached the backend')
   const status = await statusJson(lila)
-  t.equal(status.listeners[0].clientCertRefused, 2, 'two handshakes refused, counted')
+  t.same(status.listeners[0].refused, { 'client-cert-none': 1, 'client-cert-untrusted': 1 }, 'the two refused handshakes, counted')
+  t.match(lila.stderr, /refused 127\.0\.0\.1:\d+ \(DEPTH_ZERO_SELF_SIGNED_CERT\): a client certificate --tls-client-ca did not sign/)
   const [cert] = status.certificates
   t.equal(cert.clientCa, m.ca, 'the status shows the client CA')
 })
@@ -91,9 +92,9 @@ t.test('refused handshakes are said at most once a second, with how many more', 
   const capture = captureLog('info')
   const { lb } = await startLila(t, ['rr', ':9', '--protocol', 'http', ...tlsArgs(m)], { log: capture.log })
   const [listener] = lb.listeners
-  for (let i = 0; i < 5; i++) listener.refusedClient(`127.0.0.${i + 1}:5000`, 'no certificate')
+  for (let i = 0; i < 5; i++) listener.refusedClient('client-cert-none', `127.0.0.${i + 1}:5000`)
   t.equal(capture.lines.filter(l => /refused/.test(l)).length, 1, 'one line for five in the same second')
-  t.equal(lb.stats().listeners[0].clientCertRefused, 5, 'each counted')
+  t.same(lb.stats().listeners[0].refused, { 'client-cert-none': 5 }, 'each counted')
 })
 
 t.test('the backend is told who the client is, over HTTP/1.1 and HTTP/2, to HTTP/1.1 and HTTP/2 backends', async t => {

@@ -36,10 +36,7 @@ const LISTENER_FAMILIES = [
   ['lila_listener_retry_budget_exhausted_total', 'counter',
     'Retries not made because the retry budget (--retry-budget) was used up.', l => l.retryBudgetExhausted],
   ['lila_listener_failed_everywhere_total', 'counter',
-    'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere],
-  ['lila_listener_client_cert_refused_total', 'counter',
-    'TLS handshakes refused for the client\'s certificate (--tls-client-ca): none, or not signed by its CAs.',
-    l => l.tls && l.clientCertRefused !== undefined ? l.clientCertRefused : null]
+    'Requests that failed on two backends: blamed on the request, not the backends.', l => l.failedEverywhere]
 ]
 
 // A route's pool (--route), as a listener's own: [name, type, help, value(route)].
@@ -64,7 +61,7 @@ const LISTENER_BY_CAUSE = [
     l => l.limited, 'limit'],
   ['lila_listener_refused_total',
     'Clients (tcp) or requests (http) refused by the rules at the edge, by reason (allow, deny, no-credentials, ' +
-    'wrong-credentials, auth-busy).',
+    'wrong-credentials, auth-busy; client-cert-none, client-cert-untrusted: TLS handshakes, --tls-client-ca).',
     l => l.refused, 'reason'],
   ['lila_listener_compressed_responses_total',
     'http --compress: responses compressed, by coding.', l => perCoding(l, 'responses'), 'encoding'],

@@ -25,10 +25,12 @@ const HEADERS = [
 ]
 
 // The TLSSocket after its handshake, asked for a certificate ->
-// { verified, subject, issuer, serial, fingerprint, refused: a reason or null }.
+// { verified, subject, issuer, serial, fingerprint, refused }: `refused` null, or why a
+// client without --tls-client-optional is refused (edge/stats.js's reasons), with the
+// verification's code, for the log.
 function verdictOf (socket) {
   const cert = socket.getPeerX509Certificate()
-  if (cert === undefined) return { ...NO_CERT, refused: 'no certificate' }
+  if (cert === undefined) return { ...NO_CERT, refused: { reason: 'client-cert-none', code: null } }
   // Node's own server reads the verification this way (tls.Server's onServerSocketSecure).
   const error = socket._handle && socket._handle.verifyError ? socket._handle.verifyError() : null
   const code = error ? error.code || 'UNKNOWN' : null
@@ -38,7 +40,7 @@ function verdictOf (socket) {
     issuer: distinguishedName(cert.issuer),
     serial: cert.serialNumber.toLowerCase(),
     fingerprint: cert.fingerprint256.replace(/:/g, '').toLowerCase(),
-    refused: code === null ? null : `certificate not trusted (${code})`
+    refused: code === null ? null : { reason: 'client-cert-untrusted', code }
   }
 }
 

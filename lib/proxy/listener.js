@@ -95,12 +95,8 @@ class Listener {
     this.counted = new Map() // session -> the address it is counted under
     this.rate = null // RateLimiter, or null
     this.limited = { 'max-conn-per-client': 0, 'rate-limit': 0 } // clients or requests turned away
-    this.clientCertRefused = 0 // --tls-client-ca: handshakes refused for the client's certificate
-    const sayRefused = throttled(message => this.log.info(message))
-    this.refusedClient = (peer, reason) => { // the prelude's, once per listener
-      this.clientCertRefused++
-      sayRefused(`TLS client ${peer} refused: ${reason} (--tls-client-ca)`)
-    }
+    // --tls-client-ca: a handshake refused for the client's certificate (the prelude's)
+    this.refusedClient = (reason, detail) => this.edgeStats.refused(reason, detail)
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
@@ -516,7 +512,6 @@ class Listener {
       waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
       limited: { ...this.limited }, // turned away by per-client limits
-      clientCertRefused: this.clientCertRefused, // --tls-client-ca: handshakes refused
       limitedClients: {
         connections: this.perClient === null ? 0 : this.perClient.size,
         rate: this.rate === null ? 0 : this.rate.size

@@ -19,7 +19,8 @@ const { verdictOf, setClientCert } = require('./client-cert')
 // never called.
 // `tls` is a ListenerTls (tls.js). With --tls-client-ca the client is asked for a
 // certificate: what was verified rides on the socket (client-cert.js), and a client
-// refused for it (none, or one the CAs did not sign) is told to `refused(peer, reason)`.
+// refused for it is told to `refused(reason, detail)` (edge/stats.js: client-cert-none,
+// client-cert-untrusted; detail: the peer, and the verification's code).
 // While an ACME TLS-ALPN-01 validation is under way (tls.challenges), the ClientHello
 // is read first: one that offers acme-tls/1 for a name being validated gets the
 // challenge's certificate and is closed; any other goes on as usual.
@@ -65,7 +66,7 @@ function startPrelude (raw, {
         })
     current = socket
     const onTlsError = err => {
-      if (err.code === 'ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE') refused(peer, 'no certificate')
+      if (err.code === 'ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE') refused('client-cert-none', peer)
       fail(`TLS: ${err.code || err.message}`)
     }
     socket.on('error', onTlsError)
@@ -82,8 +83,9 @@ function startPrelude (raw, {
       if (secure.requestCert) {
         const verdict = verdictOf(socket)
         if (verdict.refused !== null && secure.rejectUnauthorized) {
-          refused(peer, verdict.refused)
-          return fail(`TLS: client certificate refused: ${verdict.refused}`)
+          const { reason, code } = verdict.refused
+          refused(reason, code === null ? peer : `${peer} (${code})`)
+          return fail(`TLS: client certificate refused: ${code || 'none'}`)
         }
         setClientCert(socket, verdict)
       }
