@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "49ee2362a5494793e5238c64c7418169a2cd328cf7bbd07b5aa9bd33c708d8e7"
+  sha256 "747ce30d4c081531cdd4697b2b01f47cec41707532aed8a92dd8e91390368f60"
   license "MIT"
 
   depends_on "node"

@@ -51,7 +51,7 @@ class Keeper {
     this.entries = new Map() // key -> Entry
     this.state = null // StateFolder, once needed
     this.ca = null // LocalCa, once needed
-    this.clients = new Map() // directory URL -> AcmeClient
+    this.clients = new Map() // the ACME client in use, by its directory, email and trust
     this.challenges = new Map() // a key per challenge -> its 'add' update (for workers that start)
     this.begun = false
     this.closed = false
@@ -169,6 +169,8 @@ class Keeper {
     const { directory, email, ca } = this.config.acme
     const id = `${directory} ${email} ${ca}`
     if (this.clients.has(id)) return this.clients.get(id)
+    for (const old of this.clients.values()) old.close() // a reload changed the CA, email or trust
+    this.clients.clear()
     const dir = this.folder().folder('acme', slug(directory))
     const state = this.folder()
     let keyPem = state.read(path.join(dir, 'account.key'))
