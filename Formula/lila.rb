@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b85376a8ee03475f91d40ee21089d00b70bbd302f585a80cfc9204f845709998"
+  sha256 "3ed0101bf49791b4018161d44b6d75665edab233551a133f80ecba78eccc1b65"
   license "MIT"
 
   depends_on "node"
