@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3ed0101bf49791b4018161d44b6d75665edab233551a133f80ecba78eccc1b65"
+  sha256 "d7b47f437d8d3aa2cf1102811072641f04e74c39998fb65c5a0e57360701e22a"
   license "MIT"
 
   depends_on "node"
