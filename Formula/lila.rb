@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "bc49d07e60846cd429bfa14572e229d532983d163e81c16134cee635a2bf6917"
+  sha256 "a625a9315f534db1e091059955a35daae14465dda69eed4b532ce7d5832848ea"
   license "MIT"
 
   depends_on "node"

@@ -16,7 +16,8 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
-//   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
+//   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]; listen(given): some
+//                                         // on sockets given to the process (name -> socket)
 //   lb.stats()                            // a fresh plain snapshot
 //   const lines = await lb.reload(next)   // apply a new config; what changed, in words
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
@@ -124,33 +125,35 @@ function createBalancer (config, {
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
   // meanwhile wait unread.
-  async function listen () {
+  // `given`: Map listener name -> a socket the process was given for it (bind.js listen).
+  async function listen (given = new Map()) {
     const addresses = []
     const warning = limitWarning(fileLimit, current.listeners.map(l => l.maxConn))
     if (warning !== null) log.warn(warning)
     try {
-      for (const listener of listeners) addresses.push(await listener.listen())
+      for (const listener of listeners) addresses.push(await listener.listen(given.get(listener.config.name) || null))
       await Promise.all(listeners.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start())))
       for (const listener of listeners) listener.open()
     } catch (err) {
-      await close(0)
+      await close(0, { handOver: given.size > 0 }) // given sockets' files are not this start's to remove
       throw err
     }
     started = true
     return addresses
   }
 
-  function retire (listener, timeout) {
+  function retire (listener, timeout, handOver = false) {
     for (const upstream of upstreamsOf(listener)) upstream.close()
-    const closed = listener.close(timeout).then(() => { retiring.delete(listener) })
+    const closed = listener.close(timeout, { handOver }).then(() => { retiring.delete(listener) })
     retiring.set(listener, closed)
     return closed
   }
 
   // Stop accepting and drain every listener; stats() still shows them. The access log's
   // last lines are written before it resolves: a process may exit right after.
-  function close (timeout = current.shutdownTimeout) {
-    const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
+  // `handOver`: another process listens on the same sockets now (cli/upgrade.js).
+  function close (timeout = current.shutdownTimeout, { handOver = false } = {}) {
+    const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout, handOver))
     return Promise.all([...all, ...retiring.values()]).then(() => {
       if (accessLog !== null) accessLog.flush()
     })
@@ -283,10 +286,19 @@ function createBalancer (config, {
     return controls[op](request)
   }
 
+  // The listening sockets, to hand to the next lila (cli/upgrade.js): what each listener
+  // is (its name and address as configured) and its descriptor.
+  function sockets () {
+    return listeners.map(({ config: { name, protocol, host, port }, descriptor }) => ({
+      role: 'listener', name, protocol, host, port, fd: descriptor
+    }))
+  }
+
   return {
     listen,
     close,
     destroy,
+    sockets,
     stats,
     reload,
     control,

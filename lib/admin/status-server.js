@@ -3,7 +3,7 @@
 const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
-const { listen } = require('../proxy/bind')
+const { listen, descriptorOf } = require('../proxy/bind')
 const { RuntimeError, UsageError, ControlError, reasonOf } = require('../errors')
 const { specAddress } = require('../address')
 const { renderPage } = require('./status-page')
@@ -28,9 +28,12 @@ const VERSION = require('../version')
 //                   no parser of its own
 //     parseFault(pairs, subject) -> a fault's settings, or throws a UsageError: the
 //                   query of POST /backends/ADDRESS/fault (parseFaultSettings)
-//   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status";
-//                  from then on a History (history.js) samples stats() for the charts
-//   .close()    -> promise; open admin connections are cut
+//   .listen(given) -> promise of the page's URL; logs "status on http://HOST:PORT/status";
+//                  from then on a History (history.js) samples stats() for the charts.
+//                  `given`: a socket the process was given to listen on (bind.js), or null
+//   .close({ handOver }) -> promise; open admin connections are cut (handing over to
+//                  another process: the requests under way finish first)
+//   .descriptor -> the listening socket's, to hand it over (-1 when not listening)
 //
 // Changes (POST, DELETE) are refused with 403 unless a --status-token was given and
 // the request carries it (Authorization: Bearer TOKEN), or no token was given and the
@@ -163,10 +166,10 @@ function createStatusServer ({
     return null
   }
 
-  async function start () {
+  async function start (given = null) {
     let address
     try {
-      address = await listen(server, { host, port })
+      address = await listen(server, { host, port }, given)
     } catch (err) {
       // "cannot listen on 127.0.0.1:9000 (--status-port): address already in use"
       if (!(err instanceof RuntimeError)) throw err
@@ -183,15 +186,18 @@ function createStatusServer ({
     return url
   }
 
-  function close () {
+  function close ({ handOver = false } = {}) {
     history.stop()
     return new Promise(resolve => {
       server.close(() => resolve())
-      server.closeAllConnections()
+      if (handOver) server.closeIdleConnections()
+      else server.closeAllConnections()
     })
   }
 
-  return { listen: start, close, server, history, get url () { return url } }
+  return {
+    listen: start, close, server, history, get url () { return url }, get descriptor () { return descriptorOf(server) }
+  }
 }
 
 function send (res, status, body, headers = {}, line = false) {

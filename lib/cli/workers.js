@@ -10,7 +10,7 @@ const { sumStats } = require('../admin/sum-stats')
 const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
-const { removeStaleSocket } = require('../proxy/bind')
+const { removeStaleSocket } = require('../proxy/socket-file')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster

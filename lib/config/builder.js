@@ -304,7 +304,8 @@ function buildListener ({
   const tls = tlsCertificates.length === 0 ? null : { certificates: tlsCertificates }
   const routes = buildRoutes(routeEntries, values, settings, mode, src)
   for (const route of routes) route.pool.backendTls = backendTls
-  return listenerFrom(settings, { mode, backends, tls, backendTls, routes })
+  const addressGiven = { host: given('host'), port: given('port') }
+  return listenerFrom(settings, { mode, backends, tls, backendTls, routes, given: addressGiven })
 }
 
 // The header options together (header-rules.js): {request_id} needs --request-id, and

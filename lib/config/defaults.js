@@ -16,16 +16,21 @@ const { DEFAULT_MODE } = require('../upstream/balancers')
 const { defaultName } = require('./names')
 const { unixPath } = require('../address')
 
+const NOT_GIVEN = Object.freeze({ host: false, port: false })
+
 const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.default]))
 
 // `settings` has every listener option; `parts` what no single option says: the mode,
 // the backends (as parseBackend returns them), and TLS as the builder put it together
 // (tls: { certificates } or null, backendTls: { ca, caAt, insecure } or null).
-function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] }) {
+// `given`: whether the host and the port were given rather than defaults (a socket
+// handed to lila, by systemd, must then match them: cli/inherited.js).
+function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [], given = NOT_GIVEN }) {
   return {
     name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
     port: unixPath(settings.host) !== null ? null : settings.port, // null on a Unix socket
     host: settings.host,
+    addressGiven: given, // { host, port }: each true when given, false when the default
     protocol: settings.protocol,
     mode,
     backends,
@@ -88,6 +93,7 @@ function configFrom (globals, listeners) {
     shutdownTimeout: globals.shutdownTimeout,
     workers: globals.workers,
     accessLog: globals.accessLog, // null (off), 'text' or 'json'
+    pidFile: globals.pidFile, // --pid-file: a path, or null
     status: globals.statusPort === null
       ? null
       : { host: globals.statusHost, port: globals.statusPort, token: globals.statusToken },
@@ -99,7 +105,9 @@ function configFrom (globals, listeners) {
 // Derived values (the name, checkTimeout) follow the overrides unless given themselves.
 function listenerConfig (overrides = {}) {
   const settings = { ...defaultsOf(LISTENER_OPTIONS), ...overrides }
-  return { ...listenerFrom(settings, { mode: DEFAULT_MODE, backends: [], tls: null, backendTls: null }), ...overrides }
+  const given = { host: 'host' in overrides, port: 'port' in overrides }
+  const parts = { mode: DEFAULT_MODE, backends: [], tls: null, backendTls: null, given }
+  return { ...listenerFrom(settings, parts), ...overrides }
 }
 
 function configWith (overrides = {}) {

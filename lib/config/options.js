@@ -477,6 +477,24 @@ const OPTIONS = [
     help: 'on SIGTERM/SIGINT, let open connections finish this long'
   },
   {
+    name: 'pid-file',
+    arg: 'FILE',
+    type: 'file',
+    group: 'operations',
+    default: null,
+    shown: 'none',
+    scope: 'global',
+    help: 'write the process ID to FILE once listening (for lila upgrade and systemd\'s PIDFile=); removed at exit'
+  },
+  {
+    name: 'exec',
+    arg: 'PATH',
+    type: 'file',
+    group: 'operations',
+    scope: 'cli',
+    help: 'lila upgrade: the executable the new lila runs, rather than the one at the running lila\'s own path'
+  },
+  {
     name: 'log-level',
     arg: 'L',
     type: 'logLevel',

@@ -16,6 +16,9 @@ const H2 = handlers({
   close () { this.owner.onClose() }
 })
 
+const { NGHTTP2_NO_ERROR: NO_ERROR } = require('http2').constants
+const LAST_STREAM_ID = 2 ** 31 - 1
+
 // Refused streams' late errors (a reset after the answer) go nowhere.
 function ignore () {}
 
@@ -53,7 +56,7 @@ class Http2Session {
     this.h2 = h2
     h2.owner = this
     addListeners(h2, H2)
-    if (this.closing) h2.close()
+    if (this.closing) this.goAway()
   }
 
   start () {}
@@ -138,10 +141,22 @@ class Http2Session {
     this.socket.destroy()
   }
 
-  // Graceful close: GOAWAY; the streams in flight finish, then the connection closes.
-  closeIfIdle () {
+  // Graceful close (a shutdown, an upgrade, a reload that removes the listener): the
+  // streams in flight finish, then the connection closes; none is refused.
+  drain () {
+    if (this.closing) return
     this.closing = true
-    if (this.h2 !== null) this.h2.close()
+    if (this.h2 !== null) this.goAway()
+  }
+
+  // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream ID (open no
+  // more), then, once a PING comes back (the client has read the first), with the last
+  // stream taken, so that a stream the client opened meanwhile is served, not refused.
+  goAway () {
+    const h2 = this.h2
+    if (h2.closed || h2.destroyed) return
+    h2.goaway(NO_ERROR, LAST_STREAM_ID)
+    if (!h2.ping(() => h2.close())) h2.close()
   }
 }
 
