@@ -56,7 +56,8 @@ async function main (argv, io = {}) {
   const channel = io.channel || (process.send ? process : { connected: false })
   const said = lazy.upgrade.rememberLastLine(stderr)
   stderr = said.stream
-  const code = await run(argv, { ...io, stdout, stderr, signals, env, inherited, channel })
+  const onFailed = message => said.note(message) // a worker's, said on its own stderr
+  const code = await run(argv, { ...io, stdout, stderr, signals, env, inherited, channel, onFailed })
   if (code !== 0) await lazy.upgrade.reportFailure(channel, said.last() || `exited with code ${code}`)
   return code
 }
@@ -113,30 +114,81 @@ async function run (argv, io) {
 }
 
 // The --workers primary. The status listener runs here, over the workers: statistics
-// summed from their snapshots, control actions sent to each of them.
+// summed from their snapshots, control actions sent to each of them. SIGUSR2 hands the
+// sockets to a new primary (upgrade.js), which starts workers of its own.
 async function primary (config, io) {
-  const { stderr, signals, cluster, reloadConfig } = io
+  const { stderr, signals, cluster, reloadConfig, program = null, inherited = NOTHING_INHERITED, channel = null } = io
   const log = lazy.createLogger({ level: config.logLevel, stderr })
   // The workers write their log lines straight to stderr, which would tear the view.
   if (config.dashboard) log.warn('--dashboard does not run with --workers; running without it')
+  let given
+  try {
+    given = lazy.inherited.assign(inherited, config)
+  } catch (err) {
+    if (!(err instanceof RuntimeError)) throw err
+    log.error(err.message)
+    return 1
+  }
   let status = null
-  const onReady = async ({ gatherStats, broadcast }) => {
+  let entered = false
+  let handedOver = false
+  const journal = new lazy.Journal()
+  let upgrader = null
+  const onReady = async ({ gatherStats, broadcast, sockets, handOver }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
-    if (config.status === null) return
-    const control = lazy.control.controlFrom(action => everyWorker(broadcast, action))
-    status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, ...PARSERS, log })
-    try {
-      await status.listen()
-    } catch (err) {
-      log.error(err.message)
-      signals.emit('SIGTERM')
+    const perform = journal.recording(action => everyWorker(broadcast, action))
+    if (program !== null) {
+      upgrader = lazy.upgrade.createUpgrader({
+        program,
+        args: io.argv,
+        pidFile: config.pidFile,
+        log,
+        sockets: async () => {
+          const handed = await sockets()
+          handed.push(...statusSocket(status, config))
+          return handed
+        },
+        state: () => journal.entries(),
+        handOver: () => {
+          handedOver = true
+          if (status !== null) status.close({ handOver: true })
+          handOver()
+        }
+      })
     }
+    if (config.status !== null) {
+      const control = lazy.control.controlFrom(perform)
+      status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, ...PARSERS, log })
+      try {
+        await status.listen(given.status)
+      } catch (err) {
+        log.error(err.message)
+        signals.emit('SIGTERM')
+        return
+      }
+    }
+    entered = await lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
+    if (entered) return
+    if (inherited.upgrade === null) return signals.emit('SIGTERM')
+    handedOver = true // the sockets go on serving in the lila before
+    handOver()
   }
   const code = await lazy.workers.runPrimary(config, {
-    stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady
+    stderr,
+    signals,
+    cluster,
+    reloadConfig,
+    exec: io.exec,
+    args: io.args,
+    given: given.listeners,
+    upgrade: program === null ? null : () => upgrader === null ? null : upgrader.upgrade(),
+    onFailed: io.onFailed,
+    onReady
   })
-  if (status !== null) await status.close()
-  return code
+  if (upgrader !== null) upgrader.cancel()
+  if (status !== null) await status.close({ handOver: handedOver })
+  if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
+  return entered ? code : code || 1
 }
 
 // One control action on every worker: the first worker's answer, or its error (each

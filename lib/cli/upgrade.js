@@ -262,8 +262,8 @@ async function enterService ({ inherited, channel, pidFile, log, perform }) {
   })
 }
 
-// The last line a stream was given (but "Try 'lila --help'."): why a new lila could
-// not start, for the lila that started it. -> { stream, last() }
+// The last line a stream was given (but "Try 'lila --help'."), or noted: why a new lila
+// could not start, for the lila that started it. -> { stream, note(line), last() }
 function rememberLastLine (stream) {
   let last = ''
   return {
@@ -276,6 +276,7 @@ function rememberLastLine (stream) {
       get isTTY () { return stream.isTTY },
       get columns () { return stream.columns }
     },
+    note: line => { last = line },
     last: () => last
   }
 }

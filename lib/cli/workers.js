@@ -9,8 +9,10 @@ const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
 const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
+const { UsageError, RuntimeError, UpgradeError, toPlain, fromPlain } = require('../errors')
+const { sameAddress } = require('../config/changes')
 const { removeStaleSocket } = require('../proxy/socket-file')
+const { handleOf } = require('../proxy/bind')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
@@ -25,10 +27,17 @@ const { unixPath } = require('../address')
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
 // reload runs the config in force. IPC messages are plain objects { lila: type, ... }:
-//   primary -> worker  config { config, index, via, table, workers }, reload { id, config },
-//                      stats { id }, control { id, action }, stop, destroy
-//   worker -> primary  ready, listening { lines }, failed { code },
+//   primary -> worker  config { config, index, via, table, workers, sockets },
+//                      reload { id, config }, stats { id }, control { id, action },
+//                      sockets { id }, stop { handOver }, destroy
+//   worker -> primary  ready, listening { lines }, failed { code, message },
+//                      socket { id, role, name, protocol, host, port } with the
+//                      listening socket's handle (for an upgrade: the primary holds none),
 //                      reply { id, value } | { id, error: { code, message, status } }
+// Sockets the process was given (systemd, an upgrade: `given`, name -> socket) are
+// descriptors of the primary's, which the workers listen on through cluster. Once every
+// worker is gone at the same time, cluster has closed them: lila stops rather than
+// serve without them.
 // (an error crosses as plain data and is made again as its class: errors.js fromPlain)
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
@@ -53,9 +62,15 @@ function workerCount (workers) {
 
 // io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError),
 //       exec, args, execArgv (what the workers run; by default this process's own),
-//       onReady({ gatherStats, broadcast }) once every worker listens }
+//       given (Map listener name -> a socket given to the process, inherited.js),
+//       upgrade (SIGUSR2, or null), onFailed(message) (why a worker could not start),
+//       onReady({ gatherStats, broadcast, sockets, handOver }) once every worker listens }
 function runPrimary (config, io) {
-  const { stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {} } = io
+  const {
+    stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {},
+    upgrade = null, onFailed = () => {}
+  } = io
+  const given = new Map(io.given || [])
   const log = createLogger({ level: config.logLevel, stderr })
   const count = workerCount(config.workers)
   const via = viaToken()
@@ -71,6 +86,7 @@ function runPrimary (config, io) {
 
   let current = config
   let starting = true
+  let handOver = null // once running (below)
   let stopping = false
   let nextId = 1
   let startLines = [] // the first worker's listening lines
@@ -82,7 +98,8 @@ function runPrimary (config, io) {
     listeningAt: 0,
     failures: 0,
     timer: null,
-    pending: new Map()
+    pending: new Map(),
+    sockets: null // while handing the listening sockets up: those received
   }))
 
   return new Promise(resolve => {
@@ -103,7 +120,7 @@ function runPrimary (config, io) {
       slot.pid = worker.process.pid
       slot.listening = false
       slot.listeningAt = 0
-      worker.on('message', message => onMessage(slot, worker, message))
+      worker.on('message', (message, handle) => onMessage(slot, worker, message, handle))
       worker.on('exit', (code, signal) => onExit(slot, worker, code, signal))
       worker.on('error', () => {}) // an IPC send to a dying worker; 'exit' follows
     }
@@ -114,7 +131,7 @@ function runPrimary (config, io) {
       return true
     }
 
-    const onMessage = (slot, worker, message) => {
+    const onMessage = (slot, worker, message, handle) => {
       if (worker !== slot.worker || message === null || typeof message !== 'object') return
       switch (message.lila) {
         case 'ready':
@@ -122,10 +139,22 @@ function runPrimary (config, io) {
             send(slot, { lila: 'destroy' })
           } else {
             send(slot, {
-              lila: 'config', config: current, index: slot.index, via, table: slot.index === 1, workers: count
+              lila: 'config',
+              config: current,
+              index: slot.index,
+              via,
+              table: slot.index === 1,
+              workers: count,
+              sockets: Object.fromEntries(given)
             })
           }
           break
+        case 'socket': {
+          const { lila, id, ...socket } = message
+          if (handle && slot.sockets !== null) slot.sockets.push({ ...socket, handle })
+          else if (handle) handle.close()
+          break
+        }
         case 'listening':
           slot.listening = true
           slot.listeningAt = Date.now()
@@ -138,6 +167,7 @@ function runPrimary (config, io) {
           break
         case 'failed':
           slot.failedCode = message.code
+          if (starting) onFailed(message.message)
           break
         case 'reply': {
           const waiter = slot.pending.get(message.id)
@@ -155,7 +185,7 @@ function runPrimary (config, io) {
       starting = false
       for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
-      onReady({ gatherStats, broadcast })
+      onReady({ gatherStats, broadcast, sockets, handOver })
     }
 
     const onExit = (slot, worker, code, signal) => {
@@ -183,6 +213,12 @@ function runPrimary (config, io) {
         }
         return
       }
+      if (given.size > 0 && slots.every(s => s.worker === null)) {
+        log.error(`worker ${slot.index} (pid ${slot.pid}) ${how}, the last of them: the sockets lila was given ` +
+          '(by systemd or the lila before) went with them and cannot be listened on again; stopping')
+        failure = 1
+        return stopAll('destroy')
+      }
       if (slot.listeningAt > 0 && Date.now() - slot.listeningAt > STABLE_MS) slot.failures = 0
       const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** slot.failures)
       slot.failures++
@@ -191,12 +227,12 @@ function runPrimary (config, io) {
       slot.timer = setTimeout(() => fork(slot), delay)
     }
 
-    const stopAll = type => {
+    const stopAll = (type, handOver = false) => {
       stopping = true
       for (const slot of slots) {
         clearTimeout(slot.timer)
         slot.timer = null
-        send(slot, { lila: type })
+        send(slot, { lila: type, handOver })
       }
       if (slots.every(s => s.worker === null && s.timer === null)) finish()
     }
@@ -213,9 +249,14 @@ function runPrimary (config, io) {
         return
       }
       await removeStaleSockets(next.listeners, current.listeners)
-      // A worker started from now on gets the new config; those running are told.
+      // A worker started from now on gets the new config; those running are told. A
+      // socket given for a listener the reload replaces or removes is not listened on again.
       const previous = current
       current = next
+      for (const name of [...given.keys()]) {
+        const before = previous.listeners.find(l => l.name === name)
+        if (!next.listeners.some(l => l.name === name && sameAddress(l, before))) given.delete(name)
+      }
       const timeout = Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)
       const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, timeout).then(
         lines => ({ slot, lines }),
@@ -232,16 +273,25 @@ function runPrimary (config, io) {
       logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures })
     }
 
+    let handingOver = false
     const handle = onSignals(signals, log, {
       stop: name => {
         const timeout = current.shutdownTimeout
         log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${timeout / 1000}s)`)
-        stopAll('stop')
+        stopAll('stop', handingOver)
       },
       destroy: () => stopAll('destroy'),
       // While starting, SIGHUP is ignored; once stopping (a worker failed), too.
-      reload: reloadConfig === null ? null : () => starting || stopping ? null : reload()
+      reload: reloadConfig === null ? null : () => starting || stopping ? null : reload(),
+      upgrade: upgrade === null
+        ? null
+        : () => starting ? log.warn('SIGUSR2: the workers are still starting; no upgrade') : upgrade()
     })
+    // A new lila took over: the workers stop accepting and drain, leaving socket files.
+    handOver = () => {
+      handingOver = true
+      handle.stop('handed over')
+    }
     // Socket files left by a lila that died go before the workers bind: each worker
     // removing them itself would race the others.
     removeStaleSockets(config.listeners).then(() => {
@@ -264,6 +314,27 @@ function runPrimary (config, io) {
       slot.pending.set(id, { resolve, reject, timer })
       slot.worker.send({ ...message, id })
     })
+  }
+
+  // The listening sockets, to hand to a new lila (upgrade.js): the primary holds none of
+  // its own (cluster does), so a listening worker sends its copies up. Resolves
+  // [{ role, name, protocol, host, port, fd }] with release(), which closes the copies.
+  async function sockets () {
+    const slot = slots.find(s => s.listening && s.worker !== null)
+    if (slot === undefined) throw new UpgradeError('no worker listens: there are no sockets to hand over')
+    slot.sockets = []
+    let received
+    try {
+      await request(slot, { lila: 'sockets' })
+    } catch (err) {
+      throw new UpgradeError(`worker ${slot.index} did not hand its sockets up: ${err.message}`)
+    } finally {
+      received = slot.sockets
+      slot.sockets = null
+    }
+    const handed = received.map(({ handle, ...socket }) => ({ ...socket, fd: handle.fd }))
+    handed.release = () => { for (const { handle } of received) handle.close() }
+    return handed
   }
 
   // Every worker's snapshot, summed into one of the shape of lb.stats(), with each
@@ -310,16 +381,25 @@ function runWorker (io) {
       )
     }
 
+    // The listening sockets, each with its handle, up to the primary (for an upgrade).
+    const handUp = id => {
+      const sockets = lb.sockets()
+      lb.listeners.forEach((listener, i) => {
+        if (channel.connected) channel.send({ lila: 'socket', id, ...sockets[i] }, handleOf(listener.server))
+      })
+      return sockets.length
+    }
+
     let starting = null // while the listeners bind and the backends are checked
-    const stop = (destroyNow = false) => {
-      if (starting !== null) return starting.then(() => stop(destroyNow)) // then stop
+    const stop = (destroyNow = false, handOver = false) => {
+      if (starting !== null) return starting.then(() => stop(destroyNow, handOver)) // then stop
       if (lb === null) {
         cleanUp()
         return resolve(0)
       }
       if (destroyNow) lb.destroy()
       if (stopped !== null) return
-      stopped = lb.close(config.shutdownTimeout).then(() => {
+      stopped = lb.close(config.shutdownTimeout, { handOver }).then(() => {
         log.debug('stopped')
         cleanUp()
         resolve(0)
@@ -331,12 +411,12 @@ function runWorker (io) {
       log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
       try {
         lb = createBalancer(config, { log, via: message.via, table: message.table })
-        const addresses = await lb.listen()
+        const addresses = await lb.listen(new Map(Object.entries(message.sockets || {})))
         send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
       } catch (err) {
         if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
         log.error(err.message)
-        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1 })
+        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1, message: err.message })
         lb = null
         cleanUp()
         resolve(err instanceof UsageError ? 2 : 1)
@@ -357,7 +437,8 @@ function runWorker (io) {
           return lines
         })
         case 'control': return reply(message.id, () => lb.control(message.action))
-        case 'stop': return stop()
+        case 'sockets': return reply(message.id, () => handUp(message.id))
+        case 'stop': return stop(false, message.handOver === true)
         case 'destroy': return stop(true)
       }
     }

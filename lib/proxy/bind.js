@@ -113,11 +113,17 @@ function listenReason (err, path) {
   return reasonOf(err)
 }
 
-// The descriptor of a listening server, to hand it to another process (cli/upgrade.js).
-// Node has no public way to say it: the handle's `fd` it is. -1 when not listening.
+// The handle of a listening server, to send it to another process over IPC (the
+// --workers primary holds no socket of its own: workers.js), and its descriptor, to
+// hand it to a process started with it (cli/upgrade.js). Node has no public way to say
+// either: the server's `_handle` it is, and its `fd` (-1 when not listening).
+function handleOf (server) {
+  return server._handle || null
+}
+
 function descriptorOf (server) {
-  const handle = server._handle
-  return handle && typeof handle.fd === 'number' ? handle.fd : -1
+  const handle = handleOf(server)
+  return handle !== null && typeof handle.fd === 'number' ? handle.fd : -1
 }
 
 function boundAddress (server) {
@@ -165,6 +171,7 @@ function originOf (socket) {
 
 module.exports = {
   listen,
+  handleOf,
   descriptorOf,
   mismatch,
   clientAddress,
