@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1e9c66687d184ae7a10a4ab9084c6d7c3b319801cf0b0a3364912b96787a7b4d"
+  sha256 "b35047e32c925d84e8a1f7306b484488c18eee3b0707928dc4deab26db1f86e8"
   license "MIT"
 
   depends_on "node"

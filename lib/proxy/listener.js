@@ -410,6 +410,7 @@ class Listener {
   handOver (session, next) {
     this.sessions.delete(session)
     this.sessions.add(next)
+    if (this.closing) next.drain(DRAIN_GRACE_MS) // as the session it takes over from would
     const address = this.counted.get(session)
     if (address === undefined) return
     this.counted.delete(session)

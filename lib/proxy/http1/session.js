@@ -71,6 +71,8 @@ class HttpSession {
     if (this.client.destroyed) return // its close comes, and ends this session
     if (this.headTimer !== null) clearTimeout(this.headTimer)
     this.headTimer = null
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer) // the HTTP/2 session drains instead
+    this.drainTimer = null
     this.buf = null
     this.client.pause()
     removeListeners(this.client, CLIENT)
