@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b35047e32c925d84e8a1f7306b484488c18eee3b0707928dc4deab26db1f86e8"
+  sha256 "aac612ef7c66838fd115306bda59e201848411b2b98bb4db9c1cce094e94a658"
   license "MIT"
 
   depends_on "node"

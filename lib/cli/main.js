@@ -167,9 +167,9 @@ async function primary (config, io) {
         return
       }
     }
+    if (inherited.upgrade === null) return
     entered = await lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
     if (entered) return
-    if (inherited.upgrade === null) return signals.emit('SIGTERM')
     handedOver = true // the sockets go on serving in the lila before
     handOver()
   }
@@ -183,6 +183,12 @@ async function primary (config, io) {
     given: given.listeners,
     upgrade: program === null ? null : () => upgrader === null ? null : upgrader.upgrade(),
     onFailed: io.onFailed,
+    // Started afresh, the PID file is written before the line a script waits for.
+    onListening: () => {
+      if (inherited.upgrade !== null) return true
+      entered = lazy.upgrade.writePid(config.pidFile, log)
+      return entered
+    },
     onReady
   })
   if (upgrader !== null) upgrader.cancel()
@@ -288,9 +294,12 @@ async function serve (config, io, onListening = () => {}) {
   const handingOver = () => handedOver || (inherited.upgrade !== null && !entered)
   const stopper = untilStopped(lb, signals, log, { reloadConfig, upgrader, handingOver })
   early.release(true)
+  // Started afresh, the PID file is written before the line a script waits for; taking
+  // over from the lila before, once that one lets go.
+  const enter = () => lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
+  if (inherited.upgrade === null) entered = await enter()
   for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
-  // Taking over from the lila before, or started afresh: the PID file now.
-  entered = await lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
+  if (inherited.upgrade !== null) entered = await enter()
   if (!entered) stopper.stop('not started')
   let dashboard = null
   if (config.dashboard && inherited.upgrade !== null) {

@@ -238,17 +238,8 @@ function createUpgrader ({ program, args, pidFile, sockets, state, log, handOver
 // any other way, write the PID file. Resolves false when it must not serve after all
 // (the PID file could not be written: said, and told to the lila before).
 async function enterService ({ inherited, channel, pidFile, log, perform }) {
-  const writePid = () => { if (pidFile !== null) writePidFile(pidFile, process.pid) }
   const from = inherited.upgrade
-  if (from === null) {
-    try {
-      writePid()
-      return true
-    } catch (err) {
-      log.error(err.message)
-      return false
-    }
-  }
+  if (from === null) return writePid(pidFile, log)
   for (const action of from.state) {
     try {
       await perform(action)
@@ -257,9 +248,22 @@ async function enterService ({ inherited, channel, pidFile, log, perform }) {
     }
   }
   return takeOver(channel, () => {
-    writePid()
+    if (pidFile !== null) writePidFile(pidFile, process.pid) // (throws: said to the lila before)
     log.always(`upgraded from ${from.version} (pid ${from.pid}) to ${VERSION} (pid ${process.pid})`)
   })
+}
+
+// The PID file of a lila started afresh: true when written (or none asked for), false
+// when it cannot be (said).
+function writePid (pidFile, log) {
+  if (pidFile === null) return true
+  try {
+    writePidFile(pidFile, process.pid)
+    return true
+  } catch (err) {
+    log.error(err.message)
+    return false
+  }
 }
 
 // The last line a stream was given (but "Try 'lila --help'."), or noted: why a new lila
@@ -281,4 +285,6 @@ function rememberLastLine (stream) {
   }
 }
 
-module.exports = { startSuccessor, takeOver, reportFailure, createUpgrader, enterService, rememberLastLine, SETTLE_MS }
+module.exports = {
+  startSuccessor, takeOver, reportFailure, createUpgrader, enterService, writePid, rememberLastLine, SETTLE_MS
+}

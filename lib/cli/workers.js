@@ -64,11 +64,12 @@ function workerCount (workers) {
 //       exec, args, execArgv (what the workers run; by default this process's own),
 //       given (Map listener name -> a socket given to the process, inherited.js),
 //       upgrade (SIGUSR2, or null), onFailed(message) (why a worker could not start),
+//       onListening() -> false to stop (before the listening lines: the PID file),
 //       onReady({ gatherStats, broadcast, sockets, handOver }) once every worker listens }
 function runPrimary (config, io) {
   const {
     stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {},
-    upgrade = null, onFailed = () => {}
+    upgrade = null, onFailed = () => {}, onListening = () => true
   } = io
   const given = new Map(io.given || [])
   const log = createLogger({ level: config.logLevel, stderr })
@@ -183,6 +184,10 @@ function runPrimary (config, io) {
 
     const started = () => {
       starting = false
+      if (!onListening()) {
+        failure = 1
+        return stopAll('stop')
+      }
       for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
       onReady({ gatherStats, broadcast, sockets, handOver })

@@ -44,6 +44,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [],
     maxConnPerClient: settings.maxConnPerClient,
     timeout: settings.timeout,
     headerTimeout: settings.headerTimeout,
+    drainGrace: settings.drainGrace, // a graceful close waits this long for an idle connection's next request
     bodyTimeout: settings.bodyTimeout,
     forwarded: settings.forwarded,
     backendProtocol: settings.backendProtocol, // 'h1' or 'h2'

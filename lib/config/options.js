@@ -127,6 +127,16 @@ const OPTIONS = [
     help: 'http: answer 408 when a request head takes longer'
   },
   {
+    name: 'drain-grace',
+    arg: 'DUR',
+    type: 'duration',
+    group: 'http',
+    default: 1000,
+    only: 'http',
+    help: 'http: on a graceful stop, upgrade or reload, an idle keep-alive connection may send one more ' +
+      'request this long'
+  },
+  {
     name: 'body-timeout',
     arg: 'DUR',
     type: 'duration',

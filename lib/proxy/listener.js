@@ -21,9 +21,6 @@ const MAX_WAITING = 1024
 const NOT_ACCEPTING = `not accepting for ${PAUSE_MS / 1000}s`
 const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound again)'
-// A graceful close leaves a client between HTTP/1.1 requests this long to send the one
-// it may be sending at that moment (then served, with Connection: close).
-const DRAIN_GRACE_MS = 1000
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
@@ -410,7 +407,7 @@ class Listener {
   handOver (session, next) {
     this.sessions.delete(session)
     this.sessions.add(next)
-    if (this.closing) next.drain(DRAIN_GRACE_MS) // as the session it takes over from would
+    if (this.closing) next.drain(this.config.drainGrace) // as the session it takes over from would
     const address = this.counted.get(session)
     if (address === undefined) return
     this.counted.delete(session)
@@ -454,7 +451,9 @@ class Listener {
     this.waiting.clear()
     for (const client of held) client.destroy()
     for (const prelude of [...this.prelude]) prelude.destroy()
-    for (const session of this.sessions) session.drain(DRAIN_GRACE_MS)
+    // A client between HTTP/1.1 requests has --drain-grace to send the one it may be
+    // sending at that moment (then served, with Connection: close).
+    for (const session of this.sessions) session.drain(this.config.drainGrace)
     // The sweep goes on while sessions drain: their timeouts still apply.
     const done = () => {
       clearInterval(this.sweep)
