@@ -12,6 +12,8 @@ const { isGrpcType, callType } = require('../grpc')
 // is Node's session, which carries ours as `owner`.
 const H2 = handlers({
   stream (stream, headers, flags, rawHeaders) { this.owner.onStream(stream, rawHeaders) },
+  ping () { this.owner.onControlFrame('PING') },
+  remoteSettings () { this.owner.onControlFrame('SETTINGS') },
   error (err) { this.owner.onError(err) },
   close () { this.owner.onClose() }
 })
@@ -31,6 +33,18 @@ function ignore () {}
 const PREMATURE_MIN = 100
 const PREMATURE_MS = 1000
 
+// SETTINGS and PING floods: each costs lila an acknowledgement and the client nothing.
+// nghttp2 stops them only when its queue of acknowledgements outgrows 1,000, which
+// depends on how fast the socket drains: a flood that never outruns the socket was
+// never stopped (100,000 frames long, on a busy machine). So lila meters them: a
+// bucket of CONTROL_BURST, refilled at CONTROL_RATE a second and whole when a stream
+// opens or moves a byte; a frame that finds it empty closes the connection with
+// GOAWAY ENHANCE_YOUR_CALM. Keep-alive PINGs (one every few seconds) never empty it,
+// nor do PINGs that come with DATA (gRPC's window probes).
+const CONTROL_BURST = 100
+const CONTROL_RATE = 10
+const ENHANCE_YOUR_CALM = 0xb
+
 // One HTTP/2 client connection: a Listener's session (see listener.js), made when an
 // HTTP/1.1 session found its client speaks HTTP/2 (protocol.js startHttp2). Node's
 // http2 module does the framing, flow control and HPACK on the socket; this turns each
@@ -49,6 +63,8 @@ class Http2Session {
     this.closing = false // a graceful close was asked
     this.streams = 0 // streams opened
     this.prematureResets = 0 // of them, reset by the client at once (see PREMATURE_MIN)
+    this.controlTokens = CONTROL_BURST // PING and SETTINGS frames allowed now (CONTROL_BURST)
+    this.controlAt = 0 // when the bucket was last filled (ms)
   }
 
   // Node's http2 made its session for the socket.
@@ -63,6 +79,7 @@ class Http2Session {
 
   onStream (stream, rawHeaders) {
     this.idleTicks = 0
+    this.controlTokens = CONTROL_BURST
     this.streams++
     let head
     try {
@@ -93,6 +110,7 @@ class Http2Session {
   // A stream moved a byte.
   touch () {
     this.idleTicks = 0
+    this.controlTokens = CONTROL_BURST
   }
 
   exchangeDone (exchange) {
@@ -106,6 +124,18 @@ class Http2Session {
     this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${this.prematureResets} of ${this.streams} ` +
       'streams reset at once (rapid reset); connection closed')
     this.destroy()
+  }
+
+  // A PING or SETTINGS frame from the client (see CONTROL_BURST).
+  onControlFrame (type) {
+    const now = Date.now()
+    this.controlTokens = Math.min(CONTROL_BURST, this.controlTokens + (now - this.controlAt) * CONTROL_RATE / 1000)
+    this.controlAt = now
+    if (--this.controlTokens >= 0 || this.ended) return
+    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${type} frames faster than ${CONTROL_RATE}/s ` +
+      'without a request (a flood); connection closed')
+    this.h2.destroy(undefined, ENHANCE_YOUR_CALM)
+    this.socket.destroy()
   }
 
   // The listener's sweep, for each stream's --timeout and --body-timeout (see
