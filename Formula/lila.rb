@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3906d8e4f183193fd5ac1271047e1995973708d2496d9b908f883d877a1787f0"
+  sha256 "077bc56297a5ae582a909cab40a706623ed6a8366902f2bdbffc253e1df28783"
   license "MIT"
 
   depends_on "node"

@@ -13,6 +13,8 @@ const net = require('net')
 const path = require('path')
 const http2 = require('http2')
 const { httpBackend, spawnLila, within } = require('./fixtures/helpers')
+const { certDir, makeCertificate } = require('./fixtures/certs')
+const { PREFACE, TYPE, FLAG, frame, headerBlock } = require('./fixtures/h2-frames')
 
 // A keep-alive HTTP/1.1 connection read response by response.
 function keepAlive (port) {
@@ -128,32 +130,87 @@ t.test('SIGTERM while a response streams: its head promised keep-alive, so the n
   t.equal((await lila.exited).code, 0)
 })
 
-t.test('SIGTERM: HTTP/2 gets GOAWAY twice (no new streams, then the last taken) and its streams finish', async t => {
-  const slowly = slowResponse(() => {})
-  const a = await httpBackend(t, 'a', slowly.handler)
-  const lila = await spawnLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0'])
-  const session = http2.connect(`http://127.0.0.1:${lila.port}`)
-  session.on('error', () => {})
-  const goaways = []
-  session.on('goaway', (code, lastStreamID) => goaways.push([code, lastStreamID]))
-  const read = stream => new Promise(resolve => {
-    let body = ''
-    stream.setEncoding('utf8')
-    stream.on('data', chunk => { body += chunk })
-    stream.on('end', () => resolve(body))
-    stream.on('error', err => resolve(`error: ${err.message}`))
+for (const tls of [false, true]) {
+  const over = tls ? 'over TLS' : 'in the clear'
+  t.test(`SIGTERM: HTTP/2 ${over} gets GOAWAY twice (no new streams, then the last taken); no stream is refused`, async t => {
+    const slowly = slowResponse(() => {})
+    const a = await httpBackend(t, 'a', slowly.handler)
+    const args = ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0']
+    let connectOptions = {}
+    if (tls) {
+      const { cert, key, pem } = makeCertificate(certDir(t), 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
+      args.push('--tls-cert', cert, '--tls-key', key)
+      connectOptions = { ca: pem }
+    }
+    const lila = await spawnLila(t, args)
+    const session = http2.connect(`${tls ? 'https' : 'http'}://127.0.0.1:${lila.port}`, connectOptions)
+    session.on('error', () => {})
+    const goaways = []
+    session.on('goaway', (code, lastStreamID) => goaways.push([code, lastStreamID]))
+    const read = stream => new Promise(resolve => {
+      let body = ''
+      stream.setEncoding('utf8')
+      stream.on('data', chunk => { body += chunk })
+      stream.on('end', () => resolve(body))
+      stream.on('error', err => resolve(`error: ${err.code}`))
+    })
+    t.equal(await read(session.request({ ':path': '/' })), 'quick\n')
+    const slow = read(session.request({ ':path': '/slow' }))
+    const finish = await slowly.finish
+    lila.child.kill('SIGTERM')
+    await within(10000, 'the first GOAWAY', (async () => {
+      while (goaways.length < 1) await new Promise(resolve => setTimeout(resolve, 10))
+    })())
+    t.same(goaways[0], [0, 2 ** 31 - 1], 'first: no new streams')
+    finish()
+    t.equal(await slow, 'slow\n', 'the stream in flight finishes')
+    await within(10000, 'the session to close', new Promise(resolve => session.once('close', resolve)))
+    t.equal(goaways.at(-1)[0], 0)
+    t.equal(goaways.at(-1)[1], 3, 'then the last stream taken')
+    t.equal((await lila.exited).code, 0)
   })
-  t.equal(await read(session.request({ ':path': '/' })), 'quick\n')
-  const slow = read(session.request({ ':path': '/slow' }))
-  const finish = await slowly.finish
-  lila.child.kill('SIGTERM')
-  await within(10000, 'two GOAWAYs', (async () => {
-    while (goaways.length < 2) await new Promise(resolve => setTimeout(resolve, 10))
+}
+
+t.test('SIGTERM: the streams an idle HTTP/2 connection\'s client opens within --drain-grace are served, none refused', async t => {
+  const a = await httpBackend(t, 'a')
+  const lila = await spawnLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0'])
+  // A client of raw frames, which reads nothing until told: whatever lila sends on the
+  // drain, these streams are on their way before the client could have read it.
+  const socket = net.connect(lila.port, '127.0.0.1')
+  socket.on('error', () => {})
+  const received = []
+  const closed = new Promise(resolve => socket.on('close', resolve))
+  let buf = Buffer.alloc(0)
+  socket.on('data', chunk => {
+    buf = Buffer.concat([buf, chunk])
+    while (buf.length >= 9 && buf.length >= 9 + buf.readUIntBE(0, 3)) {
+      const length = buf.readUIntBE(0, 3)
+      const type = buf[3]
+      const id = buf.readUInt32BE(5) & 0x7fffffff
+      if (type === TYPE.PING && (buf[4] & 1) === 0) socket.write(frame(TYPE.PING, 1, 0, buf.subarray(9, 17)))
+      if (type === TYPE.SETTINGS && (buf[4] & 1) === 0) socket.write(frame(TYPE.SETTINGS, 1, 0))
+      received.push({ type, id, last: type === TYPE.GOAWAY ? buf.readUInt32BE(9) & 0x7fffffff : null, flags: buf[4] })
+      buf = buf.subarray(9 + length)
+    }
+  })
+  const get = id => frame(TYPE.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, headerBlock())
+  socket.write(Buffer.concat([PREFACE, frame(TYPE.SETTINGS, 0, 0), get(1)]))
+  const ended = id => received.some(f => f.type === TYPE.DATA && f.id === id && (f.flags & FLAG.END_STREAM))
+  await within(10000, 'the first response', (async () => {
+    while (!ended(1)) await new Promise(resolve => setTimeout(resolve, 10))
   })())
-  t.same(goaways, [[0, 2 ** 31 - 1], [0, 3]], 'first no new streams, then the last stream taken (3)')
-  finish()
-  t.equal(await slow, 'slow\n', 'the stream in flight finishes')
-  await within(10000, 'the session to close', new Promise(resolve => session.once('close', resolve)))
+  socket.pause() // from now on the GOAWAY stays unread
+  lila.child.kill('SIGTERM')
+  await lila.waitForLine(/SIGTERM: stopped accepting/)
+  // Idle, the connection had nothing in flight (Node would stop reading it after a
+  // GOAWAY): these come after the drain began.
+  socket.write(Buffer.concat([3, 5, 7, 9].map(get)))
+  socket.resume()
+  await within(15000, 'lila to close the connection', closed)
+  t.same([3, 5, 7, 9].filter(ended), [3, 5, 7, 9], 'each is answered, none refused')
+  const goaways = received.filter(f => f.type === TYPE.GOAWAY).map(f => f.last)
+  t.equal(goaways[0], 2 ** 31 - 1, 'GOAWAY: first no new streams')
+  t.same(new Set(goaways.slice(1)), new Set([9]), 'then the last stream taken')
   t.equal((await lila.exited).code, 0)
 })
 

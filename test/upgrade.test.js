@@ -12,7 +12,7 @@ const path = require('path')
 const http = require('http')
 const crypto = require('crypto')
 const { httpBackend, tcpBackend, request, statusJson, runLila, within, ROOT } = require('./fixtures/helpers')
-const { upgradableLila, gone, alive, missing, startWrk, startH2load } = require('./fixtures/upgrade')
+const { upgradableLila, gone, alive, missing, startWrk, startH2load, startH2Connections } = require('./fixtures/upgrade')
 
 const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
 const NO_H2LOAD = missing('h2load') && 'h2load is not installed (Debian package nghttp2-client)'
@@ -23,7 +23,7 @@ t.test('ten upgrades in a row under wrk (keep-alive, and a connection per reques
   const b = await httpBackend(t, 'b')
   const lila = await upgradableLila(t, ['rr', a.address, b.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0'])
   const url = `http://127.0.0.1:${lila.port}/`
-  const loads = [startWrk(url), startWrk(url, ['-H', 'Connection: close']), startH2load(url)]
+  const loads = [startWrk(url), startWrk(url, ['-H', 'Connection: close']), startH2load(url), startH2Connections(url)]
   t.teardown(() => loads.forEach(load => load.kill()))
   const served = () => a.requests + b.requests
   let before = served()
@@ -39,7 +39,7 @@ t.test('ten upgrades in a row under wrk (keep-alive, and a connection per reques
     t.equal(lila.pid(), upgraded.to, 'the PID file names the new lila')
     before = served()
   }
-  const [keepAlive, perRequest, h2] = await Promise.all(loads.map(load => load.stop()))
+  const [keepAlive, perRequest, h2, h2Connections] = await Promise.all(loads.map(load => load.stop()))
   for (const [name, wrk] of [['keep-alive', keepAlive], ['Connection: close', perRequest]]) {
     t.ok(wrk.requests > 0, `wrk ${name}: ${wrk.requests} requests`)
     t.same(wrk.errors, { connect: 0, read: 0, write: 0, timeout: 0 }, `wrk ${name}: no socket error\n${wrk.text}`)
@@ -48,6 +48,10 @@ t.test('ten upgrades in a row under wrk (keep-alive, and a connection per reques
   t.ok(h2.succeeded > 0, `h2load: ${h2.succeeded} requests in ${h2.rounds} rounds`)
   t.equal(h2.failed, 0, `h2load: none failed\n${h2.text}`)
   t.equal(h2.errored, 0, 'h2load: none errored')
+  // (h2load does not count a refused connection in its timed mode: a connection per request does.)
+  t.ok(h2Connections.requests > 0, `HTTP/2, a connection per request: ${h2Connections.requests} requests`)
+  t.same(h2Connections.errors, {}, 'HTTP/2, a connection per request: none refused or cut')
+  t.equal(h2Connections.failed, 0)
   t.same(lila.lines.filter(line => /upgraded from/.test(line)).length, UPGRADES, 'each new lila said so once')
   // Every lila before the last is gone once it drained.
   for (const pid of lila.pids) if (pid !== lila.pid()) await gone(pid)

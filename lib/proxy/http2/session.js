@@ -61,6 +61,7 @@ class Http2Session {
     this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
     this.ended = false
     this.closing = false // a graceful close was asked
+    this.drainTimer = null // draining: the grace before the connection closes (goAway)
     this.streams = 0 // streams opened
     this.prematureResets = 0 // of them, reset by the client at once (see PREMATURE_MIN)
     this.controlTokens = CONTROL_BURST // PING and SETTINGS frames allowed now (CONTROL_BURST)
@@ -91,6 +92,7 @@ class Http2Session {
     const exchange = new StreamExchange(this, stream, head)
     this.exchanges.add(exchange)
     exchange.start()
+    if (this.closing && this.drainTimer !== null && this.exchanges.size === 1) this.drainingStream()
   }
 
   // A request lila will not forward (malformed, CONNECT, too large): answered on its
@@ -162,6 +164,7 @@ class Http2Session {
   onClose () {
     if (this.ended) return
     this.ended = true
+    clearTimeout(this.drainTimer)
     for (const exchange of [...this.exchanges]) exchange.onClientClose()
     this.listener.sessionDone(this)
   }
@@ -172,21 +175,40 @@ class Http2Session {
   }
 
   // Graceful close (a shutdown, an upgrade, a reload that removes the listener): the
-  // streams in flight finish, then the connection closes; none is refused.
-  drain () {
+  // streams in flight finish, then the connection closes; none is refused. An idle
+  // connection serves the stream its client may be opening at this moment if it comes
+  // within `graceMs` (then as a busy one), and is closed if none does.
+  drain (graceMs) {
     if (this.closing) return
     this.closing = true
+    this.graceMs = graceMs
     if (this.h2 !== null) this.goAway()
   }
 
   // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream ID (open no
   // more), then, once a PING comes back (the client has read the first), with the last
   // stream taken, so that a stream the client opened meanwhile is served, not refused.
+  // Node stops reading a connection that sent a GOAWAY as soon as no stream is open,
+  // leaving such a stream, and the PING's answer, unread: so the first goes only while
+  // streams are open, and the second after `graceMs` at the latest.
   goAway () {
     const h2 = this.h2
     if (h2.closed || h2.destroyed) return
+    const close = () => {
+      clearTimeout(this.drainTimer)
+      this.drainTimer = null
+      if (!h2.closed && !h2.destroyed) h2.close()
+    }
+    this.drainTimer = setTimeout(close, this.graceMs)
+    if (this.exchanges.size === 0) return // idle: wait for a stream (onStream), or the grace
     h2.goaway(NO_ERROR, LAST_STREAM_ID)
-    if (!h2.ping(() => h2.close())) h2.close()
+    if (!h2.ping(close)) close()
+  }
+
+  // Draining and idle: a stream came in time; it is served, the rest as when busy.
+  drainingStream () {
+    clearTimeout(this.drainTimer)
+    this.goAway()
   }
 }
 
