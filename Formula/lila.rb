@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "077bc56297a5ae582a909cab40a706623ed6a8366902f2bdbffc253e1df28783"
+  sha256 "2b0c72b2d724acf1476bc97efd3c3f785c3a5113990a7e913d29bfdab528e928"
   license "MIT"
 
   depends_on "node"
