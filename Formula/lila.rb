@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2b0c72b2d724acf1476bc97efd3c3f785c3a5113990a7e913d29bfdab528e928"
+  sha256 "23ac650bd01cbc17269f6ad3915bf6090e1c18639c0eb2baf789039acb9251dd"
   license "MIT"
 
   depends_on "node"
