@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "23ac650bd01cbc17269f6ad3915bf6090e1c18639c0eb2baf789039acb9251dd"
+  sha256 "5051e385bb3395b405be174f9467be255cb5c7b17b95eb18eee34e5547da504d"
   license "MIT"
 
   depends_on "node"
