@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5051e385bb3395b405be174f9467be255cb5c7b17b95eb18eee34e5547da504d"
+  sha256 "7993b07fd7f54c4c3712eb7704adfec2c0efab9cc6b40b7fa436179354004432"
   license "MIT"
 
   depends_on "node"

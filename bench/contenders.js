@@ -1,7 +1,7 @@
 'use strict'
 
 // Every balancer the bench compares, one function each. A contender is
-//   { name, layer: 'tcp' | 'http', missing(): reason | null,
+//   { name, layer: 'tcp' | 'http', h2Only (runs in H1 and G1 only), missing(): reason | null,
 //     cannotH2({ backendProtocol, grpc }): reason | null   (http ones and direct)
 //     start({ backends, mode, dir, cpu, h2, grpc, backendProtocol }) -> { port, pid, stop() } }
 // `backends` are "127.0.0.1:PORT" strings, `mode` is 'rr' or 'lc'. With `h2` the
@@ -236,13 +236,34 @@ function nodeFloor (layer) {
   }
 }
 
+// The gate of issue 24 (peers/h2-mux.js): the least a pass-through on lila's own HTTP/2
+// codec (lib/wire/h2) does, h2c both ways, read against the Node floor's HTTP/2 (Node's
+// http2 both ways) and HAProxy. HTTP/2 and gRPC workloads only.
+function h2Mux () {
+  const script = path.join(__dirname, 'peers', 'h2-mux.js')
+  return {
+    name: 'h2-mux',
+    layer: 'http',
+    h2Only: true,
+    missing: () => null,
+    cannotH2: ({ backendProtocol }) => backendProtocol === 'h2' ? null : 'the codec pass-through speaks h2c to backends only',
+    async start ({ backends, mode, cpu }) {
+      if (mode !== 'rr') throw new Error('the codec pass-through balances round-robin only')
+      const handle = await procs.start(['node', script, '--port', '0', ...backends], {
+        cpu, ready: /listening on 127\.0\.0\.1:(\d+)/
+      })
+      return { port: Number(handle.ready[1]), pid: handle.pid, stop: handle.stop }
+    }
+  }
+}
+
 // All contenders in report order: the ceiling, then L4, then L7; each layer's Node
 // floor before lila.
 function allContenders ({ lilaPath }) {
   return [
     direct(),
     haproxy('tcp'), nginx('tcp'), nodeFloor('tcp'), lila('tcp', lilaPath),
-    haproxy('http'), nginx('http'), httpProxy(), nodeFloor('http'), lila('http', lilaPath)
+    haproxy('http'), nginx('http'), httpProxy(), nodeFloor('http'), h2Mux(), lila('http', lilaPath)
   ]
 }
 

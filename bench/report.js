@@ -128,7 +128,7 @@ function h2Table (rows, w) {
   '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|' + H2_RATIO_PEERS.map(() => '--:').join('|') + '|']
   for (const c of rows) {
     if (c.status !== 'ok') continue
-    const ratios = H2_RATIO_PEERS.map(peer => c.contender.startsWith('lila-') ? ratio(rows, c, peer) : '')
+    const ratios = H2_RATIO_PEERS.map(peer => c.contender.startsWith('lila-') || c.contender === 'h2-mux' ? ratio(rows, c, peer) : '')
     out.push(`| ${c.contender} | ${c.contender === 'direct' ? '—' : c.backendProtocol} | ${Math.round(c.rps)} | ` +
       `${c.p50Ms.toFixed(2)} | ${c.p99Ms.toFixed(2)} | ${c.errors} | ${c.shares.map(s => `${Math.round(s * 100)}%`).join(' / ')} | ` +
       `${pct(c.lbCpuPct)} | ${pct(c.loadCpuPct)} | ` +
@@ -161,9 +161,10 @@ function rpsRatio (rows, c, peer) {
 }
 
 // lila's LB CPU µs/req divided by `peer`'s in the same workload and mode, as "0.83×".
-// FLOOR: the Node floor of c's layer.
+// FLOOR: the Node floor of c's layer (h2-mux, the codec pass-through: node-http's).
 function ratio (rows, c, peer) {
-  const other = peerOf(rows, c, peer === FLOOR ? `node-${c.contender.slice('lila-'.length)}` : peer)
+  const floor = c.contender === 'h2-mux' ? 'node-http' : `node-${c.contender.slice('lila-'.length)}`
+  const other = peerOf(rows, c, peer === FLOOR ? floor : peer)
   if (!other || !other.lbCpuUsPerReq || c.status !== 'ok' || c.lbCpuUsPerReq == null) return ''
   return `${(c.lbCpuUsPerReq / other.lbCpuUsPerReq).toFixed(2)}×`
 }

@@ -126,6 +126,7 @@ async function main () {
     const runs = w.modes.flatMap(mode => (w.backendProtocols || [undefined]).flatMap(backendProtocol => contenders
       .filter(c => !(c.name === 'direct' && w.modes.length > 1) && (!w.layers || w.layers.includes(c.layer)))
       .filter(c => !(c.name === 'direct' && backendProtocol === 'h1'))
+      .filter(c => !c.h2Only || w.h2 || w.grpc)
       .map(c => ({ mode, backendProtocol, contender: c }))))
     // Backends that cannot run here skip the workload, saying why.
     let backends = null

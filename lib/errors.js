@@ -73,7 +73,7 @@ class ProxyHeaderError extends LilaError {
   }
 }
 
-// Text that is not strict JSON (config/json.js), at `line` and `column`; file.js makes
+// Text that is not JSON (with comments: config/json.js), at `line` and `column`; file.js makes
 // it a UsageError naming the file.
 class JsonError extends LilaError {
   constructor (message, line, column) {

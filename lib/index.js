@@ -5,6 +5,7 @@ const { Listener } = require('./proxy/listener')
 const { createTcpProtocol } = require('./proxy/tcp')
 const { createHttpProtocol } = require('./proxy/http2/protocol')
 const { loadListenerTls } = require('./proxy/tls')
+const { loadEdge } = require('./proxy/edge/rules')
 const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
 const { describeChanges, sameAddress } = require('./config/changes')
@@ -54,10 +55,10 @@ function createBalancer (config, {
   const retiring = new Map() // listener removed by a reload -> Promise, while it drains
   let started = false
 
-  // TLS files are read here (and again on every reload): a UsageError if one cannot be
-  // read or used.
+  // TLS files and the rules at the edge's htpasswd files are read here (and again on
+  // every reload): a UsageError if one cannot be read or used.
   function material (listenerConfig) {
-    return loadListenerTls(listenerConfig)
+    return { ...loadListenerTls(listenerConfig), edge: loadEdge(listenerConfig) }
   }
 
   // The limit on open files, and each listener's share of it (descriptors.js): what
@@ -66,7 +67,7 @@ function createBalancer (config, {
 
   // Log lines about a listener carry its name when it has one or there are several
   // (as many as the config in force has).
-  function make (listenerConfig, { tls, backendTls }, descriptors) {
+  function make (listenerConfig, { tls, backendTls, edge }, descriptors) {
     const named = () => logsName(listenerConfig, current.listeners.length)
     const listenerLog = prefixed(log, () => named() ? listenerConfig.name : null)
     const upstream = new Upstream(listenerConfig, {
@@ -74,9 +75,8 @@ function createBalancer (config, {
     })
     const routes = listenerConfig.routes.map(route => makeRoute(route, listenerLog, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
-    return new Listener({
-      config: listenerConfig, upstream, routes, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors
-    })
+    const parts = { upstream, routes, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors, edge }
+    return new Listener({ config: listenerConfig, ...parts })
   }
 
   // A route's pool: an Upstream of its own, whose lines name the route.
@@ -207,11 +207,11 @@ function createBalancer (config, {
 
     const lines = describeChanges(current, next)
     const routesStarted = []
-    for (const [listener, listenerConfig, { tls, backendTls }] of kept) {
+    for (const [listener, listenerConfig, { tls, backendTls, edge }] of kept) {
       const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
       const [routes, routeChanges, started] = updateRoutes(listener, listenerConfig, backendTls)
       routesStarted.push(...started)
-      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors, routes })
+      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors, routes, edge })
       for (const change of [...changes, ...routeChanges]) lines.push(`${listenerConfig.name}: ${change}`)
     }
     const replaced = new Map() // name -> connections left on the old listener

@@ -5,7 +5,9 @@
 // assertions with the subtests they are in, read from what tap keeps of the run
 // (.tap/test-results/<file>.tap). It prints them last, so that a CI log ends with what
 // failed rather than with npm's "command failed", and exits 1: it only runs when the
-// run failed. (The full TAP output is above it, for the details.)
+// run failed. (The full TAP output is above it, for the details.) With --forget, before
+// a run: the results of earlier runs are removed (tap leaves those of files it did not
+// run this time), so that none is taken for this run's.
 
 const fs = require('fs')
 const path = require('path')
@@ -65,6 +67,9 @@ function main () {
   process.exitCode = 1
 }
 
-if (require.main === module) main()
+if (require.main === module) {
+  if (process.argv[2] === '--forget') fs.rmSync(RESULTS, { recursive: true, force: true })
+  else main()
+}
 
 module.exports = { failuresOf }

@@ -118,7 +118,11 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     headerName: ['X-Secret', ['X-Secret']],
     requestId: ['X-Correlation-ID', 'X-Correlation-ID'],
     hostRule: ['backend', 'backend'],
-    mirror: [':9000,percent=10', ':9000,percent=10']
+    mirror: [':9000,percent=10', ':9000,percent=10'],
+    cidrList: ['10.0.0.0/8,::1', ['10.0.0.0/8', '::1']],
+    realm: ['staff only', 'staff only'],
+    compress: ['br', 'br'],
+    mediaTypes: ['text/*,application/json', 'text/*,application/json']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -139,6 +143,12 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'set-response-header': { protocol: 'http' },
     'del-response-header': { protocol: 'http' },
     'host-header': { protocol: 'http' },
+    'basic-auth': { protocol: 'http' },
+    'basic-auth-realm': { protocol: 'http', 'basic-auth': '/tmp/users' },
+    'basic-auth-pass': { protocol: 'http', 'basic-auth': '/tmp/users' },
+    compress: { protocol: 'http' },
+    'compress-types': { protocol: 'http', compress: true },
+    trace: { protocol: 'http' },
     'hash-balance-factor': { mode: 'ip-hash' },
     'tls-cert': { 'tls-key': '/tmp/k.pem' },
     'tls-key': { 'tls-cert': '/tmp/c.pem' },
@@ -197,7 +207,9 @@ const ERRORS = [
   ['{', 'invalid JSON at line 1, column 2: unexpected end of file: expected a "key" in double quotes'],
   ['{"listeners": [}', 'invalid JSON at line 1, column 16: unexpected "}": expected a value'],
   ['{"listeners": [{"port": 1,\n  "port": 2}]}', 'invalid JSON at line 2, column 3: key "port" appears twice in this object'],
-  ['{\n  "listeners": [\n    { "port": 80, },\n  ]\n}', 'invalid JSON at line 3, column 19: unexpected "}": expected a "key" in double quotes'],
+  ['{\n  "listeners": [\n    { "port": 80, /* its backends\n  ]\n}', 'invalid JSON at line 3, column 19: unterminated comment: expected */ to close the /* here'],
+  ['{\n  // a comment, then\n  / not one\n}', 'invalid JSON at line 3, column 3: unexpected "/": expected // or /* to start a comment'],
+  ['{\n  "listeners": [,]\n}', 'invalid JSON at line 2, column 17: unexpected ",": expected a value'],
   ['{"x": "\u0001"}', 'invalid JSON at line 1, column 8: control character in a string: expected it escaped, e.g. \\n'],
   ['{"x": "\\q"}', 'invalid JSON at line 1, column 8: invalid escape "\\\\q"'],
   ['{"x": 01}', 'invalid JSON at line 1, column 8: unexpected "1": expected "," or "}"'],

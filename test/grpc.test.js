@@ -365,8 +365,11 @@ e2e('--check grpc: a NOT_SERVING backend is taken out, traffic avoids it, the re
   const plain = await grpcBackend(t, 'plain')
   plain.services = { 'lila.test.Echo': 'SERVING' }
   plain.health = undefined // the whole server: NOT_FOUND
-  const lila = await spawnLila(t, ['rr', a.address, b.address, ...GRPC, '--check', 'grpc', '--check-interval', '100ms',
-    '--rise', '1', '--fall', '1', '--status-port', '0', '--status-host', '127.0.0.1'])
+  // A probe's timeout is its interval: 500 ms leaves a busy machine room to open an
+  // HTTP/2 session and answer (100 ms did not: 'grpc health check timed out'), and
+  // --fall 2 keeps one slow probe from taking the serving backend out.
+  const lila = await spawnLila(t, ['rr', a.address, b.address, ...GRPC, '--check', 'grpc', '--check-interval', '500ms',
+    '--rise', '1', '--fall', '2', '--status-port', '0', '--status-host', '127.0.0.1'])
   t.match(lila.stderr, new RegExp(`${b.address}\\s+up\\s+grpc SERVING`), 'the start-up table says what the check found')
   const client = echoClient(t, lila.port)
   t.same([(await unary(client, '1')).value.text, (await unary(client, '2')).value.text].sort(), ['a: 1', 'b: 2'])
@@ -383,7 +386,7 @@ e2e('--check grpc: a NOT_SERVING backend is taken out, traffic avoids it, the re
   await lila.waitForLine(new RegExp(`backend ${b.address} up`))
 
   // A named service; a server without the health service at all.
-  const named = await spawnLila(t, [plain.address, a.address, ...GRPC, '--check', 'grpc:lila.test.Echo', '--check-interval', '100ms'])
+  const named = await spawnLila(t, [plain.address, a.address, ...GRPC, '--check', 'grpc:lila.test.Echo', '--check-interval', '500ms'])
   t.match(named.stderr, new RegExp(`${plain.address}\\s+up\\s+grpc SERVING`))
   const whole = await spawnLila(t, [plain.address, ...GRPC, '--check', 'grpc'])
   t.match(whole.stderr, new RegExp(`${plain.address}\\s+down\\s+grpc-status 5`), 'NOT_FOUND from the service: grpc-status 5')

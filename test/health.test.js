@@ -10,7 +10,10 @@ const {
 } = require('./fixtures/helpers')
 
 const base = ['--host', '127.0.0.1', '--port', '0']
-const fast = ['--check-interval', '100ms'] // probes every 100ms: fall 3 -> down within ~300ms
+// Probes every 250ms: fall 3 -> down within ~750ms. A probe's timeout is its interval:
+// shorter, an HTTP probe on a busy machine (another test file on the other core) timed
+// out now and then, and a backend went down for 'timed out' rather than its answer.
+const fast = ['--check-interval', '250ms']
 
 function probeOnce (backend, check, timeout = 1000) {
   return within(timeout + 2000, 'a probe', new Promise(resolve => probe(backend, check, timeout, (ok, reason) => resolve({ ok, reason }))))
@@ -124,10 +127,10 @@ t.test('a backend killed under a steady stream of connections: no client fails',
   await new Promise(resolve => b.server.close(resolve))
   // The probes find it out within fall × interval (300ms; waited for with slack). Real
   // traffic may see it first and eject it, then the probes take it over.
-  await lila.waitForLine(new RegExp(`backend ${b.address} down: tcp connection refused`), { timeout: 3000 })
+  await lila.waitForLine(new RegExp(`backend ${b.address} down: tcp connection refused`))
   const beforeRestart = served.b
   await new Promise((resolve, reject) => b.server.listen({ host: '127.0.0.1', port: b.port }, resolve).once('error', reject))
-  await lila.waitForLine(new RegExp(`backend ${b.address} up: tcp connect ok`), { timeout: 3000 })
+  await lila.waitForLine(new RegExp(`backend ${b.address} up: tcp connect ok`))
   await until(() => served.b > beforeRestart + 5, 'b to get traffic again')
   running = false
   await Promise.all(clients)
@@ -144,13 +147,13 @@ t.test('http:/health answering 500 keeps a backend out while its port accepts; 2
   t.same([...seen].sort(), ['a', 'b'])
 
   b.status = 500
-  await lila.waitForLine(new RegExp(`backend ${b.address} down: http /health 500`), { timeout: 3000 })
+  await lila.waitForLine(new RegExp(`backend ${b.address} down: http /health 500`))
   const served = b.served
   for (let i = 0; i < 10; i++) t.equal(await get(lila.port), 'a', 'only a while b is unhealthy')
   t.equal(b.served, served, 'b got no request, though its port accepts')
 
   b.status = 200
-  await lila.waitForLine(new RegExp(`backend ${b.address} up: http /health 200`), { timeout: 3000 })
+  await lila.waitForLine(new RegExp(`backend ${b.address} up: http /health 200`))
   const back = []
   for (let i = 0; i < 4; i++) back.push(await get(lila.port))
   t.ok(back.includes('b'), 'b serves again')
@@ -162,10 +165,10 @@ t.test('backups take traffic only while every primary is down', async t => {
   const lila = await spawnLila(t, ['rr', primary.address, `${spare.address},backup`, ...base, ...fast])
   for (let i = 0; i < 4; i++) t.equal((await exchange(lila.port)).data, 'primary\n')
   await closeServer(primary.server)
-  await lila.waitForLine(new RegExp(`backend ${primary.address} down: tcp connection refused`), { timeout: 3000 })
+  await lila.waitForLine(new RegExp(`backend ${primary.address} down: tcp connection refused`))
   for (let i = 0; i < 4; i++) t.equal((await exchange(lila.port)).data, 'spare\n', 'the primary is down: the backup')
   await new Promise(resolve => primary.server.listen({ host: '127.0.0.1', port: primary.port }, resolve))
-  await lila.waitForLine(new RegExp(`backend ${primary.address} up: tcp connect ok`), { timeout: 3000 })
+  await lila.waitForLine(new RegExp(`backend ${primary.address} up: tcp connect ok`))
   for (let i = 0; i < 4; i++) t.equal((await exchange(lila.port)).data, 'primary\n', 'back to the primary')
   t.notOk(lila.lines.some(l => /panic/.test(l)), 'a backup up: no panic')
 })
@@ -178,6 +181,6 @@ t.test('panic: every backend marked down, lila still tries them', async t => {
   await lila.waitForLine(/panic: every backend is down \(1\); sending traffic to them anyway/)
   t.equal(await get(lila.port), 'a', 'served anyway: the health state may be stale')
   a.status = 200
-  await lila.waitForLine(/panic over: a backend is up again/, { timeout: 3000 })
+  await lila.waitForLine(/panic over: a backend is up again/)
   t.equal(lila.lines.filter(l => /panic/.test(l)).length, 2, 'one line in, one out')
 })

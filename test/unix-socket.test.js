@@ -114,7 +114,7 @@ t.test('http mode: requests and http checks over the socket, the client\'s Host 
   const backends = await Promise.all([unixHttpBackend(t, a, 'a'), unixHttpBackend(t, b, 'b')])
   const lila = await spawnLila(t, [
     'rr', `unix:${a}`, `unix:${b},weight=2`, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0',
-    '--check', 'http:/health', '--check-interval', '100ms', '--fall', '1', '--rise', '1',
+    '--check', 'http:/health', '--check-interval', '250ms', '--fall', '1', '--rise', '1',
     '--status-port', '0', '--access-log', 'json'
   ])
   for (const file of [a, b]) {

@@ -30,8 +30,10 @@
 //         (200 when a backend took it, else 503)
 //   With --request-id, the ID ends the line: text ` id=ID`; combined one more quoted
 //   field, `"ID"`, where nginx configs put $request_id (log tools that read COMBINED
-//   ignore what follows the user agent); json the record's "requestId". A request a
-//   route (--route) served has the route's name in json's "route".
+//   ignore what follows the user agent); json the record's "requestId". With --trace,
+//   the trace ID after it: text ` trace=ID`; combined one more quoted field (after
+//   `"-"` for the request ID when there is none); json "traceId". A request a route
+//   (--route) served has the route's name in json's "route".
 //
 // The backend is "-" (json: null) when no backend took it. The json line is the record
 // as it came, after the time. Lines are gathered and written once per turn of the event
@@ -75,8 +77,9 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
         what = `"${request}" ${record.status}`
       }
       const { client, backend, bytesIn, bytesOut } = record
-      const id = record.requestId === undefined ? '' : ` id=${record.requestId}`
-      write(`${time} ${client} -> ${backend || '-'} ${what} in=${bytesIn} out=${bytesOut} ${ms.toFixed(2)}ms${id}\n`)
+      let ids = record.requestId === undefined ? '' : ` id=${record.requestId}`
+      if (record.traceId !== undefined) ids += ` trace=${record.traceId}`
+      write(`${time} ${client} -> ${backend || '-'} ${what} in=${bytesIn} out=${bytesOut} ${ms.toFixed(2)}ms${ids}\n`)
     },
 
     flush
@@ -96,7 +99,8 @@ function combinedLine (record, date) {
   const status = http ? record.status : (record.backend ? 200 : 503)
   const referer = http && record.referer !== null ? quoted(record.referer) : '"-"'
   const agent = http && record.userAgent !== null ? quoted(record.userAgent) : '"-"'
-  const id = record.requestId === undefined ? '' : ` ${quoted(record.requestId)}`
+  let id = record.requestId === undefined ? '' : ` ${quoted(record.requestId)}`
+  if (record.traceId !== undefined) id = `${id || ' "-"'} ${quoted(record.traceId)}`
   return `${record.client} - - [${time}] ${request} ${status} ${record.bytesOut} ${referer} ${agent}${id}\n`
 }
 

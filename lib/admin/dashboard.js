@@ -115,6 +115,15 @@ function limited (listener) {
   return ` · limited ${total} (${counts.map(([limit, n]) => `${limit} ${n}`).join(', ')})`
 }
 
+// " · refused 5 (deny 3, wrong-credentials 2)": clients or requests the rules at the
+// edge said no to, once there are any.
+function refused (listener) {
+  const counts = Object.entries(listener.refused || {}).filter(([, n]) => n > 0)
+  if (counts.length === 0) return ''
+  const total = counts.reduce((sum, [, n]) => sum + n, 0)
+  return ` · refused ${total} (${counts.map(([reason, n]) => `${reason} ${n}`).join(', ')})`
+}
+
 // " · sticky cookie=lila: honoured 90, reassigned 2, new 8" with --sticky.
 function sticky (listener) {
   if (!listener.sticky) return ''
@@ -274,7 +283,7 @@ function frame (snapshot, view, {
     const panic = listener.panic && count > 1 ? ' · PANIC' : ''
     const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
     const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
-      `${counts}${limited(listener)}${sticky(listener)}${ranges}${panic}`
+      `${counts}${limited(listener)}${refused(listener)}${sticky(listener)}${ranges}${panic}`
     const mirror = mirrorLine(listener)
     return mirror === null ? wrap(line, width) : [...wrap(line, width), ...wrap(mirror, width)]
   }

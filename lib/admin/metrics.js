@@ -59,6 +59,16 @@ const LISTENER_BY_CAUSE = [
   ['lila_listener_limited_total',
     'Clients or http requests turned away by a per-client limit (--rate-limit, --max-conn-per-client).',
     l => l.limited, 'limit'],
+  ['lila_listener_refused_total',
+    'Clients (tcp) or requests (http) refused by the rules at the edge, by reason (allow, deny, no-credentials, ' +
+    'wrong-credentials, auth-busy).',
+    l => l.refused, 'reason'],
+  ['lila_listener_compressed_responses_total',
+    'http --compress: responses compressed, by coding.', l => perCoding(l, 'responses'), 'encoding'],
+  ['lila_listener_compression_in_bytes_total',
+    'http --compress: bytes of responses before compression, by coding.', l => perCoding(l, 'bytesIn'), 'encoding'],
+  ['lila_listener_compression_out_bytes_total',
+    'http --compress: bytes of responses after compression, by coding.', l => perCoding(l, 'bytesOut'), 'encoding'],
   ['lila_listener_sticky_total',
     'http --sticky: responses by what the cookie did (honoured; reassigned: its backend could not take the ' +
     'request, or it named none of the pool; new: the request had none).',
@@ -73,6 +83,12 @@ const BACKEND_BY_CAUSE = [
     'Requests (http) or connections (tcp) an injected fault struck, by kind (delay, error, reset).',
     b => b.faultsInjected, 'kind']
 ]
+
+// { gzip: n, br: n }: one figure of a listener's compression counts, by coding.
+function perCoding (listener, key) {
+  if (!listener.compression) return null
+  return Object.fromEntries(Object.entries(listener.compression).map(([coding, c]) => [coding, c[key]]))
+}
 
 // [name after process_ (the serving process) or lila_worker_ (each --workers worker),
 //  type, help, value(process stats) -> number | null]

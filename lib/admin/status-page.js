@@ -98,6 +98,9 @@ function listenerSection (l, history, now) {
     ...(l.retryBudgetExhausted > 0 ? [`retries refused by the budget ${l.retryBudgetExhausted}`] : []),
     ...(l.failedEverywhere > 0 ? [`requests that failed everywhere ${l.failedEverywhere}`] : []),
     ...(limitedCount(l) > 0 ? [`turned away by per-client limits ${byCause(nonZero(l.limited))}`] : []),
+    ...(countOf(l.refused) > 0 ? [`refused at the edge ${byCause(l.refused)}`] : []),
+    ...Object.entries(l.compression || {}).map(([coding, c]) =>
+      `${esc(coding)} ${c.responses} responses, ${bytes(c.bytesIn)} → ${bytes(c.bytesOut)}`),
     ...(l.sticky ? [`sticky ${esc(l.sticky)}: ${byCause(l.stickyResponses)}`] : [])
   ].join(' · ')
   const routes = l.routes || []
@@ -164,7 +167,8 @@ function rangeLine (r) {
   return `<p class="facts">port range ${esc(r.range)}: ${r.live} live${esc(live)}, ${r.idle} idle</p>`
 }
 
-const limitedCount = l => Object.values(l.limited || {}).reduce((sum, n) => sum + n, 0)
+const limitedCount = l => countOf(l.limited)
+const countOf = counts => Object.values(counts || {}).reduce((sum, n) => sum + n, 0)
 const nonZero = counts => Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0))
 
 // " · not accepting", while the listener has stopped accepting for a while.

@@ -11,6 +11,7 @@ const { History } = require('./history')
 const { renderMetrics, CONTENT_TYPE: METRICS_TYPE } = require('./metrics')
 const { processStats } = require('./process-stats')
 const { silentLogger, throttled } = require('../log')
+const { BasicAuth } = require('../proxy/edge/basic-auth')
 const VERSION = require('../version')
 
 // The admin listener (--status-port): read-only pages for people and scrapers, and
@@ -18,7 +19,8 @@ const VERSION = require('../version')
 // what it is given, so the same server works over one process or, in the cluster
 // primary, over snapshots gathered from workers:
 //
-//   createStatusServer({ stats, control, parseBackend, parseFault, host, port, token, log, historyEvery })
+//   createStatusServer({ stats, control, parseBackend, parseFault, host, port, token, passwords, log,
+//                        historyEvery })
 //     stats()    -> a snapshot as index.js stats() returns it (or a promise of one)
 //     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
 //                   them: each takes a plain request object and returns a promise of
@@ -28,13 +30,19 @@ const VERSION = require('../version')
 //                   no parser of its own
 //     parseFault(pairs, subject) -> a fault's settings, or throws a UsageError: the
 //                   query of POST /backends/ADDRESS/fault (parseFaultSettings)
+//     passwords  -> --status-basic-auth: an htpasswd file (proxy/edge/passwords.js
+//                   parsePasswords), or null
 //   .listen(given) -> promise of the page's URL; logs "status on http://HOST:PORT/status";
 //                  from then on a History (history.js) samples stats() for the charts.
 //                  `given`: a socket the process was given to listen on (bind.js), or null
+//   .setPasswords(passwords)  the file read again (a reload)
 //   .close({ handOver }) -> promise; open admin connections are cut (handing over to
 //                  another process: the requests under way finish first)
 //   .descriptor -> the listening socket's, to hand it over (-1 when not listening)
 //
+// With --status-basic-auth every request, pages and changes alike, needs a user of the
+// file (401 otherwise, its password checked once and remembered as edge/basic-auth.js
+// does); a user who got in may make changes, as a --status-token would let them.
 // Changes (POST, DELETE) are refused with 403 unless a --status-token was given and
 // the request carries it (Authorization: Bearer TOKEN), or no token was given and the
 // listener is bound to loopback. Requests from a web page elsewhere are refused
@@ -42,15 +50,20 @@ const VERSION = require('../version')
 // too, so a page on another site cannot drive lila through the browser.
 
 const ACTIONS = ['drain', 'enable', 'disable', 'weight', 'fault']
+const REALM = 'lila status'
 const MAX_BODY = 4096
 const READ = 'GET, HEAD'
 
 function createStatusServer ({
-  stats, control, parseBackend, parseFault = noFaults, host = '127.0.0.1', port, token = null,
+  stats, control, parseBackend, parseFault = noFaults, host = '127.0.0.1', port, token = null, passwords = null,
   log = silentLogger, version = VERSION, now = Date.now, historyEvery = undefined
 }) {
   const history = new History({ stats, every: historyEvery, now })
   const tokenDigest = token === null ? null : digest(token)
+  let auth = null
+  const setPasswords = file => { auth = file === null ? null : new BasicAuth(file, { realm: REALM }) }
+  setPasswords(passwords)
+  const sayRefused = throttled(message => log.info(message))
   let loopback = false
   let url = null
 
@@ -73,6 +86,19 @@ function createStatusServer ({
     }
     const path = target.pathname
     const query = target.searchParams
+    if (auth !== null) {
+      let verdict = auth.check(req.headers.authorization)
+      if (typeof verdict !== 'string') verdict = await verdict
+      if (verdict === 'busy') {
+        return send(res, 503, 'too many password checks under way; try again', { 'Retry-After': '1' }, true)
+      }
+      if (verdict !== 'ok') {
+        if (verdict === 'bad') sayRefused(`status: refused ${req.socket.remoteAddress}: wrong user or password`)
+        return send(res, 401, 'this admin listener needs a user of its --status-basic-auth file', {
+          'WWW-Authenticate': auth.challenge
+        }, true)
+      }
+    }
 
     if (path === '/' || path === '/status' || path === '/status.json' || path === '/metrics') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return notAllowed(res, req.method, path, READ)
@@ -149,6 +175,7 @@ function createStatusServer ({
     if (origin !== undefined && origin !== `http://${req.headers.host}`) {
       return `refused: a change requested from the web page of ${origin}`
     }
+    if (auth !== null) return null // a user of --status-basic-auth's file: in
     if (tokenDigest !== null) {
       const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization || '')
       if (match === null) return 'refused: changes need the --status-token, sent as "Authorization: Bearer TOKEN"'
@@ -196,7 +223,13 @@ function createStatusServer ({
   }
 
   return {
-    listen: start, close, server, history, get url () { return url }, get descriptor () { return descriptorOf(server) }
+    listen: start,
+    close,
+    setPasswords,
+    server,
+    history,
+    get url () { return url },
+    get descriptor () { return descriptorOf(server) }
   }
 }
 

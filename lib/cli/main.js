@@ -21,6 +21,7 @@ const lazy = {
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
+  get readPasswords () { return require('../proxy/edge/rules').readPasswords },
   get startDashboard () { return require('../admin/terminal').startDashboard },
   get reloadLog () { return require('./reload-log') },
   get signals () { return require('./signals') },
@@ -130,6 +131,12 @@ async function primary (config, io) {
     return 1
   }
   let status = null
+  let passwords
+  try {
+    passwords = statusPasswords(config)
+  } catch (err) {
+    return usageError(err, stderr)
+  }
   let entered = false
   let handedOver = false
   const journal = new lazy.Journal()
@@ -158,7 +165,7 @@ async function primary (config, io) {
     }
     if (config.status !== null) {
       const control = lazy.control.controlFrom(perform)
-      status = lazy.createStatusServer({ ...config.status, stats: gatherStats, control, ...PARSERS, log })
+      status = lazy.createStatusServer({ ...config.status, passwords, stats: gatherStats, control, ...PARSERS, log })
       try {
         await status.listen(given.status)
       } catch (err) {
@@ -173,7 +180,12 @@ async function primary (config, io) {
     handedOver = true // the sockets go on serving in the lila before
     handOver()
   }
+  const prepareReload = next => {
+    const file = statusPasswords(next)
+    return () => { if (status !== null) status.setPasswords(file) }
+  }
   const code = await lazy.workers.runPrimary(config, {
+    prepareReload,
     stderr,
     signals,
     cluster,
@@ -209,6 +221,11 @@ async function everyWorker (broadcast, action) {
   throw err instanceof ControlError ? err : new ControlError(status, error)
 }
 
+// --status-basic-auth: its htpasswd file, read (a UsageError when it cannot be used), or null.
+function statusPasswords (config) {
+  return config.status === null || config.status.basicAuth === null ? null : lazy.readPasswords(config.status.basicAuth)
+}
+
 function usageError (err, stderr) {
   if (!(err instanceof UsageError)) throw err
   stderr.write(`lila: ${err.message}\nTry 'lila --help'.\n`)
@@ -233,11 +250,14 @@ async function serve (config, io, onListening = () => {}) {
   const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })
   let lb
   let given
+  let passwords
   try {
     given = lazy.inherited.assign(inherited, config)
     lb = lazy.createBalancer(config, { log, stdout }) // with the access log config asks for
+    passwords = statusPasswords(config)
   } catch (err) {
-    if (!(err instanceof RuntimeError)) return usageError(err, stderr) // a certificate that cannot be used
+    // a certificate or htpasswd file that cannot be read or used
+    if (!(err instanceof RuntimeError)) return usageError(err, stderr)
     log.error(err.message) // a socket given that fits no listener
     return 1
   }
@@ -251,7 +271,7 @@ async function serve (config, io, onListening = () => {}) {
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
-    : lazy.createStatusServer({ ...config.status, stats: lb.stats, control, ...PARSERS, log })
+    : lazy.createStatusServer({ ...config.status, passwords, stats: lb.stats, control, ...PARSERS, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP or SIGUSR2 while starting is kept for when it can be acted on, not fatal.
   const early = lazy.signals.holdSignals(signals, handled(reloadConfig, program))
@@ -292,7 +312,11 @@ async function serve (config, io, onListening = () => {}) {
   // Until this lila took over from the one before, the sockets are that one's.
   let entered = false
   const handingOver = () => handedOver || (inherited.upgrade !== null && !entered)
-  const stopper = untilStopped(lb, signals, log, { reloadConfig, upgrader, handingOver })
+  const prepareReload = next => {
+    const file = statusPasswords(next)
+    return () => { if (status !== null) status.setPasswords(file) }
+  }
+  const stopper = untilStopped(lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver })
   early.release(true)
   // Started afresh, the PID file is written before the line a script waits for; taking
   // over from the lila before, once that one lets go.
@@ -350,7 +374,7 @@ function statusSocket (status, config) {
 // connection now. SIGHUP (with a config file): reload it; one reload at a time, an
 // invalid file changes nothing. SIGUSR2 (with an upgrader): a new lila takes over; one
 // under way is stopped with this one. (signals.js)
-function untilStopped (lb, signals, log, { reloadConfig, upgrader, handingOver }) {
+function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver }) {
   let handle
   const done = new Promise(resolve => {
     handle = lazy.signals.onSignals(signals, log, {
@@ -366,17 +390,21 @@ function untilStopped (lb, signals, log, { reloadConfig, upgrader, handingOver }
         })
       },
       destroy: () => lb.destroy(),
-      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log),
+      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log, prepareReload),
       upgrade: upgrader === null ? null : () => upgrader.upgrade()
     })
   })
   return { done, stop: name => handle.stop(name) }
 }
 
-async function reload (lb, reloadConfig, log) {
+// prepareReload(next) -> apply(): what serve() itself reads for a reload (the status
+// listener's htpasswd file), checked first, applied once the balancer took the config.
+async function reload (lb, reloadConfig, log, prepareReload) {
   try {
     const next = reloadConfig()
+    const apply = prepareReload(next)
     const lines = await lb.reload(next)
+    apply()
     lazy.reloadLog.logReloaded(log, { lines, logLevel: next.logLevel })
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err

@@ -4,6 +4,7 @@ const os = require('os')
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
 const { loadListenerTls } = require('../proxy/tls')
+const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
@@ -65,11 +66,14 @@ function workerCount (workers) {
 //       given (Map listener name -> a socket given to the process, inherited.js),
 //       upgrade (SIGUSR2, or null), onFailed(message) (why a worker could not start),
 //       onListening() -> false to stop (before the listening lines: the PID file),
-//       onReady({ gatherStats, broadcast, sockets, handOver }) once every worker listens }
+//       onReady({ gatherStats, broadcast, sockets, handOver }) once every worker listens,
+//       prepareReload(next) -> apply(): what the primary itself reads for a reload (the
+//       status listener's htpasswd file), checked before the workers are told (a
+//       UsageError refuses the reload), applied once they took it }
 function runPrimary (config, io) {
   const {
     stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {},
-    upgrade = null, onFailed = () => {}, onListening = () => true
+    upgrade = null, onFailed = () => {}, onListening = () => true, prepareReload = () => () => {}
   } = io
   const given = new Map(io.given || [])
   const log = createLogger({ level: config.logLevel, stderr })
@@ -245,9 +249,14 @@ function runPrimary (config, io) {
     // SIGHUP: the file is read and checked here, once; the workers get the result.
     const reload = async () => {
       let next
+      let applied
       try {
         next = reloadConfig()
-        for (const l of next.listeners) loadListenerTls(l)
+        for (const l of next.listeners) {
+          loadListenerTls(l)
+          loadEdge(l)
+        }
+        applied = prepareReload(next)
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
         logRefused(log, err.message)
@@ -275,6 +284,7 @@ function runPrimary (config, io) {
         return
       }
       const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
+      applied()
       logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures })
     }
 

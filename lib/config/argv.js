@@ -199,7 +199,7 @@ function upgradeCommand (values, positionals) {
 
 // One --route as the builder takes it (see buildRoutes).
 function routeEntry (text) {
-  const { match, mode, backends } = PARSERS.route(text, '--route')
+  const { match, strip, settings, mode, backends } = PARSERS.route(text, '--route')
   const entry = value => ({ value, at: null })
   return {
     at: null,
@@ -207,7 +207,8 @@ function routeEntry (text) {
     name: undefined,
     mode: mode === null ? undefined : entry(mode),
     backends: backends.map(entry),
-    values: new Map()
+    values: new Map(settings.map(([name, value]) => [name, entry(value)])),
+    strip: strip ? entry(true) : undefined
   }
 }
 

@@ -139,15 +139,21 @@ function buildBackends (entries, src) {
 
 // Options a route may set for its own pool (in the config file): how its backends are
 // chosen, retried and checked. Timeouts and limits stay the listener's.
-const ROUTE_OPTIONS = LISTENER_OPTIONS.filter(o => (o.group === 'balancing' || o.group === 'health') &&
+const POOL_OPTIONS = LISTENER_OPTIONS.filter(o => (o.group === 'balancing' || o.group === 'health') &&
   o.name !== 'connect-timeout')
+// Rules at the edge a route may add to its listener's (`route` in OPTIONS): judged
+// after the listener's, never inherited from them.
+const EDGE_OPTIONS = LISTENER_OPTIONS.filter(o => o.route)
+const ROUTE_OPTIONS = [...POOL_OPTIONS, ...EDGE_OPTIONS]
 
 // Routes (--route, "routes"): each its own pool, with the listener's settings (and
-// mode, unless it has one) but for its own mode, backends and ROUTE_OPTIONS. `entries`: [{ at, match, name, mode,
-// backends, values }], each part { value, at } as for a listener (name and mode may be
-// undefined; values a Map of ROUTE_OPTIONS given).
-//   -> [{ name, match: { host, wildcard, path }, pool }], `pool` a listener's settings as
-//      an Upstream takes them (listenerFrom's shape, named after the route)
+// mode, unless it has one) but for its own mode, backends and POOL_OPTIONS; and its own
+// rules at the edge (EDGE_OPTIONS, strip). `entries`: [{ at, match, name, mode,
+// backends, values, strip }], each part { value, at } as for a listener (name, mode and
+// strip may be undefined; values a Map of ROUTE_OPTIONS given).
+//   -> [{ name, match: { host, wildcard, path }, pool, strip, allow, deny, basicAuth }],
+//      `pool` a listener's settings as an Upstream takes them (listenerFrom's shape,
+//      named after the route)
 function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
   const routes = []
   for (const entry of entries) {
@@ -168,13 +174,18 @@ function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
     if (same !== undefined) {
       throw src.fail(entry.at, `duplicate route ${quote(name)}: expected each match once`)
     }
-    const values = new Map([...listenerValues].filter(([key]) => ROUTE_OPTIONS.some(o => o.name === key)))
+    const values = new Map([...listenerValues].filter(([key]) => POOL_OPTIONS.some(o => o.name === key)))
     for (const [key, value] of entry.values) values.set(key, value)
     // A hash-balance-factor of the listener's applies to a route only in a hash mode.
     const routeSettings = { ...settings, hashBalanceFactor: null }
-    for (const o of ROUTE_OPTIONS) {
+    for (const o of POOL_OPTIONS) {
       if (entry.values.has(o.name)) routeSettings[o.key] = parseValue(o, entry.values.get(o.name), src)
     }
+    const edge = {}
+    for (const o of EDGE_OPTIONS) {
+      edge[o.key] = entry.values.has(o.name) ? parseValues(o, entry.values.get(o.name), src) : o.default
+    }
+    const strip = buildStrip(entry.strip, match, name, src)
     const at = key => values.get(key).at
     const mode = entry.mode === undefined ? listenerMode : buildMode(entry.mode, routeSettings, at, src)
     if (routeSettings.hashBalanceFactor === null && isHashMode(mode)) {
@@ -189,9 +200,23 @@ function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
     const pool = listenerFrom({ ...routeSettings, name, fault: [] }, {
       mode, backends, tls: null, backendTls: null, routes: []
     })
-    routes.push({ name, match, pool })
+    routes.push({
+      name, match, pool, strip, allow: edge.allow.flat(), deny: edge.deny.flat(), basicAuth: edge.basicAuth
+    })
   }
   return routes
+}
+
+// A route's strip ({ value, at } or undefined): true takes its path prefix off, so it
+// needs one.
+function buildStrip (entry, match, name, src) {
+  if (entry === undefined) return false
+  if (typeof entry.value !== 'boolean') throw src.fail(entry.at, `expected true or false, got ${shown(entry.value)}`)
+  if (entry.value && (match.path === null || match.path === '/')) {
+    const example = match.host === null ? '/api' : `${match.host}/api`
+    throw src.fail(entry.at, `route ${quote(name)} has no path prefix to strip: expected a match such as ${example}`)
+  }
+  return entry.value
 }
 
 const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
@@ -257,6 +282,14 @@ function buildListener ({
     const subject = src.about(BY_NAME.get('port'))
     throw src.fail(at('port'), `${subject}does not apply to a Unix socket (${src.setting('host', settings.host)})`)
   }
+  // A Unix socket's clients have no address, unless a PROXY header gives one.
+  for (const name of ['allow', 'deny']) {
+    if (unixPath(settings.host) !== null && given(name) && !settings.acceptProxy) {
+      const subject = src.about(BY_NAME.get(name))
+      throw src.fail(at(name), `${subject}does not apply to a Unix socket (${src.setting('host', settings.host)}): ` +
+        `its clients have no address, expected ${src.setting('accept-proxy', true)} to read theirs`)
+    }
+  }
   if (settings.backendTls) {
     const unix = backends.find(b => b.path !== undefined)
     if (unix !== undefined) {
@@ -275,6 +308,9 @@ function buildListener ({
   pair('tls-cert', 'tls-key')
   pair('tls-key', 'tls-cert')
   pair('compare', 'mirror')
+  pair('compress-types', 'compress', true)
+  pair('basic-auth-realm', 'basic-auth')
+  pair('basic-auth-pass', 'basic-auth')
   pair('backend-tls-ca', 'backend-tls', true)
   pair('backend-tls-insecure', 'backend-tls', true)
   if (given('backend-tls-ca') && given('backend-tls-insecure')) {
@@ -336,11 +372,17 @@ function buildGlobals (values, src) {
     const entry = values.get(o.name)
     globals[o.key] = entry === undefined ? o.default : parseValue(o, entry, src)
   }
-  for (const name of ['status-host', 'status-token']) {
+  for (const name of ['status-host', 'status-token', 'status-basic-auth']) {
     const entry = values.get(name)
     if (entry !== undefined && globals.statusPort === null) {
       throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('status-port')}`)
     }
+  }
+  // Both would be sent in the one Authorization header.
+  if (globals.statusToken !== null && globals.statusBasicAuth !== null) {
+    const subject = src.about(BY_NAME.get('status-basic-auth'))
+    throw src.fail(values.get('status-basic-auth').at, `${subject}contradicts ${src.setting('status-token')}: ` +
+      'expected one of them (both ride in the Authorization header; the file\'s users may make changes)')
   }
   return globals
 }
@@ -375,6 +417,7 @@ function isWildcard (host) {
 
 module.exports = {
   ROUTE_OPTIONS,
+  EDGE_OPTIONS,
   buildListener,
   buildGlobals,
   buildConfig,

@@ -58,6 +58,18 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [],
     setResponseHeader: settings.setResponseHeader,
     delResponseHeader: settings.delResponseHeader,
     hostHeader: settings.hostHeader,
+    // Rules at the edge (proxy/edge/rules.js compiles them): networks ("10.0.0.0/8")
+    // let in and kept out, each list flat; an htpasswd file's path or null, its realm,
+    // whether backends get the Authorization; the codings offered in order (null: no
+    // --compress) and the types compressed; W3C trace context on or off.
+    allow: settings.allow.flat(),
+    deny: settings.deny.flat(),
+    basicAuth: settings.basicAuth,
+    basicAuthRealm: settings.basicAuthRealm,
+    basicAuthPass: settings.basicAuthPass,
+    compress: settings.compress,
+    compressTypes: settings.compressTypes,
+    trace: settings.trace,
     check: settings.check,
     checkHost: settings.checkHost,
     checkInterval: settings.checkInterval,
@@ -82,8 +94,10 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [],
     mirror: settings.mirror,
     compare: settings.compare,
     fault: settings.fault, // [{ address, delay, status, reset, rate, duration }]: at start only
-    // --route: [{ name, match: { host, wildcard, path }, pool }], each pool a listener's
-    // settings (this shape) for its own Upstream; requests matching none go to `backends`
+    // --route: [{ name, match: { host, wildcard, path }, pool, strip, allow, deny,
+    // basicAuth }], each pool a listener's settings (this shape) for its own Upstream,
+    // and the route's own rules at the edge (strip: its path prefix taken off); requests
+    // matching none go to `backends`
     routes
   }
 }
@@ -97,7 +111,12 @@ function configFrom (globals, listeners) {
     pidFile: globals.pidFile, // --pid-file: a path, or null
     status: globals.statusPort === null
       ? null
-      : { host: globals.statusHost, port: globals.statusPort, token: globals.statusToken },
+      : {
+          host: globals.statusHost,
+          port: globals.statusPort,
+          token: globals.statusToken,
+          basicAuth: globals.statusBasicAuth // an htpasswd file's path, or null
+        },
     dashboard: globals.dashboard,
     listeners
   }

@@ -21,7 +21,7 @@ const { didYouMean } = require('./suggest')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
 const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'routes', 'certificates'])
-const ROUTE_KEYS = new Set([...ROUTE_OPTIONS.map(o => o.name), 'match', 'name', 'mode', 'backends'])
+const ROUTE_KEYS = new Set([...ROUTE_OPTIONS.map(o => o.name), 'match', 'name', 'mode', 'backends', 'strip'])
 const TOP_KEYS = new Set([
   ...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own').map(o => o.name),
   'mode', 'certificates', 'listeners'
@@ -99,7 +99,11 @@ function parseConfigFile (text, file, environment = new Map()) {
   const dir = path.dirname(file)
   const listeners = listenersValue.map((raw, i) =>
     listenerFrom(raw, `listeners[${i}]`, inherited, src, dir, fromEnvironment))
-  return buildConfig(buildGlobals(globals, src), listeners, src, i => `listeners[${i}]`)
+  const config = buildConfig(buildGlobals(globals, src), listeners, src, i => `listeners[${i}]`)
+  if (config.status !== null && config.status.basicAuth !== null) {
+    config.status.basicAuth = path.resolve(dir, config.status.basicAuth)
+  }
+  return config
 }
 
 function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
@@ -148,6 +152,10 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
   if (listener.backendTls !== null && listener.backendTls.ca !== null) {
     listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)
   }
+  if (listener.basicAuth !== null) listener.basicAuth = path.resolve(dir, listener.basicAuth)
+  for (const route of listener.routes) {
+    if (route.basicAuth !== null) route.basicAuth = path.resolve(dir, route.basicAuth)
+  }
   return listener
 }
 
@@ -168,7 +176,8 @@ function routesFrom ({ value, at }, src) {
     for (const key of Object.keys(raw)) {
       if (!ROUTE_KEYS.has(key)) {
         const hint = didYouMean(key, ROUTE_KEYS) ||
-          'expected "match", "backends", "name", "mode" or an option of the balancing and health groups'
+          'expected "match", "backends", "name", "mode", "strip", "allow", "deny", "basic-auth" or an option of ' +
+          'the balancing and health groups'
         throw src.fail(keyPath(where, key), `unknown key ${JSON.stringify(key)} in a route: ${hint}`)
       }
       values.set(key, { value: raw[key], at: keyPath(where, key) })
@@ -182,6 +191,7 @@ function routesFrom ({ value, at }, src) {
     const name = part('name')
     const mode = part('mode')
     const backends = part('backends')
+    const strip = part('strip')
     if (match === undefined) throw src.fail(where, 'missing "match": expected a host, *.host, a /path or host/path')
     if (backends === undefined || !Array.isArray(backends.value) || backends.value.length === 0) {
       const expected = 'expected "backends": a list of at least one backend such as ["10.0.0.1:80"]'
@@ -194,7 +204,8 @@ function routesFrom ({ value, at }, src) {
       name,
       mode,
       backends: backends.value.map((v, j) => ({ value: v, at: `${backends.at}[${j}]` })),
-      values
+      values,
+      strip
     }
   })
 }

@@ -1,11 +1,13 @@
 'use strict'
 
-// A strict JSON parser (RFC 8259) for the config file, for the sake of its errors:
-// JSON.parse says "at position 1234" at best and nothing at worst, and silently keeps
-// the last of two equal keys. This one says "line 12, column 5", refuses a repeated
-// key (in a config file it is a mistake, never an intent), and caps nesting so that no
-// input can exhaust the stack. Objects come out with a null prototype, so a key such as
-// "__proto__" is only a key.
+// A JSON parser (RFC 8259) for the config file, for the sake of its errors: JSON.parse
+// says "at position 1234" at best and nothing at worst, and silently keeps the last of
+// two equal keys. This one says "line 12, column 5", refuses a repeated key (in a config
+// file it is a mistake, never an intent), and caps nesting so that no input can exhaust
+// the stack. Objects come out with a null prototype, so a key such as "__proto__" is
+// only a key. It reads JSON with comments, as VS Code and TypeScript do: // to the end
+// of the line and /* ... */ wherever space may go, and a comma after the last member of
+// an object or array; nothing else beyond JSON (no single quotes, no bare keys).
 
 const { JsonError } = require('../errors')
 
@@ -30,11 +32,24 @@ function parseJson (text) {
   }
   const describe = () => i >= text.length ? 'end of file' : JSON.stringify(text[i])
 
+  // Space and comments.
   const space = () => {
     for (;;) {
       const c = text.charCodeAt(i)
-      if (c === 32 || c === 9 || c === 10 || c === 13) i++
-      else return
+      if (c === 32 || c === 9 || c === 10 || c === 13) {
+        i++
+      } else if (c === 47 && text.charCodeAt(i + 1) === 47) { // //
+        const end = text.indexOf('\n', i)
+        i = end === -1 ? text.length : end + 1
+      } else if (c === 47 && text.charCodeAt(i + 1) === 42) { // /*
+        const end = text.indexOf('*/', i + 2)
+        if (end === -1) throw fail('unterminated comment: expected */ to close the /* here')
+        i = end + 2
+      } else if (c === 47) {
+        throw fail('unexpected "/": expected // or /* to start a comment')
+      } else {
+        return
+      }
     }
   }
 
@@ -83,6 +98,11 @@ function parseJson (text) {
       space()
       if (text[i] === ',') {
         i++
+        space()
+        if (text[i] === '}') { // a trailing comma
+          i++
+          return out
+        }
         continue
       }
       if (text[i] === '}') {
@@ -106,6 +126,11 @@ function parseJson (text) {
       space()
       if (text[i] === ',') {
         i++
+        space()
+        if (text[i] === ']') { // a trailing comma
+          i++
+          return out
+        }
         continue
       }
       if (text[i] === ']') {

@@ -15,13 +15,16 @@
 // `group` names the heading it is listed under in --help and the README (GROUPS, in order).
 // `multiple`: the option may be given more than once (a list in the config file, lines
 // in its LILA_ variable); `bare`: the value of the option given without one
-// (--access-log, --request-id; true in the config file and LILA_ variable).
+// (--access-log, --request-id; true in the config file and LILA_ variable). `route`:
+// a route may set it for itself too (--route '/admin=allow=10.0.0.0/8 ...', a route's
+// key in the config file), on top of the listener's.
 
 const GROUPS = [
   { name: 'listening', title: 'Listening' },
   { name: 'balancing', title: 'Balancing' },
   { name: 'health', title: 'Health' },
   { name: 'http', title: 'HTTP' },
+  { name: 'edge', title: 'Rules at the edge' },
   { name: 'tls', title: 'TLS and PROXY protocol' },
   { name: 'operations', title: 'Operations' }
 ]
@@ -185,7 +188,7 @@ const OPTIONS = [
     default: null,
     shown: 'none',
     help: 'a host, *.host, /path or host/path sends its requests to a pool of its own: ' +
-      'MATCH=[MODE] BACKEND...; repeatable'
+      'MATCH=[strip] [MODE] BACKEND...; repeatable'
   },
   {
     name: 'request-id',
@@ -275,6 +278,90 @@ const OPTIONS = [
     shown: 'off',
     only: 'http',
     help: 'http: with --mirror, compare each answer (status, body) with the mirror\'s; report divergences'
+  },
+  {
+    name: 'allow',
+    arg: 'CIDR,...',
+    type: 'cidrList',
+    multiple: true,
+    route: true,
+    group: 'edge',
+    default: Object.freeze([]),
+    shown: 'anyone',
+    help: 'only clients from these networks (10.0.0.0/8, ::1); others refused; repeatable'
+  },
+  {
+    name: 'deny',
+    arg: 'CIDR,...',
+    type: 'cidrList',
+    multiple: true,
+    route: true,
+    group: 'edge',
+    default: Object.freeze([]),
+    shown: 'none',
+    help: 'refuse clients from these networks, even if allowed; repeatable'
+  },
+  {
+    name: 'basic-auth',
+    arg: 'FILE',
+    type: 'file',
+    route: true,
+    group: 'edge',
+    default: null,
+    shown: 'off',
+    only: 'http',
+    help: 'http: only users of this htpasswd file (bcrypt, apr1, SHA), others 401; read again on reload'
+  },
+  {
+    name: 'basic-auth-realm',
+    arg: 'NAME',
+    type: 'realm',
+    group: 'edge',
+    default: 'lila',
+    only: 'http',
+    help: 'http: the realm a 401 names, which browsers show'
+  },
+  {
+    name: 'basic-auth-pass',
+    type: 'flag',
+    group: 'edge',
+    default: false,
+    shown: 'off',
+    only: 'http',
+    help: 'http: pass the client\'s Authorization on to backends'
+  },
+  {
+    name: 'compress',
+    arg: '[LIST]',
+    type: 'compress',
+    bare: 'gzip,br', // the value of a bare --compress; the order breaks a client's ties
+    group: 'edge',
+    default: null,
+    shown: 'off',
+    only: 'http',
+    help: 'http: compress responses for clients that accept it: gzip, br, or both (bare)'
+  },
+  {
+    name: 'compress-types',
+    arg: 'TYPES',
+    type: 'mediaTypes',
+    group: 'edge',
+    default: Object.freeze([
+      'text/*', 'application/json', 'application/*+json', 'application/javascript', 'application/xml',
+      'application/*+xml', 'image/svg+xml', 'application/wasm', 'application/x-ndjson', 'font/ttf', 'font/otf'
+    ]),
+    shown: 'text/*, JSON, JS...',
+    only: 'http',
+    help: 'http: the content types --compress compresses: a list such as text/*,application/json'
+  },
+  {
+    name: 'trace',
+    type: 'flag',
+    group: 'edge',
+    default: false,
+    shown: 'off',
+    only: 'http',
+    help: 'http: W3C traceparent: the trace ID kept, a new parent ID; a new trace where none'
   },
   {
     name: 'check',
@@ -552,6 +639,16 @@ const OPTIONS = [
     shown: 'none',
     scope: 'global',
     help: 'changes through the admin listener need this bearer token'
+  },
+  {
+    name: 'status-basic-auth',
+    arg: 'FILE',
+    type: 'file',
+    group: 'operations',
+    default: null,
+    shown: 'off',
+    scope: 'global',
+    help: 'the admin listener only to users of this htpasswd file; read again on reload'
   },
   {
     name: 'dashboard',

@@ -11,6 +11,7 @@ const { formatAddress, isHostName, unixPath, specAddress } = require('../address
 const { MODES, modeWord, isModeWord } = require('../upstream/balancers')
 const { TOKEN } = require('../proxy/http1/parse')
 const { refusal, PLACEHOLDERS } = require('../proxy/header-rules')
+const { OPTIONS } = require('./options')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/
@@ -36,6 +37,13 @@ const FAULT_FOR_MS = 60000
 const FAULT_SETTINGS = 'delay=DUR, error=CODE, reset=1, rate=R or for=DUR'
 const FAULT_SYNTAX = 'host:port,SETTING[,SETTING...]'
 const MIRROR_SYNTAX = 'host:port[,percent=N] or unix:/path[,percent=N]'
+// What --compress offers (proxy/edge/compressor.js).
+const ENCODINGS = ['gzip', 'br']
+// A media type, or a pattern of them: text/*, application/*+json, image/svg+xml.
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/(?:\*|\*\+[a-z0-9!#$&^_.+-]+|[a-z0-9][a-z0-9!#$&^_.+-]*)$/
+
+// What a route may set for itself on the command line: allow=, deny=, basic-auth=.
+const ROUTE_SETTINGS = OPTIONS.filter(o => o.route).map(o => o.name)
 
 const MODE_WORDS = MODES.flatMap(m => [modeWord(m), ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
@@ -112,6 +120,67 @@ function parseHeaderField (text, flag, side) {
     }
   }
   return { name, value }
+}
+
+// An address's bytes (IPv4 or IPv6, IPv4 in its last 32 bits written dotted).
+function ipBytes (address) {
+  if (net.isIPv4(address)) return address.split('.').map(Number)
+  let text = address
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
+  if (dotted !== null) {
+    const [a, b, c, d] = dotted[1].split('.').map(Number)
+    text = text.slice(0, dotted.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
+  }
+  const [head, tail] = text.split('::')
+  const groups = head === '' ? [] : head.split(':')
+  const rest = tail === undefined ? [] : tail === '' ? [] : tail.split(':')
+  const all = tail === undefined ? groups : [...groups, ...Array(8 - groups.length - rest.length).fill('0'), ...rest]
+  return all.flatMap(group => [parseInt(group, 16) >> 8, parseInt(group, 16) & 0xff])
+}
+
+// 16 bytes -> an IPv6 address as RFC 5952 writes it: the longest run of zero groups as "::".
+function formatIpv6 (bytes) {
+  const groups = []
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i] << 8) | bytes[i + 1]).toString(16))
+  let best = [-1, 0]
+  for (let i = 0; i < 8;) {
+    let j = i
+    while (j < 8 && groups[j] === '0') j++
+    if (j - i > best[1] && j - i > 1) best = [i, j - i]
+    i = j === i ? i + 1 : j
+  }
+  if (best[0] === -1) return groups.join(':')
+  return `${groups.slice(0, best[0]).join(':')}::${groups.slice(best[0] + best[1]).join(':')}`
+}
+
+// "10.0.0.0/8", "::1" (a whole address: /32 or /128) -> "10.0.0.0/8", "::1/128". The
+// network's address must have its host bits zero: 10.1.2.3/8 is a slip, named.
+function parseCidr (text, whole, flag) {
+  const within = whole === text ? '' : ` in ${quote(whole)}`
+  const invalid = expected => new UsageError(`invalid network ${quote(text)}${within}${forFlag(flag)}: ` +
+    `expected ${expected}`)
+  const [address, length, ...rest] = text.split('/')
+  const family = net.isIP(address)
+  if (family === 0 || rest.length > 0) {
+    throw invalid('an IP address or a network such as 10.0.0.0/8 or 2001:db8::/32')
+  }
+  const max = family === 4 ? 32 : 128
+  if (length !== undefined && (!/^\d{1,3}$/.test(length) || Number(length) > max)) {
+    throw invalid(`a prefix length from 0 to ${max} after the "/"`)
+  }
+  const prefix = length === undefined ? max : Number(length)
+  const bytes = ipBytes(address)
+  for (let bit = prefix; bit < max; bit++) {
+    if (bytes[bit >> 3] & (0x80 >> (bit & 7))) {
+      const network = bytes.map((byte, i) => {
+        const keep = Math.min(8, Math.max(0, prefix - i * 8)) // the bits of this byte in the prefix
+        return byte & (0xff << (8 - keep)) & 0xff
+      })
+      const shown = family === 4 ? network.join('.') : formatIpv6(network)
+      throw invalid(`the network's own address, its host bits zero: ${shown}/${prefix}`)
+    }
+  }
+  return `${address.toLowerCase()}/${prefix}`
 }
 
 // One parser per option `type` in options.js: (text, flag, option) -> value.
@@ -262,6 +331,42 @@ const PARSERS = {
       throw new UsageError(`invalid percentage ${quote(text)}${forFlag(flag)}: expected 0 to 100, e.g. 20%, or off`)
     }
     return Number(match[1])
+  },
+  // --allow, --deny: "10.0.0.0/8,::1" -> ['10.0.0.0/8', '::1/128']
+  cidrList: (text, flag) => {
+    const parts = String(text).split(',').map(part => part.trim())
+    if (parts.some(part => part === '')) {
+      throw new UsageError(`invalid network list ${quote(text)}${forFlag(flag)}: ` +
+        'expected networks separated by commas, e.g. 10.0.0.0/8,192.168.1.7')
+    }
+    return Object.freeze(parts.map(part => parseCidr(part, text, flag)))
+  },
+  // --basic-auth-realm: a quoted-string's content that any browser shows as it is
+  realm: (text, flag) => {
+    if (!/^[\x20-\x7e]{1,64}$/.test(text) || /["\\]/.test(text)) {
+      throw new UsageError(`invalid realm ${quote(text)}${forFlag(flag)}: ` +
+        'expected 1 to 64 printable ASCII characters without " or \\')
+    }
+    return text
+  },
+  // --compress: "gzip,br" -> ['gzip', 'br'], in the order given (it breaks ties)
+  compress: (text, flag) => {
+    const list = String(text).split(',').map(word => word.trim().toLowerCase())
+    if (list.some(word => !ENCODINGS.includes(word)) || new Set(list).size !== list.length) {
+      throw new UsageError(`invalid compression ${quote(text)}${forFlag(flag)}: ` +
+        'expected gzip, br or both separated by a comma, e.g. gzip,br')
+    }
+    return Object.freeze(list)
+  },
+  // --compress-types: "text/*,application/json" -> ['text/*', 'application/json']
+  mediaTypes: (text, flag) => {
+    const list = String(text).split(',').map(word => word.trim().toLowerCase())
+    const bad = list.find(type => !MEDIA_TYPE.test(type))
+    if (bad !== undefined) {
+      throw new UsageError(`invalid media type ${quote(bad)}${forFlag(flag)}: ` +
+        'expected types such as text/*, application/json or application/*+xml, separated by commas')
+    }
+    return Object.freeze(list)
   },
   flag: value => value === true,
   logLevel: (text, flag) => {
@@ -520,17 +625,33 @@ function parseRouteMatch (text) {
   return { host, wildcard, path }
 }
 
-// --route 'MATCH=[MODE] BACKEND [BACKEND...]' -> { match, mode, backends }: texts,
-// checked by the builder (mode null: the listener's default mode).
+// --route 'MATCH=[strip] [SETTING=VALUE...] [MODE] BACKEND [BACKEND...]' -> { match,
+// strip, settings, mode, backends }: texts, checked by the builder (mode null: the
+// listener's default mode). `strip` takes the matched path prefix off (proxy/edge);
+// `settings`: [[name, value]] of options a route may set for itself (`route` in
+// OPTIONS: allow=, deny=, basic-auth=), which no backend or mode looks like.
 function parseRouteOption (text, flag) {
   const eq = text.indexOf('=')
   const words = eq === -1 ? [] : text.slice(eq + 1).trim().split(/\s+/).filter(Boolean)
+  let strip = false
+  const settings = []
+  while (words.length > 0) {
+    if (words[0] === 'strip') {
+      strip = true
+      words.shift()
+      continue
+    }
+    const setting = /^([a-z-]+)=(.*)$/.exec(words[0])
+    if (setting === null || !ROUTE_SETTINGS.includes(setting[1])) break
+    settings.push([setting[1], setting[2]])
+    words.shift()
+  }
   if (eq <= 0 || words.length === 0) {
     throw new UsageError(`invalid route ${quote(text)}${forFlag(flag)}: expected MATCH=[MODE] BACKEND..., ` +
       'e.g. "api.localhost=127.0.0.1:8081 127.0.0.1:8082" or "/static=rr 127.0.0.1:9000"')
   }
   const mode = isModeWord(words[0]) ? words.shift() : null
-  return { match: text.slice(0, eq), mode, backends: words }
+  return { match: text.slice(0, eq), strip, settings, mode, backends: words }
 }
 
 module.exports = {

@@ -1,7 +1,7 @@
 'use strict'
 
 const net = require('net')
-const { listen, descriptorOf, setOrigin, UNIX_ORIGIN } = require('./bind')
+const { listen, descriptorOf, setOrigin, clientAddress, UNIX_ORIGIN } = require('./bind')
 const { forget } = require('./socket-file')
 const { throttled } = require('../log')
 const { formatAddress, unixPath } = require('../address')
@@ -9,6 +9,8 @@ const { defaultName } = require('../config/names')
 const { startPrelude } = require('./prelude')
 const { RateLimiter, ConnectionCounter } = require('./client-limits')
 const { Router } = require('./router')
+const { loadEdge, compileEdge } = require('./edge/rules')
+const { EdgeStats } = require('./edge/stats')
 const { reasonOf } = require('../errors')
 const {
   defaultMaxConn, holdable, isOutOfDescriptors, outOfDescriptors, reportOutOfDescriptors, onOutOfDescriptors, PAUSE_MS
@@ -52,10 +54,11 @@ const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound
 // client speaks HTTP/2.
 class Listener {
   // descriptors: { limit, share }: the process's limit on open files and this
-  // listener's share of it (descriptors.js), null each when unknown.
+  // listener's share of it (descriptors.js), null each when unknown. edge: what its
+  // rules at the edge read from files (edge/rules.js loadEdge; null: read them now).
   constructor ({
     config, upstream, routes = [], log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
-    descriptors = { limit: null, share: null }
+    descriptors = { limit: null, share: null }, edge = null
   }) {
     this.config = config
     this.descriptors = descriptors
@@ -63,9 +66,14 @@ class Listener {
     this.backendTls = backendTls // tls.connect options for backends, or null
     this.prelude = new Set() // connections in their prelude: closed with the listener
     this.upstream = upstream // the listener's own backends: requests no route matches
-    this.own = { name: null, match: null, upstream } // the same as a pool routeFor() gives
-    this.setRoutes(routes)
     this.log = log
+    // Rules at the edge (edge/rules.js): what they refused and compressed, counted
+    // across reloads; the gate each connection passes as it arrives, or null; each
+    // pool's Rules (`rules` of `own` and of each route: null when it has none).
+    this.edgeStats = new EdgeStats(log)
+    this.gate = null
+    this.configureEdge(config, edge === null ? loadEdge(config) : edge)
+    this.setRoutes(routes)
     this.protocol = protocol
     this.sessions = new Set()
     this.waiting = new Set() // held clients, oldest first (a Set keeps insertion order)
@@ -178,8 +186,11 @@ class Listener {
   // A reload: new settings for new connections (and, where they read them as they go,
   // for open ones); new TLS material for new handshakes; a new share of descriptors when
   // the number of listeners changed.
-  reconfigure (config, { tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes } = {}) {
+  reconfigure (config, {
+    tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes, edge = null
+  } = {}) {
     this.config = config
+    this.configureEdge(config, edge === null ? loadEdge(config) : edge)
     this.setRoutes(routes)
     this.configureLimits(config)
     this.descriptors = descriptors
@@ -191,13 +202,24 @@ class Listener {
     this.serveWaiting() // --max-conn may have grown
   }
 
-  // --route: [{ name, match, upstream }], each route its own pool (index.js makes them).
-  setRoutes (routes) {
-    this.routes = routes
-    this.router = routes.length === 0 ? null : new Router(routes)
+  // The rules at the edge of a config, compiled: at the start and on every reload.
+  configureEdge (config, loaded) {
+    const { gate, own, routes } = compileEdge(config, loaded, this.edgeStats)
+    this.gate = gate
+    this.own = { name: null, match: null, upstream: this.upstream, rules: own } // as a pool routeFor() gives
+    this.routeRules = routes
   }
 
-  // The pool an HTTP request goes to: a route ({ name, match, upstream }), or this
+  // --route: [{ name, match, upstream }], each route its own pool (index.js makes them),
+  // given its rules at the edge here.
+  setRoutes (routes) {
+    this.routes = routes.map(({ name, match, upstream }) => ({
+      name, match, upstream, rules: this.routeRules.get(name) ?? null
+    }))
+    this.router = routes.length === 0 ? null : new Router(this.routes)
+  }
+
+  // The pool an HTTP request goes to: a route ({ name, match, upstream, rules }), or this
   // listener's own (`own`, named null);
   // null when no route matches and the listener has no backends of its own (answer 404
   // with unrouted()).
@@ -373,8 +395,20 @@ class Listener {
   accept (client) {
     this.accepted++
     if (this.closing) return client.destroy()
+    if (this.gate !== null && this.refused(client)) return
     if (!this.serving || !this.hasRoom) return this.hold(client)
     this.serve(client)
+  }
+
+  // --allow, --deny, judged as a client arrives (its address the PROXY header's, with
+  // --accept-proxy): a client refused is closed at once, before it waits or is read.
+  refused (client) {
+    const address = clientAddress(client)
+    const why = this.gate.judge(address)
+    if (why === null) return false
+    this.edgeStats.refused(why, address)
+    client.destroy()
+    return true
   }
 
   serve (client) {
@@ -504,6 +538,7 @@ class Listener {
         rate: this.rate === null ? 0 : this.rate.size
       }, // addresses tracked for them now
       unserved: this.unserved, // no backend could take them (or none in time)
+      ...this.edgeStats.snapshot(), // rules at the edge: refused (by reason), compression (by coding)
       mirror: this.mirror === null ? null : this.mirror.snapshot(), // --mirror, --compare
       ...this.upstream.stats(), // panic, queued (waiting for a backend slot), queueTimeouts
       ...this.protocol.snapshot() // http: responses by class, requestTime

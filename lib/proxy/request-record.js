@@ -25,6 +25,7 @@ function requestRecord (x, ms) {
     userAgent: fieldValue(head.fields, 'user-agent')
   }
   if (x.requestId !== null) record.requestId = x.requestId
+  if (x.traceId !== undefined && x.traceId !== null) record.traceId = x.traceId // --trace
   if (x.route !== null && x.route.name !== null) record.route = x.route.name // --route
   return record
 }

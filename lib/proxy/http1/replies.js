@@ -12,6 +12,8 @@ const { codeOf, encodeMessage, CODES } = require('../grpc')
 const REASONS = {
   200: 'OK',
   400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
@@ -28,31 +30,43 @@ const REASONS = {
 const EMPTY = Buffer.alloc(0)
 
 // -> { status, fields: [name, value, ...] (lower-case names; no framing), body: Buffer }
-// `retryAfter`: seconds; `head`: a HEAD request (no body, though its length is told);
+// `retryAfter`: seconds; `fields`: more [[name, value]] to say (a rule at the edge's
+// refusal: WWW-Authenticate, proxy/edge/rules.js); `head`: a HEAD request (no body,
+// though its length is told);
 // `grpc`: the call's content-type, or null; `exhausted`: every backend is at its
 // max-conn and there is no room to wait (gRPC's RESOURCE_EXHAUSTED rather than
-// UNAVAILABLE); `ctx`: { clientAddress, requestId } (--request-id: the body names the
-// ID). The detail may quote what a backend sent (any byte): the body is UTF-8, as its
+// UNAVAILABLE); `ctx`: { clientAddress, requestId, traceId } (--request-id, --trace:
+// the body names the IDs). The detail may quote what a backend sent (any byte): the body is UTF-8, as its
 // content-type says and its length counts. header-rules.js's response rules are the
 // writers' to apply (reply, http2/replies.js), as for a backend's answers.
-function answerOf (status, detail, { retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null } = {}) {
+function answerOf (status, detail, {
+  retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null, fields: more = null
+} = {}) {
   if (grpc !== null) {
     const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
     const fields = ['content-type', grpc, 'grpc-status', String(code), 'grpc-message', encodeMessage(detail)]
     if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-    return { status: 200, fields, body: EMPTY }
+    return { status: 200, fields: withMore(fields, more), body: EMPTY }
   }
   const body = Buffer.from(bodyOf(status, REASONS[status] || 'Error', detail, ctx))
   const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
   if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-  return { status, fields, body: head ? EMPTY : body, length: body.length }
+  return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
 }
 
-// The plain-text body: the status and why, then the request's ID (--request-id) for
-// whoever reports the error.
+function withMore (fields, more) {
+  if (more !== null) for (const [name, value] of more) fields.push(name, value)
+  return fields
+}
+
+// The plain-text body: the status and why, then the request's ID (--request-id) and
+// trace ID (--trace) for whoever reports the error.
 function bodyOf (status, reason, detail, ctx) {
-  const text = `${status} ${reason}: ${detail}\n`
-  return ctx === null || ctx.requestId === null ? text : `${text}request ID: ${ctx.requestId}\n`
+  let text = `${status} ${reason}: ${detail}\n`
+  if (ctx === null) return text
+  if (ctx.requestId !== null && ctx.requestId !== undefined) text += `request ID: ${ctx.requestId}\n`
+  if (ctx.traceId !== null && ctx.traceId !== undefined) text += `trace ID: ${ctx.traceId}\n`
+  return text
 }
 
 // The answer as HTTP/1.1 bytes, in a Buffer. { close: last response on the connection,
@@ -81,7 +95,8 @@ const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
 const FIELD_NAMES = {
   'content-type': 'Content-Type',
   'cache-control': 'Cache-Control',
-  'retry-after': 'Retry-After'
+  'retry-after': 'Retry-After',
+  'www-authenticate': 'WWW-Authenticate'
 }
 
 module.exports = { answerOf, reply, bodyOf, REASONS, CONTINUE }

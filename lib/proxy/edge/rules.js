@@ -1,0 +1,230 @@
+'use strict'
+
+// Rules at the edge: one mechanism for what a listener or a route says about the
+// requests it takes before and after balancing, answered by lila itself where it says
+// no, counted (EdgeStats), shown, and compiled again on every reload. The rules:
+//   --allow, --deny             who may come in, by address (addresses.js)
+//   --basic-auth FILE           who may come in, by password (basic-auth.js, passwords.js)
+//   --compress                  responses compressed on the way (compress.js, compressor.js)
+//   --trace                     W3C trace context (trace.js)
+//   a route's strip             its path prefix taken off (prefix.js)
+//
+//   loadEdge(config, { readFile }) -> what the rules need from files (the htpasswd
+//                      files, read now and on every reload), or a UsageError; index.js
+//                      calls it where TLS files are read, before anything changes
+//   compileEdge(config, loaded, stats) -> { gate, own, routes }:
+//     gate     an AddressGate the listener asks of each connection as it arrives (tcp:
+//              a client refused is closed at once), or null
+//     own      the Rules of requests no route takes, or null: nothing to do
+//     routes   Map of route name -> its Rules (the listener's and the route's), or null
+//
+// A Rules object is what an HTTP exchange asks, once per request (ARCHITECTURE.md, "How
+// the exchange calls the rules"):
+//   rules.admit(clientAddress, authorization, grpc) -> null (go on), a Refusal to
+//       answer ({ status, grpcStatus, fields: [[name, value]], reason, detail }), or a
+//       Promise of either (a password checked for the first time)
+//   rules.rewriteRequest(target, get) -> null, or { path, fields: [[name, value | null]],
+//       traceId }: `target` the request's origin form with its query ("/api/x?y=1");
+//       the target to send on (null: as it is), fields to set (null: remove), the
+//       request's trace ID (null: no --trace)
+//   rules.responseTransform(method, acceptEncoding, status, get) -> null, or
+//       { fields, encoding }: fields to set or remove in the response head, and the
+//       coding to compress the body with (null: none)
+//   rules.compressor(encoding, sink) -> a Compressor (compressor.js)
+// `get(name)`: a field of the head's value (name in lower case; repeated fields joined
+// with ", "), or undefined. A listener without rules has null: the exchange pays a null
+// check.
+//
+// EXCHANGE_CALLS_RULES says whether this build's HTTP exchange asks them. Until it
+// does, an HTTP listener's --allow and --deny are judged per connection (refused
+// clients closed, as in tcp), and the rules that need the exchange are refused at start
+// rather than silently left undone.
+
+const fs = require('fs')
+const { UsageError } = require('../../errors')
+const { AddressGate } = require('./addresses')
+const { BasicAuth } = require('./basic-auth')
+const { parsePasswords } = require('./passwords')
+const { encodingChooser } = require('./negotiate')
+const { compressible, compressedFields, typeMatcher } = require('./compress')
+const { Compressor } = require('./compressor')
+const { nextTraceparent } = require('./trace')
+const { stripPrefix } = require('./prefix')
+
+const EXCHANGE_CALLS_RULES = false
+
+// lila's answers when a rule says no. gRPC calls get the status in grpcStatus.
+const refusal = (status, grpcStatus, reason, detail, fields = []) =>
+  Object.freeze({ status, grpcStatus, fields: Object.freeze(fields), reason, detail })
+const REFUSALS = {
+  allow: refusal(403, 7, 'allow', 'the client\'s address is not on the --allow list'),
+  deny: refusal(403, 7, 'deny', 'the client\'s address is on the --deny list')
+}
+const BUSY = refusal(503, 14, 'auth-busy', 'too many password checks under way; try again', [['retry-after', '1']])
+
+class Rules {
+  // gates: AddressGates, listener's first; auths: BasicAuths; chooser: negotiate.js's
+  // or null (no --compress); where: " on route NAME" or "" for log lines.
+  constructor ({ gates, auths, pass, chooser, types, trace, prefix, stats, where }) {
+    this.gates = gates
+    this.auths = auths.map(auth => ({
+      auth,
+      missing: refusal(401, 16, 'no-credentials', 'credentials needed', [['www-authenticate', auth.challenge]]),
+      wrong: refusal(401, 16, 'wrong-credentials', 'wrong user or password', [['www-authenticate', auth.challenge]])
+    }))
+    this.pass = pass
+    this.chooser = chooser
+    this.types = types
+    this.trace = trace
+    this.prefix = prefix
+    this.stats = stats
+    this.where = where
+  }
+
+  admit (clientAddress, authorization, grpc) {
+    for (const gate of this.gates) {
+      const why = gate.judge(clientAddress)
+      if (why !== null) return this.refuse(REFUSALS[why], clientAddress)
+    }
+    return this.auths.length === 0 ? null : this.authenticate(0, clientAddress, authorization)
+  }
+
+  // The i-th --basic-auth (the listener's, then the route's) and those after it.
+  authenticate (i, clientAddress, authorization) {
+    if (i === this.auths.length) return null
+    const verdict = this.auths[i].auth.check(authorization)
+    if (typeof verdict === 'string') return this.authenticated(verdict, i, clientAddress, authorization)
+    return verdict.then(v => this.authenticated(v, i, clientAddress, authorization))
+  }
+
+  authenticated (verdict, i, clientAddress, authorization) {
+    if (verdict === 'ok') return this.authenticate(i + 1, clientAddress, authorization)
+    const { missing, wrong } = this.auths[i]
+    return this.refuse(verdict === 'missing' ? missing : verdict === 'bad' ? wrong : BUSY, clientAddress)
+  }
+
+  refuse (answer, clientAddress) {
+    this.stats.refused(answer.reason, `${clientAddress}${this.where}`)
+    return answer
+  }
+
+  rewriteRequest (target, get) {
+    let edits = null
+    const edit = () => (edits ||= { path: null, fields: [], traceId: null })
+    if (this.prefix !== null) {
+      edit().path = stripPrefix(target, this.prefix)
+      edits.fields.push(['x-forwarded-prefix', this.prefix])
+    }
+    if (this.auths.length > 0 && !this.pass && get('authorization') !== undefined) {
+      edit().fields.push(['authorization', null])
+    }
+    if (this.trace) {
+      const { traceparent, traceId, fresh } = nextTraceparent(get('traceparent'))
+      edit().fields.push(['traceparent', traceparent])
+      if (fresh && get('tracestate') !== undefined) edits.fields.push(['tracestate', null])
+      edits.traceId = traceId
+    }
+    return edits
+  }
+
+  responseTransform (method, acceptEncoding, status, get) {
+    if (this.chooser === null || !compressible(method, status, get, this.types)) return null
+    const encoding = this.chooser(acceptEncoding)
+    const fields = compressedFields(get, encoding)
+    if (encoding === null && fields.length === 0) return null
+    if (encoding !== null) this.stats.compressedResponse(encoding)
+    return { fields, encoding }
+  }
+
+  compressor (encoding, sink) {
+    return new Compressor(encoding, sink, this.stats)
+  }
+}
+
+// What needs the exchange, by the option a user wrote: [flag] of the rules given.
+function requestRules (config) {
+  const asked = []
+  if (config.compress !== null) asked.push('--compress')
+  if (config.basicAuth !== null) asked.push('--basic-auth')
+  if (config.trace) asked.push('--trace')
+  for (const route of config.routes) {
+    if (route.strip) asked.push(`route ${route.name}'s strip`)
+    if (route.basicAuth !== null) asked.push(`route ${route.name}'s basic-auth`)
+    if (route.allow.length + route.deny.length > 0) asked.push(`route ${route.name}'s allow and deny`)
+  }
+  return asked
+}
+
+// `exchangeCalls`: as if the exchange asked the rules (tests of what it will get).
+function loadEdge (config, { readFile = fs.readFileSync, exchangeCalls = EXCHANGE_CALLS_RULES } = {}) {
+  if (!exchangeCalls && config.protocol !== 'tcp') {
+    const asked = requestRules(config)
+    if (asked.length > 0) {
+      throw new UsageError(`${asked[0]} is not applied to HTTP requests by this build yet ` +
+        '(its HTTP exchange does not call the rules at the edge): expected it left out')
+    }
+  }
+  const passwords = new Map()
+  for (const file of [config.basicAuth, ...config.routes.map(route => route.basicAuth)]) {
+    if (file === null || passwords.has(file)) continue
+    passwords.set(file, readPasswords(file, readFile))
+  }
+  return { passwords }
+}
+
+// An htpasswd file, read and checked; a UsageError says why not.
+function readPasswords (file, readFile = fs.readFileSync) {
+  let text
+  try {
+    text = readFile(file, 'utf8')
+  } catch (err) {
+    const reasons = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }
+    throw new UsageError(`cannot read --basic-auth file ${JSON.stringify(file)}: ${reasons[err.code] || err.code}`)
+  }
+  return parsePasswords(text, file)
+}
+
+function compileEdge (config, loaded, stats, { exchangeCalls = EXCHANGE_CALLS_RULES } = {}) {
+  const http = config.protocol !== 'tcp'
+  const gateOf = ({ allow, deny }) => allow.length + deny.length === 0 ? null : new AddressGate(allow, deny)
+  const auths = new Map() // one per file: routes that share the listener's file share what it remembers
+  const authOf = file => {
+    if (file === null) return null
+    if (!auths.has(file)) auths.set(file, new BasicAuth(loaded.passwords.get(file), { realm: config.basicAuthRealm }))
+    return auths.get(file)
+  }
+  const listenerGate = gateOf(config)
+  const byRequest = http && exchangeCalls
+  const listenerAuth = http ? authOf(config.basicAuth) : null
+  const base = {
+    gates: byRequest && listenerGate !== null ? [listenerGate] : [],
+    auths: listenerAuth === null ? [] : [listenerAuth],
+    pass: config.basicAuthPass,
+    chooser: http && config.compress !== null ? encodingChooser(config.compress) : null,
+    types: http && config.compress !== null ? typeMatcher(config.compressTypes) : null,
+    trace: http && config.trace,
+    prefix: null,
+    stats,
+    where: ''
+  }
+  const rulesOf = parts => {
+    const empty = parts.gates.length + parts.auths.length === 0 && parts.chooser === null && !parts.trace &&
+      parts.prefix === null
+    return empty || !byRequest ? null : new Rules(parts)
+  }
+  const routes = new Map()
+  for (const route of config.routes) {
+    const gate = gateOf(route)
+    const auth = authOf(route.basicAuth)
+    routes.set(route.name, rulesOf({
+      ...base,
+      gates: gate === null ? base.gates : [...base.gates, gate],
+      auths: auth === null ? base.auths : [...base.auths, auth],
+      prefix: route.strip ? route.match.path : null,
+      where: ` on route ${route.name}`
+    }))
+  }
+  return { gate: byRequest ? null : listenerGate, own: rulesOf(base), routes }
+}
+
+module.exports = { loadEdge, compileEdge, readPasswords, Rules, REFUSALS, EXCHANGE_CALLS_RULES }

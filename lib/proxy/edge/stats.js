@@ -1,0 +1,68 @@
+'use strict'
+
+// What a listener's rules at the edge did, counted for its snapshot, metrics and page:
+// clients and requests refused, by reason, each reason said in a log line at most once
+// a second (the others counted into the next line); and responses compressed, with the
+// bytes that went in and came out, by coding. One per Listener, kept across reloads
+// (the rules are compiled again; their counts go on).
+//
+//   stats.refused(reason, detail)            REASONS says the words and log level
+//   stats.compressed(encoding, bytesIn, bytesOut)
+//   stats.compressedResponse(encoding)
+//   stats.snapshot() -> { refused: { reason: n }, compression: { gzip: { responses, bytesIn, bytesOut } } }
+
+const { throttled } = require('../../log')
+
+// reason -> [log level, what the line says]. Asking for a password is the protocol's
+// first step, not news: its lines are debug.
+const REASONS = {
+  allow: ['info', 'not on --allow'],
+  deny: ['info', 'on --deny'],
+  'no-credentials': ['debug', 'no credentials for --basic-auth'],
+  'wrong-credentials': ['info', 'wrong user or password for --basic-auth'],
+  'auth-busy': ['warn', 'too many password checks under way']
+}
+
+class EdgeStats {
+  constructor (log) {
+    this.log = log
+    this.counts = {}
+    this.lines = new Map() // reason -> its throttled logger
+    this.compression = {}
+  }
+
+  // `detail`: who, and where ("10.0.0.7", "10.0.0.7 on route admin").
+  refused (reason, detail) {
+    this.counts[reason] = (this.counts[reason] || 0) + 1
+    const [level, words] = REASONS[reason]
+    if (!this.log.enabled(level)) return
+    let say = this.lines.get(reason)
+    if (say === undefined) {
+      say = throttled(line => this.log[level](line))
+      this.lines.set(reason, say)
+    }
+    say(`refused ${detail}: ${words}`)
+  }
+
+  compressedResponse (encoding) {
+    this.counter(encoding).responses++
+  }
+
+  compressed (encoding, bytesIn, bytesOut) {
+    const counter = this.counter(encoding)
+    counter.bytesIn += bytesIn
+    counter.bytesOut += bytesOut
+  }
+
+  counter (encoding) {
+    return (this.compression[encoding] ||= { responses: 0, bytesIn: 0, bytesOut: 0 })
+  }
+
+  snapshot () {
+    const compression = {}
+    for (const [encoding, c] of Object.entries(this.compression)) compression[encoding] = { ...c }
+    return { refused: { ...this.counts }, compression }
+  }
+}
+
+module.exports = { EdgeStats, REASONS }

@@ -1,0 +1,81 @@
+'use strict'
+
+// A Connection (connection.js) carried by a socket (net or tls): what is read goes to
+// receive(); what the connection writes is taken once per turn of the event loop
+// (every frame a read or a timer made, in one write); a write the socket cannot take
+// at once makes the connection congested until 'drain'. The socket's end or error
+// ends the connection (its streams hear CLOSED); the connection's end ends the socket
+// once what it wrote last is out.
+//
+// The socket's listeners are shared by every connection (`this` is the socket), so a
+// connection costs no closures.
+
+const { CLOSED } = require('./connection')
+
+// After its last frames (a GOAWAY), a connection's socket is ended, then destroyed if
+// the peer has not closed its side within this long: it has what it needs by then,
+// and a peer that keeps its side open (Node's http2 server does) would hold it forever.
+const LINGER_MS = 2000
+
+const EVENTS = {
+  data (chunk) { this.h2.conn.receive(chunk) },
+  drain () { this.h2.conn.setCongested(false) },
+  error () {}, // 'close' follows
+  close () { this.h2.conn.destroy('the connection closed') }
+}
+
+class SocketTransport {
+  constructor (socket, conn) {
+    this.socket = socket
+    this.conn = conn
+    this.scheduled = false
+    this.ending = false
+    socket.h2 = this
+    conn.transport = this
+    for (const name in EVENTS) socket.on(name, EVENTS[name])
+  }
+
+  flushSoon () {
+    if (this.scheduled) return
+    this.scheduled = true
+    process.nextTick(flush, this)
+  }
+
+  close () {
+    this.ending = true
+    this.flushSoon()
+  }
+}
+
+function flush (t) {
+  t.scheduled = false
+  const socket = t.socket
+  const out = t.conn.output.take()
+  if (out !== null && !socket.destroyed) {
+    let ok
+    if (Array.isArray(out)) {
+      socket.cork()
+      for (let i = 0; i < out.length; i++) ok = socket.write(out[i])
+      socket.uncork()
+    } else {
+      ok = socket.write(out)
+    }
+    if (!ok && !t.conn.congested) t.conn.setCongested(true)
+  }
+  if (t.ending && !socket.destroyed && !socket.writableEnded) {
+    socket.end()
+    socket.setTimeout(LINGER_MS, linger)
+  }
+}
+
+function linger () { this.destroy() }
+
+// Join conn to socket, and start it (its preface and SETTINGS go out).
+function attach (socket, conn) {
+  socket.setNoDelay(true)
+  const transport = new SocketTransport(socket, conn)
+  conn.start()
+  return transport
+}
+
+module.exports = { attach, SocketTransport, CLOSED }
