@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7993b07fd7f54c4c3712eb7704adfec2c0efab9cc6b40b7fa436179354004432"
+  sha256 "73907d547813aa417b732d9335ab212c6996d7a1a98b4e250fb8ed8789ce3123"
   license "MIT"
 
   depends_on "node"

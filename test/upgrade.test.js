@@ -12,50 +12,9 @@ const path = require('path')
 const http = require('http')
 const crypto = require('crypto')
 const { httpBackend, tcpBackend, request, statusJson, runLila, within, ROOT } = require('./fixtures/helpers')
-const { upgradableLila, gone, alive, missing, startWrk, startH2load, startH2Connections } = require('./fixtures/upgrade')
+const { upgradableLila, gone, alive } = require('./fixtures/upgrade')
 
-const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
-const NO_H2LOAD = missing('h2load') && 'h2load is not installed (Debian package nghttp2-client)'
-const UPGRADES = 10
-
-t.test('ten upgrades in a row under wrk (keep-alive, and a connection per request) and h2load: no error, no refused connection', { skip: NO_WRK || NO_H2LOAD }, async t => {
-  const a = await httpBackend(t, 'a')
-  const b = await httpBackend(t, 'b')
-  const lila = await upgradableLila(t, ['rr', a.address, b.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0'])
-  const url = `http://127.0.0.1:${lila.port}/`
-  const loads = [startWrk(url), startWrk(url, ['-H', 'Connection: close']), startH2load(url), startH2Connections(url)]
-  t.teardown(() => loads.forEach(load => load.kill()))
-  const served = () => a.requests + b.requests
-  let before = served()
-  for (let i = 0; i < UPGRADES; i++) {
-    // Each lila serves the loads before the next takes over.
-    await within(20000, 'requests through this lila', (async () => {
-      while (served() < before + 50) await new Promise(resolve => setImmediate(resolve))
-    })())
-    const old = lila.pid()
-    const upgraded = await lila.upgrade()
-    t.equal(upgraded.code, 0, `upgrade ${i + 1}: ${upgraded.stderr.trim() || upgraded.stdout.trim()}`)
-    t.equal(upgraded.from, old)
-    t.equal(lila.pid(), upgraded.to, 'the PID file names the new lila')
-    before = served()
-  }
-  const [keepAlive, perRequest, h2, h2Connections] = await Promise.all(loads.map(load => load.stop()))
-  for (const [name, wrk] of [['keep-alive', keepAlive], ['Connection: close', perRequest]]) {
-    t.ok(wrk.requests > 0, `wrk ${name}: ${wrk.requests} requests`)
-    t.same(wrk.errors, { connect: 0, read: 0, write: 0, timeout: 0 }, `wrk ${name}: no socket error\n${wrk.text}`)
-    t.equal(wrk.non2xx, 0, `wrk ${name}: every answer 200`)
-  }
-  t.ok(h2.succeeded > 0, `h2load: ${h2.succeeded} requests in ${h2.rounds} rounds`)
-  t.equal(h2.failed, 0, `h2load: none failed\n${h2.text}`)
-  t.equal(h2.errored, 0, 'h2load: none errored')
-  // (h2load does not count a refused connection in its timed mode: a connection per request does.)
-  t.ok(h2Connections.requests > 0, `HTTP/2, a connection per request: ${h2Connections.requests} requests`)
-  t.same(h2Connections.errors, {}, 'HTTP/2, a connection per request: none refused or cut')
-  t.equal(h2Connections.failed, 0)
-  t.same(lila.lines.filter(line => /upgraded from/.test(line)).length, UPGRADES, 'each new lila said so once')
-  // Every lila before the last is gone once it drained.
-  for (const pid of lila.pids) if (pid !== lila.pid()) await gone(pid)
-})
+t.setTimeout(300000)
 
 t.test('a TCP connection, a WebSocket and a download started before an upgrade go on after it, byte for byte', async t => {
   // TCP: an echo.
@@ -203,31 +162,6 @@ t.test('the status port, a Unix socket listener and the run-time state move; cou
   await gone(upgraded.to)
   t.notOk(fs.existsSync(socketPath), 'the last lila removes it when it stops')
   t.notOk(fs.existsSync(lila.pidFile), 'and its PID file')
-})
-
-t.test('--workers 2: the primary hands over, the new one starts its own workers; lila upgrade PID', { skip: NO_WRK }, async t => {
-  const a = await httpBackend(t, 'a')
-  const lila = await upgradableLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--workers', '2'])
-  const url = `http://127.0.0.1:${lila.port}/`
-  const wrk = startWrk(url)
-  t.teardown(() => wrk.kill())
-  for (let i = 0; i < 2; i++) {
-    const upgraded = await lila.upgrade()
-    t.equal(upgraded.code, 0, upgraded.stderr)
-    await lila.line(/workers: 1 \(pid \d+\), 2 \(pid \d+\)$/, { count: i + 2 })
-  }
-  // By PID, without the PID file (the outcome comes through the temporary folder).
-  const pid = lila.pid()
-  const from = lila.lines.length
-  const byPid = await runLila(['upgrade', String(pid)], { timeout: 60000 })
-  t.equal(byPid.code, 0, byPid.stderr)
-  t.match(byPid.stdout, new RegExp(`^lila: upgraded from \\S+ \\(pid ${pid}\\) to \\S+ \\(pid \\d+\\)\\n$`))
-  const [, , next] = await lila.line(/upgraded from \S+ \(pid (\d+)\) to \S+ \(pid (\d+)\)$/, { from })
-  lila.pids.add(Number(next))
-  const result = await wrk.stop()
-  t.ok(result.requests > 0, `${result.requests} requests`)
-  t.same(result.errors, { connect: 0, read: 0, write: 0, timeout: 0 }, `no socket error\n${result.text}`)
-  t.equal(result.non2xx, 0)
 })
 
 t.test('lila upgrade: a PID file or process that is not there', async t => {

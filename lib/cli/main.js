@@ -193,7 +193,11 @@ async function primary (config, io) {
     exec: io.exec,
     args: io.args,
     given: given.listeners,
-    upgrade: program === null ? null : () => upgrader === null ? null : upgrader.upgrade(),
+    upgrade: program === null
+      ? null
+      : () => upgrader === null
+          ? lazy.upgrade.refuseUpgrade({ pidFile: config.pidFile, log }, 'the workers are still starting')
+          : upgrader.upgrade(),
     onFailed: io.onFailed,
     // Started afresh, the PID file is written before the line a script waits for.
     onListening: () => {

@@ -199,8 +199,8 @@ function createUpgrader ({ program, args, pidFile, sockets, state, log, handOver
   let current = null
   let over = false
   async function upgrade () {
-    if (over) return log.warn('SIGUSR2: handed over already; letting open connections finish')
-    if (current !== null) return log.warn('SIGUSR2: an upgrade is under way already')
+    if (over) return refuseUpgrade({ pidFile, log }, 'handed over already; letting open connections finish')
+    if (current !== null) return refuseUpgrade({ pidFile, log }, 'an upgrade is under way already')
     const request = takeRequest({ pidFile })
     const report = (ok, message) => {
       if (!ok) log.error(message) // (the new lila says its success itself)
@@ -231,6 +231,12 @@ function createUpgrader ({ program, args, pidFile, sockets, state, log, handOver
     upgrade,
     cancel () { if (current !== null) current.cancel() }
   }
+}
+
+// A SIGUSR2 this lila cannot act on now: said, and answered to `lila upgrade`.
+function refuseUpgrade ({ pidFile, log }, why) {
+  log.warn(`SIGUSR2: ${why}; no upgrade`)
+  takeRequest({ pidFile }).report({ ok: false, message: `pid ${process.pid}: ${why}; no upgrade` })
 }
 
 // The new lila's part once it listens: take on the run-time state (`perform`: the
@@ -286,5 +292,13 @@ function rememberLastLine (stream) {
 }
 
 module.exports = {
-  startSuccessor, takeOver, reportFailure, createUpgrader, enterService, writePid, rememberLastLine, SETTLE_MS
+  startSuccessor,
+  takeOver,
+  reportFailure,
+  createUpgrader,
+  refuseUpgrade,
+  enterService,
+  writePid,
+  rememberLastLine,
+  SETTLE_MS
 }

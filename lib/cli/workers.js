@@ -298,9 +298,7 @@ function runPrimary (config, io) {
       destroy: () => stopAll('destroy'),
       // While starting, SIGHUP is ignored; once stopping (a worker failed), too.
       reload: reloadConfig === null ? null : () => starting || stopping ? null : reload(),
-      upgrade: upgrade === null
-        ? null
-        : () => starting ? log.warn('SIGUSR2: the workers are still starting; no upgrade') : upgrade()
+      upgrade
     })
     // A new lila took over: the workers stop accepting and drain, leaving socket files.
     handOver = () => {
