@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "73907d547813aa417b732d9335ab212c6996d7a1a98b4e250fb8ed8789ce3123"
+  sha256 "d0e69e91af4e1948e2eb50c80bb882be6ee0bc8e5d885d3c7a63f4974f5771ad"
   license "MIT"
 
   depends_on "node"

@@ -43,7 +43,7 @@ t.test('assign, from systemd: by name, then in order; a mismatch names both', as
   t.equal(named.status.fd, 3, 'status: the socket named status')
   t.equal(named.listeners.get('tcp:4444').fd, 4)
   t.throws(() => assign(systemd('a', 'b', 'c'), one), new RuntimeError('systemd gave 3 sockets (LISTEN_FDS=3) for 1 listener and the status listener: the socket systemd gave as fd 5 (named "c") is for none of them; expected a listener for each socket'))
-  t.same(assign({ from: null, sockets: [], upgrade: null }, one), { listeners: new Map(), status: null }, 'none given')
+  t.same(assign({ from: null, sockets: [], upgrade: null }, one), { listeners: new Map(), redirects: new Map(), status: null }, 'none given')
 })
 
 t.test('assign, from an upgrade: a listener keeps its socket if it keeps its name and address', async t => {

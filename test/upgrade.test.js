@@ -13,6 +13,7 @@ const http = require('http')
 const crypto = require('crypto')
 const { httpBackend, tcpBackend, request, statusJson, runLila, within, ROOT } = require('./fixtures/helpers')
 const { upgradableLila, gone, alive } = require('./fixtures/upgrade')
+const { certDir, makeCertificate } = require('./fixtures/certs')
 
 t.setTimeout(300000)
 
@@ -176,6 +177,23 @@ t.test('lila upgrade: a PID file or process that is not there', async t => {
   t.equal(noProcess.code, 1)
   t.match(noProcess.stderr, /^lila: no process 999999999 \(from --pid-file \S+\): is lila running\?\n$/)
   t.notOk(fs.existsSync(`${stale}.upgrade`), 'no request left behind')
+})
+
+t.test('a TLS listener\'s --redirect-http moves with it', async t => {
+  const a = await httpBackend(t, 'a')
+  const { cert, key } = makeCertificate(certDir(t), 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
+  const lila = await upgradableLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0',
+    '--tls-cert', cert, '--tls-key', key, '--redirect-http', '0'])
+  const redirectPort = Number((await lila.line(/redirect-http on 127\.0\.0\.1:(\d+):/))[1])
+  const before = await request(redirectPort, { headers: { host: 'localhost' } })
+  t.equal(before.status, 308)
+  const upgraded = await lila.upgrade()
+  t.equal(upgraded.code, 0, upgraded.stderr)
+  await lila.line(/handed over: stopped accepting/)
+  await gone(upgraded.from)
+  const after = await request(redirectPort, { headers: { host: 'localhost' } })
+  t.equal(after.status, 308, 'the same port answers, from the new lila')
+  t.equal(after.headers.location, `https://localhost:${lila.port}/`)
 })
 
 // ---- clients ----

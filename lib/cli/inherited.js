@@ -14,7 +14,8 @@ const { sameAddress } = require('../config/changes')
 //     or 'status', protocol, host, port); upgrade: { pid, version, state } of the lila
 //     before, or null. The variables leave the environment: workers and a later lila
 //     must not take the same descriptors again.
-//   assign(inherited, config) -> { listeners: Map name -> socket, status: socket | null }
+//   assign(inherited, config) -> { listeners: Map name -> socket, redirects: Map listener
+//     name -> socket (its --redirect-http; from an upgrade only), status: socket | null }
 //     a socket as bind.js listen() takes it: { fd, what, check, owned }. From systemd,
 //     every socket goes to a listener and every listener gets one: the listener of the
 //     socket's name (FileDescriptorName=; "status": the status listener), else the next
@@ -50,8 +51,9 @@ function takeInherited (env, pid) {
 function assign (inherited, config) {
   if (inherited.from === 'upgrade') return assignHandedOver(inherited, config)
   const listeners = new Map()
+  const redirects = new Map()
   let status = null
-  if (inherited.from !== 'systemd') return { listeners, status }
+  if (inherited.from !== 'systemd') return { listeners, redirects, status }
   const n = inherited.sockets.length
   const slots = config.listeners.map(l => ({ name: l.name, listener: l, socket: null }))
   if (config.status !== null) slots.push({ name: 'status', listener: null, socket: null })
@@ -83,11 +85,12 @@ function assign (inherited, config) {
     }
     listeners.set(name, given(socket, `listener ${name}`, true))
   }
-  return { listeners, status }
+  return { listeners, redirects, status }
 }
 
 function assignHandedOver ({ sockets, upgrade }, config) {
   const listeners = new Map()
+  const redirects = new Map()
   let status = null
   for (const socket of sockets) {
     const what = `the socket handed over by pid ${upgrade.pid} as fd ${socket.fd}`
@@ -97,6 +100,10 @@ function assignHandedOver ({ sockets, upgrade }, config) {
     if (listener !== undefined && !listeners.has(listener.name)) {
       const owner = `${what} (listener ${listener.name})`
       listeners.set(listener.name, { fd: socket.fd, what: owner, check: false, owned: true })
+    } else if (socket.role === 'redirect' && !redirects.has(socket.name) && config.listeners.some(l =>
+      l.name === socket.name && l.host === socket.host && l.redirectHttp === socket.port)) {
+      const owner = `${what} (--redirect-http of ${socket.name})`
+      redirects.set(socket.name, { fd: socket.fd, what: owner, check: false, owned: true })
     } else if (socket.role === 'status' && config.status !== null && status === null &&
         config.status.host === socket.host && (config.status.port === socket.port || config.status.port === 0)) {
       status = { fd: socket.fd, what: `${what} (the status listener)`, check: false, owned: true }
@@ -104,7 +111,7 @@ function assignHandedOver ({ sockets, upgrade }, config) {
       try { fs.closeSync(socket.fd) } catch {} // a listener the new config has not: nobody accepts on it
     }
   }
-  return { listeners, status }
+  return { listeners, redirects, status }
 }
 
 function given (socket, owner, check) {

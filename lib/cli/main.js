@@ -193,6 +193,7 @@ async function primary (config, io) {
     exec: io.exec,
     args: io.args,
     given: given.listeners,
+    givenRedirects: given.redirects,
     upgrade: program === null
       ? null
       : () => upgrader === null
@@ -281,7 +282,7 @@ async function serve (config, io, onListening = () => {}) {
   const early = lazy.signals.holdSignals(signals, handled(reloadConfig, program))
   try {
     if (status !== null) await status.listen(given.status)
-    addresses = await lb.listen(given.listeners).catch(err => {
+    addresses = await lb.listen(given.listeners, given.redirects).catch(err => {
       const hint = err instanceof RuntimeError ? listenHint(err) : null
       if (hint !== null) err.message += `; ${hint}`
       throw err

@@ -47,7 +47,7 @@ function startSuccessor ({
     const nodeScript = await isNodeScript(file)
     if (nodeScript) await checkSyntax(file)
     if (cancelled) throw new UpgradeError('cancelled')
-    const handed = sockets.map(({ fd, ...what }, i) => ({ ...what, fd: 3 + i }))
+    const handed = sockets.map(({ fd, server, ...what }, i) => ({ ...what, fd: 3 + i }))
     const word = JSON.stringify({ pid: process.pid, version: VERSION, sockets: handed, state })
     const [command, commandArgs] = nodeScript ? [process.execPath, [...execArgv, file, ...args]] : [file, args]
     child = spawn(command, commandArgs, {

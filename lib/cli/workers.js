@@ -3,7 +3,7 @@
 const os = require('os')
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
-const { loadListenerTls } = require('../proxy/tls')
+const { loadListenerTls, Certificates } = require('../proxy/tls')
 const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
@@ -28,9 +28,10 @@ const { unixPath } = require('../address')
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
 // reload runs the config in force. IPC messages are plain objects { lila: type, ... }:
-//   primary -> worker  config { config, index, via, table, workers, sockets },
+//   primary -> worker  config { config, index, via, table, workers, certificates, sockets },
 //                      reload { id, config }, stats { id }, control { id, action },
-//                      sockets { id }, stop { handOver }, destroy
+//                      certificates { id, updates }, sockets { id }, stop { handOver },
+//                      destroy
 //   worker -> primary  ready, listening { lines }, failed { code, message },
 //                      socket { id, role, name, protocol, host, port } with the
 //                      listening socket's handle (for an upgrade: the primary holds none),
@@ -43,6 +44,10 @@ const { unixPath } = require('../address')
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
 // broadcast(action).
+// Certificates lila gets itself (--tls local|acme) are the primary's: it alone writes
+// the state folder and speaks ACME (tls/keeper.js), and sends each worker what it
+// serves (proxy/tls.js Certificates updates): all of them with its config, then each
+// change as it comes; a challenge counts as answered once every worker has it.
 
 const FIRST_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 30000
@@ -63,7 +68,8 @@ function workerCount (workers) {
 
 // io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError),
 //       exec, args, execArgv (what the workers run; by default this process's own),
-//       given (Map listener name -> a socket given to the process, inherited.js),
+//       given, givenRedirects (Map listener name -> a socket given to the process for
+//       it, or for its --redirect-http: inherited.js),
 //       upgrade (SIGUSR2, or null), onFailed(message) (why a worker could not start),
 //       onListening() -> false to stop (before the listening lines: the PID file),
 //       onReady({ gatherStats, broadcast, sockets, handOver }) once every worker listens,
@@ -76,6 +82,7 @@ function runPrimary (config, io) {
     upgrade = null, onFailed = () => {}, onListening = () => true, prepareReload = () => () => {}
   } = io
   const given = new Map(io.given || [])
+  const givenRedirects = new Map(io.givenRedirects || [])
   const log = createLogger({ level: config.logLevel, stderr })
   const count = workerCount(config.workers)
   const via = viaToken()
@@ -107,6 +114,17 @@ function runPrimary (config, io) {
     sockets: null // while handing the listening sockets up: those received
   }))
 
+  // Certificates lila makes or gets: made or loaded before any worker starts (a state
+  // folder that cannot be used stops lila here, exit 2).
+  let keeper = null
+  try {
+    keeper = keeperFor(config, log, update => tellWorkers(update))
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    log.error(err.message)
+    return Promise.resolve(2)
+  }
+
   return new Promise(resolve => {
     let resolved = false
     let failure = null // the exit code of a worker that could not start
@@ -124,6 +142,7 @@ function runPrimary (config, io) {
       slot.worker = worker
       slot.pid = worker.process.pid
       slot.listening = false
+      slot.configured = false
       slot.listeningAt = 0
       worker.on('message', (message, handle) => onMessage(slot, worker, message, handle))
       worker.on('exit', (code, signal) => onExit(slot, worker, code, signal))
@@ -150,8 +169,11 @@ function runPrimary (config, io) {
               via,
               table: slot.index === 1,
               workers: count,
-              sockets: Object.fromEntries(given)
+              certificates: keeper === null ? [] : keeper.updates(),
+              sockets: Object.fromEntries(given),
+              redirectSockets: Object.fromEntries(givenRedirects)
             })
+            slot.configured = true
           }
           break
         case 'socket': {
@@ -194,6 +216,7 @@ function runPrimary (config, io) {
       }
       for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
+      if (keeper !== null) keeper.begin() // ACME's TLS-ALPN-01 needs the workers listening
       onReady({ gatherStats, broadcast, sockets, handOver })
     }
 
@@ -222,7 +245,7 @@ function runPrimary (config, io) {
         }
         return
       }
-      if (given.size > 0 && slots.every(s => s.worker === null)) {
+      if (given.size + givenRedirects.size > 0 && slots.every(s => s.worker === null)) {
         log.error(`worker ${slot.index} (pid ${slot.pid}) ${how}, the last of them: the sockets lila was given ` +
           '(by systemd or the lila before) went with them and cannot be listened on again; stopping')
         failure = 1
@@ -238,6 +261,7 @@ function runPrimary (config, io) {
 
     const stopAll = (type, handOver = false) => {
       stopping = true
+      if (keeper !== null) keeper.close()
       for (const slot of slots) {
         clearTimeout(slot.timer)
         slot.timer = null
@@ -263,6 +287,19 @@ function runPrimary (config, io) {
         return
       }
       await removeStaleSockets(next.listeners, current.listeners)
+      // New certificates reach the workers before the config that asks for them.
+      let keeperLines = []
+      try {
+        if (keeper === null) {
+          keeper = keeperFor(next, log, update => tellWorkers(update))
+        } else {
+          keeperLines = await keeper.reload(next)
+        }
+      } catch (err) {
+        if (!(err instanceof UsageError)) throw err
+        logRefused(log, err.message)
+        return
+      }
       // A worker started from now on gets the new config; those running are told. A
       // socket given for a listener the reload replaces or removes is not listened on again.
       const previous = current
@@ -270,6 +307,11 @@ function runPrimary (config, io) {
       for (const name of [...given.keys()]) {
         const before = previous.listeners.find(l => l.name === name)
         if (!next.listeners.some(l => l.name === name && sameAddress(l, before))) given.delete(name)
+      }
+      for (const name of [...givenRedirects.keys()]) {
+        const before = previous.listeners.find(l => l.name === name)
+        const same = l => l.name === name && l.host === before.host && l.redirectHttp === before.redirectHttp
+        if (!next.listeners.some(same)) givenRedirects.delete(name)
       }
       const timeout = Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)
       const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, timeout).then(
@@ -285,7 +327,8 @@ function runPrimary (config, io) {
       }
       const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
       applied()
-      logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures })
+      logReloaded(log, { lines: [...done.lines, ...keeperLines], logLevel: next.logLevel, failures })
+      if (keeper !== null) keeper.begin() // the workers listen on the new config's listeners
     }
 
     let handingOver = false
@@ -312,11 +355,20 @@ function runPrimary (config, io) {
     })
   })
 
+  // A certificate or challenge for every worker that has its config (one still
+  // starting too: its board takes it before its listeners do); resolves once each has
+  // it. A worker that starts later gets keeper.updates() with its config.
+  function tellWorkers (update) {
+    const told = slots.filter(slot => slot.configured && slot.worker !== null && slot.worker.isConnected())
+    return Promise.all(told.map(slot => request(slot, { lila: 'certificates', updates: [update] }, REPLY_TIMEOUT_MS,
+      { listening: false }).catch(err => log.warn(`worker ${slot.index} did not take a certificate: ${err.message}`))))
+  }
+
   // Ask one worker something: resolves with its reply's value, rejects on its error,
-  // its exit or a timeout.
-  function request (slot, message, timeout = REPLY_TIMEOUT_MS) {
+  // its exit or a timeout. `listening: false`: a worker still starting may be asked.
+  function request (slot, message, timeout = REPLY_TIMEOUT_MS, { listening = true } = {}) {
     return new Promise((resolve, reject) => {
-      if (slot.worker === null || !slot.listening || !slot.worker.isConnected()) {
+      if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
         return reject(new Error(`worker ${slot.index} is not running`))
       }
       const id = nextId++
@@ -374,6 +426,16 @@ function runPrimary (config, io) {
   }
 }
 
+// The primary's keeper of certificates (tls/keeper.js), when the config wants one; its
+// start is synchronous but for publishing (to no worker yet).
+function keeperFor (config, log, publish) {
+  const { Keeper } = require('../tls/keeper')
+  if (!Keeper.wanted(config)) return null
+  const keeper = new Keeper(config, { log, publish })
+  keeper.start()
+  return keeper
+}
+
 // A worker: tell the primary it is ready, take the config it sends, serve it, answer
 // its requests, and drain when told to stop (or when the primary is gone).
 // io: { stderr, channel (the process), signals }
@@ -384,6 +446,7 @@ function runWorker (io) {
     let log = null
     let stopped = null
     let config = null
+    const certificates = new Certificates() // what the primary's keeper sends
 
     const send = message => { if (channel.connected) channel.send(message) }
     const reply = (id, fn) => {
@@ -397,9 +460,9 @@ function runWorker (io) {
     // The listening sockets, each with its handle, up to the primary (for an upgrade).
     const handUp = id => {
       const sockets = lb.sockets()
-      lb.listeners.forEach((listener, i) => {
-        if (channel.connected) channel.send({ lila: 'socket', id, ...sockets[i] }, handleOf(listener.server))
-      })
+      for (const { server, fd, ...socket } of sockets) {
+        if (channel.connected) channel.send({ lila: 'socket', id, ...socket }, handleOf(server))
+      }
       return sockets.length
     }
 
@@ -423,8 +486,10 @@ function runWorker (io) {
       config = message.config
       log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
       try {
-        lb = createBalancer(config, { log, via: message.via, table: message.table })
-        const addresses = await lb.listen(new Map(Object.entries(message.sockets || {})))
+        for (const update of message.certificates || []) certificates.apply(update)
+        lb = createBalancer(config, { log, via: message.via, table: message.table, certificates, keeper: null })
+        const given = new Map(Object.entries(message.sockets || {}))
+        const addresses = await lb.listen(given, new Map(Object.entries(message.redirectSockets || {})))
         send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
       } catch (err) {
         if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
@@ -451,6 +516,10 @@ function runWorker (io) {
         })
         case 'control': return reply(message.id, () => lb.control(message.action))
         case 'sockets': return reply(message.id, () => handUp(message.id))
+        case 'certificates': return reply(message.id, () => {
+          for (const update of message.updates) certificates.apply(update)
+          return true
+        })
         case 'stop': return stop(false, message.handOver === true)
         case 'destroy': return stop(true)
       }

@@ -302,13 +302,16 @@ class Exchange {
   }
 
   // The listener's sweep: a backend silent for `silentLimit` sweeps (--timeout) timed
-  // out. Not in a tunnel (idle both ways is --idle-timeout's), and not while lila holds
-  // the backend's socket paused for a client that does not read: that silence is the
-  // client's, left to --idle-timeout too. A client whose request body sends nothing for
-  // `bodyLimit` sweeps (--body-timeout) is answered 408; not while lila holds it paused
-  // (a backend slow to take the body, or none yet).
+  // out. Not in a tunnel (idle both ways is --idle-timeout's), not while lila holds
+  // the backend's socket paused for a client that does not read, and not while the
+  // client is still sending its body on its own time: those silences are the client's,
+  // left to --idle-timeout and --body-timeout. A client whose request body sends nothing
+  // for `bodyLimit` sweeps (--body-timeout) is answered 408; not while lila holds it
+  // paused (a backend slow to take the body, or none yet: then the backend's silence
+  // counts).
   onSweep (silentLimit, bodyLimit) {
-    if (this.reading && this.tunnel === null && !this.session.paused && ++this.quietTicks >= bodyLimit) {
+    if (this.reading && this.tunnel === null && !this.session.paused) {
+      if (++this.quietTicks < bodyLimit) return
       return this.clientBodyFailed('request body timed out: no byte of it within --body-timeout', 408)
     }
     const conn = this.conn

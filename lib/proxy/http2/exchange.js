@@ -317,6 +317,8 @@ class StreamExchange {
       this.reset(NGHTTP2_PROTOCOL_ERROR)
       return this.finish()
     }
+    // A client still sending its body on its own time: its silence, not the backend's.
+    if (this.reading && !this.done && !this.stream.isPaused()) return
     if (this.leg !== null) this.leg.onSweep(silentLimit)
   }
 

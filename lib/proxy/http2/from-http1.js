@@ -284,7 +284,9 @@ class Http1ToHttp2 {
   // body that sent nothing for --body-timeout (not while lila holds the client paused):
   // 408, as http1/exchange.js.
   onSweep (silentLimit, bodyLimit) {
-    if (this.reading && !this.session.paused && ++this.quietTicks >= bodyLimit) {
+    if (this.reading && !this.session.paused) {
+      // A client still sending its body on its own time: its silence, not the backend's.
+      if (++this.quietTicks < bodyLimit) return
       return this.clientBodyFailed('request body timed out: no byte of it within --body-timeout', 408)
     }
     if (this.leg !== null) this.leg.onSweep(silentLimit)
