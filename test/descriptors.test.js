@@ -175,12 +175,12 @@ async function hoggedLila (t, args, { leave = 0 } = {}) {
   let frees = 0
   let resumed = 0
   lila.hog = async () => {
-    lila.child.kill('SIGUSR2')
+    lila.child.kill('SIGWINCH')
     await lila.waitForLine(/^hog: holding \d+ descriptors$/, { count: ++hogs })
   }
   // Descriptors back; resolves once lila accepts again.
   lila.free = async () => {
-    lila.child.kill('SIGUSR2')
+    lila.child.kill('SIGWINCH')
     await lila.waitForLine(/^hog: released$/, { count: ++frees })
     await lila.waitForLine(/accepting again on /, { count: ++resumed })
   }

@@ -18,6 +18,9 @@ const H2 = handlers({
   close () { this.owner.onClose() }
 })
 
+const { NGHTTP2_NO_ERROR: NO_ERROR } = require('http2').constants
+const LAST_STREAM_ID = 2 ** 31 - 1
+
 // Refused streams' late errors (a reset after the answer) go nowhere.
 function ignore () {}
 
@@ -58,6 +61,9 @@ class Http2Session {
     this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
     this.ended = false
     this.closing = false // a graceful close was asked
+    this.drainTimer = null // draining: the grace before the connection closes (goAway)
+    this.heldEnds = null // draining, the first GOAWAY sent: the ends of bodies waiting for its PING
+    this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
     this.streams = 0 // streams opened
     this.prematureResets = 0 // of them, reset by the client at once (see PREMATURE_MIN)
     this.controlTokens = CONTROL_BURST // PING and SETTINGS frames allowed now (CONTROL_BURST)
@@ -69,7 +75,7 @@ class Http2Session {
     this.h2 = h2
     h2.owner = this
     addListeners(h2, H2)
-    if (this.closing) h2.close()
+    if (this.closing) this.startDrain()
   }
 
   start () {}
@@ -85,9 +91,15 @@ class Http2Session {
       if (!(err instanceof HttpError)) throw err
       return this.refuse(stream, err.status, err.message, callTypeOf(rawHeaders, this.listener.protocol.grpc))
     }
+    if (this.heldEnds !== null) this.holdEnd(stream)
     const exchange = new StreamExchange(this, stream, head)
     this.exchanges.add(exchange)
     exchange.start()
+    if (this.awaitingStream) { // draining, idle past the grace: this one is served, as when busy
+      this.awaitingStream = false
+      clearTimeout(this.drainTimer)
+      this.goAway()
+    }
   }
 
   // A request lila will not forward (malformed, CONNECT, too large): answered on its
@@ -159,6 +171,7 @@ class Http2Session {
   onClose () {
     if (this.ended) return
     this.ended = true
+    clearTimeout(this.drainTimer)
     for (const exchange of [...this.exchanges]) exchange.onClientClose()
     this.listener.sessionDone(this)
   }
@@ -168,10 +181,63 @@ class Http2Session {
     this.socket.destroy()
   }
 
-  // Graceful close: GOAWAY; the streams in flight finish, then the connection closes.
-  closeIfIdle () {
+  // Graceful close (a shutdown, an upgrade, a reload that removes the listener): none
+  // of the client's streams is refused. For `graceMs` the connection is served as it
+  // was: a client that ends it meanwhile needs no GOAWAY (one that gets it cannot open
+  // the streams it meant to, which h2load counts as failures). Then a connection with
+  // streams open gets GOAWAY twice (goAway); an idle one waits as long again for a
+  // stream (then likewise) and is closed if none comes.
+  drain (graceMs) {
+    if (this.closing) return
     this.closing = true
-    if (this.h2 !== null) this.h2.close()
+    this.graceMs = graceMs
+    if (this.h2 !== null) this.startDrain()
+  }
+
+  startDrain () {
+    this.drainTimer = setTimeout(() => {
+      this.drainTimer = null
+      if (this.exchanges.size > 0) return this.goAway()
+      this.awaitingStream = true
+      this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
+    }, this.graceMs)
+  }
+
+  // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream ID (open no
+  // more), then, once a PING comes back (the client has read the first), with the last
+  // stream taken, so that a stream the client opened meanwhile is served, not refused.
+  // Node stops reading a connection that sent a GOAWAY as soon as no stream is open,
+  // which would leave such a stream, and the PING's answer, unread: so the first goes
+  // only while streams are open, and they stay open (their bodies' ends wait) until
+  // the PING is back, or `graceMs` passed.
+  goAway () {
+    const h2 = this.h2
+    if (h2.closed || h2.destroyed) return
+    this.heldEnds = []
+    for (const exchange of this.exchanges) this.holdEnd(exchange.stream)
+    h2.goaway(NO_ERROR, LAST_STREAM_ID)
+    this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
+    if (!h2.ping(() => this.closeNow())) this.closeNow()
+  }
+
+  // The last GOAWAY: the streams open finish, then the connection closes.
+  closeNow () {
+    clearTimeout(this.drainTimer)
+    this.drainTimer = null
+    const held = this.heldEnds || []
+    this.heldEnds = null
+    for (const end of held) end()
+    if (!this.h2.closed && !this.h2.destroyed) this.h2.close()
+  }
+
+  // While the first GOAWAY waits for its PING, the end of a response body (END_STREAM)
+  // waits too (a round trip; Writable's _final is where Node sends it).
+  holdEnd (stream) {
+    const final = stream._final
+    stream._final = cb => {
+      if (this.heldEnds === null) return final.call(stream, cb)
+      this.heldEnds.push(() => final.call(stream, cb))
+    }
   }
 }
 
