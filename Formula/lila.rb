@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d0e69e91af4e1948e2eb50c80bb882be6ee0bc8e5d885d3c7a63f4974f5771ad"
+  sha256 "e4b2d4a7e287739d9da519a711ad7f1d2e018d522e776e467a769ee584d82761"
   license "MIT"
 
   depends_on "node"

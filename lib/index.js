@@ -11,7 +11,8 @@ const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
 const { describeChanges, sameAddress } = require('./config/changes')
 const { RuntimeError, ControlError } = require('./errors')
-const { logsName } = require('./config/names')
+const { logsName } = require('./listener-names')
+const { wanted: keeperWanted } = require('./tls/wants')
 const { createControl, OPS } = require('./admin/control')
 const { createAccessLog } = require('./admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors')
@@ -69,7 +70,7 @@ function createBalancer (config, {
 
   // The keeper of this balancer's certificates, made when a config first wants one.
   function keeperFor (next) {
-    if (keeper === null && ownKeeper && requireKeeper().Keeper.wanted(next)) {
+    if (keeper === null && ownKeeper && keeperWanted(next)) {
       const { Keeper } = requireKeeper()
       keeper = new Keeper(next, {
         log, now, ...keeperOptions, publish: update => { certificates.apply(update); return Promise.resolve() }
