@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e4b2d4a7e287739d9da519a711ad7f1d2e018d522e776e467a769ee584d82761"
+  sha256 "301d4e96a211a66ebd4b4c1c0f3cffe59e05207e23b7f29a57c50e66ecd9f4fe"
   license "MIT"
 
   depends_on "node"
