@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "301d4e96a211a66ebd4b4c1c0f3cffe59e05207e23b7f29a57c50e66ecd9f4fe"
+  sha256 "6c7d21ee447e97734d63914e5205acbc3b5817118fac582e43d6d371d0befbd5"
   license "MIT"
 
   depends_on "node"
