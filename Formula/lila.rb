@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b85376a8ee03475f91d40ee21089d00b70bbd302f585a80cfc9204f845709998"
+  sha256 "78534d0d6cfb5809d96b18dd37f27b9ce73dd9a2bcb0490e29cbc23be3fd3e12"
   license "MIT"
 
   depends_on "node"

@@ -59,6 +59,12 @@ class RuleSet {
     return out
   }
 
+  // HTTP/2: the fields to add to a header list ([name, value, ...], lower-case names),
+  // the list's own fields of the `touched` names having been left out by the caller.
+  addTo (list, ctx) {
+    for (const f of this.fields) list.push(f.lower, valueOf(f, ctx))
+  }
+
   // HTTP/2: a header object (lower-case names), changed in place. A name set twice
   // gets both values (Set-Cookie).
   apply (headers, ctx) {

@@ -4,7 +4,7 @@ const http = require('http')
 const { performance } = require('perf_hooks')
 const { requestHead } = require('./http1/rewrite')
 const { ChunkedReader } = require('./http1/chunked')
-const { REPLAY_LIMIT } = require('./http1/request-body')
+const { REPLAY_LIMIT } = require('./http/request-body')
 const { backendReason } = require('../upstream/dial')
 const { Comparison, BodyDigest } = require('../admin/compare')
 
@@ -175,8 +175,9 @@ class Shadow {
     this.hasBody = head.chunked || head.contentLength !== -1
     this.pieces = null // the body so far
     this.bytes = 0
-    // An HTTP/1.1 head's chunked body comes framed; an HTTP/2 one's as DATA.
-    this.dechunk = head.chunked && head.version !== 2 ? new ChunkedReader(400) : null
+    // A body whose pieces carry the client's chunked framing (request-body.js `framed`)
+    // is taken apart here; others come as their bytes alone.
+    this.dechunk = ctx.body.framed === true ? new ChunkedReader(400) : null
     this.keepData = this.dechunk === null ? null : (buf, start, end) => this.keep(buf.subarray(start, end))
     this.comparison = mirror.comparison
     this.primary = null // with --compare, the primary's answer: { status, digest, ms, done }

@@ -1,7 +1,7 @@
 'use strict'
 
 const { HttpSession } = require('./session')
-const { Exchange } = require('./exchange')
+const { Http1Leg } = require('./leg')
 const { Pool } = require('./connection-pool')
 const { ResponseStats } = require('./response-stats')
 const { Stickiness } = require('../sticky')
@@ -20,7 +20,8 @@ class Http1Protocol {
     this.name = 'http'
     this.grpc = false // answers gRPC-shaped for every request (http2/protocol.js, --protocol grpc)
     this.Session = HttpSession
-    this.Exchange = Exchange // what serves a request of a session (http2/protocol.js may change it)
+    this.backendProtocol = 'h1' // --backend-protocol
+    this.Leg = Http1Leg // an exchange's request on a backend: http1/leg.js, or http2/leg.js for h2
     this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
@@ -28,6 +29,7 @@ class Http1Protocol {
     // idHeader, host, request, response), for rewrite.js and http2/headers.js
     this.rewrite = null
     this.pools = new Map() // Backend -> Pool
+    this.http2Pools = new Map() // Backend -> http2/pool.js Http2Pool, with --backend-protocol h2
     this.connectTimeout = 0
     this.backendTls = null
     this.stats = new ResponseStats() // what clients were answered; exchanges count()
@@ -41,7 +43,11 @@ class Http1Protocol {
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)
+    this.backendProtocol = config.backendProtocol || 'h1'
+    this.Leg = this.backendProtocol === 'h2' ? require('../http2/leg').Http2Leg : Http1Leg
+    this.sweepMs = listener.sweepEvery
     for (const pool of this.pools.values()) pool.configure(this.connectTimeout, this.backendTls)
+    for (const pool of this.http2Pools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
 
   // May a request go on to a backend? null, or why not as [status, detail, options] for
@@ -79,11 +85,20 @@ class Http1Protocol {
         pool.expire(now)
       }
     }
+    for (const [backend, pool] of this.http2Pools) {
+      if (isForgotten(backend)) {
+        pool.close()
+        this.http2Pools.delete(backend)
+      } else {
+        pool.expire(now)
+      }
+    }
   }
 
   // Every session is gone: idle backend connections must not outlive the listener.
   drained () {
     for (const pool of this.pools.values()) pool.close()
+    for (const pool of this.http2Pools.values()) pool.close()
   }
 
   // What the listener's snapshot adds: responses by class, request durations, --sticky
@@ -94,13 +109,27 @@ class Http1Protocol {
 
   // A backend as status pages and metrics show it, with its keep-alive pool:
   // { sockets, idle, connects, reuses }, or null when it has none, and its responses.
+  // With --backend-protocol h2, its HTTP/2 sessions' ({ sockets: sessions, idle,
+  // connects, reuses, streams }).
   snapshotBackend (backend) {
-    const pool = this.pools.get(backend)
+    const pool = this.backendProtocol === 'h2' ? this.http2Pools.get(backend) : this.pools.get(backend)
     return {
       ...backend.snapshot(),
       pool: pool === undefined ? null : pool.snapshot(),
       responses: this.stats.snapshotOf(backend)
     }
+  }
+
+  // The HTTP/2 sessions to `backend`, for a leg (http2/leg.js).
+  http2PoolFor (backend) {
+    let pool = this.http2Pools.get(backend)
+    if (pool === undefined) {
+      const { Http2Pool } = require('../http2/pool')
+      const settings = { connectTimeout: this.connectTimeout, tls: this.backendTls, sweepMs: this.sweepMs }
+      pool = new Http2Pool(backend, settings)
+      this.http2Pools.set(backend, pool)
+    }
+    return pool
   }
 
   // The pool of connections to `backend`, for an exchange.

@@ -163,3 +163,96 @@ function relayedTrailers (incoming) {
 }
 
 module.exports = { responseHeaders, trailerHeaders, backendRequestHeaders, relayedHeaders, relayedTrailers, originForm }
+
+// --- Header lists, for lila's own codec (lib/wire/h2): [name, value, ...] ---
+
+// A request head (either codec's) as an HTTP/2 backend gets it: what
+// backendRequestHeaders says, as a list, and `grpcTimeout` (what is left of a call's
+// deadline, or null) for its grpc-timeout.
+function requestList (head, ctx, hostIfMissing, settings, scheme, grpcTimeout = null) {
+  const clientAddress = ctx.clientAddress
+  const rules = settings.request // --set-header, --del-header, --request-id: they have the last word
+  const host = settings.host !== null
+    ? (settings.host.fixed || hostIfMissing) // --host-header
+    : head.host === null ? hostIfMissing : head.host
+  const list = [':method', head.method, ':scheme', scheme, ':authority', host, ':path', originForm(head)]
+  let xff = null
+  let forwarded = null
+  let via = null
+  const listed = head.connection
+  const fields = head.fields // name, lower-case name, value
+  for (let i = 0; i < fields.length; i += 3) {
+    const lower = fields[i + 1]
+    const value = fields[i + 2]
+    if (rules !== null && rules.touched.has(lower)) continue
+    if (SET_BY_LILA.has(lower)) {
+      if (lower === 'x-forwarded-for') xff = xff === null ? value : `${xff}, ${value}`
+      else if (lower === 'forwarded') forwarded = forwarded === null ? value : `${forwarded}, ${value}`
+      else if (lower === 'via') via = via === null ? value : `${via}, ${value}`
+      continue
+    }
+    if (lower === 'te') {
+      if (value.toLowerCase() === 'trailers') list.push('te', 'trailers')
+      continue
+    }
+    if (dropped(lower, listed) || lower === 'content-length' || lower === 'grpc-timeout') continue
+    if (lower === 'expect' && ctx.continued) continue
+    list.push(lower, value)
+  }
+  if (head.contentLength !== -1) list.push('content-length', String(head.contentLength))
+  if (grpcTimeout !== null) list.push('grpc-timeout', grpcTimeout)
+  else if (head.grpcTimeout !== null && head.grpcTimeout !== undefined) list.push('grpc-timeout', head.grpcTimeout)
+  const own = []
+  own.push('x-forwarded-for', xff === null ? clientAddress : `${xff}, ${clientAddress}`)
+  own.push('x-forwarded-proto', settings.proto)
+  if (head.host !== null) own.push('x-forwarded-host', head.host)
+  if (settings.forwarded) {
+    let node = `for=${forwardedNode(clientAddress)};proto=${settings.proto}`
+    if (head.host !== null) node += `;host=${forwardedValue(head.host)}`
+    own.push('forwarded', forwarded === null ? node : `${forwarded}, ${node}`)
+  } else if (forwarded !== null) {
+    own.push('forwarded', forwarded)
+  }
+  for (let i = 0; i < own.length; i += 2) {
+    if (rules === null || !rules.touched.has(own[i])) list.push(own[i], own[i + 1])
+  }
+  const hop = `${head.version === 2 ? '2.0' : head.version === 0 ? '1.0' : '1.1'} ${settings.via}`
+  list.push('via', via === null ? hop : `${via}, ${hop}`)
+  if (rules !== null) rules.addTo(list, ctx)
+  return list
+}
+
+// A response (or 1xx) head, either codec's, as an HTTP/2 client gets it: its status and
+// fields less what HTTP/2 does not carry; `chunked`: its body came chunked, so the
+// Trailer field that announces its trailers stays; `rules` (--set-response-header,
+// --request-id) and `cookie` (--sticky), or null.
+function responseList (res, chunked, rules = null, ctx = null, cookie = null) {
+  const list = [':status', String(res.status)]
+  const listed = res.connection
+  const fields = res.fields
+  for (let i = 0; i < fields.length; i += 3) {
+    const lower = fields[i + 1]
+    if (dropped(lower, listed) || (lower === 'trailer' && !chunked)) continue
+    if (rules !== null && rules.touched.has(lower)) continue
+    list.push(lower, fields[i + 2])
+  }
+  if (rules !== null) rules.addTo(list, ctx)
+  if (cookie !== null) list.push('set-cookie', cookie)
+  return list
+}
+
+// Trailer fields (as in a head) as an HTTP/2 trailer list; those that may not be
+// trailers left out. Null when none is left.
+function trailerList (fields) {
+  if (fields === null) return null
+  const list = []
+  for (let i = 0; i < fields.length; i += 3) {
+    const lower = fields[i + 1]
+    if (!dropped(lower, null) && !NOT_TRAILERS.has(lower) && lower !== 'te') list.push(lower, fields[i + 2])
+  }
+  return list.length === 0 ? null : list
+}
+
+module.exports.requestList = requestList
+module.exports.responseList = responseList
+module.exports.trailerList = trailerList

@@ -1,7 +1,6 @@
 'use strict'
 
 const { Http1Protocol } = require('../http1/protocol')
-const { Exchange } = require('../http1/exchange')
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2), and the limits Node's
 // http2 (nghttp2) keeps for it, said here rather than left to Node's defaults (the
@@ -47,25 +46,21 @@ class HttpProtocol extends Http1Protocol {
     this.alpn = ['h2', 'http/1.1']
     this.server = null // Node's Http2Server, once a client spoke HTTP/2
     this.attaching = null // the Http2Session whose connection Node is taking
-    this.backendProtocol = 'h1' // --backend-protocol
-    this.http2Pools = new Map() // Backend -> Http2Pool, with --backend-protocol h2
+    this.nodePools = new Map() // Backend -> Node http2 sessions, for HTTP/2 clients' streams
   }
 
   reconfigure (config, listener) {
     super.reconfigure(config, listener)
-    this.backendProtocol = config.backendProtocol
-    // HTTP/1.1 requests to HTTP/2 backends: from-http1.js rather than http1/exchange.js.
-    this.Exchange = this.backendProtocol === 'h2' ? require('./from-http1').Http1ToHttp2 : Exchange
-    for (const pool of this.http2Pools.values()) pool.configure(this.connectTimeout, this.backendTls)
+    for (const pool of this.nodePools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
 
   sweep (listener) {
     super.sweep(listener)
     const now = Date.now()
-    for (const [backend, pool] of this.http2Pools) {
+    for (const [backend, pool] of this.nodePools) {
       if (backend.retired && backend.live === 0) {
         pool.close()
-        this.http2Pools.delete(backend)
+        this.nodePools.delete(backend)
       } else {
         pool.expire(now)
       }
@@ -74,25 +69,25 @@ class HttpProtocol extends Http1Protocol {
 
   drained () {
     super.drained()
-    for (const pool of this.http2Pools.values()) pool.close()
+    for (const pool of this.nodePools.values()) pool.close()
   }
 
   // A backend as stats() shows it: its pool is its HTTP/2 sessions' with
   // --backend-protocol h2 ({ sockets: sessions, idle, connects, reuses, streams }).
   snapshotBackend (backend) {
     const snapshot = super.snapshotBackend(backend)
-    const pool = this.http2Pools.get(backend)
+    const pool = this.nodePools.get(backend)
     if (pool !== undefined && (this.backendProtocol === 'h2' || snapshot.pool === null)) snapshot.pool = pool.snapshot()
     return snapshot
   }
 
-  // The HTTP/2 sessions to `backend`, for a leg (to-http2.js).
-  http2PoolFor (backend) {
-    let pool = this.http2Pools.get(backend)
+  // Node's HTTP/2 sessions to `backend`, for an HTTP/2 client's leg (to-http2.js).
+  nodeHttp2PoolFor (backend) {
+    let pool = this.nodePools.get(backend)
     if (pool === undefined) {
       const { Http2Pool } = require('./backend-pool')
       pool = new Http2Pool(backend, { connectTimeout: this.connectTimeout, tls: this.backendTls })
-      this.http2Pools.set(backend, pool)
+      this.nodePools.set(backend, pool)
     }
     return pool
   }

@@ -2,7 +2,7 @@
 
 // Request body bytes kept for a replay on another backend, and the methods that may be
 // sent again: HTTP/1.1's.
-const { REPLAY_LIMIT, IDEMPOTENT } = require('../http1/request-body')
+const { REPLAY_LIMIT, IDEMPOTENT } = require('../http/request-body')
 
 // An HTTP/2 request's body, as its StreamExchange (exchange.js) reads it from the
 // client's DATA frames: how much came, whether it is complete, and the first 64 KiB

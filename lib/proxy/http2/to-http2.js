@@ -41,7 +41,7 @@ class Http2Leg {
     this.backend = backend
     this.newSession = fresh
     const { protocol } = exchange.listener
-    this.pool = protocol.http2PoolFor(backend)
+    this.pool = protocol.nodeHttp2PoolFor(backend)
     this.scheme = protocol.backendTls === null ? 'http' : 'https'
     this.session = null
     this.stream = null
