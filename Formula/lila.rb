@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "78534d0d6cfb5809d96b18dd37f27b9ce73dd9a2bcb0490e29cbc23be3fd3e12"
+  sha256 "f15905873c03315556b170544662de4e42bc581f9581bde79e7b960f68230982"
   license "MIT"
 
   depends_on "node"

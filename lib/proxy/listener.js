@@ -115,7 +115,7 @@ class Listener {
     if (this.mirror !== null) this.mirror.close()
     this.mirror = null
     if (!mirror) return
-    const { Mirror } = require('./mirror') // loaded only when asked for
+    const { Mirror } = require('./http/mirror') // loaded only when asked for
     this.mirror = new Mirror(mirror, settings, { log: this.log })
   }
 

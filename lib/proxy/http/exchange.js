@@ -3,10 +3,10 @@
 const { performance } = require('perf_hooks')
 const { reasonOf } = require('../../errors')
 const { Attempt } = require('../../upstream/attempt')
-const { injectFault } = require('../injected')
-const { requestRecord } = require('../request-record')
-const { requestIdOf } = require('../request-id')
-const { callType, deadlineFor } = require('../grpc')
+const { injectFault } = require('./injected')
+const { requestRecord } = require('./request-record')
+const { requestIdOf } = require('./request-id')
+const { callType, deadlineFor } = require('./grpc')
 const { RequestBody, BUFFER_FIRST } = require('./request-body')
 
 // The access log's status when the client went away before any of its response

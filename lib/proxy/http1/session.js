@@ -7,7 +7,7 @@ const { findHeadEnd, hasBareLf, parseRequestHead, view, MAX_HEAD } = require('./
 const { ChunkedReader } = require('./chunked')
 const { responseHead, interimHead, fieldsOfTrailers, trailerLines } = require('./rewrite')
 const { reply, CONTINUE } = require('./replies')
-const { withCookieLine } = require('../sticky')
+const { withCookieLine } = require('../http/sticky')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
 const { Exchange } = require('../http/exchange')
@@ -19,6 +19,8 @@ const LINGER_MS = 2000
 // Body bytes up to this many are copied behind a head into one write (writeAfter).
 const JOIN_LIMIT = 16 * 1024
 const LAST_CHUNK = '0\r\n\r\n'
+// What an HTTP/1.x request line ends with.
+const HTTP_LINE = / HTTP\/\d\.\d$/
 
 // How the client's copy of a final response head is framed (rewrite.js responseHead's
 // `how`): one object per combination, so that a response allocates none.
@@ -364,6 +366,9 @@ class HttpSession {
         head = parseRequestHead(buf, start, end)
       } catch (err) {
         if (!(err instanceof HttpError)) throw err
+        if (this.mayBeHttp2 && !HTTP_LINE.test(buf.latin1Slice(start, buf.indexOf(10, start) - 1))) {
+          return this.notHttp()
+        }
         return this.refuse(err.status, err.message)
       }
       this.buf = null
@@ -440,6 +445,16 @@ class HttpSession {
   // what arrived since.
   unread (bytes) {
     this.buf = this.buf === null ? bytes : Buffer.concat([bytes, this.buf])
+  }
+
+  // The connection's first line is no HTTP/1.x request line (one ends in HTTP/x.y), and
+  // its client may have meant HTTP/2 by prior knowledge: an invalid connection preface,
+  // a connection error (RFC 9113 3.4) that has the connection closed, not answered in a
+  // protocol the client may not speak.
+  notHttp () {
+    this.listener.log.debug(`client ${this.clientAddress}: neither HTTP/1.x nor the HTTP/2 preface; closed`)
+    this.buf = null
+    this.shut()
   }
 
   // A per-client limit turns the client away (listener.js admit): 429, then closed.

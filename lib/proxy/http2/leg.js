@@ -154,6 +154,11 @@ class Http2Leg {
     const x = this.x
     const s = this.s
     if (code === REFUSED_STREAM && !this.gotBytes) return x.upstreamFailed('refused the stream', 'connect', true)
+    // RFC 9113 8.1 has a server reset a stream NO_ERROR after its complete response, to
+    // stop the rest of the request; Node's http2 server does it in place of the last
+    // DATA's END_STREAM when its client's windows are large. A response whose length
+    // was said and came whole (or was not said) is complete then.
+    if (code === NO_ERROR && this.gotBytes && (s.expected === -1 || s.received === s.expected)) return this.done(null)
     if (code === CLOSED) {
       const failure = failureOf(s)
       if (!s.conn.settingsSeen) {

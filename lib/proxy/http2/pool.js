@@ -112,7 +112,9 @@ function connectTimedOut () {
 
 function failed (err) {
   if (this[FAILURE] !== undefined) return
-  this[FAILURE] = err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' ? NOT_H2 : err
+  const noH2 = err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' ||
+    /no application protocol/i.test(err.message)
+  this[FAILURE] = noH2 ? NOT_H2 : err
 }
 
 // Why the session of stream `s` lost its socket: an Error, words, or null (it closed).

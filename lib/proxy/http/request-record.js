@@ -1,6 +1,6 @@
 'use strict'
 
-const { fieldValue } = require('../fields')
+const { fieldValue } = require('../../fields')
 
 // What the access log (admin/access-log.js) prints of one HTTP request, whichever of
 // the three kinds served it (http1/exchange.js, http2/exchange.js, http2/from-http1.js):

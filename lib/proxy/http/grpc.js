@@ -1,7 +1,7 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { HEALTH_PATH, healthRequest, healthStatus } = require('../wire/grpc-health')
+const { HEALTH_PATH, healthRequest, healthStatus } = require('../../wire/grpc-health')
 
 // What lila knows of gRPC (pure): which requests are gRPC calls, their deadline
 // (grpc-timeout), the status codes, and how lila's own answers (502, 503, 504, 429, ...)
@@ -87,10 +87,10 @@ function parseTimeout (text) {
 }
 
 // The content-type of lila's own answers to a request when they are to be gRPC-shaped,
-// else null: a request that says it is a gRPC call (its content-type, from
-// http1/parse.js or http2/request.js), and any request on a --protocol grpc listener.
+// else null: a request that says it is a gRPC call (its content-type, as either codec
+// reads it into the head), and any request on a --protocol grpc listener.
 function callType (head, grpcListener) {
-  if (head.grpc !== null) return head.grpc
+  if (isGrpcType(head.contentType)) return head.contentType
   return grpcListener ? 'application/grpc' : null
 }
 
@@ -100,13 +100,12 @@ function deadlineOf (head, call) {
   return call === null ? -1 : parseTimeout(head.grpcTimeout)
 }
 
-// A call's deadline, for any of the exchanges (http1/exchange.js, http2/exchange.js,
-// http2/from-http1.js: the same interface), or null when it has none. While lila still
+// A call's deadline, for its exchange (http/exchange.js), or null when it has none. While lila still
 // holds the call (queued, connecting, or waiting for the backend's answer) the deadline
 // passing ends it: the backend side is let go, blaming no one (the client chose the
 // deadline), and the client answered 504, DEADLINE_EXCEEDED. Once the response
 // started, the call is the client's and the backend's: gRPC clients enforce their own
-// deadline. An HTTP/2 backend is sent what is left of it (left(), to-http2.js). The
+// deadline. An HTTP/2 backend is sent what is left of it (left(), http2/leg.js). The
 // exchange clears it at its end. A timer only for calls that have a deadline.
 class Deadline {
   constructor (exchange, ms) {

@@ -2,11 +2,11 @@
 
 const http = require('http')
 const { performance } = require('perf_hooks')
-const { requestHead } = require('./http1/rewrite')
-const { ChunkedReader } = require('./http1/chunked')
-const { REPLAY_LIMIT } = require('./http/request-body')
-const { backendReason } = require('../upstream/dial')
-const { Comparison, BodyDigest } = require('../admin/compare')
+const { requestHead } = require('../http1/rewrite')
+const { ChunkedReader } = require('../http1/chunked')
+const { REPLAY_LIMIT } = require('./request-body')
+const { backendReason } = require('../../upstream/dial')
+const { Comparison, BodyDigest } = require('../../admin/compare')
 
 // A request whose body is larger than this is not mirrored (counted too-large): a copy
 // goes whole once the client's body is in, and lila holds no more of a body than a

@@ -1,28 +1,38 @@
 'use strict'
 
-const { HttpSession } = require('./session')
-const { Http1Leg } = require('./leg')
-const { Pool } = require('./connection-pool')
+const { HttpSession } = require('../http1/session')
+const { Http2Session } = require('../http2/session')
+const { Http1Leg } = require('../http1/leg')
+const { Pool } = require('../http1/connection-pool')
+const { viaLoops } = require('../http1/rewrite')
 const { ResponseStats } = require('./response-stats')
-const { Stickiness } = require('../sticky')
-const { compileHeaderRules } = require('../header-rules')
-const { viaLoops } = require('./rewrite')
+const { Stickiness } = require('./sticky')
+const { compileHeaderRules } = require('./header-rules')
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
 
-// HTTP/1.1 as a Listener's protocol (listener.js): HttpSessions, plus what their
-// exchanges share: a keep-alive connection pool per backend, the settings of the heads
-// they rewrite (`rewrite`), and `via`, this lila's Via token, to detect loops.
-// One per listener: createHttp1Protocol({ via }).
-class Http1Protocol {
-  constructor ({ via }) {
-    this.name = 'http'
-    this.grpc = false // answers gRPC-shaped for every request (http2/protocol.js, --protocol grpc)
+// HTTP as a Listener's protocol (listener.js): HTTP/1.1 and HTTP/2 on one port, to
+// HTTP/1.1 or HTTP/2 backends. Each connection starts as an HttpSession
+// (http1/session.js); one whose client speaks HTTP/2 (TLS agreed on h2 by ALPN, which
+// offers it first, or the connection preface in the clear) is handed over to an
+// Http2Session (http2/session.js, on lila's own codec) by startHttp2. What their
+// exchanges (exchange.js) share lives here: the backend pools (a keep-alive connection
+// pool per backend, http1/connection-pool.js; with --backend-protocol h2, HTTP/2
+// sessions, http2/pool.js), the leg that carries a request to them (`Leg`), the
+// settings of the heads they rewrite (`rewrite`), `via`, this lila's Via token, to
+// detect loops, --sticky, and what clients were answered (`stats`).
+// `grpc` (--protocol grpc): the same, its backends HTTP/2 (the config says so) and its
+// own answers gRPC-shaped for every request (see grpc.js callType).
+// One per listener: createHttpProtocol({ via, grpc }).
+class HttpProtocol {
+  constructor ({ via, grpc = false }) {
+    this.name = grpc ? 'grpc' : 'http'
+    this.grpc = grpc // answers gRPC-shaped for every request
     this.Session = HttpSession
     this.backendProtocol = 'h1' // --backend-protocol
     this.Leg = Http1Leg // an exchange's request on a backend: http1/leg.js, or http2/leg.js for h2
-    this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
+    this.alpn = ['h2', 'http/1.1'] // over TLS, HTTP/2 first
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
     // { proto, via, forwarded } and the header options compiled (header-rules.js:
@@ -120,6 +130,15 @@ class Http1Protocol {
     }
   }
 
+  // `from`, an HTTP/1.1 session, found that its client speaks HTTP/2: an Http2Session
+  // takes its place in the listener, and the connection from here on, with the bytes
+  // already read (`buf`, or null) first.
+  startHttp2 (listener, from, socket, buf) {
+    const session = new Http2Session(listener, socket)
+    listener.handOver(from, session)
+    session.start(buf)
+  }
+
   // The HTTP/2 sessions to `backend`, for a leg (http2/leg.js).
   http2PoolFor (backend) {
     let pool = this.http2Pools.get(backend)
@@ -143,8 +162,8 @@ class Http1Protocol {
   }
 }
 
-function createHttp1Protocol ({ via }) {
-  return new Http1Protocol({ via })
+function createHttpProtocol ({ via, grpc = false }) {
+  return new HttpProtocol({ via, grpc })
 }
 
 // A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
@@ -154,4 +173,4 @@ function isForgotten (backend) {
   return backend.retired && backend.live === 0
 }
 
-module.exports = { createHttp1Protocol, Http1Protocol }
+module.exports = { createHttpProtocol, HttpProtocol }
