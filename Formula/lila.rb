@@ -7,7 +7,11 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f15905873c03315556b170544662de4e42bc581f9581bde79e7b960f68230982"
+<<<<<<< HEAD
+  sha256 "baa039971ec95e6a56fbdf36cd1905c83094db263b9bd5915b74e56df0daf5b0"
+=======
+  sha256 "d7b47f437d8d3aa2cf1102811072641f04e74c39998fb65c5a0e57360701e22a"
+>>>>>>> main
   license "MIT"
 
   depends_on "node"

@@ -65,6 +65,18 @@ class ProxyHeaderError extends LilaError {
   }
 }
 
+// An ACME server refused or could not be reached (tls/acme.js): the message says what
+// it answered; `type` is its problem document's type (or null), `status` the HTTP
+// status, `retryAfter` the ms it asked lila to wait (0: none said).
+class AcmeError extends LilaError {
+  constructor (message, { type = null, status = null, retryAfter = 0 } = {}) {
+    super(message, 'LILA_ACME')
+    this.type = type
+    this.status = status
+    this.retryAfter = retryAfter
+  }
+}
+
 // Text that is not JSON (with comments: config/json.js), at `line` and `column`; file.js makes
 // it a UsageError naming the file.
 class JsonError extends LilaError {
@@ -84,7 +96,8 @@ const REBUILD = {
   LILA_CONTROL: ({ message, status }) => new ControlError(status, message),
   LILA_CONFLICT: ({ message }) => new ConflictError(message),
   LILA_HTTP_PARSE: ({ message, status }) => new HttpError(status, message),
-  LILA_PROXY_HEADER: ({ message }) => new ProxyHeaderError(message)
+  LILA_PROXY_HEADER: ({ message }) => new ProxyHeaderError(message),
+  LILA_ACME: ({ message, status }) => new AcmeError(message, { status })
 }
 
 function toPlain (err) {
@@ -142,6 +155,7 @@ module.exports = {
   ConflictError,
   HttpError,
   ProxyHeaderError,
+  AcmeError,
   JsonError,
   toPlain,
   fromPlain,

@@ -4,7 +4,8 @@ const { Upstream } = require('./upstream/upstream')
 const { Listener } = require('./proxy/listener')
 const { createTcpProtocol } = require('./proxy/tcp')
 const { createHttpProtocol } = require('./proxy/http/protocol')
-const { loadListenerTls } = require('./proxy/tls')
+const { loadListenerTls, Certificates } = require('./proxy/tls')
+const { RedirectListener } = require('./proxy/redirect')
 const { loadEdge } = require('./proxy/edge/rules')
 const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
@@ -28,6 +29,11 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 // leaves out the start-up table (workers after the first print none).
 // `accessLog` (access-log.js) writes a line per connection or request; by default the
 // one config.accessLog asks for, on `stdout`; null: none.
+// Certificates lila gets itself (--tls local|acme) come from a Keeper (tls/keeper.js)
+// through `certificates`, the board its listeners take them from (proxy/tls.js): by
+// default this balancer's own keeper; `keeper: null` when another process keeps them
+// (a --workers worker: the primary does, and feeds `certificates`). `keeperOptions`
+// go to the Keeper (tests: a short localLifetime).
 // One factory per protocol (config.protocol), each making the protocol object a new
 // Listener serves (listener.js) from { via }.
 const PROTOCOLS = {
@@ -46,18 +52,36 @@ function createBalancer (config, {
   stdout = process.stdout,
   accessLog = defaultAccessLog(config, stdout),
   fileLimit = descriptorLimit(),
-  random = Math.random
+  random = Math.random,
+  certificates = new Certificates(),
+  keeper,
+  keeperOptions = {}
 } = {}) {
   const startedAt = now()
   let current = config
   let listeners = []
   const retiring = new Map() // listener removed by a reload -> Promise, while it drains
   let started = false
+  const ownKeeper = keeper === undefined // made here, when a config wants one
+  if (ownKeeper) keeper = null
+  const redirects = new Map() // listener name -> RedirectListener (--redirect-http)
+
+  // The keeper of this balancer's certificates, made when a config first wants one.
+  function keeperFor (next) {
+    if (keeper === null && ownKeeper && requireKeeper().Keeper.wanted(next)) {
+      const { Keeper } = requireKeeper()
+      keeper = new Keeper(next, {
+        log, now, ...keeperOptions, publish: update => { certificates.apply(update); return Promise.resolve() }
+      })
+      return { keeper, fresh: true }
+    }
+    return { keeper, fresh: false }
+  }
 
   // TLS files and the rules at the edge's htpasswd files are read here (and again on
   // every reload): a UsageError if one cannot be read or used.
   function material (listenerConfig) {
-    return { ...loadListenerTls(listenerConfig), edge: loadEdge(listenerConfig) }
+    return { ...loadListenerTls(listenerConfig, certificates), edge: loadEdge(listenerConfig) }
   }
 
   // The limit on open files, and each listener's share of it (descriptors.js): what
@@ -75,7 +99,45 @@ function createBalancer (config, {
     const routes = listenerConfig.routes.map(route => makeRoute(route, listenerLog, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
     const parts = { upstream, routes, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors, edge }
-    return new Listener({ config: listenerConfig, ...parts })
+    const listener = new Listener({ config: listenerConfig, ...parts })
+    certificates.use(listenerConfig.name, tls)
+    return listener
+  }
+
+  // --redirect-http of a listener, bound: ACME HTTP-01 and a 308 to its https port.
+  async function startRedirect (listener) {
+    const { name, host, redirectHttp } = listener.config
+    const redirect = new RedirectListener({
+      host, port: redirectHttp, httpsPort: listener.port, challenges: certificates.challenges, log: listener.log
+    })
+    const bound = await redirect.listen()
+    redirects.set(name, redirect)
+    if (table) listener.log.info(`redirect-http on ${bound}: ACME HTTP-01, and a 308 to https on port ${listener.port}`)
+    return redirect
+  }
+
+  // After a reload: redirect listeners follow their listeners' --redirect-http.
+  async function updateRedirects (lines) {
+    for (const [name, redirect] of redirects) {
+      const listener = listeners.find(l => l.config.name === name)
+      if (listener !== undefined && listener.config.redirectHttp === redirect.port &&
+        listener.config.host === redirect.host) {
+        redirect.httpsPort = listener.port
+        continue
+      }
+      redirects.delete(name)
+      await redirect.close()
+      if (listener === undefined || listener.config.redirectHttp === null) lines.push(`${name}: redirect-http off`)
+    }
+    for (const listener of listeners) {
+      if (listener.config.redirectHttp === null || redirects.has(listener.config.name)) continue
+      try {
+        const redirect = await startRedirect(listener)
+        lines.push(`${listener.config.name}: redirect-http on ${redirect.bound}`)
+      } catch (err) {
+        lines.push(`${listener.config.name}: redirect-http not started: ${err.message}`)
+      }
+    }
   }
 
   // A route's pool: an Upstream of its own, whose lines name the route.
@@ -120,6 +182,9 @@ function createBalancer (config, {
   }
 
   listeners = config.listeners.map(l => make(l, material(l), descriptorsFor(config.listeners)))
+  // Certificates lila makes (local) or kept (ACME) are there before the first client,
+  // once every file was read: a state folder that cannot be used is a UsageError here.
+  const keeperStarted = keeperFor(config).keeper === null || !ownKeeper ? Promise.resolve() : keeper.start()
 
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
@@ -129,7 +194,9 @@ function createBalancer (config, {
     const warning = limitWarning(fileLimit, current.listeners.map(l => l.maxConn))
     if (warning !== null) log.warn(warning)
     try {
+      await keeperStarted
       for (const listener of listeners) addresses.push(await listener.listen())
+      for (const listener of listeners) if (listener.config.redirectHttp !== null) await startRedirect(listener)
       await Promise.all(listeners.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start())))
       for (const listener of listeners) listener.open()
     } catch (err) {
@@ -137,6 +204,7 @@ function createBalancer (config, {
       throw err
     }
     started = true
+    if (keeper !== null && ownKeeper) keeper.begin() // ACME's TLS-ALPN-01 needs the listeners open
     return addresses
   }
 
@@ -150,8 +218,11 @@ function createBalancer (config, {
   // Stop accepting and drain every listener; stats() still shows them. The access log's
   // last lines are written before it resolves: a process may exit right after.
   function close (timeout = current.shutdownTimeout) {
+    if (keeper !== null && ownKeeper) keeper.close()
     const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
-    return Promise.all([...all, ...retiring.values()]).then(() => {
+    const redirected = [...redirects.values()].map(redirect => redirect.close())
+    redirects.clear()
+    return Promise.all([...all, ...retiring.values(), ...redirected]).then(() => {
       if (accessLog !== null) accessLog.flush()
     })
   }
@@ -173,6 +244,17 @@ function createBalancer (config, {
     // Listeners are matched by their config name (given, or protocol:port).
     const byName = new Map(listeners.map(l => [l.config.name, l]))
     const loaded = next.listeners.map(material) // may throw: nothing has changed yet
+    // Certificates lila gets itself: new ones are made (local) or loaded before the
+    // listeners take the config; ACME orders start at once, in the background.
+    let keeperLines = []
+    if (ownKeeper) {
+      const { keeper: k, fresh } = keeperFor(next)
+      if (k !== null && fresh) {
+        await k.start() // (a UsageError here changes nothing: no listener took anything yet)
+      } else if (k !== null) {
+        keeperLines = await k.reload(next)
+      }
+    }
     const descriptors = descriptorsFor(next.listeners)
     const kept = [] // [listener, config, material]
     const created = [] // [listener, config]
@@ -205,6 +287,7 @@ function createBalancer (config, {
     const lines = describeChanges(current, next)
     const routesStarted = []
     for (const [listener, listenerConfig, { tls, backendTls, edge }] of kept) {
+      certificates.use(listenerConfig.name, tls)
       const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
       const [routes, routeChanges, started] = updateRoutes(listener, listenerConfig, backendTls)
       routesStarted.push(...started)
@@ -243,7 +326,13 @@ function createBalancer (config, {
     // The running set, in the order of the new config.
     const running = new Set([...kept.map(([listener]) => listener), ...fresh])
     listeners = next.listeners.map(l => [...running].find(listener => listener.config.name === l.name)).filter(Boolean)
+    for (const old of removed) {
+      if (!listeners.some(l => l.config.name === old.config.name)) certificates.use(old.config.name, null)
+    }
     current = next
+    await updateRedirects(lines)
+    lines.push(...keeperLines)
+    if (keeper !== null && ownKeeper) keeper.begin() // the listeners of the new config listen
     return lines
   }
 
@@ -253,6 +342,8 @@ function createBalancer (config, {
   function stats () {
     return {
       startedAt,
+      // Each certificate served: names, issuer, validity, renewal (proxy/tls.js snapshot)
+      certificates: listeners.filter(l => l.tls !== null).flatMap(l => l.tls.snapshot(l.name, now())),
       listeners: listeners.map(listener => {
         const backendsOf = upstream => upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
         return {
@@ -316,6 +407,11 @@ function listeningLines (lb, addresses, extra) {
 // A route's match as written: api.example.com/v1, *.example.com, /static.
 function matchText ({ host, wildcard, path }) {
   return `${host === null ? '' : (wildcard ? '*.' : '') + host}${path === null ? '' : path}`
+}
+
+// tls/ is loaded only for --tls local|acme.
+function requireKeeper () {
+  return require('./tls/keeper')
 }
 
 function defaultAccessLog (config, stdout) {

@@ -119,6 +119,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     requestId: ['X-Correlation-ID', 'X-Correlation-ID'],
     hostRule: ['backend', 'backend'],
     mirror: [':9000,percent=10', ':9000,percent=10'],
+    tlsSource: ['local', 'local'],
+    tlsNames: ['a.test,B.test', 'a.test,B.test'],
     cidrList: ['10.0.0.0/8,::1', ['10.0.0.0/8', '::1']],
     realm: ['staff only', 'staff only'],
     compress: ['br', 'br'],
@@ -152,7 +154,11 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     'tls-cert': { 'tls-key': '/tmp/k.pem' },
     'tls-key': { 'tls-cert': '/tmp/c.pem' },
     'backend-tls-ca': { 'backend-tls': true },
-    'backend-tls-insecure': { 'backend-tls': true }
+    'backend-tls-insecure': { 'backend-tls': true },
+    'tls-names': { tls: 'local' },
+    'tls-client-ca': { tls: 'local' },
+    'tls-client-optional': { tls: 'local', 'tls-client-ca': '/tmp/ca.pem' },
+    'redirect-http': { tls: 'local' }
   }
   for (const o of LISTENER_OPTIONS) {
     const sample = samples[o.type]
@@ -173,7 +179,8 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     // Where a value was given differs (flag or JSON path); everything else must not.
     for (const c of [fromArgv, fromFile]) {
       for (const l of c.listeners) {
-        if (l.tls) for (const cert of l.tls.certificates) { delete cert.certAt; delete cert.keyAt }
+        for (const cert of (l.tls && l.tls.certificates) || []) { delete cert.certAt; delete cert.keyAt }
+        if (l.tls && l.tls.clientAuth) delete l.tls.clientAuth.caAt
         if (l.backendTls) delete l.backendTls.caAt
       }
     }
@@ -274,4 +281,38 @@ t.test('readConfigFile: a file that cannot be read', async t => {
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify(L()))
   t.equal(readConfigFile(file).listeners[0].port, 8080)
+})
+
+t.test('TLS in the file: sources, names, client CA, redirect, and the state folder and ACME at the top', async t => {
+  const config = parseConfigFile(JSON.stringify({
+    'state-dir': 'state',
+    'acme-email': 'ops@example.com',
+    'acme-staging': true,
+    'acme-ca': 'ca/acme.pem',
+    'tls-client-ca': 'clients.pem',
+    listeners: [
+      { port: 443, protocol: 'http', backends: [':9001'], tls: 'acme', 'tls-names': 'example.com,www.example.com', 'redirect-http': 80 },
+      { port: 8443, backends: [':9002'], tls: true, 'tls-client-optional': true }
+    ]
+  }), '/etc/lila/lila.json')
+  t.equal(config.stateDir, '/etc/lila/state', 'relative to the file')
+  t.same(config.acme, {
+    directory: 'https://acme-staging-v02.api.letsencrypt.org/directory', email: 'ops@example.com', ca: '/etc/lila/ca/acme.pem'
+  })
+  const [web, tcp] = config.listeners
+  t.same(web.tls, {
+    source: 'acme',
+    names: ['example.com', 'www.example.com'],
+    clientAuth: { ca: '/etc/lila/clients.pem', caAt: '/etc/lila/lila.json: tls-client-ca', optional: false }
+  })
+  t.equal(web.redirectHttp, 80)
+  t.same(tcp.tls.names, ['localhost', '127.0.0.1', '::1'], '"tls": true is local, for the default names')
+  t.equal(tcp.tls.clientAuth.optional, true)
+  t.throws(() => parseConfigFile(JSON.stringify({ listeners: [{ port: 1, backends: [':9'], tls: 'local', 'redirect-http': 1 }] }), 'x.json'),
+    { message: 'x.json: listeners[0].redirect-http: is the listener\'s own port 1: expected another port (80, say)' })
+  t.throws(() => parseConfigFile(JSON.stringify({
+    listeners: [{ port: 1, backends: [':9'], tls: 'local', 'redirect-http': 2 }, { port: 2, backends: [':9'], name: 'b' }]
+  }), 'x.json'), { message: 'x.json: listeners[0]: redirect-http port 2 is taken by listener "b": expected a port of its own' })
+  t.throws(() => parseConfigFile(JSON.stringify({ 'state-dir': 'x', listeners: [{ backends: [':9'], 'state-dir': 'y' }] }), 'x.json'),
+    { message: 'x.json: listeners[0].state-dir: applies to the whole process: expected it at the top level, not in a listener' })
 })

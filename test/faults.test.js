@@ -73,6 +73,7 @@ t.test('a storm of reloads (SIGHUP every 20 ms) under load drops nothing', async
   // mid-write would otherwise read half a file (and rightly refuse it).
   const write = weight => writeAtomically(file, JSON.stringify({
     check: 'none',
+    'status-port': 0,
     listeners: [
       { name: 'web', protocol: 'http', host: '127.0.0.1', port: 0, mode: 'round-robin', backends: [`${a.address},weight=${weight}`, b.address] },
       { name: 'raw', protocol: 'tcp', host: '127.0.0.1', port: 0, backends: [echo.address] }
@@ -108,6 +109,16 @@ t.test('a storm of reloads (SIGHUP every 20 ms) under load drops nothing', async
   t.equal(echoed, 'still here', 'the long-lived connection went through every reload')
   long.socket.destroy()
   t.notOk(lila.lines.some(l => /reload refused/.test(l)), 'no reload was refused')
+  const weightLine = new RegExp(`^lila: reload: web: backend ${a.address.replace(/\./g, '\\.')}: weight \\d+ -> (\\d+)$`)
+  t.comment(`the storm changed a's weight ${lila.lines.filter(l => weightLine.test(l)).length} times in ${reloads} SIGHUPs`)
+  // And what the file says last is what runs: said, and in the status.
+  const said = lila.lines.filter(l => weightLine.test(l)).length
+  write(7)
+  lila.child.kill('SIGHUP')
+  t.equal((await lila.waitForLine(weightLine, { count: said + 1 }))[1], '7', 'the last reload says the new weight')
+  const statusPort = Number((await lila.waitForLine(/status on http:\/\/\S+:(\d+)\/status$/))[1])
+  const web = JSON.parse((await request(statusPort, { path: '/status.json' })).body).listeners.find(l => l.name === 'web')
+  t.equal(web.backends.find(x => x.address === a.address).weight, 7, 'and the status shows it running')
   t.equal((await lila.stop()).code, 0)
 })
 

@@ -7,7 +7,7 @@
 
 const t = require('tap')
 const net = require('net')
-const { spawnLila, httpBackend, request, within, until, settled, statusJson } = require('./fixtures/helpers')
+const { spawnLila, startLila, httpBackend, request, within, until, settled, statusJson } = require('./fixtures/helpers')
 
 const TRICKLERS = 1200 // more than the 1,024 sockets a backend's pool once allowed
 
@@ -122,18 +122,54 @@ t.test('a body that keeps coming, slowly, is not timed out; --body-timeout 0s ne
     req.on('data', chunk => { body += chunk })
     req.on('end', () => res.end(body))
   })
-  for (const timeout of ['400ms', '0s']) {
+  const upload = async (args, gaps, env = process.env) => {
     const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
-      '--check', 'none', '--body-timeout', timeout])
-    const upload = rawClient(lila.port, post(6))
-    // Six bytes, one every 150 ms: each gap below the timeout, the whole above it.
-    for (const byte of 'abcdef') {
-      upload.socket.write(byte)
-      await new Promise(resolve => setTimeout(resolve, 150))
+      '--check', 'none', ...args], { env })
+    const client = rawClient(lila.port, post(6))
+    for (const [i, byte] of [...'abcdef'].entries()) {
+      client.socket.write(byte)
+      if (i < 5) await new Promise(resolve => setTimeout(resolve, gaps[i])) // a silence: the subject
     }
-    const answer = await within(10000, 'the answer', upload.first)
-    t.match(answer, /^HTTP\/1\.1 200 [\s\S]*abcdef$/, `--body-timeout ${timeout}: answered with the whole body`)
-    upload.socket.destroy()
+    const answer = await within(10000, 'the answer', client.first)
+    client.socket.destroy()
+    return answer
+  }
+  // Six bytes, one every 150 ms: each gap below the timeout, the whole above it.
+  t.match(await upload(['--body-timeout', '400ms'], [150, 150, 150, 150, 150]), /^HTTP\/1\.1 200 [\s\S]*abcdef$/,
+    '--body-timeout 400ms: a body that keeps coming is answered whole')
+  // 0s against an environment that says 300 ms: a 1.2 s silence is answered 408 when
+  // 0s is not honoured (taken for unset, or for 0 ms), 200 when it means never.
+  const env = { ...process.env, LILA_BODY_TIMEOUT: '300ms' }
+  const silence = [50, 1200, 50, 50, 50]
+  t.match(await upload([], silence, env), /^HTTP\/1\.1 408 /, 'the environment\'s 300 ms alone: 408 (the test can fail)')
+  t.match(await upload(['--body-timeout', '0s'], silence, env), /^HTTP\/1\.1 200 [\s\S]*abcdef$/,
+    '--body-timeout 0s: a 1.2 s silence is waited out, answered with the whole body')
+})
+
+// The same without waiting: lila in this process, its listener swept by hand far more
+// often than 30 s of sweeps while a body is silent. A --body-timeout of 0s taken for
+// any finite one would answer 408 here, as 30s does.
+t.test('in process: --body-timeout 0s outlasts a thousand sweeps of silence; 30s does not', async t => {
+  let arrived = null
+  const backend = await httpBackend(t, 'b', (req, res) => {
+    let length = 0
+    req.on('data', chunk => { length += chunk.length; if (length > 0) arrived() })
+    req.on('end', () => res.end(`${length}\n`))
+  })
+  const SIZE = 128 * 1024 // over the 64 KiB lila reads first: streamed to the backend
+  for (const [timeout, expected] of [['30s', 408], ['0s', 200]]) {
+    const { lb, port } = await startLila(t, ['rr', backend.address, '--protocol', 'http', '--body-timeout', timeout])
+    const atBackend = new Promise(resolve => { arrived = resolve })
+    const client = rawClient(port, post(SIZE))
+    client.socket.write(Buffer.alloc(SIZE - 1, 'x')) // all but the last byte
+    await within(10000, 'the body at the backend', atBackend)
+    const [listener] = lb.listeners
+    for (let i = 0; i < 1000; i++) listener.protocol.sweep(listener)
+    client.socket.write('x')
+    const answer = await within(10000, 'the answer', client.first)
+    t.match(answer, new RegExp(`^HTTP/1\\.1 ${expected} `), `--body-timeout ${timeout}: ${expected} after 1,000 sweeps of silence`)
+    client.socket.destroy()
+    await lb.close(0)
   }
 })
 

@@ -61,7 +61,7 @@ const LISTENER_BY_CAUSE = [
     l => l.limited, 'limit'],
   ['lila_listener_refused_total',
     'Clients (tcp) or requests (http) refused by the rules at the edge, by reason (allow, deny, no-credentials, ' +
-    'wrong-credentials, auth-busy).',
+    'wrong-credentials, auth-busy; client-cert-none, client-cert-untrusted: TLS handshakes, --tls-client-ca).',
     l => l.refused, 'reason'],
   ['lila_listener_compressed_responses_total',
     'http --compress: responses compressed, by coding.', l => perCoding(l, 'responses'), 'encoding'],
@@ -165,6 +165,22 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     const c = l.mirror.compare
     const results = c ? { same: c.same, status: c.status, body: c.body } : null
     byCause(out, 'lila_compare_total', { listener: l.name }, results, 'result')
+  }
+
+  // Each certificate a listener presents (files, --tls local, --tls acme).
+  const certificates = (snapshot.certificates || []).filter(c => c.notAfter !== null)
+  const certLabels = c => ({ listener: c.listener, names: c.names.join(','), issuer: c.issuer, source: c.source })
+  family('lila_tls_certificate_expiry_seconds', 'gauge',
+    'Seconds until the certificate expires (negative once it has); alert well before 0.')
+  for (const c of certificates) sample(out, 'lila_tls_certificate_expiry_seconds', certLabels(c), c.expiresIn)
+  family('lila_tls_certificate_not_after_seconds', 'gauge',
+    'When the certificate expires, in seconds since the Unix epoch.')
+  for (const c of certificates) sample(out, 'lila_tls_certificate_not_after_seconds', certLabels(c), c.notAfter / 1000)
+  family('lila_tls_certificate_renewal_failing', 'gauge',
+    '--tls local|acme: 1 while the last try to renew (or get) the certificate failed (the status page says why).')
+  for (const c of snapshot.certificates || []) {
+    const base = { listener: c.listener, names: c.names.join(','), source: c.source }
+    if (c.source !== 'files') sample(out, 'lila_tls_certificate_renewal_failing', base, c.lastError ? 1 : 0)
   }
 
   const requests = 'lila_listener_request_duration_seconds'

@@ -70,6 +70,12 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
       }
     }
   }
+  for (const c of snapshot.certificates || []) {
+    const what = `${esc(c.listener)}: certificate${c.names.length ? ` for ${esc(c.names.join(', '))}` : ''}`
+    if (c.notAfter === null) problems.push(`<li>${what}: <b>none yet</b>; TLS clients get a handshake failure</li>`)
+    else if (c.notAfter <= now) problems.push(`<li>${what}: <b>expired</b> ${duration(now - c.notAfter)} ago</li>`)
+    if (c.lastError) problems.push(`<li>${what}: renewal failing: ${esc(c.lastError)}</li>`)
+  }
   const uptime = snapshot.startedAt !== undefined ? ` · up ${duration(now - snapshot.startedAt)}` : ''
   const listeners = snapshot.listeners.length
   const summary = `${listeners} listener${listeners === 1 ? '' : 's'}, ` +
@@ -84,12 +90,40 @@ ${viewport}<title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
 <p class="meta">${esc(summary)}${uptime} · ${clock} UTC · refreshes every ${REFRESH_S}s</p>
 ${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class="ok">Every backend is up.</p>'}
 ${snapshot.listeners.map(l => listenerSection(l, history[l.name] || NO_HISTORY, now)).join('\n')}
+${certificateSection(snapshot.certificates || [], now)}
 <footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
 </body></html>
 `
 }
 
 const NO_HISTORY = { points: [], backends: {}, routes: {} }
+
+// Each certificate presented: for what, by whom, until when; for those lila gets itself,
+// its next renewal and what went wrong last. Never a key.
+function certificateSection (certificates, now) {
+  if (certificates.length === 0) return ''
+  const rows = certificates.map(c => {
+    const left = c.notAfter === null ? '–' : c.notAfter <= now ? 'expired' : `${c.daysLeft} days`
+    const until = c.notAfter === null ? 'none yet' : isoTime(c.notAfter)
+    const renewal = c.source === 'files'
+      ? 'read again on SIGHUP'
+      : [c.nextRenewal === null ? null : `next ${isoTime(c.nextRenewal)}`,
+          c.lastRenewal === null ? null : `last ${isoTime(c.lastRenewal)}`].filter(Boolean).join(' · ')
+    const why = c.lastError ? `<span class="why">${esc(c.lastError)}</span>` : ''
+    const client = c.clientCa ? `<span class="why">client certificates: ${esc(c.clientCa)}</span>` : ''
+    return `<tr><td>${esc(c.listener)}</td><td class="st">${esc(c.names.join(', ') || '–')}${client}</td>` +
+      `<td class="st">${esc(c.issuer || '–')}</td><td>${esc(until)}</td><td>${esc(left)}</td>` +
+      `<td class="st">${esc(c.source === 'files' ? 'file' : c.source)}</td>` +
+      `<td class="st">${esc(renewal)}${why}</td></tr>`
+  })
+  return `<h2>Certificates</h2>
+<table><tr><th>listener</th><th class="st">names</th><th class="st">issuer</th><th>not after</th>` +
+    `<th>left</th><th class="st">from</th><th class="st">renewal</th></tr>
+${rows.join('\n')}
+</table>`
+}
+
+const isoTime = t => new Date(t).toISOString().replace('T', ' ').slice(0, 16) + ' UTC'
 
 function listenerSection (l, history, now) {
   const facts = [

@@ -3,7 +3,7 @@
 const os = require('os')
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
-const { loadListenerTls } = require('../proxy/tls')
+const { loadListenerTls, Certificates } = require('../proxy/tls')
 const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
@@ -26,14 +26,19 @@ const { unixPath } = require('../address')
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
 // reload runs the config in force. IPC messages are plain objects { lila: type, ... }:
-//   primary -> worker  config { config, index, via, table, workers }, reload { id, config },
-//                      stats { id }, control { id, action }, stop, destroy
+//   primary -> worker  config { config, index, via, table, workers, certificates },
+//                      reload { id, config }, stats { id }, control { id, action },
+//                      certificates { id, updates }, stop, destroy
 //   worker -> primary  ready, listening { lines }, failed { code },
 //                      reply { id, value } | { id, error: { code, message, status } }
 // (an error crosses as plain data and is made again as its class: errors.js fromPlain)
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
 // broadcast(action).
+// Certificates lila gets itself (--tls local|acme) are the primary's: it alone writes
+// the state folder and speaks ACME (tls/keeper.js), and sends each worker what it
+// serves (proxy/tls.js Certificates updates): all of them with its config, then each
+// change as it comes; a challenge counts as answered once every worker has it.
 
 const FIRST_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 30000
@@ -92,6 +97,17 @@ function runPrimary (config, io) {
     pending: new Map()
   }))
 
+  // Certificates lila makes or gets: made or loaded before any worker starts (a state
+  // folder that cannot be used stops lila here, exit 2).
+  let keeper = null
+  try {
+    keeper = keeperFor(config, log, update => tellWorkers(update))
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    log.error(err.message)
+    return Promise.resolve(2)
+  }
+
   return new Promise(resolve => {
     let resolved = false
     let failure = null // the exit code of a worker that could not start
@@ -109,6 +125,7 @@ function runPrimary (config, io) {
       slot.worker = worker
       slot.pid = worker.process.pid
       slot.listening = false
+      slot.configured = false
       slot.listeningAt = 0
       worker.on('message', message => onMessage(slot, worker, message))
       worker.on('exit', (code, signal) => onExit(slot, worker, code, signal))
@@ -129,8 +146,15 @@ function runPrimary (config, io) {
             send(slot, { lila: 'destroy' })
           } else {
             send(slot, {
-              lila: 'config', config: current, index: slot.index, via, table: slot.index === 1, workers: count
+              lila: 'config',
+              config: current,
+              index: slot.index,
+              via,
+              table: slot.index === 1,
+              workers: count,
+              certificates: keeper === null ? [] : keeper.updates()
             })
+            slot.configured = true
           }
           break
         case 'listening':
@@ -162,6 +186,7 @@ function runPrimary (config, io) {
       starting = false
       for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
+      if (keeper !== null) keeper.begin() // ACME's TLS-ALPN-01 needs the workers listening
       onReady({ gatherStats, broadcast })
     }
 
@@ -200,6 +225,7 @@ function runPrimary (config, io) {
 
     const stopAll = type => {
       stopping = true
+      if (keeper !== null) keeper.close()
       for (const slot of slots) {
         clearTimeout(slot.timer)
         slot.timer = null
@@ -225,6 +251,19 @@ function runPrimary (config, io) {
         return
       }
       await removeStaleSockets(next.listeners, current.listeners)
+      // New certificates reach the workers before the config that asks for them.
+      let keeperLines = []
+      try {
+        if (keeper === null) {
+          keeper = keeperFor(next, log, update => tellWorkers(update))
+        } else {
+          keeperLines = await keeper.reload(next)
+        }
+      } catch (err) {
+        if (!(err instanceof UsageError)) throw err
+        logRefused(log, err.message)
+        return
+      }
       // A worker started from now on gets the new config; those running are told.
       const previous = current
       current = next
@@ -242,7 +281,8 @@ function runPrimary (config, io) {
       }
       const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
       applied()
-      logReloaded(log, { lines: done.lines, logLevel: next.logLevel, failures })
+      logReloaded(log, { lines: [...done.lines, ...keeperLines], logLevel: next.logLevel, failures })
+      if (keeper !== null) keeper.begin() // the workers listen on the new config's listeners
     }
 
     const handle = onSignals(signals, log, {
@@ -262,11 +302,20 @@ function runPrimary (config, io) {
     })
   })
 
+  // A certificate or challenge for every worker that has its config (one still
+  // starting too: its board takes it before its listeners do); resolves once each has
+  // it. A worker that starts later gets keeper.updates() with its config.
+  function tellWorkers (update) {
+    const told = slots.filter(slot => slot.configured && slot.worker !== null && slot.worker.isConnected())
+    return Promise.all(told.map(slot => request(slot, { lila: 'certificates', updates: [update] }, REPLY_TIMEOUT_MS,
+      { listening: false }).catch(err => log.warn(`worker ${slot.index} did not take a certificate: ${err.message}`))))
+  }
+
   // Ask one worker something: resolves with its reply's value, rejects on its error,
-  // its exit or a timeout.
-  function request (slot, message, timeout = REPLY_TIMEOUT_MS) {
+  // its exit or a timeout. `listening: false`: a worker still starting may be asked.
+  function request (slot, message, timeout = REPLY_TIMEOUT_MS, { listening = true } = {}) {
     return new Promise((resolve, reject) => {
-      if (slot.worker === null || !slot.listening || !slot.worker.isConnected()) {
+      if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
         return reject(new Error(`worker ${slot.index} is not running`))
       }
       const id = nextId++
@@ -303,6 +352,16 @@ function runPrimary (config, io) {
   }
 }
 
+// The primary's keeper of certificates (tls/keeper.js), when the config wants one; its
+// start is synchronous but for publishing (to no worker yet).
+function keeperFor (config, log, publish) {
+  const { Keeper } = require('../tls/keeper')
+  if (!Keeper.wanted(config)) return null
+  const keeper = new Keeper(config, { log, publish })
+  keeper.start()
+  return keeper
+}
+
 // A worker: tell the primary it is ready, take the config it sends, serve it, answer
 // its requests, and drain when told to stop (or when the primary is gone).
 // io: { stderr, channel (the process), signals }
@@ -313,6 +372,7 @@ function runWorker (io) {
     let log = null
     let stopped = null
     let config = null
+    const certificates = new Certificates() // what the primary's keeper sends
 
     const send = message => { if (channel.connected) channel.send(message) }
     const reply = (id, fn) => {
@@ -343,7 +403,8 @@ function runWorker (io) {
       config = message.config
       log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
       try {
-        lb = createBalancer(config, { log, via: message.via, table: message.table })
+        for (const update of message.certificates || []) certificates.apply(update)
+        lb = createBalancer(config, { log, via: message.via, table: message.table, certificates, keeper: null })
         const addresses = await lb.listen()
         send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
       } catch (err) {
@@ -370,6 +431,10 @@ function runWorker (io) {
           return lines
         })
         case 'control': return reply(message.id, () => lb.control(message.action))
+        case 'certificates': return reply(message.id, () => {
+          for (const update of message.updates) certificates.apply(update)
+          return true
+        })
         case 'stop': return stop()
         case 'destroy': return stop(true)
       }

@@ -319,6 +319,8 @@ function buildListener ({
     throw src.fail(at('backend-tls-insecure'), message)
   }
 
+  checkTlsOptions(settings, given, at, src, certificates)
+
   const tlsCertificates = []
   if (settings.tlsCert !== null) {
     tlsCertificates.push({
@@ -337,10 +339,60 @@ function buildListener ({
       : '--backend-tls-ca'
     backendTls = { ca: settings.backendTlsCa, caAt, insecure: settings.backendTlsInsecure }
   }
-  const tls = tlsCertificates.length === 0 ? null : { certificates: tlsCertificates }
+  const clientAuth = settings.tlsClientCa === null
+    ? null
+    : {
+        ca: settings.tlsClientCa,
+        caAt: src.json ? `${src.file}: ${at('tls-client-ca')}` : '--tls-client-ca',
+        optional: settings.tlsClientOptional
+      }
+  let tls = null
+  if (settings.tls !== null) {
+    const names = settings.tlsNames === null ? BY_NAME.get('tls-names').local : settings.tlsNames
+    tls = { source: settings.tls, names, clientAuth }
+  } else if (tlsCertificates.length > 0) {
+    tls = { source: 'files', certificates: tlsCertificates, clientAuth }
+  }
   const routes = buildRoutes(routeEntries, values, settings, mode, src)
   for (const route of routes) route.pool.backendTls = backendTls
   return listenerFrom(settings, { mode, backends, tls, backendTls, routes })
+}
+
+// The TLS options together: one source of certificates (files, or --tls local|acme),
+// what each source needs, and what needs TLS.
+function checkTlsOptions (settings, given, at, src, certificates) {
+  const fail = (name, message) => { throw src.fail(at(name), `${src.about(BY_NAME.get(name))}${message}`) }
+  if (given('tls') && given('tls-cert')) {
+    fail('tls', `contradicts ${src.setting('tls-cert')}: expected one source of certificates`)
+  }
+  if (given('tls') && certificates.length > 0) {
+    fail('tls', 'contradicts "certificates": expected one source of certificates')
+  }
+  if (given('tls-names') && !given('tls')) fail('tls-names', `needs ${src.setting('tls', 'local')} or acme`)
+  if (settings.tls === 'acme' && settings.tlsNames === null) {
+    fail('tls', `needs ${src.setting('tls-names')}: the names to get a certificate for, ` +
+      'e.g. example.com,www.example.com')
+  }
+  if (settings.tls === 'acme') {
+    const wildcard = settings.tlsNames.find(n => n.startsWith('*.'))
+    if (wildcard !== undefined) {
+      fail('tls-names', `has ${JSON.stringify(wildcard)}, a wildcard: it needs a DNS-01 challenge, which lila ` +
+        'cannot answer; expected each name written out')
+    }
+  }
+  const secured = given('tls') || given('tls-cert') || certificates.length > 0
+  if (given('tls-client-optional') && !given('tls-client-ca')) {
+    fail('tls-client-optional', `needs ${src.setting('tls-client-ca')}`)
+  }
+  for (const name of ['tls-client-ca', 'redirect-http']) {
+    if (given(name) && !secured) fail(name, `needs TLS: ${src.setting('tls-cert')} or ${src.setting('tls', 'local')}`)
+  }
+  if (given('redirect-http') && settings.redirectHttp !== 0 && settings.redirectHttp === settings.port) {
+    fail('redirect-http', `is the listener's own port ${settings.port}: expected another port (80, say)`)
+  }
+  if (given('redirect-http') && unixPath(settings.host) !== null) {
+    fail('redirect-http', `does not apply to a Unix socket (${src.setting('host', settings.host)})`)
+  }
 }
 
 // The header options together (header-rules.js): {request_id} needs --request-id, and
@@ -370,6 +422,11 @@ function buildGlobals (values, src) {
   for (const o of GLOBAL_OPTIONS) {
     const entry = values.get(o.name)
     globals[o.key] = entry === undefined ? o.default : parseValue(o, entry, src)
+  }
+  if (values.has('acme-staging') && values.get('acme-staging').value !== false && values.has('acme-directory')) {
+    const subject = src.about(BY_NAME.get('acme-staging'))
+    const message = `${subject}contradicts ${src.setting('acme-directory')}: expected one of them`
+    throw src.fail(values.get('acme-staging').at, message)
   }
   for (const name of ['status-host', 'status-token', 'status-basic-auth']) {
     const entry = values.get(name)
@@ -407,6 +464,18 @@ function buildConfig (globals, listeners, src, listenerAt = () => null) {
       }
     }
   }
+  // A --redirect-http port is a listener too.
+  const taken = listeners.map(l => ({ name: l.name, host: l.host, port: l.port }))
+  listeners.forEach((l, i) => {
+    if (l.redirectHttp === null || l.redirectHttp === 0) return
+    const other = taken.find(t => t.port === l.redirectHttp &&
+      (t.host === l.host || isWildcard(t.host) || isWildcard(l.host)))
+    if (other !== undefined) {
+      throw src.fail(listenerAt(i), `redirect-http port ${l.redirectHttp} is taken by listener ${quote(other.name)}: ` +
+        'expected a port of its own')
+    }
+    taken.push({ name: `${l.name} (redirect-http)`, host: l.host, port: l.redirectHttp })
+  })
   return configFrom(globals, listeners)
 }
 

@@ -11,7 +11,8 @@ const { formatDuration, formatSticky, describeMirror } = require('../format')
 // --fault is a spell from the start: a reload neither starts nor ends one.
 const NOT_HERE = new Set([
   'name', 'port', 'host', 'protocol', 'fault',
-  'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure'
+  'tls-cert', 'tls-key', 'backend-tls', 'backend-tls-ca', 'backend-tls-insecure',
+  'tls', 'tls-names', 'tls-client-ca', 'tls-client-optional'
 ])
 
 function describeChanges (before, after) {
@@ -37,12 +38,7 @@ function describeChanges (before, after) {
     if (JSON.stringify(was.backendTls) !== JSON.stringify(listener.backendTls)) {
       changes.push(`backend-tls ${tlsWords(was.backendTls)} -> ${tlsWords(listener.backendTls)}`)
     }
-    if (listener.tls !== null) {
-      const n = listener.tls.certificates.length
-      changes.push(was.tls === null ? 'TLS on' : `${n} certificate${n === 1 ? '' : 's'} read again`)
-    } else if (was.tls !== null) {
-      changes.push('TLS off')
-    }
+    changes.push(...tlsChanges(was.tls, listener.tls))
     if (changes.length > 0) lines.push(`${listener.name}: ${changes.join(', ')}`)
   }
   return lines
@@ -67,6 +63,27 @@ function show (option, value) {
     return value.type === 'grpc' && value.service !== '' ? `grpc:${value.service}` : value.type
   }
   return String(value)
+}
+
+// A listener's own TLS, before and after: its source, names, client certificates.
+function tlsChanges (was, now) {
+  if (now === null) return was === null ? [] : ['TLS off']
+  const source = tls => tls.source === 'files' ? 'certificate files' : `--tls ${tls.source}`
+  const out = []
+  if (was === null) out.push(`TLS on (${source(now)})`)
+  else if (was.source !== now.source) out.push(`TLS ${source(was)} -> ${source(now)}`)
+  if (now.source === 'files') {
+    const n = now.certificates.length
+    out.push(`${n} certificate${n === 1 ? '' : 's'} read again`)
+  } else if (was !== null && was.source !== 'files' && was.names.join() !== now.names.join()) {
+    out.push(`tls-names ${was.names.join(',')} -> ${now.names.join(',')}`)
+  }
+  const client = tls => tls === null || tls.clientAuth === null
+    ? 'none'
+    : `${tls.clientAuth.ca}${tls.clientAuth.optional ? ' (optional)' : ''}`
+  if (client(was) !== client(now)) out.push(`tls-client-ca ${client(was)} -> ${client(now)}`)
+  else if (now.clientAuth !== null) out.push('tls-client-ca read again')
+  return out
 }
 
 function tlsWords (backendTls) {

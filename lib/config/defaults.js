@@ -11,7 +11,7 @@
 //                                   unless `overrides` has them
 // No parsing here: what is given is taken as already checked.
 
-const { LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
+const { LISTENER_OPTIONS, GLOBAL_OPTIONS, BY_NAME } = require('./options')
 const { DEFAULT_MODE } = require('../upstream/balancers')
 const { defaultName } = require('./names')
 const { unixPath } = require('../address')
@@ -20,7 +20,9 @@ const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.defa
 
 // `settings` has every listener option; `parts` what no single option says: the mode,
 // the backends (as parseBackend returns them), and TLS as the builder put it together
-// (tls: { certificates } or null, backendTls: { ca, caAt, insecure } or null).
+// (tls: null, or { source: 'files', certificates, clientAuth } or { source: 'local' |
+// 'acme', names, clientAuth }, clientAuth { ca, caAt, optional } or null; backendTls:
+// { ca, caAt, insecure } or null).
 function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] }) {
   return {
     name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
@@ -81,6 +83,8 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] 
     // TLS termination: the first certificate is the default, the others are chosen by
     // the name the client asks for (SNI). Paths; tls.js reads them.
     tls,
+    // --redirect-http: a plain HTTP port for ACME's HTTP-01 and a 308 to https, or null
+    redirectHttp: settings.redirectHttp,
     backendTls,
     proxyProtocol: settings.proxyProtocol,
     acceptProxy: settings.acceptProxy,
@@ -111,6 +115,14 @@ function configFrom (globals, listeners) {
           basicAuth: globals.statusBasicAuth // an htpasswd file's path, or null
         },
     dashboard: globals.dashboard,
+    // --tls local|acme: where lila keeps what it makes (null: the default folder, which
+    // tls/state.js finds from the environment), and the ACME server to ask
+    stateDir: globals.stateDir,
+    acme: {
+      directory: globals.acmeStaging ? BY_NAME.get('acme-staging').directory : globals.acmeDirectory,
+      email: globals.acmeEmail,
+      ca: globals.acmeCa
+    },
     listeners
   }
 }

@@ -100,6 +100,8 @@ function parseConfigFile (text, file, environment = new Map()) {
   const listeners = listenersValue.map((raw, i) =>
     listenerFrom(raw, `listeners[${i}]`, inherited, src, dir, fromEnvironment))
   const config = buildConfig(buildGlobals(globals, src), listeners, src, i => `listeners[${i}]`)
+  if (config.stateDir !== null) config.stateDir = path.resolve(dir, config.stateDir)
+  if (config.acme.ca !== null) config.acme.ca = path.resolve(dir, config.acme.ca)
   if (config.status !== null && config.status.basicAuth !== null) {
     config.status.basicAuth = path.resolve(dir, config.status.basicAuth)
   }
@@ -143,11 +145,14 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
     certificates: certificates === undefined ? [] : certificatesFrom(certificates, src)
   }, src)
   // File names are relative to the config file.
-  if (listener.tls !== null) {
+  if (listener.tls !== null && listener.tls.source === 'files') {
     for (const c of listener.tls.certificates) {
       c.cert = path.resolve(dir, c.cert)
       c.key = path.resolve(dir, c.key)
     }
+  }
+  if (listener.tls !== null && listener.tls.clientAuth !== null) {
+    listener.tls.clientAuth.ca = path.resolve(dir, listener.tls.clientAuth.ca)
   }
   if (listener.backendTls !== null && listener.backendTls.ca !== null) {
     listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)

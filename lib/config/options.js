@@ -495,6 +495,102 @@ const OPTIONS = [
     help: 'the private key of --tls-cert (PEM)'
   },
   {
+    name: 'tls',
+    arg: '[local|acme]',
+    type: 'tlsSource',
+    bare: 'local', // the value of a bare --tls
+    group: 'tls',
+    default: null,
+    shown: 'off',
+    help: 'TLS with certificates lila gets itself: local (its own CA) or acme (Let\'s Encrypt)'
+  },
+  {
+    name: 'tls-names',
+    arg: 'LIST',
+    type: 'tlsNames',
+    group: 'tls',
+    default: null,
+    local: Object.freeze(['localhost', '127.0.0.1', '::1']), // --tls local's names when none are given
+    shown: 'localhost,loopback', // localhost, 127.0.0.1, ::1
+    help: 'with --tls: names and IPs to certify, comma-separated (required for acme)'
+  },
+  {
+    name: 'tls-client-ca',
+    arg: 'FILE',
+    type: 'file',
+    group: 'tls',
+    default: null,
+    shown: 'none',
+    help: 'mutual TLS: only clients with a certificate these CAs (PEM) signed'
+  },
+  {
+    name: 'tls-client-optional',
+    type: 'flag',
+    group: 'tls',
+    default: false,
+    shown: 'off',
+    help: 'with --tls-client-ca: let the other clients in too, marked'
+  },
+  {
+    name: 'redirect-http',
+    arg: 'PORT',
+    type: 'port',
+    group: 'tls',
+    default: null,
+    shown: 'off',
+    help: 'plain HTTP on PORT: ACME HTTP-01 challenges, and a 308 to https'
+  },
+  {
+    name: 'acme-email',
+    arg: 'ADDR',
+    type: 'email',
+    group: 'tls',
+    default: null,
+    shown: 'none',
+    scope: 'global',
+    help: 'with --tls acme: the account\'s contact address'
+  },
+  {
+    name: 'acme-directory',
+    arg: 'URL',
+    type: 'httpsUrl',
+    group: 'tls',
+    default: 'https://acme-v02.api.letsencrypt.org/directory',
+    shown: 'Let\'s Encrypt',
+    scope: 'global',
+    help: 'with --tls acme: the ACME server\'s directory URL'
+  },
+  {
+    name: 'acme-staging',
+    type: 'flag',
+    group: 'tls',
+    default: false,
+    directory: 'https://acme-staging-v02.api.letsencrypt.org/directory', // what it stands for
+    shown: 'off',
+    scope: 'global',
+    help: 'with --tls acme: Let\'s Encrypt\'s staging server'
+  },
+  {
+    name: 'acme-ca',
+    arg: 'FILE',
+    type: 'file',
+    group: 'tls',
+    default: null,
+    shown: 'system CAs',
+    scope: 'global',
+    help: 'with --tls acme: also trust these CAs (PEM) for the ACME server'
+  },
+  {
+    name: 'state-dir',
+    arg: 'DIR',
+    type: 'file',
+    group: 'tls',
+    default: null,
+    shown: '~/.local/share/lila',
+    scope: 'global',
+    help: 'with --tls: where lila keeps its CA, account, certificates, keys'
+  },
+  {
     name: 'backend-tls',
     type: 'flag',
     group: 'tls',

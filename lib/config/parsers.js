@@ -332,6 +332,42 @@ const PARSERS = {
     }
     return Number(match[1])
   },
+  tlsSource: (text, flag) => {
+    if (text !== 'local' && text !== 'acme') {
+      throw new UsageError(`invalid TLS source ${quote(text)}${forFlag(flag)}: expected local or acme ` +
+        '(--tls-cert and --tls-key for certificate files)')
+    }
+    return text
+  },
+  // "example.com,www.example.com,10.0.0.1" -> the names, lower case, each once.
+  tlsNames: (text, flag) => {
+    const names = text.split(',').map(n => n.trim().toLowerCase())
+    for (const name of names) {
+      const bare = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name
+      const host = bare.startsWith('*.') ? bare.slice(2) : bare
+      if (!(net.isIP(bare) || (isHostName(host) && host.length <= 253 && !host.endsWith('.')))) {
+        throw new UsageError(`invalid name ${quote(name)}${forFlag(flag)}: expected host names or IP addresses, ` +
+          'comma-separated, e.g. example.com,www.example.com')
+      }
+    }
+    return Object.freeze([...new Set(names.map(n => n.replace(/^\[(.*)\]$/, '$1')))])
+  },
+  email: (text, flag) => {
+    if (!/^[^\s@,<>"]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$/.test(text)) {
+      throw new UsageError(`invalid email address ${quote(text)}${forFlag(flag)}: ` +
+        'expected one address, e.g. ops@example.com')
+    }
+    return text
+  },
+  httpsUrl: (text, flag) => {
+    let url = null
+    try { url = new URL(text) } catch {}
+    if (url === null || url.protocol !== 'https:' || url.username !== '' || url.password !== '') {
+      throw new UsageError(`invalid URL ${quote(text)}${forFlag(flag)}: expected an https:// URL, ` +
+        'e.g. https://acme-v02.api.letsencrypt.org/directory')
+    }
+    return url.href
+  },
   // --allow, --deny: "10.0.0.0/8,::1" -> ['10.0.0.0/8', '::1/128']
   cidrList: (text, flag) => {
     const parts = String(text).split(',').map(part => part.trim())

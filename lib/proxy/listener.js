@@ -95,6 +95,8 @@ class Listener {
     this.counted = new Map() // session -> the address it is counted under
     this.rate = null // RateLimiter, or null
     this.limited = { 'max-conn-per-client': 0, 'rate-limit': 0 } // clients or requests turned away
+    // --tls-client-ca: a handshake refused for the client's certificate (the prelude's)
+    this.refusedClient = (reason, detail) => this.edgeStats.refused(reason, detail)
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
@@ -170,7 +172,8 @@ class Listener {
       tls: this.tls,
       ALPNProtocols: this.protocol.alpn,
       timeout: this.config.headerTimeout,
-      log: this.log
+      log: this.log,
+      refused: this.refusedClient
     }, socket => {
       this.prelude.delete(prelude)
       this.accept(socket)

@@ -3,19 +3,30 @@
 const tls = require('tls')
 const { parseProxyHeader } = require('./proxy-protocol')
 const { setOrigin, carryOrigin } = require('./bind')
+const { readClientHello, MAX_HELLO } = require('../wire/client-hello')
+const { verdictOf, setClientCert } = require('./client-cert')
 
 // What a connection goes through before a session serves it, when the listener asks
 // for it: a PROXY protocol header (--accept-proxy), then the TLS handshake (TLS
 // termination), both within `timeout`. The header comes first, in the clear, as
 // HAProxy and cloud balancers send it.
 //
-//   startPrelude(raw, { acceptProxy, tls, ALPNProtocols, timeout, log }, done) -> { destroy }
+//   startPrelude(raw, { acceptProxy, tls, ALPNProtocols, timeout, log, refused }, done) -> { destroy }
 //
 // done(socket) with what the session should read: the raw socket, or the TLSSocket over
 // it; the client's address from the header is set on it (listen.js originOf). A
 // connection that fails the prelude is closed here, with a debug line, and done is
 // never called.
-function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefined, timeout, log }, done) {
+// `tls` is a ListenerTls (tls.js). With --tls-client-ca the client is asked for a
+// certificate: what was verified rides on the socket (client-cert.js), and a client
+// refused for it is told to `refused(reason, detail)` (edge/stats.js: client-cert-none,
+// client-cert-untrusted; detail: the peer, and the verification's code).
+// While an ACME TLS-ALPN-01 validation is under way (tls.challenges), the ClientHello
+// is read first: one that offers acme-tls/1 for a name being validated gets the
+// challenge's certificate and is closed; any other goes on as usual.
+function startPrelude (raw, {
+  acceptProxy, tls: secure, ALPNProtocols = undefined, timeout, log, refused = () => {}
+}, done) {
   let current = raw // the socket to destroy if it all ends early
   let finished = false
   const peer = raw.remoteAddress === undefined ? 'unix:' : `${raw.remoteAddress}:${raw.remotePort}`
@@ -38,23 +49,72 @@ function startPrelude (raw, { acceptProxy, tls: secure, ALPNProtocols = undefine
   const afterHeader = origin => {
     if (finished) return
     if (secure === null) return succeed(raw, origin)
-    const socket = new tls.TLSSocket(raw, {
-      isServer: true,
-      secureContext: secure.context,
-      SNICallback: secure.SNICallback,
-      ALPNProtocols
-    })
+    if (secure.challenges && secure.challenges.alpn.size > 0) return readHello(origin)
+    handshake(origin, null)
+  }
+
+  const handshake = (origin, challenge) => {
+    const socket = new tls.TLSSocket(raw, challenge !== null
+      ? { isServer: true, secureContext: challenge, ALPNProtocols: ['acme-tls/1'] }
+      : {
+          isServer: true,
+          secureContext: secure.context,
+          SNICallback: secure.SNICallback,
+          ALPNProtocols,
+          requestCert: secure.requestCert,
+          rejectUnauthorized: secure.rejectUnauthorized
+        })
     current = socket
-    const onTlsError = err => fail(`TLS: ${err.code || err.message}`)
+    const onTlsError = err => {
+      if (err.code === 'ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE') refused('client-cert-none', peer)
+      fail(`TLS: ${err.code || err.message}`)
+    }
     socket.on('error', onTlsError)
     socket.once('secure', () => {
       if (finished) return
       socket.off('error', onTlsError)
+      if (challenge !== null) {
+        log.info(`ACME: answered a TLS-ALPN-01 validation from ${peer}`)
+        finished = true
+        clearTimeout(timer)
+        socket.on('error', () => {})
+        return socket.end()
+      }
+      if (secure.requestCert) {
+        const verdict = verdictOf(socket)
+        if (verdict.refused !== null && secure.rejectUnauthorized) {
+          const { reason, code } = verdict.refused
+          refused(reason, code === null ? peer : `${peer} (${code})`)
+          return fail(`TLS: client certificate refused: ${code || 'none'}`)
+        }
+        setClientCert(socket, verdict)
+      }
       // Done, as tls.Server says on its sockets: Node's http2 waits for a socket that
       // is still "secureConnecting" to connect, which a server's never does.
       socket.secureConnecting = false
       succeed(socket, origin)
     })
+  }
+
+  // The ClientHello, read and put back: does it ask for an ACME challenge?
+  const readHello = origin => {
+    let buf = null
+    const onData = chunk => {
+      buf = buf === null ? chunk : Buffer.concat([buf, chunk])
+      let hello = null
+      try {
+        hello = readClientHello(buf)
+      } catch {
+        hello = false // not TLS: the handshake will say so
+      }
+      if (hello === null && buf.length < MAX_HELLO) return
+      raw.off('data', onData)
+      raw.pause()
+      raw.unshift(buf) // Node's TLSSocket takes what is buffered first
+      handshake(origin, hello ? secure.challenges.alpnContext(hello) : null)
+    }
+    raw.on('data', onData)
+    raw.resume()
   }
 
   const succeed = (socket, origin) => {

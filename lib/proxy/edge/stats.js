@@ -20,7 +20,10 @@ const REASONS = {
   deny: ['info', 'on --deny'],
   'no-credentials': ['debug', 'no credentials for --basic-auth'],
   'wrong-credentials': ['info', 'wrong user or password for --basic-auth'],
-  'auth-busy': ['warn', 'too many password checks under way']
+  'auth-busy': ['warn', 'too many password checks under way'],
+  // --tls-client-ca, in the TLS handshake (proxy/prelude.js)
+  'client-cert-none': ['info', 'no client certificate (--tls-client-ca)'],
+  'client-cert-untrusted': ['info', 'a client certificate --tls-client-ca did not sign']
 }
 
 class EdgeStats {

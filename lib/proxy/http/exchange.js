@@ -294,11 +294,14 @@ class Exchange {
 
   // The listener's sweep: a client whose request body sends nothing for `bodyLimit`
   // sweeps (--body-timeout) is answered 408, not while lila holds it paused (a backend
-  // slow to take the body, or none yet); the leg's backend silent for `silentLimit`
-  // (--timeout) times out. Not in a tunnel: idle both ways is --idle-timeout's.
+  // slow to take the body, or none yet: then the backend's silence counts); the leg's
+  // backend silent for `silentLimit` (--timeout) times out, not while the client is
+  // still sending its body on its own time (that silence is the client's). Not in a
+  // tunnel: idle both ways is --idle-timeout's.
   onSweep (silentLimit, bodyLimit) {
     if (this.done || this.tunnel !== null) return
-    if (this.reading && !this.client.bodyPaused(this) && ++this.quietTicks >= bodyLimit) {
+    if (this.reading && !this.client.bodyPaused(this)) {
+      if (++this.quietTicks < bodyLimit) return
       return this.clientBodyFailed('request body timed out: no byte of it within --body-timeout', 408)
     }
     if (this.leg !== null) this.leg.onSweep(silentLimit)

@@ -20,6 +20,7 @@
 // null, and the hot path pays a null check.
 
 const { HOP_BY_HOP } = require('../http1/rewrite')
+const { HEADERS: CLIENT_CERT_HEADERS, NO_CERT, clientCertOf } = require('../client-cert')
 
 // What a value may fill in, from the exchange (`ctx`: { clientAddress, requestId }).
 const PLACEHOLDERS = {
@@ -27,6 +28,16 @@ const PLACEHOLDERS = {
   request_id: ctx => ctx.requestId
 }
 const PLACEHOLDER = /\{(client_ip|request_id)\}/
+
+// --tls-client-ca: what the handshake verified (client-cert.js), from the client's
+// connection (its exchange's client's `socket`). Lila's own
+// values, never a user's: a client that sent no certificate on a connection that began
+// before a reload asked for one counts as having sent none.
+const certOf = ctx => clientCertOf(ctx.client.socket) || NO_CERT
+const CLIENT_CERT = Object.fromEntries(CLIENT_CERT_HEADERS.map(([, key]) => [
+  `client_cert_${key}`, ctx => certOf(ctx)[key]
+]))
+const VALUES = { ...PLACEHOLDERS, ...CLIENT_CERT }
 
 // Why no rule may set or remove a field of this name (lower case) on the `side`
 // ('request' or 'response'), in words after "cannot be set or removed: ", or null.
@@ -39,11 +50,14 @@ function refusal (lower, side) {
 }
 
 // One direction's rules. `set`: [{ name, value }]; `del`: [name].
+// A set field may be `optional`: left out when its value comes out empty.
 class RuleSet {
   constructor (set, del) {
     // The names whose fields in the message are left out: replaced or removed.
     this.touched = new Set([...del.map(name => name.toLowerCase()), ...set.map(f => f.name.toLowerCase())])
-    this.fields = set.map(({ name, value }) => ({ name, lower: name.toLowerCase(), parts: template(value) }))
+    this.fields = set.map(({ name, value, parts = template(value), optional = false }) => ({
+      name, lower: name.toLowerCase(), parts, optional
+    }))
     // Without placeholders, the HTTP/1.1 lines are the same for every request.
     this.fixed = this.fields.every(f => typeof f.parts === 'string')
       ? this.fields.map(f => `${f.name}: ${f.parts}\r\n`).join('')
@@ -55,14 +69,20 @@ class RuleSet {
   lines (ctx) {
     if (this.fixed !== null) return this.fixed
     let out = ''
-    for (const f of this.fields) out += `${f.name}: ${valueOf(f, ctx)}\r\n`
+    for (const f of this.fields) {
+      const value = valueOf(f, ctx)
+      if (value !== '' || !f.optional) out += `${f.name}: ${value}\r\n`
+    }
     return out
   }
 
   // HTTP/2: the fields to add to a header list ([name, value, ...], lower-case names),
   // the list's own fields of the `touched` names having been left out by the caller.
   addTo (list, ctx) {
-    for (const f of this.fields) list.push(f.lower, valueOf(f, ctx))
+    for (const f of this.fields) {
+      const value = valueOf(f, ctx)
+      if (value !== '' || !f.optional) list.push(f.lower, value)
+    }
   }
 
   // HTTP/2: a header object (lower-case names), changed in place. A name set twice
@@ -71,6 +91,7 @@ class RuleSet {
     for (const lower of this.touched) delete headers[lower]
     for (const f of this.fields) {
       const value = valueOf(f, ctx)
+      if (value === '' && f.optional) continue
       const had = headers[f.lower]
       if (had === undefined) headers[f.lower] = value
       else if (Array.isArray(had)) had.push(value)
@@ -90,7 +111,7 @@ function valueOf (field, ctx) {
   const { parts } = field
   if (typeof parts === 'string') return parts
   let out = ''
-  for (let i = 0; i < parts.length; i++) out += i % 2 === 0 ? parts[i] : PLACEHOLDERS[parts[i]](ctx)
+  for (let i = 0; i < parts.length; i++) out += i % 2 === 0 ? parts[i] : VALUES[parts[i]](ctx)
   return out
 }
 
@@ -101,10 +122,19 @@ function valueOf (field, ctx) {
 //             the backend's own (its hostHeader, backend.js)
 //   request   a RuleSet for the request to the backend, or null
 //   response  a RuleSet for the response to the client, or null
+// With --tls-client-ca (config.tls.clientAuth), the request gets the X-Client-Cert-*
+// fields (client-cert.js), after the user's rules, which may not touch them.
 function compileHeaderRules (config) {
   const { requestId, setHeader = [], delHeader = [], setResponseHeader = [], delResponseHeader = [] } = config
-  const { hostHeader = null } = config
-  const setRequest = requestId === null ? setHeader : [...setHeader, { name: requestId, value: '{request_id}' }]
+  const { hostHeader = null, tls = null } = config
+  let setRequest = requestId === null ? setHeader : [...setHeader, { name: requestId, value: '{request_id}' }]
+  if (tls !== null && tls.clientAuth !== null) {
+    const certFields = CLIENT_CERT_HEADERS.map(([name, key]) => ({
+      name, parts: ['', `client_cert_${key}`, ''], optional: key !== 'verified'
+    }))
+    const ours = new Set(certFields.map(f => f.name.toLowerCase()))
+    setRequest = [...setRequest.filter(f => !ours.has(f.name.toLowerCase())), ...certFields]
+  }
   const setResponse = requestId === null
     ? setResponseHeader
     : [...setResponseHeader, { name: requestId, value: '{request_id}' }]

@@ -82,6 +82,11 @@ class HttpSession {
     addListeners(client, CLIENT)
   }
 
+  // The client's connection (a TLSSocket behind TLS: its certificate, client-cert.js).
+  get socket () {
+    return this.client
+  }
+
   // A body's pieces as the client framed it can pass to an HTTP/1.1 backend.
   get chunkedPieces () {
     return true
