@@ -92,6 +92,11 @@ class HttpSession {
     return true
   }
 
+  // A response head waits for the body bytes read with it (respond, flushHead).
+  get holdsHead () {
+    return true
+  }
+
   start () {
     if (this.client.alpnProtocol === 'h2') return this.toHttp2(null)
     this.client.resume()

@@ -87,19 +87,20 @@ function requestList (head, ctx, hostIfMissing, settings, scheme, grpcTimeout = 
   if (head.contentLength !== -1) list.push('content-length', String(head.contentLength))
   if (grpcTimeout !== null) list.push('grpc-timeout', grpcTimeout)
   else if (head.grpcTimeout !== null && head.grpcTimeout !== undefined) list.push('grpc-timeout', head.grpcTimeout)
-  const own = []
-  own.push('x-forwarded-for', xff === null ? clientAddress : `${xff}, ${clientAddress}`)
-  own.push('x-forwarded-proto', settings.proto)
-  if (head.host !== null) own.push('x-forwarded-host', head.host)
+  // lila's own, unless a rule replaces or removes them.
+  const ours = rules === null ? null : rules.touched
+  if (ours === null || !ours.has('x-forwarded-for')) {
+    list.push('x-forwarded-for', xff === null ? clientAddress : `${xff}, ${clientAddress}`)
+  }
+  if (ours === null || !ours.has('x-forwarded-proto')) list.push('x-forwarded-proto', settings.proto)
+  if (head.host !== null && (ours === null || !ours.has('x-forwarded-host'))) list.push('x-forwarded-host', head.host)
   if (settings.forwarded) {
     let node = `for=${forwardedNode(clientAddress)};proto=${settings.proto}`
     if (head.host !== null) node += `;host=${forwardedValue(head.host)}`
-    own.push('forwarded', forwarded === null ? node : `${forwarded}, ${node}`)
-  } else if (forwarded !== null) {
-    own.push('forwarded', forwarded)
-  }
-  for (let i = 0; i < own.length; i += 2) {
-    if (rules === null || !rules.touched.has(own[i])) list.push(own[i], own[i + 1])
+    const value = forwarded === null ? node : `${forwarded}, ${node}`
+    if (ours === null || !ours.has('forwarded')) list.push('forwarded', value)
+  } else if (forwarded !== null && (ours === null || !ours.has('forwarded'))) {
+    list.push('forwarded', forwarded)
   }
   const hop = `${head.version === 2 ? '2.0' : head.version === 0 ? '1.0' : '1.1'} ${settings.via}`
   list.push('via', via === null ? hop : `${via}, ${hop}`)

@@ -130,6 +130,7 @@ class Http2Leg {
     if (endStream) return this.done(null)
     // An HTTP/1.1 client's head waits for the DATA read with it, to leave in one write;
     // at the end of this read at the latest.
+    if (!x.client.holdsHead) return
     if (this.flush === null) this.flush = () => this.x.flushHead()
     queueMicrotask(this.flush)
   }

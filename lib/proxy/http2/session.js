@@ -62,6 +62,12 @@ class Http2Session {
     return false
   }
 
+  // A response head goes into the codec's output at once (it leaves with the DATA of
+  // the same turn of the event loop anyway).
+  get holdsHead () {
+    return false
+  }
+
   // --- The connection's owner (wire/h2/connection.js) ---
 
   onStream (conn, s, head, endStream) {
