@@ -7,11 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-<<<<<<< HEAD
-  sha256 "2f7a38134daf1f9d1e8bd49042c536a556bd549b47fc3d80ad8ea4934518c8cc"
-=======
-  sha256 "d7b47f437d8d3aa2cf1102811072641f04e74c39998fb65c5a0e57360701e22a"
->>>>>>> main
+  sha256 "7281692fb74c0abfd63e90c3d19ba6c51bc50d2a03f284b7090709d206c58a09"
   license "MIT"
 
   depends_on "node"
