@@ -36,6 +36,11 @@ function capture () {
 
 const cases = loadCases('usage.txt')
 
+// Every case starts a real node process (about 200, at most 8 at once, each 0.1-0.2 s
+// of CPU for node itself): on a machine busy with other work that outlasts tap's 120 s
+// per file, with nothing wrong. Each process is still bounded by runLila's own timeout.
+t.setTimeout(600000)
+
 t.test('in-process: exact message and exit code', async t => {
   for (const c of cases) {
     const stdout = capture()
