@@ -77,12 +77,12 @@ t.test('disable pauses the probes; enable checks again before any traffic', asyn
     backends: [spec('127.0.0.1', { port: a.port }), spec('127.0.0.1', { port: b.port })],
     check: { type: 'tcp' },
     checkInterval: 20,
-    // Wide: a probe of b that a busy machine holds past it would be a down line of b's.
-    checkTimeout: 5000
+    checkTimeout: 20
   })
   await upstream.start()
   const [ba] = upstream.backends
   upstream.disable(ba)
+  const disabledAt = lines.length
   t.match(ba.snapshot(), { status: 'disabled', reason: 'by an operator' })
   t.same(portsPicked(upstream, 4), [b.port, b.port, b.port, b.port], 'only b is picked')
   // b keeps being probed; a is not.
@@ -101,8 +101,9 @@ t.test('disable pauses the probes; enable checks again before any traffic', asyn
   t.equal(lines[mark], `backend 127.0.0.1:${a.port} enabled (by an operator)`)
   await waitFor(new RegExp(`^backend 127\\.0\\.0\\.1:${a.port} down: tcp connection refused$`), { from: mark })
   t.match(ba.snapshot(), { status: 'down', admin: null })
-  const aDown = new RegExp(`^backend 127\\.0\\.0\\.1:${a.port} down`)
-  t.equal(lines.slice(0, mark).filter(l => aDown.test(l)).length, 0, 'nothing was said of a while it was disabled')
+  // (About a: b's 20 ms probes may time out on a busy machine, and say so.)
+  const aboutA = lines.slice(disabledAt, mark).filter(l => l.startsWith(`backend 127.0.0.1:${a.port} `))
+  t.same(aboutA, [], 'nothing was said about a while it was disabled')
 })
 
 t.test('a reload that turns checks on leaves a disabled backend unprobed until enabled', async t => {
