@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7281692fb74c0abfd63e90c3d19ba6c51bc50d2a03f284b7090709d206c58a09"
+  sha256 "fcb78322c7666b9f3090911bcdde01b7065a572c4eef600e6f4f6494f4a3e123"
   license "MIT"
 
   depends_on "node"

@@ -26,7 +26,7 @@ const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
-// object made for this listener (tcp.js createTcpProtocol, http2/protocol.js
+// object made for this listener (tcp.js createTcpProtocol, http/protocol.js
 // createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
 //   name                         'tcp', 'http': what snapshots and log lines say
 //   Session                      serves one client connection (below)

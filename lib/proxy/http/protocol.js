@@ -62,7 +62,7 @@ class HttpProtocol {
 
   // May a request go on to a backend? null, or why not as [status, detail, options] for
   // its exchange's answer(): a loop through this lila (508), its client over
-  // --rate-limit (429), no route for it (404). One order for the three kinds of request.
+  // --rate-limit (429), no route for it (404). One order for every request.
   refusal (exchange) {
     const { head, listener } = exchange
     if (viaLoops(head, this.via)) return [508, `request already passed through this lila (Via: ${this.via})`]
