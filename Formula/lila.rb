@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d0e69e91af4e1948e2eb50c80bb882be6ee0bc8e5d885d3c7a63f4974f5771ad"
+  sha256 "fcb78322c7666b9f3090911bcdde01b7065a572c4eef600e6f4f6494f4a3e123"
   license "MIT"
 
   depends_on "node"
