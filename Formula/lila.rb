@@ -7,11 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-<<<<<<< HEAD
   sha256 "413409ad5baa3851c46080906a6a60641b377c7753d79169f64165a1e1a5f528"
-=======
-  sha256 "fcb78322c7666b9f3090911bcdde01b7065a572c4eef600e6f4f6494f4a3e123"
->>>>>>> main
   license "MIT"
 
   depends_on "node"
