@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fcb78322c7666b9f3090911bcdde01b7065a572c4eef600e6f4f6494f4a3e123"
+  sha256 "765684dbc12507e16e0b8222902cea9edf4ce7be63f489016225c4b78e50039f"
   license "MIT"
 
   depends_on "node"
