@@ -35,11 +35,17 @@ async function startFleet (t, n) {
   const fleet = []
   for (let i = 0; i < n; i++) fleet.push({ port: await restartablePort(), child: null, mode: 'normal' })
   const start = async b => {
-    b.child = fork(BACKEND, [String(b.port)], { stdio: 'ignore' })
+    b.child = fork(BACKEND, [String(b.port)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+    let stderr = ''
+    b.child.stderr.on('data', chunk => { stderr = (stderr + chunk).slice(-500) })
     b.mode = 'normal'
     b.since = Date.now()
-    // Generous: a forked Node takes seconds to start on a busy two-core machine.
-    await within(30000, `backend ${b.port} to listen`, new Promise((resolve, reject) => {
+    // Generous: a forked Node takes seconds to start on a busy two-core machine. (Once,
+    // at load 15, 30 s were not enough and nothing said why: the words now do.)
+    const child = b.child
+    const what = () => `backend ${b.port} to listen (its process ${child.exitCode === null ? 'running' : `exited ${child.exitCode}`}` +
+      `${stderr ? `, said ${JSON.stringify(stderr)}` : ''})`
+    await within(30000, what, new Promise((resolve, reject) => {
       b.child.once('message', resolve)
       b.child.once('exit', code => reject(new Error(`backend ${b.port} exited ${code}`)))
     }))
