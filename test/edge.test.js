@@ -12,7 +12,7 @@ const os = require('os')
 const net = require('net')
 const path = require('path')
 const { spawnSync } = require('child_process')
-const { tcpBackend, httpBackend, spawnLila, runLila, request, statusJson, curl, within } = require('./fixtures/helpers')
+const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within } = require('./fixtures/helpers')
 
 // Connect to 127.0.0.1:port from `localAddress`, send `data` (a PROXY header, say),
 // and collect what comes back until the connection closes. Never rejects.

@@ -461,7 +461,8 @@ class Exchange {
 
   compressFailed (err) {
     if (this.done) return
-    this.listener.log.warn(`${this.head.method} ${this.path} from ${this.clientAddress}: compressing failed (${reasonOf(err)}); response cut`)
+    const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
+    this.listener.log.warn(`${request}: compressing failed (${reasonOf(err)}); response cut`)
     this.abandonUpstream()
     this.releaseLease()
     this.client.cut(this)
