@@ -8,7 +8,7 @@ class Lila < Formula
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
 <<<<<<< HEAD
-  sha256 "036c45e8cbed0ec447fb17e51483853a06190a1ce277f5b17e700fdab6e816c1"
+  sha256 "eefdae99935ffd17331541de49f28ead2ee5f508bc8e2945953f1257a8a542ce"
 =======
   sha256 "d7b47f437d8d3aa2cf1102811072641f04e74c39998fb65c5a0e57360701e22a"
 >>>>>>> main

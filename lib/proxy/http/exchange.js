@@ -10,6 +10,7 @@ const { callType, deadlineFor } = require('./grpc')
 const { RequestBody, BUFFER_FIRST } = require('./request-body')
 const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./edge-calls')
 const { originForm } = require('../http2/headers')
+const { challengeAnswer } = require('../../tls/http01')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -107,6 +108,8 @@ class Exchange {
   // larger one streams to the backend as it comes. A client that waits for 100
   // Continue before sending gets it from lila (the backend is then not sent the Expect).
   start () {
+    const { acme } = this.listener
+    if (acme !== null && acme.http.size > 0 && this.answeredChallenge(acme.http)) return
     const looped = this.listener.protocol.looped(this)
     if (looped !== null) return this.answer(...looped)
     const { rules } = this
@@ -115,6 +118,17 @@ class Exchange {
       if (verdict !== null) return this.judged(verdict)
     }
     this.admitted()
+  }
+
+  // An ACME HTTP-01 validation of a token lila holds (tls/http01.js), on a plain-HTTP
+  // listener while a certificate is being got: answered before any rule or route.
+  // Other tokens go on (a backend may get its own certificates).
+  answeredChallenge (http) {
+    const challenge = challengeAnswer(http, this.head.method, this.head.path)
+    if (challenge === null || challenge.keyAuthorization === undefined) return false
+    this.listener.log.info(`ACME: answered an HTTP-01 validation from ${this.clientAddress}`)
+    this.answer(200, challenge.keyAuthorization, { exact: true })
+    return true
   }
 
   // A rule at the edge said no (answered as lila's own, never forwarded), or will say
@@ -487,13 +501,13 @@ class Exchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false, fields = null } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false, fields = null, exact = false } = {}) {
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${this.head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     this.responseStarted = true
     this.replied = status
-    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields })
+    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact })
     this.finish(true)
   }
 
