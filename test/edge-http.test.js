@@ -21,6 +21,7 @@ const html = Buffer.from(`<!doctype html><title>lila</title>${'<p>Hello, compres
 // (server-sent events, one each time `next()` is called), /echo (what it got).
 async function backendFor (t) {
   const events = { waiting: null, sent: 0 }
+  const bodies = []
   const backend = await httpBackend(t, 'a', (req, res) => {
     if (req.url === '/page') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': html.length, etag: '"v1"' })
@@ -41,9 +42,15 @@ async function backendFor (t) {
       events.waiting = res
       return
     }
-    res.writeHead(200, { 'content-type': 'application/json' })
-    res.end(JSON.stringify({ url: req.url, headers: req.headers }))
+    let length = 0
+    req.on('data', chunk => { length += chunk.length })
+    req.on('end', () => {
+      if (req.method === 'POST') bodies.push(length)
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ url: req.url, headers: req.headers }))
+    })
   })
+  backend.bodies = bodies // the lengths of the POST bodies it got
   // Send event i, whose decoded text the test then waits for before asking the next.
   backend.sendEvent = () => {
     const i = events.sent++
@@ -68,6 +75,15 @@ function get (port, pathName, headers = {}, localAddress = undefined) {
     })
     req.on('error', reject)
   }))
+}
+
+// An htpasswd file (htpasswd -B) with alice:wonderland; null without htpasswd.
+function writeUsers (t) {
+  const line = spawnSync('htpasswd', ['-nbB', 'alice', 'wonderland'], { encoding: 'utf8' })
+  if (line.error) return null
+  const file = path.join(tempDir(t), 'users')
+  fs.writeFileSync(file, line.stdout)
+  return file
 }
 
 function tempDir (t) {
@@ -276,4 +292,117 @@ t.test('gRPC calls: PERMISSION_DENIED by address, UNAUTHENTICATED without creden
   metadata.set('authorization', `Basic ${Buffer.from('alice:wonderland').toString('base64')}`)
   const ok = await within(10000, 'an authenticated call', new Promise(resolve => client.Unary({ text: 'hi' }, metadata, (err, value) => resolve({ err, value }))))
   t.equal(ok.value && ok.value.text, 'g: hi', 'alice\'s call goes through')
+})
+
+t.test('grpcurl: PERMISSION_DENIED by --deny; served from an address not denied', async t => {
+  const { load, grpcBackend, grpcurl, grpcurlPath, MISSING } = require('./fixtures/grpc')
+  if (load() === null) return t.skip(`gRPC: ${MISSING}`)
+  if (grpcurlPath() === null) return t.skip('grpcurl is not in .tools/')
+  const backend = await grpcBackend(t, 'g')
+  const lila = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    '--deny', '127.0.0.2'])
+  const ok = await grpcurl(lila.port, 'lila.test.Echo/Unary', { text: 'hi' })
+  t.equal(ok.code, 0, `from 127.0.0.1: ${ok.stderr}`)
+  t.match(ok.stdout, /"text": "g: hi"/)
+  const denied = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    '--deny', '127.0.0.1'])
+  const refused = await grpcurl(denied.port, 'lila.test.Echo/Unary', { text: 'hi' })
+  t.not(refused.code, 0)
+  t.match(refused.stderr, /Code: PermissionDenied/, 'grpcurl says PermissionDenied')
+  t.match(refused.stderr, /Message: the client's address is on the --deny list/)
+  t.equal(backend.calls, 1, 'the refused call never reached the backend')
+})
+
+t.test('HTTP/2: server-sent events arrive event by event, compressed; the 401 says its realm', async t => {
+  const users = writeUsers(t)
+  if (users === null) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
+  const backend = await backendFor(t)
+  const lila = await lilaFor(t, backend, ['--compress', '--route', `/echo=basic-auth=${users} ${backend.address}`])
+  const session = await h2connect(t, lila.port)
+  const decoded = []
+  const got = await within(15000, 'the events over HTTP/2', new Promise((resolve, reject) => {
+    const stream = session.request({ ':path': '/events', 'accept-encoding': 'br' })
+    let text = ''
+    const unbrotli = zlib.createBrotliDecompress()
+    let encoding = null
+    stream.on('response', headers => {
+      encoding = headers['content-encoding']
+      backend.sendEvent()
+    })
+    unbrotli.on('data', chunk => {
+      text += chunk
+      while (text.includes('\n\n')) {
+        decoded.push(text.slice(0, text.indexOf('\n\n')))
+        text = text.slice(text.indexOf('\n\n') + 2)
+        if (decoded.length < 5) backend.sendEvent()
+      }
+    })
+    unbrotli.on('end', () => resolve({ encoding }))
+    unbrotli.on('error', reject)
+    stream.on('error', reject)
+    stream.pipe(unbrotli)
+  }))
+  t.equal(got.encoding, 'br')
+  t.same(decoded.map(e => e.split('\n')[0]), ['id: 0', 'id: 1', 'id: 2', 'id: 3', 'id: 4'], 'five events, each before the next was sent')
+  const refused = await h2request(session, { path: '/echo' })
+  t.equal(refused.status, 401)
+  t.equal(refused.headers['www-authenticate'], 'Basic realm="lila", charset="UTF-8"')
+})
+
+t.test('a first password check holds the request, its body unread; the body then reaches the backend whole', async t => {
+  const backend = await backendFor(t)
+  const users = writeUsers(t)
+  if (users === null) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
+  fs.appendFileSync(users, spawnSync('htpasswd', ['-nbB', 'bob', 'builder'], { encoding: 'utf8' }).stdout)
+  // --body-timeout: a body never read on would be a 408, not a hang.
+  const lila = await lilaFor(t, backend, ['--basic-auth', users, '--body-timeout', '5s'])
+  const dir = tempDir(t)
+  const file = path.join(dir, 'body')
+  const body = Buffer.alloc(256 * 1024, 'lila ')
+  fs.writeFileSync(file, body)
+  const url = `http://127.0.0.1:${lila.port}/upload`
+  const posted = await curl(['-u', 'alice:wonderland', '--data-binary', `@${file}`, '-o', '/dev/null', '-w', '%{http_code}', url])
+  t.equal(posted.stdout, '200', 'answered once bcrypt said yes')
+  t.equal(backend.bodies.at(-1), body.length, 'the whole body reached the backend')
+  // A body small enough to be read before a backend is taken, sent on 100 Continue,
+  // with another user's first check (bcrypt again).
+  const small = path.join(dir, 'small')
+  fs.writeFileSync(small, body.subarray(0, 16 * 1024))
+  const continued = await curl(['-u', 'bob:builder', '-H', 'Expect: 100-continue', '--expect100-timeout', '30',
+    '--data-binary', `@${small}`, '-o', '/dev/null', '-w', '%{http_code}', url])
+  t.equal(continued.stdout, '200', 'a small body after 100 Continue: read once admitted')
+  t.equal(backend.bodies.at(-1), 16 * 1024)
+  const h2 = await curl(['--http2-prior-knowledge', '-u', 'alice:nope', '--data-binary', `@${file}`, '-o', '/dev/null', '-w', '%{http_code}', url])
+  t.equal(h2.stdout, '401', 'a wrong password: 401, the body never read on')
+  t.equal(backend.bodies.length, 2)
+})
+
+t.test('--compress with an HTTP/2 backend and a chunked HTTP/1.1 one with trailers', async t => {
+  const { h2Backend } = require('./fixtures/h2')
+  const h2 = await h2Backend(t, 'h2', stream => {
+    stream.respond({ ':status': 200, 'content-type': 'application/json' })
+    stream.end(html)
+  })
+  const viaH2 = await spawnLila(t, [h2.address, '--protocol', 'http', '--backend-protocol', 'h2', '--host', '127.0.0.1', '--port', '0',
+    '--check', 'none', '--compress'])
+  const res = await get(viaH2.port, '/', { 'accept-encoding': 'gzip' })
+  t.equal(res.headers['content-encoding'], 'gzip')
+  t.ok(zlib.gunzipSync(res.body).equals(html), 'an HTTP/2 backend\'s body, gzipped, decodes')
+  const chunked = await httpBackend(t, 'c', (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-sum' })
+    res.write(html.subarray(0, 30000))
+    res.write(html.subarray(30000))
+    res.addTrailers({ 'x-sum': 'ok' })
+    res.end()
+  })
+  const viaH1 = await spawnLila(t, [chunked.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--compress'])
+  const raw = await curl(['--raw', '-s', '-H', 'accept-encoding: gzip', '-D', '-', '-o', path.join(tempDir(t), 'raw'), `http://127.0.0.1:${viaH1.port}/`])
+  t.match(raw.stdout, /^transfer-encoding: chunked\r$/im)
+  t.match(raw.stdout, /^content-encoding: gzip\r$/im)
+  const decoded = await curl(['--compressed', '-s', `http://127.0.0.1:${viaH1.port}/`])
+  t.equal(decoded.stdout, html.toString(), 'a chunked body, unframed then gzipped, decodes')
+  const session = await h2connect(t, viaH1.port)
+  const trailed = await h2request(session, { path: '/', headers: { 'accept-encoding': 'gzip', te: 'trailers' } })
+  t.ok(zlib.gunzipSync(trailed.body).equals(html), 'HTTP/2 client: decodes')
+  t.equal(trailed.trailers && trailed.trailers['x-sum'], 'ok', 'the trailers follow the compressed body')
 })
