@@ -7,11 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-<<<<<<< HEAD
-  sha256 "eefdae99935ffd17331541de49f28ead2ee5f508bc8e2945953f1257a8a542ce"
-=======
-  sha256 "d7b47f437d8d3aa2cf1102811072641f04e74c39998fb65c5a0e57360701e22a"
->>>>>>> main
+  sha256 "a1841969a30ecb07d659a21c96ec2f39bea06c363a274ff028e7f3f76372f54f"
   license "MIT"
 
   depends_on "node"

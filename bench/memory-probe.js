@@ -1,7 +1,7 @@
 'use strict'
 
 // Loaded into the process being measured (`node --require bench/memory-probe.js lila
-// ...`), by memory.js. It changes nothing until asked: on SIGUSR2 it reads a request
+// ...`), by memory.js. It changes nothing until asked: on SIGWINCH it reads a request
 // from $LILA_MEMORY_PROBE (a file path) and writes its answer to the same path with
 // ".out" appended: the process's memory figures, after a full GC when the request says
 // so and the process runs with --expose-gc, and a heap snapshot when asked for one.
@@ -98,4 +98,4 @@ function residentByMapping () {
   return { brk: kib.brk * 1024, anon: kib.anon * 1024, file: kib.file * 1024 }
 }
 
-if (file) process.on('SIGUSR2', answer)
+if (file) process.on('SIGWINCH', answer)

@@ -20,7 +20,7 @@
 // startup: `lila --version` against `node -e 0`.
 //
 // lila and node-floor run as `node --expose-gc --require memory-probe.js ...`; the
-// probe answers SIGUSR2 with process.memoryUsage() and V8's heap figures, and does
+// probe answers SIGWINCH with process.memoryUsage() and V8's heap figures, and does
 // nothing else (a GC only when asked, after the figures that must not see one). The
 // clients and the idle backend live in helper processes ("holders", this file with
 // --holder) pinned to CPU 1, lila to CPU 0. Every fd limit is raised through
@@ -84,7 +84,7 @@ async function startSubject ({ kind, protocol, backends, dir, opts, maxConn }) {
   const ask = async (gc, maps, snapshot) => {
     const id = ++seq
     fs.writeFileSync(probeFile, JSON.stringify({ seq: id, gc, maps, snapshot }))
-    process.kill(handle.pid, 'SIGUSR2')
+    process.kill(handle.pid, 'SIGWINCH')
     const deadline = Date.now() + (snapshot ? 120000 : 10000)
     while (Date.now() < deadline) {
       try {

@@ -57,6 +57,14 @@ class HttpError extends LilaError {
   }
 }
 
+// A new lila that could not take over from the running one (cli/upgrade.js): the
+// running one goes on serving, and says why.
+class UpgradeError extends LilaError {
+  constructor (message) {
+    super(message, 'LILA_UPGRADE')
+  }
+}
+
 // A PROXY protocol header that is missing or malformed (proxy/proxy-protocol.js): the
 // connection is refused.
 class ProxyHeaderError extends LilaError {
@@ -97,6 +105,7 @@ const REBUILD = {
   LILA_CONFLICT: ({ message }) => new ConflictError(message),
   LILA_HTTP_PARSE: ({ message, status }) => new HttpError(status, message),
   LILA_PROXY_HEADER: ({ message }) => new ProxyHeaderError(message),
+  LILA_UPGRADE: ({ message }) => new UpgradeError(message),
   LILA_ACME: ({ message, status }) => new AcmeError(message, { status })
 }
 
@@ -155,6 +164,7 @@ module.exports = {
   ConflictError,
   HttpError,
   ProxyHeaderError,
+  UpgradeError,
   AcmeError,
   JsonError,
   toPlain,

@@ -19,7 +19,8 @@ const { descriptorLimit, listenerShare, limitWarning } = require('./descriptors'
 
 // The programmatic API: a normalised config (see config.js) in, running listeners out.
 //   const lb = createBalancer(config, { log })
-//   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]
+//   const addresses = await lb.listen()   // ['127.0.0.1:4444', ...]; listen(given): some
+//                                         // on sockets given to the process (name -> socket)
 //   lb.stats()                            // a fresh plain snapshot
 //   const lines = await lb.reload(next)   // apply a new config; what changed, in words
 //   await lb.close()                      // graceful: drains up to shutdownTimeout
@@ -111,12 +112,13 @@ function createBalancer (config, {
   }
 
   // --redirect-http of a listener, bound: ACME HTTP-01 and a 308 to its https port.
-  async function startRedirect (listener) {
+  // `given`: a socket the process was given for it (an upgrade), or undefined.
+  async function startRedirect (listener, given = null) {
     const { name, host, redirectHttp } = listener.config
     const redirect = new RedirectListener({
       host, port: redirectHttp, httpsPort: listener.port, challenges: certificates.challenges, log: listener.log
     })
-    const bound = await redirect.listen()
+    const bound = await redirect.listen(given || null)
     redirects.set(name, redirect)
     if (table) listener.log.info(`redirect-http on ${bound}: ACME HTTP-01, and a 308 to https on port ${listener.port}`)
     return redirect
@@ -195,18 +197,26 @@ function createBalancer (config, {
   // Bind every listener (so that a taken port fails at once), then resolve names and
   // check every backend once, printing what was found, then serve. Clients that connect
   // meanwhile wait unread.
-  async function listen () {
+  // `given`, `redirectsGiven`: Map listener name -> a socket the process was given for
+  // it, or for its --redirect-http (bind.js listen).
+  async function listen (given = new Map(), redirectsGiven = new Map()) {
     const addresses = []
     const warning = limitWarning(fileLimit, current.listeners.map(l => l.maxConn))
     if (warning !== null) log.warn(warning)
     try {
       await keeperStarted
-      for (const listener of listeners) addresses.push(await listener.listen())
-      for (const listener of listeners) if (listener.config.redirectHttp !== null) await startRedirect(listener)
+      for (const listener of listeners) {
+        addresses.push(await listener.listen(given.get(listener.config.name) || null))
+      }
+      for (const listener of listeners) {
+        const redirectGiven = redirectsGiven.get(listener.config.name)
+        if (listener.config.redirectHttp !== null) await startRedirect(listener, redirectGiven)
+      }
       await Promise.all(listeners.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start())))
       for (const listener of listeners) listener.open()
     } catch (err) {
-      await close(0)
+      // Given sockets' files are not this start's to remove.
+      await close(0, { handOver: given.size + redirectsGiven.size > 0 })
       throw err
     }
     started = true
@@ -214,18 +224,19 @@ function createBalancer (config, {
     return addresses
   }
 
-  function retire (listener, timeout) {
+  function retire (listener, timeout, handOver = false) {
     for (const upstream of upstreamsOf(listener)) upstream.close()
-    const closed = listener.close(timeout).then(() => { retiring.delete(listener) })
+    const closed = listener.close(timeout, { handOver }).then(() => { retiring.delete(listener) })
     retiring.set(listener, closed)
     return closed
   }
 
   // Stop accepting and drain every listener; stats() still shows them. The access log's
   // last lines are written before it resolves: a process may exit right after.
-  function close (timeout = current.shutdownTimeout) {
+  // `handOver`: another process listens on the same sockets now (cli/upgrade.js).
+  function close (timeout = current.shutdownTimeout, { handOver = false } = {}) {
     if (keeper !== null && ownKeeper) keeper.close()
-    const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout))
+    const all = listeners.filter(l => !retiring.has(l)).map(listener => retire(listener, timeout, handOver))
     const redirected = [...redirects.values()].map(redirect => redirect.close())
     redirects.clear()
     return Promise.all([...all, ...retiring.values(), ...redirected]).then(() => {
@@ -380,10 +391,31 @@ function createBalancer (config, {
     return controls[op](request)
   }
 
+  // The listening sockets, to hand to the next lila (cli/upgrade.js): what each is (a
+  // listener's, or its --redirect-http's: the listener's name, the address as
+  // configured) and its descriptor.
+  // `server` rides along (not to be sent anywhere): a --workers worker sends its handle.
+  function sockets () {
+    return [
+      ...listeners.map(({ config: { name, protocol, host, port }, descriptor, server }) => ({
+        role: 'listener', name, protocol, host, port, fd: descriptor, server
+      })),
+      ...[...redirects].map(([name, redirect]) => ({
+        role: 'redirect',
+        name,
+        host: redirect.host,
+        port: redirect.port,
+        fd: redirect.descriptor,
+        server: redirect.server
+      }))
+    ]
+  }
+
   return {
     listen,
     close,
     destroy,
+    sockets,
     stats,
     reload,
     control,

@@ -35,7 +35,7 @@ t.test('bash: options, values, modes and commands', async t => {
   t.same(complete('bash', ['lila', 'completion', '']), ['bash', 'zsh'])
   const all = complete('bash', ['lila', '--'])
   t.same(all, OPTIONS.map(o => o.flag).sort(), 'every option lila has, and only those')
-  t.same(complete('bash', ['lila', '']).filter(w => !['demo', 'help', 'version', 'completion'].includes(w)),
+  t.same(complete('bash', ['lila', '']).filter(w => !['demo', 'help', 'version', 'completion', 'upgrade'].includes(w)),
     MODES.flatMap(m => [m.name, ...m.aliases]).sort())
 })
 

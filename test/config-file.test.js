@@ -131,6 +131,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     timeout: { protocol: 'http' },
     'header-timeout': { protocol: 'http' },
     'body-timeout': { protocol: 'http' },
+    'drain-grace': { protocol: 'http' },
     forwarded: { protocol: 'http' },
     sticky: { protocol: 'http' },
     'backend-protocol': { protocol: 'http' },

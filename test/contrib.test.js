@@ -1,8 +1,9 @@
 'use strict'
 
-// contrib/lila.service: systemd accepts it without a warning, it asks for what lila
-// does on signals, and its ExecStart is a command line lila runs: SIGHUP (ExecReload)
-// reloads the config file, SIGTERM (KillSignal) stops it cleanly.
+// contrib/lila.service and lila.socket: systemd accepts them without a warning, the
+// service asks for what lila does on signals, and its ExecStart is a command line lila
+// runs: SIGHUP (ExecReload) reloads the config file, SIGTERM (KillSignal) stops it
+// cleanly, the PID file systemd follows on an upgrade (PIDFile=) is the one lila writes.
 
 const t = require('tap')
 const fs = require('fs')
@@ -24,6 +25,9 @@ t.test('the unit: signals, restart, hardening', async t => {
     t.ok(setting(hardening), `${hardening} is set`)
   }
   t.notOk(setting('MemoryDenyWriteExecute'), 'not MemoryDenyWriteExecute: V8 needs it off')
+  const pidFile = setting('PIDFile')
+  t.match(setting('ExecStart'), ` --pid-file ${pidFile}`, 'PIDFile= is where lila writes its PID (an upgrade moves it)')
+  t.equal(path.dirname(pidFile), `/run/${setting('RuntimeDirectory')}`, 'in a folder systemd makes for the dynamic user')
 })
 
 t.test('systemd-analyze verify accepts it, without a warning', async t => {
@@ -34,7 +38,9 @@ t.test('systemd-analyze verify accepts it, without a warning', async t => {
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const unit = path.join(dir, 'lila.service')
   fs.writeFileSync(unit, text.replace(/^ExecStart=\S+/m, `ExecStart=${LILA}`))
-  const verified = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' })
+  const socket = path.join(dir, 'lila.socket')
+  fs.copyFileSync(path.join(ROOT, 'contrib', 'lila.socket'), socket)
+  const verified = spawnSync('systemd-analyze', ['verify', unit, socket], { encoding: 'utf8' })
   t.equal(verified.status, 0, verified.stderr)
   t.equal(verified.stderr.trim(), '', 'no warning')
 })
@@ -49,9 +55,13 @@ t.test('ExecStart runs: reload on SIGHUP, clean stop on SIGTERM', async t => {
   const b = await tcpBackend(t, 'b')
   const config = backends => JSON.stringify({ listeners: [{ host: '127.0.0.1', port: 0, check: 'none', backends }] })
   fs.writeFileSync(file, config([a.address]))
-  const lila = await spawnLila(t, args.map(arg => arg === '/etc/lila/lila.json' ? file : arg))
+  const pidFile = path.join(dir, 'lila.pid')
+  const local = { '/etc/lila/lila.json': file, [setting('PIDFile')]: pidFile }
+  const lila = await spawnLila(t, args.map(arg => local[arg] || arg))
+  t.equal(fs.readFileSync(pidFile, 'utf8'), `${lila.child.pid}\n`, 'the PID file names lila')
   fs.writeFileSync(file, config([a.address, b.address]))
   lila.child.kill('SIGHUP')
   await lila.waitForLine(/reloaded \(1 change\)/)
   t.equal((await lila.stop('SIGTERM')).code, 0)
+  t.notOk(fs.existsSync(pidFile), 'and is gone once lila stopped')
 })

@@ -5,7 +5,7 @@
 
 const t = require('tap')
 const { EventEmitter } = require('events')
-const { onSignals, holdSighup } = require('../lib/cli/signals')
+const { onSignals, holdSignals } = require('../lib/cli/signals')
 const { captureLog } = require('./fixtures/helpers')
 
 t.test('first SIGTERM/SIGINT stops, another destroys; SIGHUP reloads one at a time, none once stopping', async t => {
@@ -53,18 +53,22 @@ t.test('stop(name) counts as a signal; no reload given: SIGHUP is not caught', a
   handle.off()
 })
 
-t.test('holdSighup: one caught while starting is replayed on release(true), dropped on release(false)', async t => {
+t.test('holdSignals: one caught while starting is replayed on release(true), dropped on release(false)', async t => {
   for (const replay of [true, false]) {
     const signals = new EventEmitter()
-    const hold = holdSighup(signals, true)
+    const hold = holdSignals(signals, ['SIGHUP', 'SIGUSR2'])
     signals.emit('SIGHUP') // while starting: caught, not fatal
-    let seen = 0
-    signals.on('SIGHUP', () => seen++) // the handler that takes over, as in main.js serve()
+    signals.emit('SIGHUP')
+    signals.emit('SIGUSR2')
+    const seen = []
+    signals.on('SIGHUP', () => seen.push('SIGHUP')) // the handlers that take over, as in main.js serve()
+    signals.on('SIGUSR2', () => seen.push('SIGUSR2'))
     hold.release(replay)
-    t.equal(seen, replay ? 1 : 0, replay ? 'replayed once' : 'dropped')
+    t.same(seen, replay ? ['SIGHUP', 'SIGUSR2'] : [], replay ? 'each replayed once' : 'dropped')
     t.equal(signals.listenerCount('SIGHUP'), 1, 'no longer caught')
+    t.equal(signals.listenerCount('SIGUSR2'), 1, 'no longer caught')
   }
   const off = new EventEmitter()
-  holdSighup(off, false)
+  holdSignals(off, [])
   t.equal(off.listenerCount('SIGHUP'), 0, 'off: nothing caught')
 })

@@ -3,7 +3,7 @@
 const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
-const { listen } = require('../proxy/bind')
+const { listen, descriptorOf } = require('../proxy/bind')
 const { RuntimeError, UsageError, ControlError, reasonOf } = require('../errors')
 const { specAddress } = require('../address')
 const { renderPage } = require('./status-page')
@@ -32,10 +32,13 @@ const VERSION = require('../version')
 //                   query of POST /backends/ADDRESS/fault (parseFaultSettings)
 //     passwords  -> --status-basic-auth: an htpasswd file (proxy/edge/passwords.js
 //                   parsePasswords), or null
-//   .listen()   -> promise of the page's URL; logs "status on http://HOST:PORT/status";
-//                  from then on a History (history.js) samples stats() for the charts
+//   .listen(given) -> promise of the page's URL; logs "status on http://HOST:PORT/status";
+//                  from then on a History (history.js) samples stats() for the charts.
+//                  `given`: a socket the process was given to listen on (bind.js), or null
 //   .setPasswords(passwords)  the file read again (a reload)
-//   .close()    -> promise; open admin connections are cut
+//   .close({ handOver }) -> promise; open admin connections are cut (handing over to
+//                  another process: the requests under way finish first)
+//   .descriptor -> the listening socket's, to hand it over (-1 when not listening)
 //
 // With --status-basic-auth every request, pages and changes alike, needs a user of the
 // file (401 otherwise, its password checked once and remembered as edge/basic-auth.js
@@ -190,10 +193,10 @@ function createStatusServer ({
     return null
   }
 
-  async function start () {
+  async function start (given = null) {
     let address
     try {
-      address = await listen(server, { host, port })
+      address = await listen(server, { host, port }, given)
     } catch (err) {
       // "cannot listen on 127.0.0.1:9000 (--status-port): address already in use"
       if (!(err instanceof RuntimeError)) throw err
@@ -210,15 +213,24 @@ function createStatusServer ({
     return url
   }
 
-  function close () {
+  function close ({ handOver = false } = {}) {
     history.stop()
     return new Promise(resolve => {
       server.close(() => resolve())
-      server.closeAllConnections()
+      if (handOver) server.closeIdleConnections()
+      else server.closeAllConnections()
     })
   }
 
-  return { listen: start, close, setPasswords, server, history, get url () { return url } }
+  return {
+    listen: start,
+    close,
+    setPasswords,
+    server,
+    history,
+    get url () { return url },
+    get descriptor () { return descriptorOf(server) }
+  }
 }
 
 function send (res, status, body, headers = {}, line = false) {

@@ -16,7 +16,7 @@ process.on('uncaughtException', err => {
 })
 
 // This process is lila's own: it may give memory back once traffic stops (heap.js).
-main(process.argv.slice(2), { collectIdle: true }).then(code => {
+main(process.argv.slice(2), { collectIdle: true, program: process.argv[1] }).then(code => {
   process.exitCode = code
   // Everything is closed by now, so the process ends by itself; if some handle is
   // still open, do not hang on it.

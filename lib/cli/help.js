@@ -149,6 +149,7 @@ function helpText (columns) {
       ['lila [mode] <backend>... [options]'],
       ['lila --config lila.json', 'listeners from a JSON file; SIGHUP reloads it'],
       ['lila demo [mode] [options]', 'three local demo backends behind lila'],
+      ['lila upgrade PID', 'a new lila takes over its sockets (or --pid-file FILE; SIGUSR2)'],
       ['lila help, lila version', 'this help; the version'],
       ['lila completion bash|zsh', 'tab completion: source <(lila completion bash)']
     ], width),

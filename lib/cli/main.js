@@ -25,22 +25,46 @@ const lazy = {
   get startDashboard () { return require('../admin/terminal').startDashboard },
   get reloadLog () { return require('./reload-log') },
   get signals () { return require('./signals') },
-  get heap () { return require('./heap') }
+  get heap () { return require('./heap') },
+  get inherited () { return require('./inherited') },
+  get upgrade () { return require('./upgrade') },
+  get upgradeCommand () { return require('./upgrade-command') },
+  get pidFile () { return require('./pid-file') },
+  get Journal () { return require('../admin/journal').Journal }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
 // process.exit; signals arrive through `signals` (the process, or an emitter in tests).
-// io: { stdout, stderr, stdin, signals, env, cluster, readFile, collectIdle } (readFile:
-// for the config file; collectIdle: the process is lila's own, so it may give memory
-// back once traffic stops, heap.js; bin.js sets it, tests running main in-process not)
+// io: { stdout, stderr, stdin, signals, env, cluster, readFile, collectIdle, program,
+// channel } (readFile: for the config file; collectIdle: the process is lila's own, so
+// it may give memory back once traffic stops, heap.js; program: the executable's path,
+// which SIGUSR2 starts again (upgrade.js); bin.js sets both, tests running main
+// in-process not; channel: the IPC channel to a lila handing over, by default the
+// process's)
 async function main (argv, io = {}) {
-  const { stdout = process.stdout, stderr = process.stderr, signals = process, env = process.env } = io
+  const { stdout = process.stdout, signals = process, env = process.env } = io
+  let { stderr = process.stderr } = io
   // A worker of `--workers` takes its config from the primary (workers.js).
   if (env.LILA_WORKER && require('cluster').isWorker) {
     if (io.collectIdle) lazy.heap.startIdleCollector()
     return lazy.workers.runWorker({ stderr, signals })
   }
 
+  // Sockets given by systemd or by the lila this one takes over from (inherited.js).
+  const inherited = lazy.inherited.takeInherited(env, process.pid)
+  if (inherited.from !== 'upgrade') return run(argv, { ...io, stdout, stderr, signals, env, inherited })
+  // A new lila of an upgrade: why it could not start goes to the lila that started it too.
+  const channel = io.channel || (process.send ? process : { connected: false })
+  const said = lazy.upgrade.rememberLastLine(stderr)
+  stderr = said.stream
+  const onFailed = message => said.note(message) // a worker's, said on its own stderr
+  const code = await run(argv, { ...io, stdout, stderr, signals, env, inherited, channel, onFailed })
+  if (code !== 0) await lazy.upgrade.reportFailure(channel, said.last() || `exited with code ${code}`)
+  return code
+}
+
+async function run (argv, io) {
+  const { stdout, stderr, signals, env } = io
   let parsed
   let config
   let reloadConfig = null
@@ -52,6 +76,7 @@ async function main (argv, io = {}) {
         const { configFile, environment } = parsed
         const fromFile = lazy.readConfigFile(configFile, { readFile: io.readFile, environment })
         if (parsed.logLevel !== null) fromFile.logLevel = parsed.logLevel
+        if (parsed.pidFile !== null) fromFile.pidFile = parsed.pidFile
         return fromFile
       }
       config = reloadConfig()
@@ -75,24 +100,36 @@ async function main (argv, io = {}) {
         return usageError(err, stderr)
       }
       return 0
+    case 'upgrade':
+      return lazy.upgradeCommand.requestUpgrade(parsed, { stdout, stderr })
     case 'demo':
       return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
       if (io.collectIdle) lazy.heap.startIdleCollector()
       if (lazy.workers.workerCount(config.workers) > 1) {
-        return primary(config, { ...io, stderr, signals, cluster: io.cluster || require('cluster'), reloadConfig })
+        const cluster = io.cluster || require('cluster')
+        return primary(config, { ...io, stderr, signals, cluster, reloadConfig, argv })
       }
-      return serve(config, { ...io, stdout, stderr, signals, reloadConfig })
+      return serve(config, { ...io, stdout, stderr, signals, reloadConfig, args: argv })
   }
 }
 
 // The --workers primary. The status listener runs here, over the workers: statistics
-// summed from their snapshots, control actions sent to each of them.
+// summed from their snapshots, control actions sent to each of them. SIGUSR2 hands the
+// sockets to a new primary (upgrade.js), which starts workers of its own.
 async function primary (config, io) {
-  const { stderr, signals, cluster, reloadConfig } = io
+  const { stderr, signals, cluster, reloadConfig, program = null, inherited = NOTHING_INHERITED, channel = null } = io
   const log = lazy.createLogger({ level: config.logLevel, stderr })
   // The workers write their log lines straight to stderr, which would tear the view.
   if (config.dashboard) log.warn('--dashboard does not run with --workers; running without it')
+  let given
+  try {
+    given = lazy.inherited.assign(inherited, config)
+  } catch (err) {
+    if (!(err instanceof RuntimeError)) throw err
+    log.error(err.message)
+    return 1
+  }
   let status = null
   let passwords
   try {
@@ -100,27 +137,81 @@ async function primary (config, io) {
   } catch (err) {
     return usageError(err, stderr)
   }
-  const onReady = async ({ gatherStats, broadcast }) => {
+  let entered = false
+  let handedOver = false
+  const journal = new lazy.Journal()
+  let upgrader = null
+  const onReady = async ({ gatherStats, broadcast, sockets, handOver }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
-    if (config.status === null) return
-    const control = lazy.control.controlFrom(action => everyWorker(broadcast, action))
-    status = lazy.createStatusServer({ ...config.status, passwords, stats: gatherStats, control, ...PARSERS, log })
-    try {
-      await status.listen()
-    } catch (err) {
-      log.error(err.message)
-      signals.emit('SIGTERM')
+    const perform = journal.recording(action => everyWorker(broadcast, action))
+    if (program !== null) {
+      upgrader = lazy.upgrade.createUpgrader({
+        program,
+        args: io.argv,
+        pidFile: config.pidFile,
+        log,
+        sockets: async () => {
+          const handed = await sockets()
+          handed.push(...statusSocket(status, config))
+          return handed
+        },
+        state: () => journal.entries(),
+        handOver: () => {
+          handedOver = true
+          if (status !== null) status.close({ handOver: true })
+          handOver()
+        }
+      })
     }
+    if (config.status !== null) {
+      const control = lazy.control.controlFrom(perform)
+      status = lazy.createStatusServer({ ...config.status, passwords, stats: gatherStats, control, ...PARSERS, log })
+      try {
+        await status.listen(given.status)
+      } catch (err) {
+        log.error(err.message)
+        signals.emit('SIGTERM')
+        return
+      }
+    }
+    if (inherited.upgrade === null) return
+    entered = await lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
+    if (entered) return
+    handedOver = true // the sockets go on serving in the lila before
+    handOver()
   }
   const prepareReload = next => {
     const file = statusPasswords(next)
     return () => { if (status !== null) status.setPasswords(file) }
   }
   const code = await lazy.workers.runPrimary(config, {
-    stderr, signals, cluster, reloadConfig, exec: io.exec, args: io.args, onReady, prepareReload
+    prepareReload,
+    stderr,
+    signals,
+    cluster,
+    reloadConfig,
+    exec: io.exec,
+    args: io.args,
+    given: given.listeners,
+    givenRedirects: given.redirects,
+    upgrade: program === null
+      ? null
+      : () => upgrader === null
+          ? lazy.upgrade.refuseUpgrade({ pidFile: config.pidFile, log }, 'the workers are still starting')
+          : upgrader.upgrade(),
+    onFailed: io.onFailed,
+    // Started afresh, the PID file is written before the line a script waits for.
+    onListening: () => {
+      if (inherited.upgrade !== null) return true
+      entered = lazy.upgrade.writePid(config.pidFile, log)
+      return entered
+    },
+    onReady
   })
-  if (status !== null) await status.close()
-  return code
+  if (upgrader !== null) upgrader.cancel()
+  if (status !== null) await status.close({ handOver: handedOver })
+  if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
+  return entered ? code : code || 1
 }
 
 // One control action on every worker: the first worker's answer, or its error (each
@@ -147,40 +238,51 @@ function usageError (err, stderr) {
 }
 
 // Run the balancer until SIGTERM or SIGINT, then drain and resolve with the exit code.
-// With a config file (`reloadConfig` reads it again), SIGHUP reloads it.
+// With a config file (`reloadConfig` reads it again), SIGHUP reloads it; with `program`
+// (the executable's path), SIGUSR2 has a new lila take over (upgrade.js).
 // `onListening(addresses, log)` runs once every listener is bound. io: { stdout,
-// stderr, stdin, signals, reloadConfig, listenHint } (the process's streams by default;
-// listenHint(err): what the caller adds when a listener cannot bind, or null).
+// stderr, stdin, signals, reloadConfig, listenHint, program, inherited, channel } (the
+// process's streams by default; listenHint(err): what the caller adds when a listener
+// cannot bind, or null; inherited: the sockets the process was given, inherited.js;
+// channel: the one to the lila this one takes over from).
 async function serve (config, io, onListening = () => {}) {
   const {
     stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null,
-    listenHint = () => null
+    listenHint = () => null, program = null, inherited = NOTHING_INHERITED, channel = null
   } = io
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
   const log = lazy.createLogger({ level: config.logLevel, stderr: logOut })
   let lb
+  let given
   let passwords
   try {
+    given = lazy.inherited.assign(inherited, config)
     lb = lazy.createBalancer(config, { log, stdout }) // with the access log config asks for
     passwords = statusPasswords(config)
   } catch (err) {
-    return usageError(err, stderr) // a certificate or htpasswd file that cannot be read or used
+    // a certificate or htpasswd file that cannot be read or used
+    if (!(err instanceof RuntimeError)) return usageError(err, stderr)
+    log.error(err.message) // a socket given that fits no listener
+    return 1
   }
   let addresses
   // The status listener and the dashboard act through the balancer's own control, as
-  // the --workers primary's act through the workers'.
-  const control = lazy.control.controlFrom(lb.control)
+  // the --workers primary's act through the workers'; what they change is kept for an
+  // upgrade (journal.js).
+  const journal = new lazy.Journal()
+  const perform = journal.recording(lb.control)
+  const control = lazy.control.controlFrom(perform)
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
     : lazy.createStatusServer({ ...config.status, passwords, stats: lb.stats, control, ...PARSERS, log })
   // Its line comes before the listening line, and a script may signal on either: a
-  // SIGHUP while starting is kept for when reloads can be done, not fatal.
-  const early = lazy.signals.holdSighup(signals, reloadConfig !== null)
+  // SIGHUP or SIGUSR2 while starting is kept for when it can be acted on, not fatal.
+  const early = lazy.signals.holdSignals(signals, handled(reloadConfig, program))
   try {
-    if (status !== null) await status.listen()
-    addresses = await lb.listen().catch(err => {
+    if (status !== null) await status.listen(given.status)
+    addresses = await lb.listen(given.listeners, given.redirects).catch(err => {
       const hint = err instanceof RuntimeError ? listenHint(err) : null
       if (hint !== null) err.message += `; ${hint}`
       throw err
@@ -192,17 +294,46 @@ async function serve (config, io, onListening = () => {}) {
     log.error(err.message)
     return 1
   }
+  // Handing over to a new lila (SIGUSR2): the status listener stops at once, the
+  // listeners stop accepting and drain; nobody removes a socket file the new one uses.
+  let handedOver = false
+  const upgrader = program === null
+    ? null
+    : lazy.upgrade.createUpgrader({
+      program,
+      args: io.args,
+      pidFile: config.pidFile,
+      log,
+      sockets: async () => [...lb.sockets(), ...statusSocket(status, config)],
+      state: () => journal.entries(),
+      handOver: () => {
+        handedOver = true
+        if (status !== null) status.close({ handOver: true })
+        stopper.stop('handed over')
+      }
+    })
   // Signals are handled before the listening line: a script may send SIGHUP (or SIGTERM)
   // the moment it reads it, and a signal with no handler yet would kill the process.
+  // Until this lila took over from the one before, the sockets are that one's.
+  let entered = false
+  const handingOver = () => handedOver || (inherited.upgrade !== null && !entered)
   const prepareReload = next => {
     const file = statusPasswords(next)
     return () => { if (status !== null) status.setPasswords(file) }
   }
-  const stopper = untilStopped(lb, signals, log, reloadConfig, prepareReload)
+  const stopper = untilStopped(lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver })
   early.release(true)
+  // Started afresh, the PID file is written before the line a script waits for; taking
+  // over from the lila before, once that one lets go.
+  const enter = () => lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
+  if (inherited.upgrade === null) entered = await enter()
   for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
+  if (inherited.upgrade !== null) entered = await enter()
+  if (!entered) stopper.stop('not started')
   let dashboard = null
-  if (config.dashboard && !stderr.isTTY) {
+  if (config.dashboard && inherited.upgrade !== null) {
+    log.warn('--dashboard: not drawn by a lila that took over from another (the terminal was its)')
+  } else if (config.dashboard && !stderr.isTTY) {
     log.warn('--dashboard needs a terminal on stderr; running without it')
   } else if (config.dashboard) {
     dashboard = lazy.startDashboard({
@@ -225,21 +356,37 @@ async function serve (config, io, onListening = () => {}) {
     dashboard.stop()
     logOut.target = stderr
   }
-  if (status !== null) await status.close()
-  return code
+  if (status !== null) await status.close({ handOver: handingOver() })
+  if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
+  return entered ? code : 1
 }
 
-// First SIGTERM/SIGINT (or stop(), from the dashboard's quit): stop accepting and
-// drain for up to shutdownTimeout. A second one: cut every connection now. SIGHUP
-// (with a config file): reload it; one reload at a time, an invalid file changes
-// nothing. (signals.js)
-function untilStopped (lb, signals, log, reloadConfig, prepareReload) {
+const NOTHING_INHERITED = Object.freeze({ from: null, sockets: [], upgrade: null })
+
+// The signals a process acts on besides SIGTERM and SIGINT.
+function handled (reloadConfig, program) {
+  return [...(reloadConfig === null ? [] : ['SIGHUP']), ...(program === null ? [] : ['SIGUSR2'])]
+}
+
+// The status listener's socket, to hand over (upgrade.js).
+function statusSocket (status, config) {
+  if (status === null) return []
+  return [{ role: 'status', name: 'status', host: config.status.host, port: config.status.port, fd: status.descriptor }]
+}
+
+// First SIGTERM/SIGINT (or stop(), from the dashboard's quit, or a new lila that took
+// over): stop accepting and drain for up to shutdownTimeout. A second one: cut every
+// connection now. SIGHUP (with a config file): reload it; one reload at a time, an
+// invalid file changes nothing. SIGUSR2 (with an upgrader): a new lila takes over; one
+// under way is stopped with this one. (signals.js)
+function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver }) {
   let handle
   const done = new Promise(resolve => {
     handle = lazy.signals.onSignals(signals, log, {
       stop: name => {
+        if (upgrader !== null) upgrader.cancel()
         const timeout = lb.config.shutdownTimeout
-        const closed = lb.close(timeout)
+        const closed = lb.close(timeout, { handOver: handingOver() })
         log.info(`${name}: stopped accepting; letting open connections finish (up to ${timeout / 1000}s)`)
         closed.then(() => {
           handle.off()
@@ -248,7 +395,8 @@ function untilStopped (lb, signals, log, reloadConfig, prepareReload) {
         })
       },
       destroy: () => lb.destroy(),
-      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log, prepareReload)
+      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log, prepareReload),
+      upgrade: upgrader === null ? null : () => upgrader.upgrade()
     })
   })
   return { done, stop: name => handle.stop(name) }

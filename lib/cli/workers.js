@@ -10,8 +10,10 @@ const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
 const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, RuntimeError, toPlain, fromPlain } = require('../errors')
-const { removeStaleSocket } = require('../proxy/bind')
+const { UsageError, RuntimeError, UpgradeError, toPlain, fromPlain } = require('../errors')
+const { sameAddress } = require('../config/changes')
+const { removeStaleSocket } = require('../proxy/socket-file')
+const { handleOf } = require('../proxy/bind')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster
@@ -26,11 +28,18 @@ const { unixPath } = require('../address')
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
 // reload runs the config in force. IPC messages are plain objects { lila: type, ... }:
-//   primary -> worker  config { config, index, via, table, workers, certificates },
+//   primary -> worker  config { config, index, via, table, workers, certificates, sockets },
 //                      reload { id, config }, stats { id }, control { id, action },
-//                      certificates { id, updates }, stop, destroy
-//   worker -> primary  ready, listening { lines }, failed { code },
+//                      certificates { id, updates }, sockets { id }, stop { handOver },
+//                      destroy
+//   worker -> primary  ready, listening { lines }, failed { code, message },
+//                      socket { id, role, name, protocol, host, port } with the
+//                      listening socket's handle (for an upgrade: the primary holds none),
 //                      reply { id, value } | { id, error: { code, message, status } }
+// Sockets the process was given (systemd, an upgrade: `given`, name -> socket) are
+// descriptors of the primary's, which the workers listen on through cluster. Once every
+// worker is gone at the same time, cluster has closed them: lila stops rather than
+// serve without them.
 // (an error crosses as plain data and is made again as its class: errors.js fromPlain)
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
@@ -59,15 +68,21 @@ function workerCount (workers) {
 
 // io: { stderr, signals, cluster, reloadConfig (-> config; throws UsageError),
 //       exec, args, execArgv (what the workers run; by default this process's own),
-//       onReady({ gatherStats, broadcast }) once every worker listens,
+//       given, givenRedirects (Map listener name -> a socket given to the process for
+//       it, or for its --redirect-http: inherited.js),
+//       upgrade (SIGUSR2, or null), onFailed(message) (why a worker could not start),
+//       onListening() -> false to stop (before the listening lines: the PID file),
+//       onReady({ gatherStats, broadcast, sockets, handOver }) once every worker listens,
 //       prepareReload(next) -> apply(): what the primary itself reads for a reload (the
 //       status listener's htpasswd file), checked before the workers are told (a
 //       UsageError refuses the reload), applied once they took it }
 function runPrimary (config, io) {
   const {
     stderr, signals = process, cluster = require('cluster'), reloadConfig = null, onReady = () => {},
-    prepareReload = () => () => {}
+    upgrade = null, onFailed = () => {}, onListening = () => true, prepareReload = () => () => {}
   } = io
+  const given = new Map(io.given || [])
+  const givenRedirects = new Map(io.givenRedirects || [])
   const log = createLogger({ level: config.logLevel, stderr })
   const count = workerCount(config.workers)
   const via = viaToken()
@@ -83,6 +98,7 @@ function runPrimary (config, io) {
 
   let current = config
   let starting = true
+  let handOver = null // once running (below)
   let stopping = false
   let nextId = 1
   let startLines = [] // the first worker's listening lines
@@ -94,7 +110,8 @@ function runPrimary (config, io) {
     listeningAt: 0,
     failures: 0,
     timer: null,
-    pending: new Map()
+    pending: new Map(),
+    sockets: null // while handing the listening sockets up: those received
   }))
 
   // Certificates lila makes or gets: made or loaded before any worker starts (a state
@@ -127,7 +144,7 @@ function runPrimary (config, io) {
       slot.listening = false
       slot.configured = false
       slot.listeningAt = 0
-      worker.on('message', message => onMessage(slot, worker, message))
+      worker.on('message', (message, handle) => onMessage(slot, worker, message, handle))
       worker.on('exit', (code, signal) => onExit(slot, worker, code, signal))
       worker.on('error', () => {}) // an IPC send to a dying worker; 'exit' follows
     }
@@ -138,7 +155,7 @@ function runPrimary (config, io) {
       return true
     }
 
-    const onMessage = (slot, worker, message) => {
+    const onMessage = (slot, worker, message, handle) => {
       if (worker !== slot.worker || message === null || typeof message !== 'object') return
       switch (message.lila) {
         case 'ready':
@@ -152,11 +169,19 @@ function runPrimary (config, io) {
               via,
               table: slot.index === 1,
               workers: count,
-              certificates: keeper === null ? [] : keeper.updates()
+              certificates: keeper === null ? [] : keeper.updates(),
+              sockets: Object.fromEntries(given),
+              redirectSockets: Object.fromEntries(givenRedirects)
             })
             slot.configured = true
           }
           break
+        case 'socket': {
+          const { lila, id, ...socket } = message
+          if (handle && slot.sockets !== null) slot.sockets.push({ ...socket, handle })
+          else if (handle) handle.close()
+          break
+        }
         case 'listening':
           slot.listening = true
           slot.listeningAt = Date.now()
@@ -169,6 +194,7 @@ function runPrimary (config, io) {
           break
         case 'failed':
           slot.failedCode = message.code
+          if (starting) onFailed(message.message)
           break
         case 'reply': {
           const waiter = slot.pending.get(message.id)
@@ -184,10 +210,14 @@ function runPrimary (config, io) {
 
     const started = () => {
       starting = false
+      if (!onListening()) {
+        failure = 1
+        return stopAll('stop')
+      }
       for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
       if (keeper !== null) keeper.begin() // ACME's TLS-ALPN-01 needs the workers listening
-      onReady({ gatherStats, broadcast })
+      onReady({ gatherStats, broadcast, sockets, handOver })
     }
 
     const onExit = (slot, worker, code, signal) => {
@@ -215,6 +245,12 @@ function runPrimary (config, io) {
         }
         return
       }
+      if (given.size + givenRedirects.size > 0 && slots.every(s => s.worker === null)) {
+        log.error(`worker ${slot.index} (pid ${slot.pid}) ${how}, the last of them: the sockets lila was given ` +
+          '(by systemd or the lila before) went with them and cannot be listened on again; stopping')
+        failure = 1
+        return stopAll('destroy')
+      }
       if (slot.listeningAt > 0 && Date.now() - slot.listeningAt > STABLE_MS) slot.failures = 0
       const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** slot.failures)
       slot.failures++
@@ -223,13 +259,13 @@ function runPrimary (config, io) {
       slot.timer = setTimeout(() => fork(slot), delay)
     }
 
-    const stopAll = type => {
+    const stopAll = (type, handOver = false) => {
       stopping = true
       if (keeper !== null) keeper.close()
       for (const slot of slots) {
         clearTimeout(slot.timer)
         slot.timer = null
-        send(slot, { lila: type })
+        send(slot, { lila: type, handOver })
       }
       if (slots.every(s => s.worker === null && s.timer === null)) finish()
     }
@@ -264,9 +300,19 @@ function runPrimary (config, io) {
         logRefused(log, err.message)
         return
       }
-      // A worker started from now on gets the new config; those running are told.
+      // A worker started from now on gets the new config; those running are told. A
+      // socket given for a listener the reload replaces or removes is not listened on again.
       const previous = current
       current = next
+      for (const name of [...given.keys()]) {
+        const before = previous.listeners.find(l => l.name === name)
+        if (!next.listeners.some(l => l.name === name && sameAddress(l, before))) given.delete(name)
+      }
+      for (const name of [...givenRedirects.keys()]) {
+        const before = previous.listeners.find(l => l.name === name)
+        const same = l => l.name === name && l.host === before.host && l.redirectHttp === before.redirectHttp
+        if (!next.listeners.some(same)) givenRedirects.delete(name)
+      }
       const timeout = Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)
       const results = await Promise.all(slots.map(slot => request(slot, { lila: 'reload', config: next }, timeout).then(
         lines => ({ slot, lines }),
@@ -285,16 +331,23 @@ function runPrimary (config, io) {
       if (keeper !== null) keeper.begin() // the workers listen on the new config's listeners
     }
 
+    let handingOver = false
     const handle = onSignals(signals, log, {
       stop: name => {
         const timeout = current.shutdownTimeout
         log.info(`${name}: stopping ${count} workers; letting open connections finish (up to ${timeout / 1000}s)`)
-        stopAll('stop')
+        stopAll('stop', handingOver)
       },
       destroy: () => stopAll('destroy'),
       // While starting, SIGHUP is ignored; once stopping (a worker failed), too.
-      reload: reloadConfig === null ? null : () => starting || stopping ? null : reload()
+      reload: reloadConfig === null ? null : () => starting || stopping ? null : reload(),
+      upgrade
     })
+    // A new lila took over: the workers stop accepting and drain, leaving socket files.
+    handOver = () => {
+      handingOver = true
+      handle.stop('handed over')
+    }
     // Socket files left by a lila that died go before the workers bind: each worker
     // removing them itself would race the others.
     removeStaleSockets(config.listeners).then(() => {
@@ -326,6 +379,27 @@ function runPrimary (config, io) {
       slot.pending.set(id, { resolve, reject, timer })
       slot.worker.send({ ...message, id })
     })
+  }
+
+  // The listening sockets, to hand to a new lila (upgrade.js): the primary holds none of
+  // its own (cluster does), so a listening worker sends its copies up. Resolves
+  // [{ role, name, protocol, host, port, fd }] with release(), which closes the copies.
+  async function sockets () {
+    const slot = slots.find(s => s.listening && s.worker !== null)
+    if (slot === undefined) throw new UpgradeError('no worker listens: there are no sockets to hand over')
+    slot.sockets = []
+    let received
+    try {
+      await request(slot, { lila: 'sockets' })
+    } catch (err) {
+      throw new UpgradeError(`worker ${slot.index} did not hand its sockets up: ${err.message}`)
+    } finally {
+      received = slot.sockets
+      slot.sockets = null
+    }
+    const handed = received.map(({ handle, ...socket }) => ({ ...socket, fd: handle.fd }))
+    handed.release = () => { for (const { handle } of received) handle.close() }
+    return handed
   }
 
   // Every worker's snapshot, summed into one of the shape of lb.stats(), with each
@@ -383,16 +457,25 @@ function runWorker (io) {
       )
     }
 
+    // The listening sockets, each with its handle, up to the primary (for an upgrade).
+    const handUp = id => {
+      const sockets = lb.sockets()
+      for (const { server, fd, ...socket } of sockets) {
+        if (channel.connected) channel.send({ lila: 'socket', id, ...socket }, handleOf(server))
+      }
+      return sockets.length
+    }
+
     let starting = null // while the listeners bind and the backends are checked
-    const stop = (destroyNow = false) => {
-      if (starting !== null) return starting.then(() => stop(destroyNow)) // then stop
+    const stop = (destroyNow = false, handOver = false) => {
+      if (starting !== null) return starting.then(() => stop(destroyNow, handOver)) // then stop
       if (lb === null) {
         cleanUp()
         return resolve(0)
       }
       if (destroyNow) lb.destroy()
       if (stopped !== null) return
-      stopped = lb.close(config.shutdownTimeout).then(() => {
+      stopped = lb.close(config.shutdownTimeout, { handOver }).then(() => {
         log.debug('stopped')
         cleanUp()
         resolve(0)
@@ -405,12 +488,13 @@ function runWorker (io) {
       try {
         for (const update of message.certificates || []) certificates.apply(update)
         lb = createBalancer(config, { log, via: message.via, table: message.table, certificates, keeper: null })
-        const addresses = await lb.listen()
+        const given = new Map(Object.entries(message.sockets || {}))
+        const addresses = await lb.listen(given, new Map(Object.entries(message.redirectSockets || {})))
         send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
       } catch (err) {
         if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
         log.error(err.message)
-        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1 })
+        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1, message: err.message })
         lb = null
         cleanUp()
         resolve(err instanceof UsageError ? 2 : 1)
@@ -431,11 +515,12 @@ function runWorker (io) {
           return lines
         })
         case 'control': return reply(message.id, () => lb.control(message.action))
+        case 'sockets': return reply(message.id, () => handUp(message.id))
         case 'certificates': return reply(message.id, () => {
           for (const update of message.updates) certificates.apply(update)
           return true
         })
-        case 'stop': return stop()
+        case 'stop': return stop(false, message.handOver === true)
         case 'destroy': return stop(true)
       }
     }

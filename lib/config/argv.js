@@ -14,7 +14,7 @@ const { environmentValues, variableOf } = require('./environment')
 
 // Words that name a command rather than a mode or a backend: `lila help` and
 // `lila version` do what --help and --version do.
-const COMMANDS = ['demo', 'help', 'version', 'completion']
+const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade']
 const LONG_FLAGS = OPTIONS.map(o => o.flag)
 
 // The command line as a source of values (builder.js jsonSource() is the file): a
@@ -91,10 +91,12 @@ function normaliseArgv (argv) {
 // argv (without node and script) ->
 //   { command: 'help' | 'version' }          (also `lila help`, `lila version`)
 //   { command: 'completion', shell }         (`lila completion bash`; the shell unchecked)
+//   { command: 'upgrade', pid, pidFile, exec }   (`lila upgrade 1234`: see upgradeCommand)
 //   { command: 'run' | 'demo', config }
-//   { command: 'run', configFile, logLevel, environment }   (--config: main.js reads
-//                                               the file with the environment's options
-//                                               over it; a --log-level beside it wins)
+//   { command: 'run', configFile, logLevel, pidFile, environment }   (--config: main.js
+//                                               reads the file with the environment's
+//                                               options over it; a --log-level or a
+//                                               --pid-file beside it wins)
 // `env`: the process environment, for LILA_<NAME> (environment.js); a flag wins.
 function parseCommandLine (argv, env = {}) {
   let parsed
@@ -112,6 +114,9 @@ function parseCommandLine (argv, env = {}) {
     }
     return { command: 'completion', shell: positionals[1] }
   }
+
+  if (positionals[0] === 'upgrade') return upgradeCommand(values, positionals)
+  if (values.exec !== undefined) throw new UsageError('option --exec applies to lila upgrade only')
 
   const environment = environmentValues(env)
   if (values.config !== undefined) return configFileCommand(values, positionals, environment)
@@ -167,6 +172,31 @@ function parseCommandLine (argv, env = {}) {
   return { command, config: buildConfig(globals, [listener], source) }
 }
 
+// `lila upgrade PID` or `lila upgrade --pid-file FILE`, and --exec PATH: which running
+// lila is to start a new one (cli/upgrade-command.js), and from which executable.
+//   -> { command: 'upgrade', pid, pidFile, exec }   (pid or pidFile null; exec null: lila's own)
+function upgradeCommand (values, positionals) {
+  const usage = 'expected lila upgrade PID or lila upgrade --pid-file FILE'
+  for (const o of OPTIONS) {
+    if (values[o.name] !== undefined && o.name !== 'pid-file' && o.name !== 'exec') {
+      throw new UsageError(`option ${o.flag} does not apply to lila upgrade: ` +
+        'the running lila keeps its own options (only --pid-file and --exec may be given)')
+    }
+  }
+  if (positionals.length > 2) throw new UsageError(`unexpected argument ${quote(positionals[2])}: ${usage}`)
+  const pidFile = values['pid-file'] === undefined ? null : PARSERS.file(values['pid-file'], '--pid-file')
+  const exec = values.exec === undefined ? null : PARSERS.file(values.exec, '--exec')
+  const text = positionals[1]
+  if (text === undefined && pidFile === null) throw new UsageError(`no process given: ${usage}`)
+  if (text !== undefined && pidFile !== null) {
+    throw new UsageError(`both a PID (${quote(text)}) and --pid-file given: ${usage}, not both`)
+  }
+  if (text !== undefined && !/^[1-9][0-9]{0,9}$/.test(text)) {
+    throw new UsageError(`invalid process ID ${quote(text)}: expected a number, as in lila upgrade 1234`)
+  }
+  return { command: 'upgrade', pid: text === undefined ? null : Number(text), pidFile, exec }
+}
+
 // One --route as the builder takes it (see buildRoutes).
 function routeEntry (text) {
   const { match, strip, settings, mode, backends } = PARSERS.route(text, '--route')
@@ -182,7 +212,10 @@ function routeEntry (text) {
   }
 }
 
-// --config FILE: everything else is in the file, but for --log-level, and the
+// What may be given beside --config: settings of the process rather than of its listeners.
+const BESIDE_CONFIG = ['config', 'log-level', 'pid-file']
+
+// --config FILE: everything else is in the file, but for --log-level and --pid-file, and the
 // environment's options (over the file's), except a listener's own port and name.
 function configFileCommand (values, positionals, environment = new Map()) {
   const file = PARSERS.file(values.config, '--config')
@@ -191,9 +224,9 @@ function configFileCommand (values, positionals, environment = new Map()) {
     throw new UsageError(`unexpected argument ${arg}: with --config, modes and backends are in the config file`)
   }
   for (const o of OPTIONS) {
-    if (values[o.name] !== undefined && o.name !== 'config' && o.name !== 'log-level') {
+    if (values[o.name] !== undefined && !BESIDE_CONFIG.includes(o.name)) {
       const message = `option ${o.flag} cannot be combined with --config: ` +
-        'put it in the config file (only --log-level may be given beside it)'
+        'put it in the config file (only --log-level and --pid-file may be given beside it)'
       throw new UsageError(message)
     }
   }
@@ -204,7 +237,8 @@ function configFileCommand (values, positionals, environment = new Map()) {
     }
   }
   const logLevel = values['log-level'] === undefined ? null : PARSERS.logLevel(values['log-level'], '--log-level')
-  return { command: 'run', configFile: file, logLevel, environment }
+  const pidFile = values['pid-file'] === undefined ? null : PARSERS.file(values['pid-file'], '--pid-file')
+  return { command: 'run', configFile: file, logLevel, pidFile, environment }
 }
 
 module.exports = {

@@ -355,7 +355,8 @@ function buildListener ({
   }
   const routes = buildRoutes(routeEntries, values, settings, mode, src)
   for (const route of routes) route.pool.backendTls = backendTls
-  return listenerFrom(settings, { mode, backends, tls, backendTls, routes })
+  const addressGiven = { host: given('host'), port: given('port') }
+  return listenerFrom(settings, { mode, backends, tls, backendTls, routes, given: addressGiven })
 }
 
 // The TLS options together: one source of certificates (files, or --tls local|acme),

@@ -16,6 +16,8 @@ const { DEFAULT_MODE } = require('../upstream/balancers')
 const { defaultName } = require('./names')
 const { unixPath } = require('../address')
 
+const NOT_GIVEN = Object.freeze({ host: false, port: false })
+
 const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.default]))
 
 // `settings` has every listener option; `parts` what no single option says: the mode,
@@ -23,11 +25,14 @@ const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.defa
 // (tls: null, or { source: 'files', certificates, clientAuth } or { source: 'local' |
 // 'acme', names, clientAuth }, clientAuth { ca, caAt, optional } or null; backendTls:
 // { ca, caAt, insecure } or null).
-function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] }) {
+// `given`: whether the host and the port were given rather than defaults (a socket
+// handed to lila, by systemd, must then match them: cli/inherited.js).
+function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [], given = NOT_GIVEN }) {
   return {
     name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
     port: unixPath(settings.host) !== null ? null : settings.port, // null on a Unix socket
     host: settings.host,
+    addressGiven: given, // { host, port }: each true when given, false when the default
     protocol: settings.protocol,
     mode,
     backends,
@@ -41,6 +46,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [] 
     maxConnPerClient: settings.maxConnPerClient,
     timeout: settings.timeout,
     headerTimeout: settings.headerTimeout,
+    drainGrace: settings.drainGrace, // a graceful close waits this long for an idle connection's next request
     bodyTimeout: settings.bodyTimeout,
     forwarded: settings.forwarded,
     backendProtocol: settings.backendProtocol, // 'h1' or 'h2'
@@ -106,6 +112,7 @@ function configFrom (globals, listeners) {
     shutdownTimeout: globals.shutdownTimeout,
     workers: globals.workers,
     accessLog: globals.accessLog, // null (off), 'text' or 'json'
+    pidFile: globals.pidFile, // --pid-file: a path, or null
     status: globals.statusPort === null
       ? null
       : {
@@ -130,7 +137,9 @@ function configFrom (globals, listeners) {
 // Derived values (the name, checkTimeout) follow the overrides unless given themselves.
 function listenerConfig (overrides = {}) {
   const settings = { ...defaultsOf(LISTENER_OPTIONS), ...overrides }
-  return { ...listenerFrom(settings, { mode: DEFAULT_MODE, backends: [], tls: null, backendTls: null }), ...overrides }
+  const given = { host: 'host' in overrides, port: 'port' in overrides }
+  const parts = { mode: DEFAULT_MODE, backends: [], tls: null, backendTls: null, given }
+  return { ...listenerFrom(settings, parts), ...overrides }
 }
 
 function configWith (overrides = {}) {

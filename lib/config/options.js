@@ -130,6 +130,16 @@ const OPTIONS = [
     help: 'http: answer 408 when a request head takes longer'
   },
   {
+    name: 'drain-grace',
+    arg: 'DUR',
+    type: 'duration',
+    group: 'http',
+    default: 1000,
+    only: 'http',
+    help: 'http: on a graceful stop, upgrade or reload, an idle keep-alive connection may send one more ' +
+      'request this long'
+  },
+  {
     name: 'body-timeout',
     arg: 'DUR',
     type: 'duration',
@@ -658,6 +668,24 @@ const OPTIONS = [
     default: 30000,
     scope: 'global',
     help: 'on SIGTERM/SIGINT, let open connections finish this long'
+  },
+  {
+    name: 'pid-file',
+    arg: 'FILE',
+    type: 'file',
+    group: 'operations',
+    default: null,
+    shown: 'none',
+    scope: 'global',
+    help: 'write the process ID to FILE once listening (for lila upgrade and systemd\'s PIDFile=); removed at exit'
+  },
+  {
+    name: 'exec',
+    arg: 'PATH',
+    type: 'file',
+    group: 'operations',
+    scope: 'cli',
+    help: 'lila upgrade: the executable the new lila runs, rather than the one at the running lila\'s own path'
   },
   {
     name: 'log-level',

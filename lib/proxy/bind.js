@@ -1,9 +1,9 @@
 'use strict'
 
-const fs = require('fs')
 const net = require('net')
 const { RuntimeError, reasonOf } = require('../errors')
 const { formatAddress, plainAddress, unixPath } = require('../address')
+const { temporaryName, place, own, removeStaleSocket, isSocket } = require('./socket-file')
 
 // A deep accept queue (the kernel caps it at net.core.somaxconn): a burst of connects
 // waits in it rather than having its SYNs dropped and retried seconds later.
@@ -14,35 +14,94 @@ const BACKLOG = 4096
 // "[::]:4444", "unix:/run/lila.sock"); a bind failure becomes a RuntimeError that says
 // where and why in one line. Later errors (accept failing) are the caller's to handle.
 // A socket file left behind by a process that is gone (nothing accepts on it) is
-// removed first; one something still listens on is left alone, and the bind fails.
-// Closing the server removes the file (Node does).
-async function listen (server, { host, port }) {
+// replaced; one something still listens on is left alone, and the bind fails. The
+// socket file stays when the server closes: forget(server) (socket-file.js) removes it.
+// `given`: a socket this process was given rather than one to bind (by systemd, or by
+// the lila it takes over from: cli/inherited.js), { fd, what, check, owned }: listen on
+// it; with `check`, the host and port given (addressGiven) must be the socket's.
+async function listen (server, { host, port, addressGiven = null }, given = null) {
+  if (given !== null) return listenOn(server, { host, port, addressGiven }, given)
   const path = unixPath(host)
-  const where = path !== null ? host : formatAddress(host || '0.0.0.0', port)
-  const bind = () => new Promise((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(listenOptions({ host, port }), () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
+  if (path !== null) return listenUnix(server, host, path)
+  const where = formatAddress(host || '0.0.0.0', port)
   try {
-    try {
-      await bind()
-    } catch (err) {
-      if (path === null || err.code !== 'EADDRINUSE' || !await removeStaleSocket(path)) throw err
-      await bind()
-    }
+    await bind(server, listenOptions({ host, port }))
   } catch (err) {
-    throw new RuntimeError(`cannot listen on ${where}: ${listenReason(err, path)}`, err)
+    throw new RuntimeError(`cannot listen on ${where}: ${reasonOf(err)}`, err)
   }
   return boundAddress(server)
 }
 
-// What server.listen() takes for a listener's host and port (also to listen again).
-function listenOptions ({ host, port }) {
+function bind (server, options) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+}
+
+// A Unix socket: bound at a temporary name, then linked where it belongs (socket-file.js).
+async function listenUnix (server, host, path) {
+  const temporary = temporaryName(path)
+  const name = temporary === null ? path : temporary
+  try {
+    try {
+      await bind(server, { path: name, backlog: BACKLOG })
+    } catch (err) {
+      if (err.code !== 'EADDRINUSE' || !await removeStaleSocket(name)) throw err
+      await bind(server, { path: name, backlog: BACKLOG })
+    }
+    if (temporary !== null) await place(temporary, path)
+  } catch (err) {
+    if (server.listening) server.close()
+    throw new RuntimeError(`cannot listen on ${host}: ${err.reason || listenReason(err, path)}`, err)
+  }
+  if (temporary !== null) own(server, path)
+  return host
+}
+
+// A socket given to this process: listened on as it is (its address is the socket's).
+async function listenOn (server, { host, port, addressGiven }, given) {
+  try {
+    await bind(server, { fd: given.fd, backlog: BACKLOG })
+  } catch (err) {
+    throw new RuntimeError(`cannot listen on ${given.what}: ${reasonOf(err)}`, err)
+  }
   const path = unixPath(host)
-  if (path !== null) return { path, backlog: BACKLOG }
+  const problem = given.check ? mismatch({ host, port, path, addressGiven }, server.address()) : null
+  if (problem !== null) {
+    server.close()
+    throw new RuntimeError(`${given.what} ${problem}`)
+  }
+  if (path !== null) {
+    if (given.owned) own(server, path) // lila's own file, from the lila before: removed at the end
+    return host
+  }
+  return boundAddress(server)
+}
+
+// How the socket bound at `actual` (server.address()) differs from what the config
+// asks for, in words after the socket's name; null when it does not. Only what was
+// given is held to: a listener without --port takes the socket's port.
+function mismatch ({ host, port, path, addressGiven }, actual) {
+  const given = addressGiven || { host: true, port: true }
+  const at = typeof actual === 'string' ? `unix:${actual}` : formatAddress(actual.address, actual.port)
+  if (path !== null) {
+    return typeof actual === 'string' && actual === path ? null : `listens on ${at}, not on ${host} (--host)`
+  }
+  if (typeof actual === 'string') return `listens on ${at}, not on a TCP port (--host, --port)`
+  if (given.port && port !== 0 && port !== actual.port) return `listens on ${at}, not on port ${port} (--port)`
+  const wanted = host && net.isIP(host) ? plainAddress(host) : null // a name is not looked up
+  if (given.host && wanted !== null && wanted !== plainAddress(actual.address)) {
+    return `listens on ${at}, not on ${host} (--host)`
+  }
+  return null
+}
+
+// What server.listen() takes for a TCP listener's host and port.
+function listenOptions ({ host, port }) {
   return { host: host || undefined, port, backlog: BACKLOG }
 }
 
@@ -54,35 +113,17 @@ function listenReason (err, path) {
   return reasonOf(err)
 }
 
-// Remove the socket file at `path` if nothing accepts connections on it (what a process
-// that died leaves behind). Resolves true when it was removed (or is gone), false when
-// it is in use or is not a socket.
-function removeStaleSocket (path) {
-  if (!isSocket(path)) return Promise.resolve(!fs.existsSync(path))
-  return new Promise(resolve => {
-    const probe = net.connect({ path })
-    probe.once('connect', () => {
-      probe.destroy()
-      resolve(false)
-    })
-    probe.once('error', err => {
-      if (err.code !== 'ECONNREFUSED') return resolve(err.code === 'ENOENT')
-      try {
-        fs.unlinkSync(path)
-        resolve(true)
-      } catch (unlinkErr) {
-        resolve(unlinkErr.code === 'ENOENT')
-      }
-    })
-  })
+// The handle of a listening server, to send it to another process over IPC (the
+// --workers primary holds no socket of its own: workers.js), and its descriptor, to
+// hand it to a process started with it (cli/upgrade.js). Node has no public way to say
+// either: the server's `_handle` it is, and its `fd` (-1 when not listening).
+function handleOf (server) {
+  return server._handle || null
 }
 
-function isSocket (path) {
-  try {
-    return fs.lstatSync(path).isSocket()
-  } catch {
-    return false
-  }
+function descriptorOf (server) {
+  const handle = handleOf(server)
+  return handle !== null && typeof handle.fd === 'number' ? handle.fd : -1
 }
 
 function boundAddress (server) {
@@ -130,8 +171,9 @@ function originOf (socket) {
 
 module.exports = {
   listen,
-  listenOptions,
-  removeStaleSocket,
+  handleOf,
+  descriptorOf,
+  mismatch,
   clientAddress,
   setOrigin,
   carryOrigin,

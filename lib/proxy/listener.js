@@ -1,7 +1,8 @@
 'use strict'
 
 const net = require('net')
-const { listen, listenOptions, setOrigin, clientAddress, UNIX_ORIGIN } = require('./bind')
+const { listen, descriptorOf, setOrigin, clientAddress, UNIX_ORIGIN } = require('./bind')
+const { forget } = require('./socket-file')
 const { throttled } = require('../log')
 const { formatAddress, unixPath } = require('../address')
 const { defaultName } = require('../config/names')
@@ -21,10 +22,11 @@ const {
 const MAX_WAITING = 1024
 const NOT_ACCEPTING = `not accepting for ${PAUSE_MS / 1000}s`
 const TRYING = `trying again in ${PAUSE_MS / 1000}s`
+const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound again)'
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
-// object made for this listener (tcp.js createTcpProtocol, http2/protocol.js
+// object made for this listener (tcp.js createTcpProtocol, http/protocol.js
 // createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
 //   name                         'tcp', 'http': what snapshots and log lines say
 //   Session                      serves one client connection (below)
@@ -41,8 +43,9 @@ const TRYING = `trying again in ${PAUSE_MS / 1000}s`
 // A Session: `new Session(listener, client)`, then `start()` (or `turnAway(refusal)`
 // when a per-client limit refuses the client: close it, or answer 429), serves one client
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
-// has `destroy()`, `closeIfIdle()` (for a graceful close: end it now if it is between
-// requests), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
+// has `destroy()`, `drain(graceMs)` (a graceful close: end once what is in flight is
+// done, cutting nothing a client may be sending; HTTP/1.1 between requests waits up to
+// graceMs for one), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
 // move for `idleLimit` sweeps (--idle-timeout) closes itself (see startSweep). With
 // --accept-proxy or TLS termination a connection first goes through its prelude
 // (prelude.js: the PROXY header, the TLS handshake); the session then reads the
@@ -90,6 +93,7 @@ class Listener {
     this.sweep = null
     this.sweepEvery = 1000
     this.port = null // the port bound, to bind again after a pause; null on a Unix socket
+    this.given = false // listening on a socket given to the process (systemd, an upgrade): it cannot be bound again
     this.unix = unixPath(config.host) !== null // listening on a Unix socket (a reload never changes it)
     this.paused = null // the timer that ends a pause in accepting (pauseAccepting)
     this.unsubscribe = null // from reports of running out of descriptors
@@ -239,10 +243,13 @@ class Listener {
     return `no route for ${where}; the routes are ${this.routes.map(r => r.name).join(', ')}`
   }
 
-  async listen () {
-    this.bound = await listen(this.server, this.config)
+  // `given`: a socket the process was given to listen on (bind.js listen), or null.
+  async listen (given = null) {
+    this.bound = await listen(this.server, this.config, given)
+    this.given = given !== null
     this.port = this.unix ? null : this.server.address().port
-    this.server.on('error', err => this.onAcceptError(err))
+    this.onError = err => this.onAcceptError(err)
+    this.server.on('error', this.onError)
     this.unsubscribe = onOutOfDescriptors((doing, kind) => this.onOutOfDescriptors(doing, kind))
     return this.bound
   }
@@ -258,10 +265,14 @@ class Listener {
   // closed, so new clients are refused at once (nothing of theirs was read: they may try
   // again) rather than accepted and closed; open and held connections go on. It is bound
   // again by itself (resumeAccepting).
+  // A socket the process was given cannot be bound again once closed: it goes on
+  // accepting, and what libuv does out of descriptors happens.
   pauseAccepting (message, kind) {
     if (this.paused !== null || this.closing) return
+    if (this.given) return this.sayShortage(message.replace(NOT_ACCEPTING, STILL_ACCEPTING), kind)
     this.sayShortage(message, kind)
     this.server.close()
+    forget(this.server)
     this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
   }
 
@@ -272,19 +283,21 @@ class Listener {
       this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS) // still full: not said again
       return
     }
-    const again = () => {
-      this.server.off('error', failed)
-      this.log.info(`accepting again on ${this.bound}`)
-    }
     const failed = err => {
-      this.server.off('listening', again)
+      if (this.closing) return
       if (isOutOfDescriptors(err)) return this.pauseAccepting(this.outOf(`cannot listen again; ${TRYING}`), 'listen')
       this.log.error(`cannot listen on ${this.bound} again: ${reasonOf(err)}; ${TRYING}`)
       this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
     }
-    this.server.once('listening', again)
-    this.server.prependOnceListener('error', failed)
-    this.server.listen(listenOptions({ host: this.config.host, port: this.port }))
+    this.server.off('error', this.onError)
+    listen(this.server, { host: this.config.host, port: this.port }).then(() => {
+      this.server.on('error', this.onError)
+      if (this.closing) return this.server.close()
+      this.log.info(`accepting again on ${this.bound}`)
+    }, err => {
+      this.server.on('error', this.onError)
+      failed(err.cause || err)
+    })
   }
 
   // What status pages, metrics labels, the access log and control requests call this
@@ -435,6 +448,7 @@ class Listener {
   handOver (session, next) {
     this.sessions.delete(session)
     this.sessions.add(next)
+    if (this.closing) next.drain(this.config.drainGrace) // as the session it takes over from would
     const address = this.counted.get(session)
     if (address === undefined) return
     this.counted.delete(session)
@@ -465,18 +479,22 @@ class Listener {
   }
 
   // Stop accepting at once; let open sessions finish for up to `timeout` ms, then cut
-  // what is left. Resolves when every session is gone.
-  close (timeout) {
+  // what is left. Resolves when every session is gone. `handOver`: another process
+  // listens on the same socket now (an upgrade), so a Unix socket's file stays.
+  close (timeout, { handOver = false } = {}) {
     this.closing = true
     if (this.unsubscribe !== null) this.unsubscribe()
     clearTimeout(this.paused)
     this.paused = null
     if (this.server.listening) this.server.close()
+    if (!handOver) forget(this.server)
     const held = [...this.waiting]
     this.waiting.clear()
     for (const client of held) client.destroy()
     for (const prelude of [...this.prelude]) prelude.destroy()
-    for (const session of this.sessions) session.closeIfIdle()
+    // A client between HTTP/1.1 requests has --drain-grace to send the one it may be
+    // sending at that moment (then served, with Connection: close).
+    for (const session of this.sessions) session.drain(this.config.drainGrace)
     // The sweep goes on while sessions drain: their timeouts still apply.
     const done = () => {
       clearInterval(this.sweep)
@@ -503,13 +521,19 @@ class Listener {
     for (const session of this.sessions) session.destroy()
   }
 
+  // The listening socket's descriptor, to hand it to the next lila (cli/upgrade.js);
+  // -1 when not listening.
+  get descriptor () {
+    return descriptorOf(this.server)
+  }
+
   snapshot () {
     return {
       name: this.name,
       protocol: this.protocol.name,
       tls: this.tls !== null,
       mode: this.upstream.mode,
-      address: this.server.address(),
+      address: this.unix ? unixPath(this.config.host) : this.server.address(), // (bound at a temporary name: bind.js)
       active: this.sessions.size,
       maxConn: this.maxConn, // given or derived from the descriptor limit; null: none
       accepting: this.paused === null && !this.closing,

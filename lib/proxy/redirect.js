@@ -8,7 +8,7 @@
 
 const http = require('http')
 const net = require('net')
-const { listen } = require('./bind')
+const { listen, descriptorOf } = require('./bind')
 const { isHostName } = require('../address')
 const { challengeAnswer } = require('../tls/http01')
 
@@ -28,9 +28,15 @@ class RedirectListener {
     this.bound = null
   }
 
-  async listen () {
-    this.bound = await listen(this.server, { host: this.host, port: this.port })
+  // `given`: a socket the process was given to listen on (bind.js), or null.
+  async listen (given = null) {
+    this.bound = await listen(this.server, { host: this.host, port: this.port }, given)
     return this.bound
+  }
+
+  // The listening socket's, to hand it to the next lila (cli/upgrade.js).
+  get descriptor () {
+    return descriptorOf(this.server)
   }
 
   answer (req, res) {

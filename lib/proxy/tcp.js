@@ -398,7 +398,7 @@ class TcpSession {
   }
 
   // A TCP connection has no "between requests": a graceful close waits for it.
-  closeIfIdle () {}
+  drain () {}
 }
 
 // Pass a FIN on to `socket`. One that has already read its peer's FIN and has nothing

@@ -1,9 +1,8 @@
 'use strict'
 
 // The header options of an http listener, compiled once per config (at its start and
-// on each reload) into what the three kinds of request apply (http1/exchange.js,
-// http2/exchange.js and http2/from-http1.js, through rewrite.js, http2/headers.js and
-// the replies):
+// on each reload) into what every request's exchange (exchange.js) applies, through
+// rewrite.js, http2/headers.js and the replies:
 //   --request-id [NAME]          each request's ID (request-id.js) in NAME, to the
 //                                backend and back to the client
 //   --set-header, --del-header   the request as the backend gets it
@@ -116,7 +115,7 @@ function valueOf (field, ctx) {
 }
 
 // A listener's config -> what rewrite.js and http2/headers.js read with the other
-// rewrite settings (http1/protocol.js):
+// rewrite settings (protocol.js):
 //   idHeader  the request ID's header name in lower case, or null (no --request-id)
 //   host      null (the client's Host), or { fixed: VALUE }, or { fixed: null } for
 //             the backend's own (its hostHeader, backend.js)

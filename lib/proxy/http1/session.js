@@ -63,6 +63,8 @@ class HttpSession {
     this.exchange = null // the request being served
     this.headTimer = null
     this.closing = false // no further request will be served on this connection
+    this.draining = false // drain(): the next response says Connection: close
+    this.drainTimer = null // draining between requests: the grace for the next one
     this.clientEnded = false
     this.lingerTimer = null
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
@@ -108,6 +110,8 @@ class HttpSession {
     if (this.client.destroyed) return // its close comes, and ends this session
     if (this.headTimer !== null) clearTimeout(this.headTimer)
     this.headTimer = null
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer) // the HTTP/2 session drains instead
+    this.drainTimer = null
     this.buf = null
     this.client.pause()
     removeListeners(this.client, CLIENT)
@@ -270,6 +274,11 @@ class HttpSession {
     this.heldHead = null
     const reading = this.bodyLeft !== 0
     this.stopBody()
+    // Its head left before drain() and promised the client another request: wait for it.
+    if (ok && this.keepAlive && !reading && this.draining) {
+      this.closing = false
+      return this.awaitLastRequest()
+    }
     if (!ok || !this.keepAlive || reading || this.closing) return this.shut()
     this.resume()
     this.nextRequest()
@@ -383,6 +392,7 @@ class HttpSession {
       this.buf = null
       this.scanned = 0
       this.mayBeHttp2 = false
+      if (this.draining) this.lastRequest()
       const x = new Exchange(this, head, end - start)
       this.exchange = x
       this.startBody(x)
@@ -527,6 +537,7 @@ class HttpSession {
 
   onClose () {
     if (this.headTimer !== null) clearTimeout(this.headTimer)
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer)
     if (this.lingerTimer !== null) clearTimeout(this.lingerTimer)
     const x = this.exchange
     this.exchange = null
@@ -538,11 +549,33 @@ class HttpSession {
     this.client.destroy()
   }
 
-  // Graceful close: a connection between requests ends now; one with a request in
-  // flight ends after its response (which says Connection: close).
-  closeIfIdle () {
+  // Graceful close (a shutdown, an upgrade, a reload that removes the listener): no
+  // request is cut. One in flight ends the connection after its response (which says
+  // Connection: close, unless its head already left). Between requests the client may
+  // be sending the next one at this moment: it is served the same way if it comes
+  // within `graceMs`, and the connection ends if none does.
+  drain (graceMs) {
+    if (this.draining || this.closing) return
+    this.draining = true
+    this.graceMs = graceMs
+    if (this.exchange !== null) this.closing = true
+    else this.awaitLastRequest()
+  }
+
+  awaitLastRequest () {
+    this.drainTimer = setTimeout(() => {
+      this.drainTimer = null
+      if (this.exchange === null && this.buf === null) this.shut() // (a head on its way has --header-timeout)
+    }, this.graceMs)
+    this.resume()
+    this.nextRequest()
+  }
+
+  // Draining: the request starting now is the connection's last.
+  lastRequest () {
     this.closing = true
-    if (this.exchange === null) this.shut()
+    if (this.drainTimer !== null) clearTimeout(this.drainTimer)
+    this.drainTimer = null
   }
 }
 

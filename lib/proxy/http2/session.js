@@ -32,8 +32,8 @@ const SERVER_OPTIONS = {
 // the socket; each request becomes an Exchange (http/exchange.js) on its stream, and
 // this is that exchange's client: what it answers goes out as HTTP/2 headers, DATA and
 // trailers. It answers the listener too: its sweeps (an idle connection, the exchanges'
-// timeouts, the codec's flood counters), a graceful close (GOAWAY: the streams in
-// flight finish) and the end (sessionDone, once).
+// timeouts, the codec's flood counters), a graceful close (drain: GOAWAY twice, the
+// streams in flight finish) and the end (sessionDone, once).
 class Http2Session {
   constructor (listener, socket) {
     this.listener = listener
@@ -43,6 +43,10 @@ class Http2Session {
     this.exchanges = new Set() // the streams being served
     this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
     this.ended = false
+    this.draining = false // drain() was asked
+    this.drainTimer = null // draining: the grace before the connection closes
+    this.goingAway = false // draining, the first GOAWAY sent: the second waits for its PING
+    this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
   }
 
   // The connection's bytes from here on are the codec's, `buf` (what the HTTP/1.1
@@ -78,18 +82,25 @@ class Http2Session {
     s.user = x
     this.exchanges.add(x)
     x.start()
+    if (this.awaitingStream) { // draining, idle past the grace: this one is served, as when busy
+      this.awaitingStream = false
+      this.goAway()
+    }
     return STREAM
   }
 
   onSettings () {}
   onGoaway () {}
   onStreamClosed () {}
-  onPingAck () {}
+  onPingAck () {
+    if (this.goingAway) this.closeNow() // the client read the first GOAWAY
+  }
 
   // The connection is over: every stream heard CLOSED first.
   onClose () {
     if (this.ended) return
     this.ended = true
+    clearTimeout(this.drainTimer)
     for (const x of [...this.exchanges]) this.streamGone(x)
     this.listener.sessionDone(this)
   }
@@ -247,8 +258,41 @@ class Http2Session {
     this.conn.destroy('lila closed the connection')
   }
 
-  // Graceful close: GOAWAY; the streams in flight finish, then the connection closes.
-  closeIfIdle () {
+  // Graceful close (a shutdown, an upgrade, a reload that removes the listener): none
+  // of the client's streams is refused. For `graceMs` the connection is served as it
+  // was: a client that ends it meanwhile needs no GOAWAY (one that gets it cannot open
+  // the streams it meant to, which h2load counts as failures). Then a connection with
+  // streams open gets GOAWAY twice (goAway); an idle one waits as long again for a
+  // stream (then likewise) and is closed if none comes.
+  drain (graceMs) {
+    if (this.draining) return
+    this.draining = true
+    this.graceMs = graceMs
+    this.drainTimer = setTimeout(() => {
+      this.drainTimer = null
+      if (this.exchanges.size > 0) return this.goAway()
+      this.awaitingStream = true
+      this.drainTimer = setTimeout(() => this.closeNow(), graceMs)
+    }, graceMs)
+  }
+
+  // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream id (open no
+  // more), then, once a PING comes back (the client has read the first) or `graceMs`
+  // passed, with the last stream taken (closeNow), so that a stream the client opened
+  // meanwhile is served, not refused.
+  goAway () {
+    clearTimeout(this.drainTimer)
+    this.goingAway = true
+    if (!this.conn.announceShutdown()) return this.closeNow()
+    this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
+  }
+
+  // The last GOAWAY: the streams open finish, then the connection closes.
+  closeNow () {
+    clearTimeout(this.drainTimer)
+    this.drainTimer = null
+    this.goingAway = false
+    this.awaitingStream = false
     this.conn.shutdown()
   }
 }
