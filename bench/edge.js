@@ -18,8 +18,8 @@
 //     in front of the same Node backend: the peer's CPU per MiB (utime+stime from /proc)
 //     with Accept-Encoding: gzip less the same without, so that only what compressing
 //     adds is counted, and the ratio its answers show
-// lila's HTTP exchange does not compress yet (issue 27), so its row is the compressor's
-// own cost: what it adds to lila's CPU per MiB once it does.
+// lila's row is the compressor's own cost, measured in this process (the exchange now
+// compresses too; an end-to-end row against the peers is still to come).
 //
 // The machine is shared: quote the ratios between rows, not the absolute numbers.
 
