@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a1841969a30ecb07d659a21c96ec2f39bea06c363a274ff028e7f3f76372f54f"
+  sha256 "4a5c900bf8297d633c2232330de991c4a666dd59431c0f6939271ff60aea93ae"
   license "MIT"
 
   depends_on "node"
