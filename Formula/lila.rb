@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4a5c900bf8297d633c2232330de991c4a666dd59431c0f6939271ff60aea93ae"
+  sha256 "7923de2cb62b0d658217e8bb4d479729934434a4cfdb2c1d8df93f9ecc90fd69"
   license "MIT"
 
   depends_on "node"
