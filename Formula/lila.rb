@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7923de2cb62b0d658217e8bb4d479729934434a4cfdb2c1d8df93f9ecc90fd69"
+  sha256 "9675ec43f1dfd5da0175c0b33414ab4c1f487ac00081ab8bfd08f210316fede5"
   license "MIT"
 
   depends_on "node"
