@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fcb78322c7666b9f3090911bcdde01b7065a572c4eef600e6f4f6494f4a3e123"
+  sha256 "5f92af6a968d647db26a58168aaf8e40b25374dceaa0a805345790d59709da3a"
   license "MIT"
 
   depends_on "node"
