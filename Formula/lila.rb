@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9675ec43f1dfd5da0175c0b33414ab4c1f487ac00081ab8bfd08f210316fede5"
+  sha256 "9d5645177bc3ffeeedcf67ca9d53022d831595e5a53281ab31a2575c3735aa36"
   license "MIT"
 
   depends_on "node"
