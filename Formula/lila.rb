@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "765684dbc12507e16e0b8222902cea9edf4ce7be63f489016225c4b78e50039f"
+  sha256 "5a04a373386bc27a25f0c60488d59823bfa868143dcecf368187a9d195e3e35a"
   license "MIT"
 
   depends_on "node"

@@ -6,6 +6,7 @@ const { createTcpProtocol } = require('./proxy/tcp')
 const { createHttpProtocol } = require('./proxy/http/protocol')
 const { loadListenerTls, Certificates } = require('./proxy/tls')
 const { RedirectListener } = require('./proxy/redirect')
+const { servesPlainHttp } = require('./tls/http01')
 const { loadEdge } = require('./proxy/edge/rules')
 const { viaToken } = require('./proxy/via')
 const { silentLogger, prefixed } = require('./log')
@@ -85,6 +86,10 @@ function createBalancer (config, {
     return { ...loadListenerTls(listenerConfig, certificates), edge: loadEdge(listenerConfig) }
   }
 
+  // A plain-HTTP listener answers the ACME HTTP-01 challenges of the process's board
+  // (tls/http01.js), whichever listener the certificate is for.
+  const acmeOf = listenerConfig => servesPlainHttp(listenerConfig) ? certificates.challenges : null
+
   // The limit on open files, and each listener's share of it (descriptors.js): what
   // --max-conn defaults to.
   const descriptorsFor = configs => ({ limit: fileLimit, share: listenerShare(fileLimit, configs.length) })
@@ -99,7 +104,8 @@ function createBalancer (config, {
     })
     const routes = listenerConfig.routes.map(route => makeRoute(route, listenerLog, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via })
-    const parts = { upstream, routes, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors, edge }
+    const acme = acmeOf(listenerConfig)
+    const parts = { upstream, routes, log: listenerLog, protocol, tls, backendTls, accessLog, descriptors, edge, acme }
     const listener = new Listener({ config: listenerConfig, ...parts })
     certificates.use(listenerConfig.name, tls)
     return listener
@@ -302,7 +308,7 @@ function createBalancer (config, {
       const changes = listener.upstream.update(listenerConfig, { tls: backendTls })
       const [routes, routeChanges, started] = updateRoutes(listener, listenerConfig, backendTls)
       routesStarted.push(...started)
-      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors, routes, edge })
+      listener.reconfigure(listenerConfig, { tls, backendTls, descriptors, routes, edge, acme: acmeOf(listenerConfig) })
       for (const change of [...changes, ...routeChanges]) lines.push(`${listenerConfig.name}: ${change}`)
     }
     const replaced = new Map() // name -> connections left on the old listener

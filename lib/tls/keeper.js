@@ -27,6 +27,7 @@ const path = require('path')
 const { StateFolder, defaultStateDir } = require('./state')
 const { LocalCa } = require('./local-ca')
 const { AcmeClient, obtainCertificate, certId } = require('./acme')
+const { challengeTypes } = require('./http01')
 const x509 = require('../wire/x509')
 const { UsageError } = require('../errors')
 
@@ -68,17 +69,20 @@ class Keeper {
     this.stateDir = config.stateDir === null ? defaultStateDir(this.env) : config.stateDir
   }
 
-  // The entries this config wants: key -> { source, names, listeners, http }.
+  // The entries this config wants: key -> { source, names, listeners, types }: types,
+  // the ACME challenges lila can answer for it, in the order to try them (http01.js).
   wants (config) {
     const out = new Map()
+    const served = new Map() // key -> the configs of the listeners that serve it
     for (const l of config.listeners) {
       if (l.tls === null || l.tls.source === 'files') continue
       const key = `${l.tls.source} ${l.tls.names.join(',')}`
-      if (!out.has(key)) out.set(key, { source: l.tls.source, names: l.tls.names, listeners: [], http: false })
-      const want = out.get(key)
-      want.listeners.push(l.name)
-      if (l.redirectHttp !== null) want.http = true // HTTP-01 can be answered
+      if (!out.has(key)) out.set(key, { source: l.tls.source, names: l.tls.names, listeners: [], types: null })
+      if (!served.has(key)) served.set(key, [])
+      out.get(key).listeners.push(l.name)
+      served.get(key).push(l)
     }
+    for (const [key, want] of out) want.types = challengeTypes(config, served.get(key))
     return out
   }
 
@@ -113,7 +117,7 @@ class Keeper {
       if (kept !== undefined) {
         const gained = want.listeners.filter(name => !kept.listeners.includes(name))
         kept.listeners = want.listeners
-        kept.http = want.http
+        kept.types = want.types
         for (const name of gained) await this.publish({ kind: 'certificate', listener: name, ...kept.update() })
         continue
       }
@@ -208,13 +212,13 @@ class Keeper {
 
 // One certificate lila keeps: its material, when it is renewed, what went wrong.
 class Entry {
-  constructor (keeper, key, { source, names, listeners, http }) {
+  constructor (keeper, key, { source, names, listeners, types }) {
     this.keeper = keeper
     this.key = key
     this.source = source
     this.names = names
     this.listeners = listeners
-    this.http = http
+    this.types = types // the ACME challenges to try, in order
     this.material = null // { cert, key } PEM
     this.x509 = null
     this.lastRenewal = null // ms
@@ -333,7 +337,7 @@ class Entry {
   async renewAcme () {
     const keeper = this.keeper
     const renewing = this.material !== null
-    const types = this.http ? ['http-01', 'tls-alpn-01'] : ['tls-alpn-01']
+    const types = [...this.types]
     // After a failure, the other challenge first: the port it needs may be the one that works.
     for (let i = 0; i < this.failures % types.length; i++) types.push(types.shift())
     try {
