@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d0e69e91af4e1948e2eb50c80bb882be6ee0bc8e5d885d3c7a63f4974f5771ad"
+  sha256 "fef226280621f00421ce0c727733fe1c83c3c2fc0d366ba3e3639649831452bc"
   license "MIT"
 
   depends_on "node"
