@@ -134,9 +134,7 @@ t.test('--max-conn-per-client: tcp closes the extra connection at once; http ans
   idle.on('error', () => {})
   t.teardown(() => idle.destroy())
   await new Promise(resolve => idle.once('connect', resolve))
-  for (let i = 0; i < 100 && (await statusJson(web)).listeners[0].active !== 1; i++) {
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
+  await until(async () => (await statusJson(web)).listeners[0].active === 1, 'lila to count the idle connection', { every: 20 })
   const refused = await getFrom(web.port, '127.0.0.1')
   t.equal(refused.status, 429, 'a second connection from the same address: 429')
   t.equal((await getFrom(web.port, '127.0.0.2')).status, 200, 'another address is served')
