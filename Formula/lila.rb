@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fef226280621f00421ce0c727733fe1c83c3c2fc0d366ba3e3639649831452bc"
+  sha256 "6821d064aa6726b1eeab888b1f124dc92c470829f35698edeed977cf1279b0e3"
   license "MIT"
 
   depends_on "node"
