@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6821d064aa6726b1eeab888b1f124dc92c470829f35698edeed977cf1279b0e3"
+  sha256 "45548762663153202879fdd946f2c19da05a540edd525bb0acca6015f74d47a0"
   license "MIT"
 
   depends_on "node"

@@ -37,7 +37,7 @@ const ABOUT = {
   ],
   balancing: [
     { rows: () => modeRows() },
-    'Without a mode, random. Weights apply to every mode, and every mode skips backends that are down or ' +
+    'Without a mode, random (the power of two choices). Weights apply to every mode, and every mode skips backends that are down or ' +
       'at their max-conn. The hash modes agree across processes and machines for the same backends.',
     'A connection or request that failed before any byte reached a backend is tried on another; an ' +
       'idempotent http request answered with a --retry-on status too, within the --retry-budget.'
