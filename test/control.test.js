@@ -82,6 +82,7 @@ t.test('disable pauses the probes; enable checks again before any traffic', asyn
   await upstream.start()
   const [ba] = upstream.backends
   upstream.disable(ba)
+  const disabledAt = lines.length
   t.match(ba.snapshot(), { status: 'disabled', reason: 'by an operator' })
   t.same(portsPicked(upstream, 4), [b.port, b.port, b.port, b.port], 'only b is picked')
   // b keeps being probed; a is not.
@@ -100,7 +101,9 @@ t.test('disable pauses the probes; enable checks again before any traffic', asyn
   t.equal(lines[mark], `backend 127.0.0.1:${a.port} enabled (by an operator)`)
   await waitFor(new RegExp(`^backend 127\\.0\\.0\\.1:${a.port} down: tcp connection refused$`), { from: mark })
   t.match(ba.snapshot(), { status: 'down', admin: null })
-  t.equal(lines.slice(0, mark).filter(l => /down/.test(l)).length, 0, 'nothing was said while it was disabled')
+  // (About a: b's 20 ms probes may time out on a busy machine, and say so.)
+  const aboutA = lines.slice(disabledAt, mark).filter(l => l.startsWith(`backend 127.0.0.1:${a.port} `))
+  t.same(aboutA, [], 'nothing was said about a while it was disabled')
 })
 
 t.test('a reload that turns checks on leaves a disabled backend unprobed until enabled', async t => {
