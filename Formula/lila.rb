@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "45548762663153202879fdd946f2c19da05a540edd525bb0acca6015f74d47a0"
+  sha256 "c3adf0c60f35d4ec938a34d4f7e3fac87098654a9387d800a1ed9d132c40f25c"
   license "MIT"
 
   depends_on "node"

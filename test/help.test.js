@@ -103,6 +103,7 @@ t.test('lila help WORD: a topic, an option or a mode leads to its topic', async 
   for (const o of OPTIONS) {
     t.equal(findTopic(o.name), byName.get(o.group), `${o.name}: ${o.group}`)
     t.equal(findTopic(`--${o.name}`), byName.get(o.group), `--${o.name}: ${o.group}`)
+    if (o.short) t.equal(findTopic(`-${o.short}`), byName.get(o.group), `-${o.short}: ${o.group}`)
   }
   for (const mode of MODES) t.equal(findTopic(mode.name), byName.get('balancing'), `${mode.name}: balancing`)
   t.equal(findTopic('all'), 'all')

@@ -37,8 +37,9 @@ const ABOUT = {
   ],
   balancing: [
     { rows: () => modeRows() },
-    'Without a mode, random (the power of two choices). Weights apply to every mode, and every mode skips backends that are down or ' +
-      'at their max-conn. The hash modes agree across processes and machines for the same backends.',
+    'Without a mode, random (the power of two choices). Weights apply to every mode, and every mode ' +
+      'skips backends that are down or at their max-conn. The hash modes agree across processes and ' +
+      'machines for the same backends.',
     'A connection or request that failed before any byte reached a backend is tried on another; an ' +
       'idempotent http request answered with a --retry-on status too, within the --retry-budget.'
   ],
@@ -250,7 +251,7 @@ function topicText (word, columns) {
 }
 
 // The words `lila help WORD` takes, each to its topic: the topics' names, their words,
-// the options' names (with or without dashes) and the modes'.
+// the options' names (with or without dashes; -p too) and the modes'.
 function topicWords () {
   const words = new Map([['all', 'all']])
   const add = (word, group) => { if (!words.has(word)) words.set(word, group) }
@@ -258,13 +259,14 @@ function topicWords () {
   for (const group of GROUPS) for (const word of group.words) add(word, group)
   const byName = new Map(GROUPS.map(g => [g.name, g]))
   for (const option of OPTIONS) add(option.name, byName.get(option.group))
+  for (const option of OPTIONS.filter(o => o.short)) add(`-${option.short}`, byName.get(option.group))
   for (const mode of MODES) for (const word of [mode.name, ...mode.aliases]) add(word, byName.get('balancing'))
   return words
 }
 
 function findTopic (word) {
   const words = topicWords()
-  const found = words.get(word.replace(/^--?/, '').toLowerCase())
+  const found = words.get(/^-\w$/.test(word) ? word : word.replace(/^--?/, '').toLowerCase())
   if (found !== undefined) return found
   const expected = didYouMean(word, [...words.keys()]) ||
     `expected one of ${GROUPS.map(g => g.name).join(', ')}, all, or an option's name`
