@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c3adf0c60f35d4ec938a34d4f7e3fac87098654a9387d800a1ed9d132c40f25c"
+  sha256 "dfbbd6a63f1ab5f989bff99ef7cc8ca0462aae6e90224439c1c8d3b28da0f430"
   license "MIT"
 
   depends_on "node"

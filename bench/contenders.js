@@ -2,7 +2,8 @@
 
 // Every balancer the bench compares, one function each. A contender is
 //   { name, layer: 'tcp' | 'http', h2Only (runs in H1 and G1 only), missing(): reason | null,
-//     cannotH2({ backendProtocol, grpc }): reason | null   (http ones and direct)
+//     cannotH2({ backendProtocol, grpc, h2 }): reason | null   (http ones and direct;
+//       asked for HTTP/2 and gRPC clients, and for HTTP/1.1 clients to h2c backends)
 //     start({ backends, mode, dir, cpu, h2, grpc, backendProtocol }) -> { port, pid, stop() } }
 // `backends` are "127.0.0.1:PORT" strings, `mode` is 'rr' or 'lc'. With `h2` the
 // contender serves HTTP/2 clients by prior knowledge (h2c) on its port, and speaks
@@ -221,8 +222,9 @@ function nodeFloor (layer) {
     name: `node-${layer}`,
     layer,
     missing: () => null,
-    cannotH2 ({ backendProtocol }) {
+    cannotH2 ({ backendProtocol, h2 = true }) {
       if (layer !== 'http') return 'tcp mode'
+      if (!h2) return 'the floor passes HTTP/1.1 clients to HTTP/1.1 backends only'
       return backendProtocol === 'h2' ? null : 'the floor passes HTTP/2 clients to h2c backends only'
     },
     async start ({ backends, mode, cpu, h2 = false }) {

@@ -38,6 +38,7 @@ const WORKLOADS = [
   { id: 'W3', title: '1 MiB bodies, keep-alive, 8 connections', path: '/1m', connections: 8, close: false, modes: ['rr'], delays: [0, 0] },
   { id: 'W4', title: 'backend A answers in 20 ms, B in 2 ms; keep-alive, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: false, modes: ['rr', 'lc'], delays: [20, 2] },
   { id: 'W4c', title: 'backend A answers in 20 ms, B in 2 ms; new connection per request, 50 connections; round-robin vs least-connections', path: '/', connections: 50, close: true, modes: ['rr', 'lc'], delays: [20, 2] },
+  { id: 'W1h2', title: 'HTTP/1.1 clients to h2c backends: keep-alive, 5-byte body, 50 connections', path: '/', connections: 50, close: false, backendProtocols: ['h2'], modes: ['rr'], delays: [0, 0], layers: ['http'] },
   { id: 'H1', title: 'HTTP/2 clients (h2c by prior knowledge), 5-byte body, h2load: 10 connections × 10 streams', path: '/', connections: 10, streams: 10, h2: true, backendProtocols: ['h1', 'h2'], modes: ['rr'], delays: [0, 0], layers: ['none', 'http'] },
   { id: 'G1', title: 'gRPC unary calls (grpc.health.v1.Health/Check), ghz: 50 concurrent calls over 10 connections', connections: 10, concurrency: 50, grpc: true, backendProtocols: ['h2'], modes: ['rr'], delays: [0, 0], backend: 'grpc', layers: ['none', 'http'] },
   { id: 'R1', title: 'redis-benchmark -t get,set -c 50 -P 1 through the tcp balancers, two redis-servers', connections: 50, modes: ['rr'], delays: [0, 0], backend: 'redis', layers: ['none', 'tcp'] }
@@ -182,7 +183,9 @@ async function main () {
 async function measureCell ({ w, mode, backendProtocol, contender, backends, dir, opts, loadgen }) {
   const cell = { workload: w.id, contender: contender.name, mode, backendProtocol, status: 'ok' }
   const missing = contender.missing() ||
-    (w.h2 || w.grpc ? contender.cannotH2({ backendProtocol, grpc: Boolean(w.grpc) }) : null)
+    (w.h2 || w.grpc || backendProtocol === 'h2'
+      ? contender.cannotH2({ backendProtocol, grpc: Boolean(w.grpc), h2: Boolean(w.h2 || w.grpc) })
+      : null)
   if (missing) return { ...cell, status: 'skipped', reason: missing }
   const addresses = backendProtocol === 'h2' ? backends.h2Addresses : backends.addresses
   if (!addresses) return { ...cell, status: 'skipped', reason: `${w.backend} backends do not speak h2c (the Node backend never; Go before 1.24)` }

@@ -3,7 +3,7 @@
 const { Upstream } = require('./upstream/upstream')
 const { Listener } = require('./proxy/listener')
 const { createTcpProtocol } = require('./proxy/tcp')
-const { createHttpProtocol } = require('./proxy/http2/protocol')
+const { createHttpProtocol } = require('./proxy/http/protocol')
 const { loadListenerTls, Certificates } = require('./proxy/tls')
 const { RedirectListener } = require('./proxy/redirect')
 const { loadEdge } = require('./proxy/edge/rules')

@@ -413,7 +413,8 @@ t.test('until the HTTP exchange calls them, its rules are refused at start, not 
 })
 
 t.test('lila\'s own answers say a refusal\'s fields and the trace ID; the access log has it in every format', async t => {
-  const { answerOf, reply } = require('../lib/proxy/http1/replies')
+  const { answerOf } = require('../lib/proxy/http/replies')
+  const { reply } = require('../lib/proxy/http1/replies')
   const { createAccessLog } = require('../lib/admin/access-log')
   const { REFUSALS } = require('../lib/proxy/edge/rules')
   const challenge = [['www-authenticate', 'Basic realm="staff", charset="UTF-8"']]

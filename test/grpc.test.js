@@ -12,18 +12,21 @@ const http2 = require('http2')
 const { spawnLila, startLila, deadPort, until, isSettled, within, request, statusJson } = require('./fixtures/helpers')
 const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurlPath, grpcurl } = require('./fixtures/grpc')
 
-const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/grpc')
-const { answerOf, reply } = require('../lib/proxy/http1/replies')
-const { replyOf } = require('../lib/proxy/http2/replies')
+const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/http/grpc')
+const { answerOf } = require('../lib/proxy/http/replies')
+const { reply } = require('../lib/proxy/http1/replies')
+const { answerList } = require('../lib/proxy/http2/replies')
+const { listObject } = require('./fixtures/h2')
 
 t.test('grpc.js: grpc-timeout, grpc-message, the codes of lila\'s statuses (pure)', async t => {
   t.same(['5S', '100m', '2M', '1H', '1500u', '999n', '0S', '99999999H', '123456789S', '5 S', '5s', '', null].map(parseTimeout),
     [5000, 100, 120000, 3600000, 2, 1, 0, 2 ** 31 - 1, -1, -1, -1, -1, -1])
   t.equal(encodeMessage('ok: 100% é\n'), 'ok: 100%25 %C3%A9%0A', 'percent-encoded: %, non-ASCII, control bytes')
   t.same([502, 503, 504, 408, 429, 431, 400, 508].map(codeOf), [14, 14, 4, 4, 8, 8, 13, 2])
-  t.equal(callType({ grpc: 'application/grpc+proto' }, false), 'application/grpc+proto')
-  t.equal(callType({ grpc: null }, true), 'application/grpc', 'every request on a grpc listener')
-  t.equal(callType({ grpc: null }, false), null)
+  t.equal(callType({ contentType: 'application/grpc+proto' }, false), 'application/grpc+proto')
+  t.equal(callType({ contentType: 'text/plain' }, false), null, 'not a call')
+  t.equal(callType({ contentType: null }, true), 'application/grpc', 'every request on a grpc listener')
+  t.equal(callType({ contentType: null }, false), null)
 })
 
 t.test('replies: one answer, said in HTTP/1.1 or HTTP/2, as text or as a gRPC status', async t => {
@@ -40,10 +43,10 @@ t.test('replies: one answer, said in HTTP/1.1 or HTTP/2, as text or as a gRPC st
   t.equal(reply(504, 'slow', { grpc: 'application/grpc', close: true }).toString(),
     'HTTP/1.1 200 OK\r\nContent-Type: application/grpc\r\ngrpc-status: 4\r\ngrpc-message: slow\r\n' +
     'Content-Length: 0\r\nConnection: close\r\n\r\n')
-  const h2 = replyOf(502, 'gone', { grpc: 'application/grpc' })
-  t.same({ ...h2.headers }, { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'gone' })
+  const h2 = answerList(502, 'gone', { grpc: 'application/grpc' })
+  t.same(listObject(h2.list), { ':status': '200', 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'gone' })
   t.equal(h2.body.length, 0, 'no body: the headers end the stream')
-  t.equal(replyOf(502, 'gone').headers['content-length'], '502 Bad Gateway: gone\n'.length)
+  t.equal(listObject(answerList(502, 'gone').list)['content-length'], String('502 Bad Gateway: gone\n'.length))
 })
 
 const libs = load()
@@ -347,7 +350,7 @@ t.test('--check grpc[:service] parses; the health messages by hand (pure)', asyn
   t.same(checkOf('grpc'), { type: 'grpc', service: '' })
   t.same(checkOf('grpc:lila.test.Echo'), { type: 'grpc', service: 'lila.test.Echo' })
   t.throws(() => checkOf('grpc:'), /invalid check "grpc:" for --check: expected tcp, http:\/path, grpc\[:service\] or none/)
-  const { healthRequest, healthStatus } = require('../lib/proxy/grpc')
+  const { healthRequest, healthStatus } = require('../lib/wire/grpc-health')
   t.same([...healthRequest('')], [0, 0, 0, 0, 0], 'the whole server: an empty message')
   t.same([...healthRequest('a.B')], [0, 0, 0, 0, 5, 0x0a, 3, 0x61, 0x2e, 0x42], 'field 1, a string')
   const frame = bytes => Buffer.concat([Buffer.from([0, 0, 0, 0, bytes.length]), Buffer.from(bytes)])

@@ -8,44 +8,13 @@
 // stream ids running out.
 
 const t = require('tap')
-const fs = require('fs')
-const os = require('os')
-const path = require('path')
 const http2 = require('http2')
-const { spawn, execFileSync } = require('child_process')
 const net = require('net')
 const { listenOn, until } = require('./fixtures/helpers')
 const { h2client, request } = require('./fixtures/h2-client')
+const { NO_NGHTTPD, patterned, nghttpd } = require('./fixtures/nghttp')
 
-const has = tool => process.env.PATH.split(':').some(dir => fs.existsSync(path.join(dir, tool)))
-const NGHTTPD = ['/usr/sbin/nghttpd', '/usr/bin/nghttpd'].find(p => fs.existsSync(p)) || (has('nghttpd') ? 'nghttpd' : null)
-
-function patterned (n) {
-  const buf = Buffer.alloc(n)
-  for (let i = 0; i < n; i++) buf[i] = (i * 31 + 7) & 0xff
-  return buf
-}
-
-// nghttpd in the clear on a port of its own choosing, found by its pid (it does not
-// print it).
-async function nghttpd (t, args = []) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-nghttpd-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  fs.writeFileSync(path.join(dir, 'index.html'), 'hello from nghttpd\n')
-  fs.writeFileSync(path.join(dir, 'big'), patterned(3 * 1024 * 1024))
-  const child = spawn(NGHTTPD, ['--no-tls', '-a', '127.0.0.1', '-d', dir, ...args, '0'], { stdio: 'ignore' })
-  t.teardown(() => child.kill())
-  let port = null
-  await until(() => {
-    const out = execFileSync('ss', ['-ltnpH'], { encoding: 'utf8' })
-    const line = out.split('\n').find(l => l.includes(`pid=${child.pid},`))
-    if (line) port = Number(line.split(/\s+/)[3].split(':').pop())
-    return port !== null
-  }, 'nghttpd to listen', { timeout: 10000, every: 20 })
-  return port
-}
-
-t.test('nghttpd: files, an upload echoed, a 3 MiB body, its stream limit', { skip: !NGHTTPD ? 'nghttpd not installed (nghttp2-server)' : !has('ss') && 'ss not installed (iproute2)' }, async t => {
+t.test('nghttpd: files, an upload echoed, a 3 MiB body, its stream limit', { skip: NO_NGHTTPD }, async t => {
   const port = await nghttpd(t, ['--echo-upload', '-m', '2'])
   const client = h2client(t, port)
   const first = await client.fetch(request('/index.html'))

@@ -12,13 +12,17 @@ const path = require('path')
 const { spawnLila, runLila, httpBackend, deadPort, curl, until } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { dnsServer } = require('./fixtures/dns-server')
-const { compileHeaderRules } = require('../lib/proxy/header-rules')
-const { requestIdOf } = require('../lib/proxy/request-id')
+const { compileHeaderRules } = require('../lib/proxy/http/header-rules')
+const { requestIdOf } = require('../lib/proxy/http/request-id')
 const { requestHead, responseHead } = require('../lib/proxy/http1/rewrite')
 const { parseRequestHead, parseResponseHead } = require('../lib/proxy/http1/parse')
-const { backendRequestHeaders } = require('../lib/proxy/http2/headers')
+const { requestList } = require('../lib/proxy/http2/headers')
 const { reply } = require('../lib/proxy/http1/replies')
-const { replyOf } = require('../lib/proxy/http2/replies')
+const { answerList } = require('../lib/proxy/http2/replies')
+const { listObject } = require('./fixtures/h2')
+
+// What an HTTP/2 backend gets, as an object.
+const backendRequestHeaders = (...args) => listObject(requestList(...args))
 const { parseCommandLine } = require('../lib/config/argv')
 const { parseConfigFile } = require('../lib/config/file')
 
@@ -121,12 +125,12 @@ t.test('responses: set and del, lila\'s own answers included', async t => {
   t.equal(text, 'HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 47\r\n' +
     'X-Frame-Options: DENY\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Request-ID: id-1\r\nConnection: close\r\n\r\n' +
     '502 Bad Gateway: backend down\nrequest ID: id-1\n')
-  const h2 = replyOf(503, 'none', { retryAfter: 5, rules: response, ctx })
-  t.same(h2.headers, {
-    ':status': 503,
+  const h2 = answerList(503, 'none', { retryAfter: 5, rules: response, ctx })
+  t.same(listObject(h2.list), {
+    ':status': '503',
     'content-type': 'text/plain; charset=utf-8',
-    'content-length': 47,
-    'retry-after': 5,
+    'content-length': '47',
+    'retry-after': '5',
     'x-frame-options': 'DENY',
     'set-cookie': ['a=1', 'b=2'],
     'x-request-id': 'id-1'

@@ -137,10 +137,13 @@ t.test('which buffer a pooled socket reads into next', async t => {
   const before = into
   read(64 * 1024, 5)
   t.not(into, before, 'the owner let the connection go with the read: nobody can say, another buffer')
-  // An HTTP/2 stream's leg (http2/to-http1.js), whose stream may hold what it wrote
-  // after the write completed.
-  const { Http1Leg } = require('../lib/proxy/http2/to-http1')
+  // The leg of an HTTP/2 client's exchange (http1/leg.js), whose stream may hold what
+  // it wrote after the write completed (http2/session.js holdsWrites).
+  const { Http1Leg } = require('../lib/proxy/http1/leg')
+  const { Http2Session } = require('../lib/proxy/http2/session')
   socket.conn.owner = {
+    partial: null,
+    x: { client: { holdsWrites: Http2Session.prototype.holdsWrites } },
     holdsRead: Http1Leg.prototype.holdsRead,
     onUpstreamData: owner.onUpstreamData.bind({ release: false })
   }

@@ -210,7 +210,9 @@ t.test('http: responses by status class, request durations and process_* in /met
 t.test('http: the heads lila refuses count among the responses, with no request time', async t => {
   const ok = await httpBackend(t, 'ok')
   const lila = await spawnLila(t, ['rr', ok.address, '--protocol', 'http', ...LOCAL, '--check', 'none'])
-  t.match((await exchange(lila.port, 'NOT A REQUEST\r\n\r\n')).data, /^HTTP\/1\.1 400 /, 'a malformed request line: 400')
+  // (A first line with no HTTP version at all may be an HTTP/2 client's broken preface,
+  // closed unanswered: see http2.test.js.)
+  t.match((await exchange(lila.port, 'NOT  A REQUEST HTTP/1.1\r\n\r\n')).data, /^HTTP\/1\.1 400 /, 'a malformed request line: 400')
   t.match((await exchange(lila.port, 'GET / HTTP/1.7\r\nHost: x\r\n\r\n')).data, /^HTTP\/1\.1 505 /, 'a version lila does not speak: 505')
   t.equal((await request(lila.port)).status, 200)
   const l = (await settled(lila)).listeners[0]

@@ -6,7 +6,7 @@
 // so an access log that is off costs one comparison: no record, no string, no Date.
 //
 // What ended hands over a plain record (TcpSession#record in tcp.js, Exchange#record in
-// http1/exchange.js), in this order:
+// http/exchange.js), in this order:
 //   { listener, protocol, client, backend, [method, target, version, status, host,
 //     referer, userAgent,] bytesIn, bytesOut, ms }
 // with method to userAgent for requests only (host, referer, userAgent: null when the

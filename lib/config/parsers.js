@@ -10,7 +10,7 @@ const { UsageError } = require('../errors')
 const { formatAddress, isHostName, unixPath, specAddress } = require('../address')
 const { MODES, modeWord, isModeWord } = require('../upstream/balancers')
 const { TOKEN } = require('../proxy/http1/parse')
-const { refusal, PLACEHOLDERS } = require('../proxy/header-rules')
+const { refusal, PLACEHOLDERS } = require('../proxy/http/header-rules')
 const { OPTIONS } = require('./options')
 
 const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days

@@ -26,7 +26,7 @@ const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
-// object made for this listener (tcp.js createTcpProtocol, http2/protocol.js
+// object made for this listener (tcp.js createTcpProtocol, http/protocol.js
 // createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
 //   name                         'tcp', 'http': what snapshots and log lines say
 //   Session                      serves one client connection (below)
@@ -121,7 +121,7 @@ class Listener {
     if (this.mirror !== null) this.mirror.close()
     this.mirror = null
     if (!mirror) return
-    const { Mirror } = require('./mirror') // loaded only when asked for
+    const { Mirror } = require('./http/mirror') // loaded only when asked for
     this.mirror = new Mirror(mirror, settings, { log: this.log })
   }
 

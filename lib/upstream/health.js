@@ -5,7 +5,10 @@ const { dial, readyEvent, backendReason } = require('./dial')
 const { formatProxyHeader } = require('../proxy/proxy-protocol')
 const VERSION = require('../version')
 const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
-const { HEALTH_PATH, healthRequest, healthStatus } = require('../proxy/grpc')
+const { HEALTH_PATH, healthRequest, healthStatus } = require('../wire/grpc-health')
+const { Connection, CLOSED } = require('../wire/h2/connection')
+const { attach } = require('../wire/h2/socket')
+const { errorName } = require('../wire/h2/constants')
 
 // Active health checks: every watched backend is probed every `interval`, each probe
 // given up after `timeout`. A probe is started only when the previous one of the same
@@ -18,8 +21,8 @@ const { HEALTH_PATH, healthRequest, healthStatus } = require('../proxy/grpc')
 //
 // check: { type: 'tcp' } connects and closes; { type: 'http', path } sends
 // `GET path` with Node's http client (https with --backend-tls, `tls` being its
-// tls.connect options), or its http2 client for HTTP/2 backends (`http2`: h2c, or h2
-// by ALPN), and passes on a 2xx or 3xx status; { type: 'grpc', service } calls the
+// tls.connect options), or lila's own HTTP/2 codec for HTTP/2 backends (`http2`: h2c,
+// or h2 by ALPN), and passes on a 2xx or 3xx status; { type: 'grpc', service } calls the
 // standard gRPC health service over HTTP/2 (probeGrpc). `host` is the Host header
 // (:authority) (--check-host); by default the backend as it was given (localhost for a
 // Unix socket).
@@ -171,33 +174,82 @@ function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, fi
   }
 }
 
-// The same over HTTP/2 (--backend-protocol h2): one session, one stream, closed after.
-function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
-  const http2 = require('http2')
-  const host = hostHeader || backend.hostHeader
+// One request on an HTTP/2 session of its own (h2c, or h2 by ALPN with --backend-tls),
+// on lila's own codec (wire/h2), closed after: the probes of HTTP/2 backends.
+// `answer(head, body, trailers)` once the response is whole (body up to MAX_ANSWER),
+// `fail(reason)` otherwise (words after "http PATH " or "grpc "), or `short()` when lila
+// could not make it (out of descriptors). Returns its stop().
+const MAX_ANSWER = 1024
+
+function h2Request (backend, tls, list, body, { answer, fail, short }) {
   const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
   socket.unref()
-  const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })
-  const failed = err => ranOut(err)
-    ? finish(null, 'out of file descriptors')
-    : finish(false, `http ${path} ${backendReason(err, tls)}`)
-  session.on('error', failed)
-  const req = session.request({
-    ':method': 'GET',
-    ':path': path,
-    ':authority': host,
-    'user-agent': `lila/${VERSION} health check`
-  }, { endStream: true })
-  req.on('response', headers => {
-    const status = headers[':status']
-    req.resume()
-    finish(status >= 200 && status < 400, `http ${path} ${status}`)
+  let failure = null
+  socket.on('error', err => { failure = err })
+  if (tls !== null) {
+    socket.once('secureConnect', () => {
+      if (socket.alpnProtocol !== 'h2') fail('does not speak HTTP/2 over TLS (ALPN agreed on no h2)')
+    })
+  }
+  const conn = new Connection(PROBES, 'client')
+  attach(socket, conn)
+  let head = null
+  let size = 0
+  const pieces = []
+  const s = conn.request({
+    onHead (s, h, endStream) {
+      if (h.status < 200) return
+      head = h
+      if (endStream) answer(head, EMPTY, h.fields)
+    },
+    onData (s, chunk, endStream) {
+      size += chunk.length
+      if (size > MAX_ANSWER) return fail('answer too large for a health check')
+      pieces.push(Buffer.from(chunk))
+      if (endStream) answer(head, Buffer.concat(pieces), null)
+    },
+    onTrailers (s, fields) { answer(head, Buffer.concat(pieces), fields) },
+    onReset (s, code) {
+      if (code !== CLOSED) return fail(`stream reset (${errorName(code)})`)
+      if (ranOut(failure)) return short()
+      fail(failure === null ? 'closed the connection' : backendReason(failure, tls))
+    },
+    onDrain () {}
+  }, list, body === null)
+  if (body !== null) conn.write(s, body, true)
+  return () => {
+    conn.destroy()
+    socket.destroy()
+  }
+}
+
+// The probes' sessions' owner: they take no stream from a backend, and need nothing else.
+const PROBES = {
+  onStream (conn, s) { conn.reset(s) },
+  onSettings () {},
+  onGoaway () {},
+  onStreamClosed () {},
+  onPingAck () {},
+  onClose () {}
+}
+const EMPTY = Buffer.alloc(0)
+
+// The value of field `name` in a head's fields, or undefined.
+function fieldOf (fields, name) {
+  for (let i = 0; i < fields.length; i += 3) if (fields[i + 1] === name) return fields[i + 2]
+  return undefined
+}
+
+// { type: 'http', path } over HTTP/2 (--backend-protocol h2): GET, healthy on 2xx or 3xx.
+function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, finish) {
+  const host = hostHeader || backend.hostHeader
+  const list = [':method', 'GET', ':scheme', tls === null ? 'http' : 'https', ':authority', host, ':path', path,
+    'user-agent', `lila/${VERSION} health check`]
+  return h2Request(backend, tls, list, null, {
+    answer: head => finish(head.status >= 200 && head.status < 400, `http ${path} ${head.status}`),
+    fail: reason => finish(false, `http ${path} ${reason}`),
+    short: () => finish(null, 'out of file descriptors')
   })
-  req.on('error', failed)
-  req.on('close', () => {
-    if (req.rstCode) finish(false, `http ${path} stream reset (code ${req.rstCode})`)
-  })
-  return () => session.destroy()
 }
 
 // { type: 'grpc', service }: the standard grpc.health.v1.Health/Check call over HTTP/2
@@ -205,52 +257,24 @@ function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, f
 // healthy when it answers SERVING. The reason says what it answered: `grpc SERVING`,
 // `grpc NOT_SERVING`, `grpc-status 12` (no health service), `grpc http 404`.
 function probeGrpc (backend, { service, host: hostHeader, tls = null }, timeout, finish) {
-  const http2 = require('http2')
   const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
-  const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
-  socket.unref()
-  const session = http2.connect(`${tls === null ? 'http' : 'https'}://${backend.hostHeader}`, { createConnection: () => socket })
-  const failed = err => ranOut(err)
-    ? finish(null, 'out of file descriptors')
-    : finish(false, `grpc ${backendReason(err, tls)}`)
-  session.on('error', failed)
-  const req = session.request({
-    ':method': 'POST',
-    ':path': HEALTH_PATH,
-    ':authority': host,
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    'user-agent': `lila/${VERSION} health check`
+  const list = [':method', 'POST', ':scheme', tls === null ? 'http' : 'https', ':authority', host,
+    ':path', HEALTH_PATH, 'content-type', 'application/grpc', 'te', 'trailers',
+    'user-agent', `lila/${VERSION} health check`]
+  return h2Request(backend, tls, list, healthRequest(service), {
+    // The status: in the trailers, or in the head of a trailers-only answer.
+    answer (head, body, trailers) {
+      if (head.status !== 200) return finish(false, `grpc http ${head.status}`)
+      const code = trailers === null ? undefined : fieldOf(trailers, 'grpc-status')
+      if (code === undefined) return finish(false, 'grpc answer without a grpc-status')
+      if (code !== '0') return finish(false, `grpc-status ${code}`)
+      const status = healthStatus(body)
+      if (status === null) return finish(false, 'grpc answer that is not a HealthCheckResponse')
+      finish(status === 'SERVING', `grpc ${status}`)
+    },
+    fail: reason => finish(false, `grpc ${reason}`),
+    short: () => finish(null, 'out of file descriptors')
   })
-  req.end(healthRequest(service))
-  const pieces = []
-  let size = 0
-  // The answer's status: in the trailers, or in the headers of a trailers-only answer.
-  const judge = headers => {
-    const code = headers['grpc-status']
-    if (code === undefined) return finish(false, 'grpc answer without a grpc-status')
-    if (code !== '0') return finish(false, `grpc-status ${code}`)
-    const status = healthStatus(Buffer.concat(pieces))
-    if (status === null) return finish(false, 'grpc answer that is not a HealthCheckResponse')
-    finish(status === 'SERVING', `grpc ${status}`)
-  }
-  req.on('response', (headers, flags) => {
-    const status = headers[':status']
-    if (status !== 200) return finish(false, `grpc http ${status}`)
-    if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0) judge(headers)
-  })
-  req.on('data', chunk => {
-    size += chunk.length
-    if (size > 1024) return finish(false, 'grpc answer too large for a HealthCheckResponse')
-    pieces.push(chunk)
-  })
-  req.on('trailers', judge)
-  req.on('error', failed)
-  req.on('close', () => {
-    if (req.rstCode) finish(false, `grpc stream reset (code ${req.rstCode})`)
-    else finish(false, 'grpc answer without a grpc-status')
-  })
-  return () => session.destroy()
 }
 
 module.exports = { HealthChecker, probe }

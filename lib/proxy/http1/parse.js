@@ -11,7 +11,6 @@
 // A parse returns a head object, or throws an HttpError carrying the status to answer.
 
 const { HttpError } = require('../../errors')
-const { isGrpcType } = require('../grpc')
 
 const MAX_HEAD = 16 * 1024 // bytes, request line and headers (Node's default too)
 const MAX_TARGET = 8 * 1024 // bytes of request-target: beyond, 414
@@ -53,7 +52,7 @@ function parseFields (lines, first, controls = true) {
   let hosts = 0
   let expect = null
   let keepAliveHint = null
-  let grpc = null
+  let contentType = null
   let grpcTimeout = null
   if (lines.length - first > MAX_HEADERS) throw new HttpError(431, 'too many header fields')
   for (let i = first; i < lines.length; i++) {
@@ -87,7 +86,7 @@ function parseFields (lines, first, controls = true) {
         keepAliveHint = value
         break
       case 'content-type':
-        if (isGrpcType(value)) grpc = value
+        contentType = value
         break
       case 'grpc-timeout':
         grpcTimeout = value
@@ -117,7 +116,7 @@ function parseFields (lines, first, controls = true) {
     hosts,
     expect,
     keepAliveHint,
-    grpc, // the content-type when it says a gRPC call (grpc.js), else null
+    contentType, // gRPC calls are known by it (grpc.js callType)
     grpcTimeout
   }
 }

@@ -1,73 +1,8 @@
 'use strict'
 
-// The answers lila writes itself (502, 503, 504, 429, 400, ...), for every kind of
-// request: answerOf decides what an answer says, once; reply() writes it as HTTP/1.1
-// bytes and http2/replies.js as HTTP/2 headers. Said to a person or a plain HTTP
-// client: the status and a short plain-text body naming the reason. Said to a gRPC
-// call (`grpc`, its content-type, see grpc.js callType): a trailers-only response,
-// HTTP 200 with grpc-status and grpc-message and no body, as gRPC clients read errors.
+// lila's own answers (http/replies.js answerOf says what they say) as HTTP/1.1 bytes.
 
-const { codeOf, encodeMessage, CODES } = require('../grpc')
-
-const REASONS = {
-  200: 'OK',
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  408: 'Request Timeout',
-  414: 'URI Too Long',
-  429: 'Too Many Requests',
-  431: 'Request Header Fields Too Large',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-  505: 'HTTP Version Not Supported',
-  508: 'Loop Detected'
-}
-
-const EMPTY = Buffer.alloc(0)
-
-// -> { status, fields: [name, value, ...] (lower-case names; no framing), body: Buffer }
-// `retryAfter`: seconds; `fields`: more [[name, value]] to say (a rule at the edge's
-// refusal: WWW-Authenticate, proxy/edge/rules.js); `head`: a HEAD request (no body,
-// though its length is told);
-// `grpc`: the call's content-type, or null; `exhausted`: every backend is at its
-// max-conn and there is no room to wait (gRPC's RESOURCE_EXHAUSTED rather than
-// UNAVAILABLE); `ctx`: { clientAddress, requestId, traceId } (--request-id, --trace:
-// the body names the IDs). The detail may quote what a backend sent (any byte): the body is UTF-8, as its
-// content-type says and its length counts. header-rules.js's response rules are the
-// writers' to apply (reply, http2/replies.js), as for a backend's answers.
-function answerOf (status, detail, {
-  retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null, fields: more = null
-} = {}) {
-  if (grpc !== null) {
-    const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
-    const fields = ['content-type', grpc, 'grpc-status', String(code), 'grpc-message', encodeMessage(detail)]
-    if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-    return { status: 200, fields: withMore(fields, more), body: EMPTY }
-  }
-  const body = Buffer.from(bodyOf(status, REASONS[status] || 'Error', detail, ctx))
-  const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
-  if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-  return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
-}
-
-function withMore (fields, more) {
-  if (more !== null) for (const [name, value] of more) fields.push(name, value)
-  return fields
-}
-
-// The plain-text body: the status and why, then the request's ID (--request-id) and
-// trace ID (--trace) for whoever reports the error.
-function bodyOf (status, reason, detail, ctx) {
-  let text = `${status} ${reason}: ${detail}\n`
-  if (ctx === null) return text
-  if (ctx.requestId !== null && ctx.requestId !== undefined) text += `request ID: ${ctx.requestId}\n`
-  if (ctx.traceId !== null && ctx.traceId !== undefined) text += `trace ID: ${ctx.traceId}\n`
-  return text
-}
+const { answerOf, REASONS } = require('../http/replies')
 
 // The answer as HTTP/1.1 bytes, in a Buffer. { close: last response on the connection,
 // rules: header-rules.js's for responses (lila's own answers get them too), and
@@ -99,4 +34,4 @@ const FIELD_NAMES = {
   'www-authenticate': 'WWW-Authenticate'
 }
 
-module.exports = { answerOf, reply, bodyOf, REASONS, CONTINUE }
+module.exports = { reply, CONTINUE }

@@ -4,6 +4,7 @@
 // facts to the text of the new head. Hop-by-hop fields (RFC 9110 section 7.6.1) stop
 // here in both directions; lila adds its own framing, X-Forwarded-* and Via.
 
+const { STATUS_CODES } = require('http')
 const { TOKEN, trimOws } = require('./parse')
 
 const HOP_BY_HOP = new Set([
@@ -101,14 +102,16 @@ function withoutTouched (lines, rules) {
   return out
 }
 
-// The response as the client gets it.
+// The response as the client gets it, from a head either codec read (an HTTP/2 one has
+// no reason phrase: the status's usual one is written).
 //   how: { chunked: re-add Transfer-Encoding: chunked, close: this is the last response
 //          on the connection, keepAlive10: tell an HTTP/1.0 client the connection stays,
 //          upgrade: a 101 switching protocols }
 //   rules: header-rules.js's for responses (--set-response-header, --request-id), or
 //          null; ctx: { clientAddress, requestId } (the exchange) for their values
-function responseHead (res, how, rules = null, ctx = null) {
-  let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
+//   length: the Content-Length to say (-1: none), when not chunked
+function responseHead (res, how, rules = null, ctx = null, length = res.contentLength) {
+  let out = `HTTP/1.1 ${res.status} ${reasonOf(res)}\r\n`
   const listed = res.connection
   const fields = res.fields
   for (let i = 0; i < fields.length; i += 3) {
@@ -120,7 +123,7 @@ function responseHead (res, how, rules = null, ctx = null) {
   if (rules !== null) out += rules.lines(ctx)
   if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
   if (how.chunked) out += 'Transfer-Encoding: chunked\r\n'
-  else if (res.contentLength !== -1) out += `Content-Length: ${res.contentLength}\r\n`
+  else if (length !== -1) out += `Content-Length: ${length}\r\n`
   if (how.close) out += 'Connection: close\r\n'
   else if (how.keepAlive10) out += 'Connection: keep-alive\r\n'
   return `${out}\r\n`
@@ -128,12 +131,46 @@ function responseHead (res, how, rules = null, ctx = null) {
 
 // A 1xx (100 Continue, 103 Early Hints) passed on as it came, less hop-by-hop fields.
 function interimHead (res) {
-  let out = `HTTP/1.1 ${res.status} ${res.reason}\r\n`
+  let out = `HTTP/1.1 ${res.status} ${reasonOf(res)}\r\n`
   const fields = res.fields
   for (let i = 0; i < fields.length; i += 3) {
     if (!dropped(fields[i + 1], res.connection)) out += `${fields[i]}: ${fields[i + 2]}\r\n`
   }
   return `${out}\r\n`
+}
+
+// An HTTP/2 head has no reason phrase: the status's usual one.
+function reasonOf (res) {
+  return res.version === 2 ? STATUS_CODES[res.status] || '' : res.reason
+}
+
+// Fields that may not be trailers (RFC 9110 6.5.1: framing, routing, connection fields).
+const NOT_TRAILERS = new Set(['content-length', 'host', 'trailer', 'te', ...HOP_BY_HOP])
+
+// Trailer fields (as in a head: name, lower-case name, value) as HTTP/1.1 lines for the
+// end of a chunked body; those that may not be trailers left out. '' for none.
+function trailerLines (fields) {
+  if (fields === null) return ''
+  let out = ''
+  for (let i = 0; i < fields.length; i += 3) {
+    if (!NOT_TRAILERS.has(fields[i + 1])) out += `${fields[i]}: ${fields[i + 2]}\r\n`
+  }
+  return out
+}
+
+// A chunked body's trailer section as a ChunkedReader kept it ("Name: value\r\n"
+// lines) as fields; null when there are none (or none that may be trailers).
+function fieldsOfTrailers (text) {
+  if (text === null || text === '') return null
+  const out = []
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':')
+    if (colon <= 0) continue
+    const name = line.slice(0, colon)
+    const lower = name.toLowerCase()
+    if (!NOT_TRAILERS.has(lower)) out.push(name, lower, trimOws(line, colon + 1))
+  }
+  return out.length === 0 ? null : out
 }
 
 // Does the Via field carry lila's own token? Then the request went round in a loop.
@@ -151,4 +188,6 @@ function viaLoops (head, via) {
   return false
 }
 
-module.exports = { requestHead, responseHead, interimHead, viaLoops, HOP_BY_HOP }
+module.exports = {
+  requestHead, responseHead, interimHead, viaLoops, trailerLines, fieldsOfTrailers, reasonOf, HOP_BY_HOP, NOT_TRAILERS
+}

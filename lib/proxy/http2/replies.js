@@ -1,23 +1,27 @@
 'use strict'
 
 // The answers lila gives an HTTP/2 request itself (502, 503, 504, 400, ...): what
-// http1/replies.js answerOf says, as HTTP/2 headers and a body for Http2Stream#respond
-// and #end. An empty body (HEAD, or a gRPC call's trailers-only answer) is no DATA:
-// the headers end the stream, as gRPC clients need to read them as trailers.
+// http/replies.js answerOf says, as a header list for lila's codec and a body. An
+// empty body (HEAD, or a gRPC call's trailers-only answer) is no DATA: the headers end
+// the stream, as gRPC clients need to read them as trailers.
 
-const { answerOf } = require('../http1/replies')
+const { answerOf } = require('../http/replies')
 
-// -> { headers, body (a Buffer, empty when the headers end the stream) }; `rules`
-// (header-rules.js's for responses) and `ctx` as http1's reply.
-function replyOf (status, detail, options = {}) {
+// -> { list: [name, value, ...], body (a Buffer, empty when the headers end the stream) };
+// `rules` (header-rules.js's for responses) and `ctx` as http1/replies.js reply's.
+function answerList (status, detail, options = {}) {
   const answer = answerOf(status, detail, options)
-  const headers = { __proto__: null, ':status': answer.status }
-  const { fields } = answer
-  for (let i = 0; i < fields.length; i += 2) headers[fields[i]] = fields[i + 1]
-  if (answer.length !== undefined) headers['content-length'] = answer.length
   const { rules = null, ctx = null } = options
-  if (rules !== null) rules.apply(headers, ctx)
-  return { headers, body: answer.body }
+  const list = [':status', String(answer.status)]
+  const { fields } = answer
+  for (let i = 0; i < fields.length; i += 2) {
+    if (rules === null || !rules.touched.has(fields[i])) list.push(fields[i], fields[i + 1])
+  }
+  if (answer.length !== undefined && (rules === null || !rules.touched.has('content-length'))) {
+    list.push('content-length', String(answer.length))
+  }
+  if (rules !== null) rules.addTo(list, ctx)
+  return { list, body: answer.body }
 }
 
-module.exports = { replyOf }
+module.exports = { answerList }

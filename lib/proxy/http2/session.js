@@ -1,184 +1,260 @@
 'use strict'
 
 const { clientAddress } = require('../bind')
-const { reasonOf, HttpError } = require('../../errors')
-const { handlers, addListeners } = require('../socket-events')
-const { requestFromHeaders } = require('./request')
-const { StreamExchange, linger } = require('./exchange')
-const { replyOf } = require('./replies')
-const { isGrpcType, callType } = require('../grpc')
+const { Connection } = require('../../wire/h2/connection')
+const { attach } = require('../../wire/h2/socket')
+const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR } = require('../../wire/h2/constants')
+const { Exchange } = require('../http/exchange')
+const { callType } = require('../http/grpc')
+const { refusalOf, trailersRefused } = require('./request')
+const { responseList, trailerList } = require('./headers')
+const { answerList } = require('./replies')
 
-// Node's ServerHttp2Session handlers shared by every session (socket-events.js): `this`
-// is Node's session, which carries ours as `owner`.
-const H2 = handlers({
-  stream (stream, headers, flags, rawHeaders) { this.owner.onStream(stream, rawHeaders) },
-  ping () { this.owner.onControlFrame('PING') },
-  remoteSettings () { this.owner.onControlFrame('SETTINGS') },
-  error (err) { this.owner.onError(err) },
-  close () { this.owner.onClose() }
-})
+const EMPTY = Buffer.alloc(0)
 
-const { NGHTTP2_NO_ERROR: NO_ERROR } = require('http2').constants
-const LAST_STREAM_ID = 2 ** 31 - 1
-
-// Refused streams' late errors (a reset after the answer) go nowhere.
-function ignore () {}
-
-// Rapid reset (CVE-2023-44487): a client that opens streams and resets them at once
-// costs lila (and backends) a request each while it holds nothing. A stream the client
-// resets before its response and within PREMATURE_MS of opening it is premature; once
-// PREMATURE_MIN of them make more than half of the connection's streams, the connection
-// is closed (Envoy's rule). Clients that cancel calls (gRPC deadlines) rarely do so
-// within a second, or for most of their streams.
-const PREMATURE_MIN = 100
-const PREMATURE_MS = 1000
-
-// SETTINGS and PING floods: each costs lila an acknowledgement and the client nothing.
-// nghttp2 stops them only when its queue of acknowledgements outgrows 1,000, which
-// depends on how fast the socket drains: a flood that never outruns the socket was
-// never stopped (100,000 frames long, on a busy machine). So lila meters them: a
-// bucket of CONTROL_BURST, refilled at CONTROL_RATE a second and whole when a stream
-// opens or moves a byte; a frame that finds it empty closes the connection with
-// GOAWAY ENHANCE_YOUR_CALM. Keep-alive PINGs (one every few seconds) never empty it,
-// nor do PINGs that come with DATA (gRPC's window probes).
-const CONTROL_BURST = 100
-const CONTROL_RATE = 10
-const ENHANCE_YOUR_CALM = 0xb
+// What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2) and the limits its
+// codec keeps (wire/h2/connection.js DEFAULTS for the rest: windows, header list size,
+// the floods it bounds; docs/http2.md). Streams per connection like HAProxy's 100 and
+// nginx's 128 (more are refused, REFUSED_STREAM). Frames that do no work (PING,
+// SETTINGS, empty DATA, WINDOW_UPDATE, PRIORITY) past 100 beyond what real traffic
+// earns end the connection with ENHANCE_YOUR_CALM: a keep-alive PING every few
+// seconds never comes near (each listener sweep halves the count), gRPC's BDP PINGs
+// follow the DATA lila sends, and a flood of 300 is stopped before the first acks pile
+// up (test/http2-floods.test.js).
+const SERVER_OPTIONS = {
+  maxConcurrentStreams: 128,
+  maxGlitches: 100
+}
 
 // One HTTP/2 client connection: a Listener's session (see listener.js), made when an
-// HTTP/1.1 session found its client speaks HTTP/2 (protocol.js startHttp2). Node's
-// http2 module does the framing, flow control and HPACK on the socket; this turns each
-// stream into a StreamExchange (exchange.js) balanced on its own, and answers the
-// listener: its sweeps (idle connection, silent backends), a graceful close (GOAWAY,
-// in-flight streams finish) and the end (sessionDone, once).
+// HTTP/1.1 session found its client speaks HTTP/2 (TLS agreed on h2, or the connection
+// preface in the clear: protocol.js startHttp2). lila's own codec (wire/h2) frames it on
+// the socket; each request becomes an Exchange (http/exchange.js) on its stream, and
+// this is that exchange's client: what it answers goes out as HTTP/2 headers, DATA and
+// trailers. It answers the listener too: its sweeps (an idle connection, the exchanges'
+// timeouts, the codec's flood counters), a graceful close (drain: GOAWAY twice, the
+// streams in flight finish) and the end (sessionDone, once).
 class Http2Session {
   constructor (listener, socket) {
     this.listener = listener
     this.socket = socket
     this.clientAddress = clientAddress(socket)
-    this.h2 = null // Node's ServerHttp2Session, once attached
+    this.conn = new Connection(this, 'server', SERVER_OPTIONS)
     this.exchanges = new Set() // the streams being served
     this.idleTicks = 0 // listener sweeps since a stream moved a byte (--idle-timeout)
     this.ended = false
-    this.closing = false // a graceful close was asked
-    this.drainTimer = null // draining: the grace before the connection closes (goAway)
-    this.heldEnds = null // draining, the first GOAWAY sent: the ends of bodies waiting for its PING
+    this.draining = false // drain() was asked
+    this.drainTimer = null // draining: the grace before the connection closes
+    this.goingAway = false // draining, the first GOAWAY sent: the second waits for its PING
     this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
-    this.streams = 0 // streams opened
-    this.prematureResets = 0 // of them, reset by the client at once (see PREMATURE_MIN)
-    this.controlTokens = CONTROL_BURST // PING and SETTINGS frames allowed now (CONTROL_BURST)
-    this.controlAt = 0 // when the bucket was last filled (ms)
   }
 
-  // Node's http2 made its session for the socket.
-  attach (h2) {
-    this.h2 = h2
-    h2.owner = this
-    addListeners(h2, H2)
-    if (this.closing) this.startDrain()
+  // The connection's bytes from here on are the codec's, `buf` (what the HTTP/1.1
+  // session read, or null) first: a preface that breaks off after "PRI * HTTP/2.0" is
+  // the codec's to refuse (GOAWAY PROTOCOL_ERROR).
+  start (buf) {
+    const { socket } = this
+    // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
+    socket.allowHalfOpen = false
+    attach(socket, this.conn)
+    if (buf !== null) this.conn.receive(buf)
+    if (!socket.destroyed) socket.resume()
   }
 
-  start () {}
+  // A body's pieces are bare DATA: an HTTP/1.1 backend gets them in chunks of lila's.
+  get chunkedPieces () {
+    return false
+  }
 
-  onStream (stream, rawHeaders) {
+  // A response head goes into the codec's output at once (it leaves with the DATA of
+  // the same turn of the event loop anyway).
+  get holdsHead () {
+    return false
+  }
+
+  // --- The connection's owner (wire/h2/connection.js) ---
+
+  onStream (conn, s, head, endStream) {
     this.idleTicks = 0
-    this.controlTokens = CONTROL_BURST
-    this.streams++
-    let head
-    try {
-      head = requestFromHeaders(rawHeaders, stream.endAfterHeaders)
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err
-      return this.refuse(stream, err.status, err.message, callTypeOf(rawHeaders, this.listener.protocol.grpc))
-    }
-    if (this.heldEnds !== null) this.holdEnd(stream)
-    const exchange = new StreamExchange(this, stream, head)
-    this.exchanges.add(exchange)
-    exchange.start()
+    const refused = refusalOf(head)
+    if (refused !== null) return this.refuse(s, head, endStream, refused[0], refused[1])
+    const x = new Exchange(this, head, head.size, s)
+    s.user = x
+    this.exchanges.add(x)
+    x.start()
     if (this.awaitingStream) { // draining, idle past the grace: this one is served, as when busy
       this.awaitingStream = false
-      clearTimeout(this.drainTimer)
       this.goAway()
     }
+    return STREAM
   }
 
-  // A request lila will not forward (malformed, CONNECT, too large): answered on its
-  // stream; the connection and its other streams go on.
-  // `grpc`: a gRPC call's content-type, for a gRPC-shaped answer (grpc.js), or null.
-  refuse (stream, status, detail, grpc = null) {
-    this.listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
-    this.listener.protocol.stats.refused(status)
-    stream.on('error', ignore)
-    if (stream.destroyed || stream.closed) return
-    const { headers, body } = replyOf(status, detail, { grpc })
-    stream.respond(headers, { endStream: body.length === 0 })
-    if (body.length > 0) stream.end(body)
-    if (!stream.endAfterHeaders) linger(stream) // its body is not wanted
+  onSettings () {}
+  onGoaway () {}
+  onStreamClosed () {}
+  onPingAck () {
+    if (this.goingAway) this.closeNow() // the client read the first GOAWAY
   }
 
-  // A stream moved a byte.
-  touch () {
-    this.idleTicks = 0
-    this.controlTokens = CONTROL_BURST
-  }
-
-  exchangeDone (exchange) {
-    this.exchanges.delete(exchange)
-  }
-
-  // The client reset a stream before its response, `ms` after opening it.
-  clientReset (ms) {
-    if (ms >= PREMATURE_MS || this.ended || this.h2.destroyed) return
-    if (++this.prematureResets < PREMATURE_MIN || this.prematureResets * 2 <= this.streams) return
-    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${this.prematureResets} of ${this.streams} ` +
-      'streams reset at once (rapid reset); connection closed')
-    this.destroy()
-  }
-
-  // A PING or SETTINGS frame from the client (see CONTROL_BURST).
-  onControlFrame (type) {
-    const now = Date.now()
-    this.controlTokens = Math.min(CONTROL_BURST, this.controlTokens + (now - this.controlAt) * CONTROL_RATE / 1000)
-    this.controlAt = now
-    if (--this.controlTokens >= 0 || this.ended) return
-    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${type} frames faster than ${CONTROL_RATE}/s ` +
-      'without a request (a flood); connection closed')
-    this.h2.destroy(undefined, ENHANCE_YOUR_CALM)
-    this.socket.destroy()
-  }
-
-  // The listener's sweep, for each stream's --timeout and --body-timeout (see
-  // StreamExchange#onSweep).
-  onSweep (silentLimit, bodyLimit) {
-    for (const exchange of this.exchanges) exchange.onSweep(silentLimit, bodyLimit)
-  }
-
-  // The listener's sweep: no stream moved a byte for --idle-timeout. While a backend
-  // works on a request the client has nothing to say: the backend's timeout applies.
-  // An idle connection is closed with a GOAWAY; one whose streams stall is cut.
-  onIdleSweep (idleLimit) {
-    if (++this.idleTicks < idleLimit || this.h2 === null) return
-    for (const exchange of this.exchanges) if (exchange.awaitingBackend()) return
-    if (this.exchanges.size === 0 && this.idleTicks < 2 * idleLimit) this.h2.close()
-    else this.destroy()
-  }
-
-  onError (err) {
-    this.listener.log.debug(`client ${this.clientAddress} (HTTP/2): ${reasonOf(err)}`)
-  }
-
-  // Node's session closed (or never came: the client left first).
+  // The connection is over: every stream heard CLOSED first.
   onClose () {
     if (this.ended) return
     this.ended = true
     clearTimeout(this.drainTimer)
-    for (const exchange of [...this.exchanges]) exchange.onClientClose()
+    for (const x of [...this.exchanges]) this.streamGone(x)
     this.listener.sessionDone(this)
   }
 
+  // A request lila will not forward (CONNECT, too large, Host against :authority):
+  // answered on its stream; the connection and its other streams go on.
+  refuse (s, head, endStream, status, detail) {
+    const { listener } = this
+    listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
+    listener.protocol.stats.refused(status)
+    const grpc = callType(head, listener.protocol.grpc)
+    const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD' })
+    this.conn.headers(s, list, body.length === 0)
+    if (body.length > 0) this.conn.write(s, body, true)
+    if (!endStream && s.endSent && !s.closed) this.conn.reset(s, NO_ERROR) // its body is not wanted
+    return IGNORED
+  }
+
+  // The client reset the stream, or the connection ended under it.
+  streamGone (x) {
+    this.exchanges.delete(x)
+    x.onClientClose()
+  }
+
+  // --- The exchange's client (see http/exchange.js) ---
+
+  sendContinue (x) {
+    this.conn.headers(x.stream, CONTINUE, false)
+    return true
+  }
+
+  interim (x, res) {
+    if (res.status !== 101) this.conn.headers(x.stream, responseList(res, false), false)
+  }
+
+  takesChunked () {
+    return false
+  }
+
+  // The final head, as a header list; -1 when the stream is gone. Its size counts as
+  // HTTP/1.1 would write it.
+  respond (x, res, how, cookie) {
+    const s = x.stream
+    if (s.closed || s.endSent || s.endQueued) return -1
+    const { rewrite } = this.listener.protocol
+    const list = responseList(res, res.chunked || res.version === 2, rewrite.response, x, cookie)
+    this.conn.headers(s, list, how.bodyless)
+    return sizeOf(list)
+  }
+
+  flushHead () {}
+
+  send (x, piece) {
+    return this.conn.write(x.stream, piece, false)
+  }
+
+  // The body is all sent: the trailers, or an empty DATA, end the stream.
+  finishResponse (x, trailers) {
+    const s = x.stream
+    if (s.closed || s.endSent || s.endQueued) return 0
+    const list = trailerList(trailers)
+    if (list === null) this.conn.write(s, EMPTY, true)
+    else this.conn.headers(s, list, true)
+    return 0
+  }
+
+  tunnelHead () {
+    return 0 // HTTP/2 requests never ask to switch protocols
+  }
+
+  // lila's own answer: headers, and a body unless empty (then the headers end the
+  // stream: a gRPC client reads them as trailers). Returns the body's size.
+  answer (x, status, detail, { retryAfter, exhausted }) {
+    const s = x.stream
+    if (s.closed || s.endSent || s.endQueued) return 0
+    const rules = this.listener.protocol.rewrite.response
+    const options = { retryAfter, head: x.head.method === 'HEAD', grpc: x.grpc, exhausted, rules, ctx: x }
+    const { list, body } = answerList(status, detail, options)
+    this.conn.headers(s, list, body.length === 0)
+    if (body.length > 0) this.conn.write(s, body, true)
+    return body.length
+  }
+
+  // The request's body stopped coming (408: answered), or its trailers cannot be
+  // carried (the stream is malformed: reset).
+  refuseBody (x, status, detail) {
+    this.listener.log.debug(`HTTP/2 stream from ${this.clientAddress}: ${status} ${detail}`)
+    if (status === 408) return this.answer(x, status, detail, { retryAfter: 0, exhausted: false })
+    this.conn.reset(x.stream, PROTOCOL_ERROR)
+    return 0
+  }
+
+  pauseBody (x) {
+    this.conn.pause(x.stream)
+  }
+
+  resumeBody (x) {
+    this.conn.resume(x.stream)
+  }
+
+  bodyPaused (x) {
+    return x.stream.paused
+  }
+
+  // A failure after the response started, or a fault's reset: this stream only, never
+  // the connection other streams share.
+  cut (x) {
+    this.conn.reset(x.stream, INTERNAL_ERROR)
+  }
+
+  reset (x) {
+    this.conn.reset(x.stream, INTERNAL_ERROR)
+  }
+
+  // What the codec was given may wait in its output after the write that took it: a
+  // read buffer is never said to be free (http1/connection-pool.js READ).
+  holdsWrites () {
+    return true
+  }
+
+  touch () {
+    this.idleTicks = 0
+  }
+
+  // RFC 9113 8.1: a response complete before the client's body lets the server reset
+  // the rest (NO_ERROR), once the response's end went out.
+  exchangeDone (x) {
+    this.exchanges.delete(x)
+    const s = x.stream
+    if (!s.closed && !s.endReceived && s.endSent) this.conn.reset(s, NO_ERROR)
+  }
+
+  // --- The listener's session (listener.js) ---
+
+  // The listener's sweep: the codec's flood counters decay, and each stream's
+  // --timeout and --body-timeout (Exchange#onSweep).
+  onSweep (silentLimit, bodyLimit) {
+    this.conn.sweep()
+    for (const x of this.exchanges) x.onSweep(silentLimit, bodyLimit)
+  }
+
+  // No stream moved a byte for --idle-timeout. While a backend works on a request the
+  // client has nothing to say: the backend's timeout applies. An idle connection is
+  // closed with a GOAWAY; one whose streams stall is cut.
+  onIdleSweep (idleLimit) {
+    if (++this.idleTicks < idleLimit) return
+    for (const x of this.exchanges) if (x.awaitingBackend()) return
+    if (this.exchanges.size === 0 && this.idleTicks < 2 * idleLimit) this.conn.shutdown()
+    else this.destroy()
+  }
+
   destroy () {
-    if (this.h2 !== null) this.h2.destroy()
     this.socket.destroy()
+    this.conn.destroy('lila closed the connection')
   }
 
   // Graceful close (a shutdown, an upgrade, a reload that removes the listener): none
@@ -188,67 +264,69 @@ class Http2Session {
   // streams open gets GOAWAY twice (goAway); an idle one waits as long again for a
   // stream (then likewise) and is closed if none comes.
   drain (graceMs) {
-    if (this.closing) return
-    this.closing = true
+    if (this.draining) return
+    this.draining = true
     this.graceMs = graceMs
-    if (this.h2 !== null) this.startDrain()
-  }
-
-  startDrain () {
     this.drainTimer = setTimeout(() => {
       this.drainTimer = null
       if (this.exchanges.size > 0) return this.goAway()
       this.awaitingStream = true
-      this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
-    }, this.graceMs)
+      this.drainTimer = setTimeout(() => this.closeNow(), graceMs)
+    }, graceMs)
   }
 
-  // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream ID (open no
-  // more), then, once a PING comes back (the client has read the first), with the last
-  // stream taken, so that a stream the client opened meanwhile is served, not refused.
-  // Node stops reading a connection that sent a GOAWAY as soon as no stream is open,
-  // which would leave such a stream, and the PING's answer, unread: so the first goes
-  // only while streams are open, and they stay open (their bodies' ends wait) until
-  // the PING is back, or `graceMs` passed.
+  // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream id (open no
+  // more), then, once a PING comes back (the client has read the first) or `graceMs`
+  // passed, with the last stream taken (closeNow), so that a stream the client opened
+  // meanwhile is served, not refused.
   goAway () {
-    const h2 = this.h2
-    if (h2.closed || h2.destroyed) return
-    this.heldEnds = []
-    for (const exchange of this.exchanges) this.holdEnd(exchange.stream)
-    h2.goaway(NO_ERROR, LAST_STREAM_ID)
+    clearTimeout(this.drainTimer)
+    this.goingAway = true
+    if (!this.conn.announceShutdown()) return this.closeNow()
     this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
-    if (!h2.ping(() => this.closeNow())) this.closeNow()
   }
 
   // The last GOAWAY: the streams open finish, then the connection closes.
   closeNow () {
     clearTimeout(this.drainTimer)
     this.drainTimer = null
-    const held = this.heldEnds || []
-    this.heldEnds = null
-    for (const end of held) end()
-    if (!this.h2.closed && !this.h2.destroyed) this.h2.close()
-  }
-
-  // While the first GOAWAY waits for its PING, the end of a response body (END_STREAM)
-  // waits too (a round trip; Writable's _final is where Node sends it).
-  holdEnd (stream) {
-    const final = stream._final
-    stream._final = cb => {
-      if (this.heldEnds === null) return final.call(stream, cb)
-      this.heldEnds.push(() => final.call(stream, cb))
-    }
+    this.goingAway = false
+    this.awaitingStream = false
+    this.conn.shutdown()
   }
 }
 
-// A stream's header list lila could not read as a request: is it a gRPC call? (Its
-// content-type says so, or the listener is --protocol grpc.)
-function callTypeOf (rawHeaders, grpcListener) {
-  let grpc = null
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i] === 'content-type' && isGrpcType(rawHeaders[i + 1])) grpc = rawHeaders[i + 1]
-  }
-  return callType({ grpc }, grpcListener)
+const CONTINUE = [':status', '100']
+
+// The stream handler every exchange shares (wire/h2/connection.js): `s.user` is the
+// exchange; the request's DATA and trailers go to it, and the stream's end.
+const STREAM = Object.freeze({
+  onHead () {},
+  onData (s, chunk, endStream) {
+    const x = s.user
+    x.client.touch()
+    if (chunk.length > 0) x.onBody(chunk)
+    if (endStream) x.onBodyEnd(null)
+  },
+  onTrailers (s, fields) {
+    const x = s.user
+    x.client.touch()
+    const refused = trailersRefused(fields)
+    if (refused !== null) return x.clientBodyFailed(refused)
+    x.onBodyEnd(fields)
+  },
+  onReset (s) { s.user.client.streamGone(s.user) },
+  onDrain (s) { s.user.onClientDrain() }
+})
+
+// A refused request's stream: what still comes of it is dropped.
+const IGNORED = Object.freeze({ onHead () {}, onData () {}, onTrailers () {}, onReset () {}, onDrain () {} })
+
+// A header list's size as HTTP/1.1 writes it (the access log counts it).
+function sizeOf (list) {
+  let size = 17 // "HTTP/1.1 200 \r\n" and the empty line
+  for (let i = 2; i < list.length; i += 2) size += list[i].length + list[i + 1].length + 4
+  return size
 }
 
-module.exports = { Http2Session }
+module.exports = { Http2Session, SERVER_OPTIONS }

@@ -152,6 +152,16 @@ class Connection {
     if (this.streams.size === 0) this.finish(C.NO_ERROR, 'done')
   }
 
+  // The first of a graceful end's two GOAWAYs (RFC 9113 6.8): the highest stream id,
+  // so the peer opens no more while the streams it opened meanwhile are still taken;
+  // then a PING, whose ack (owner.onPingAck) says the peer read it, and shutdown() may
+  // follow. False when no PING could go (or the connection is ending already).
+  announceShutdown () {
+    if (this.closed || this.closing) return false
+    this.output.goaway(C.MAX_STREAM_ID, C.NO_ERROR, '')
+    return this.ping()
+  }
+
   // The transport is gone (or lila drops it): every stream ends with CLOSED.
   destroy (reason = 'the connection closed') {
     if (this.closed) return

@@ -58,9 +58,12 @@ const NAME_BYTE = new Uint8Array(256)
 for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz") NAME_BYTE[c.charCodeAt(0)] = 1
 
 // Entry flags: the name is a valid field name (a pseudo-header's, ':' and letters,
-// counts), the value a valid field value.
+// counts), the value a valid field value; and a valid value holds a control byte
+// HTTP/2 allows but HTTP/1.1 does not (found by the same scan, so that whoever writes
+// the field on in HTTP/1.1 need not scan again: `controls`).
 const NAME_OK = 1
 const VALUE_OK = 2
+const CONTROL = 4
 
 function nameFlag (name) {
   const n = name.length
@@ -73,6 +76,8 @@ function nameFlag (name) {
 
 // RFC 9113 8.2.1: no NUL, CR or LF, no space or tab at either end.
 
+// eslint-disable-next-line no-control-regex -- control bytes are what they look for
+const ANY_CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/
 const BAD_VALUE = /[\0\r\n]/
 function valueFlag (value) {
   const n = value.length
@@ -80,7 +85,8 @@ function valueFlag (value) {
   const first = value.charCodeAt(0)
   const last = value.charCodeAt(n - 1)
   if (first === 32 || first === 9 || last === 32 || last === 9) return 0
-  return BAD_VALUE.test(value) ? 0 : VALUE_OK
+  if (!ANY_CONTROL.test(value)) return VALUE_OK
+  return BAD_VALUE.test(value) ? 0 : VALUE_OK | CONTROL
 }
 
 class HpackDecoder {
@@ -102,6 +108,7 @@ class HpackDecoder {
     this.listSize = 0 // the list's size as RFC 9113 counts it, fields past the limits too
     this.overflow = false // past maxListSize or maxFields: the list holds none of it
     this.invalid = null // the first field that is not valid HTTP/2 (8.2.1), as a reason
+    this.controls = false // a value holds a control byte HTTP/1.1 refuses (CONTROL)
   }
 
   // One header block, buf[start, end), as [name, value, name, value, ...]. Throws a
@@ -113,6 +120,7 @@ class HpackDecoder {
     let size = 0
     let fields = 0
     let invalid = null
+    let controls = false
     let overflow = false
     let updates = true // table size updates come first (RFC 7541 4.2)
     this.at = start
@@ -162,7 +170,8 @@ class HpackDecoder {
       updates = false
       size += name.length + value.length + OVERHEAD
       fields++
-      if (flags !== (NAME_OK | VALUE_OK) && invalid === null) {
+      if ((flags & CONTROL) !== 0) controls = true
+      if ((flags & (NAME_OK | VALUE_OK)) !== (NAME_OK | VALUE_OK) && invalid === null) {
         invalid = (flags & NAME_OK) === 0
           ? `invalid field name ${JSON.stringify(name)}`
           : `invalid value in field ${name}`
@@ -178,6 +187,7 @@ class HpackDecoder {
     this.listSize = size
     this.overflow = overflow
     this.invalid = invalid
+    this.controls = controls
     return list
   }
 

@@ -184,7 +184,7 @@ class Inbound {
     if (this.decoder.invalid !== null) return this.streamErrorId(id, C.PROTOCOL_ERROR, this.decoder.invalid)
     let head
     try {
-      head = requestHead(list, endStream, id)
+      head = requestHead(list, endStream, id, this.decoder.controls)
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err
       return this.streamErrorId(id, err.code, err.message)

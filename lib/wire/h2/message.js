@@ -23,12 +23,16 @@ function malformed (stream, what) {
 
 // A request's header list -> its head:
 //   { method, scheme, target, path, authority, host, hosts, fields, contentLength,
-//     contentType, grpcTimeout, expect, endStream, size, version: 2, connection: null,
-//     chunked, isUpgrade: false, upgrade: null }
+//     bodyLength, contentType, grpcTimeout, expect, endStream, size, version: 2,
+//     connection: null, chunked, asksUpgrade: false, isUpgrade: false, upgrade: null,
+//     controls }
+// `controls` (the decoder's): a value holds a control byte HTTP/2 allows and HTTP/1.1
+// does not, for whoever writes the request on.
 // `size`: the head's size as "name: value\r\n" lines (an HTTP/1.1 head's, for limits
 // and logs). A body without a length would go to an HTTP/1.1 backend chunked
-// (`chunked`), so that it can end when the stream does and carry trailers.
-function requestHead (list, endStream, stream) {
+// (`chunked`), so that it can end when the stream does and carry trailers;
+// `bodyLength` is what parse.js says of an HTTP/1.1 one: 0 for none, -1 when unknown.
+function requestHead (list, endStream, stream, controls = false) {
   let method = null
   let scheme = null
   let target = null
@@ -125,13 +129,16 @@ function requestHead (list, endStream, stream) {
     connection: null,
     chunked: !endStream && contentLength === -1,
     contentLength,
+    bodyLength: endStream ? 0 : contentLength,
     endStream,
+    asksUpgrade: false,
     isUpgrade: false,
     upgrade: null,
     contentType,
     grpcTimeout,
     expect,
-    size: size + method.length + (target === null ? 0 : target.length) + 12 // "METHOD target HTTP/1.1\r\n"
+    size: size + method.length + (target === null ? 0 : target.length) + 12, // "METHOD target HTTP/1.1\r\n"
+    controls
   }
 }
 

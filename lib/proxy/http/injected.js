@@ -1,7 +1,7 @@
 'use strict'
 
 // A fault injected on the backend an HTTP request is seated on (upstream/attempt.js,
-// upstream/fault.js), for the three request kinds alike: with `reset`, the client is
+// upstream/fault.js), whatever HTTP its client speaks: with `reset`, the client is
 // reset (`resetClient`: its connection, or an HTTP/2 stream) and nothing is blamed;
 // else lila answers `status` as that backend's answer, which the attempt judges (and
 // may retry elsewhere, as it would the backend's own).

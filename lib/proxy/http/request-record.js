@@ -1,11 +1,10 @@
 'use strict'
 
-const { fieldValue } = require('../fields')
+const { fieldValue } = require('../../fields')
 
-// What the access log (admin/access-log.js) prints of one HTTP request, whichever of
-// the three kinds served it (http1/exchange.js, http2/exchange.js, http2/from-http1.js):
-// `x` is the exchange, read for its listener, head, attempt, status, byte counts,
-// request ID and route.
+// What the access log (admin/access-log.js) prints of one HTTP request, whatever HTTP
+// its client and backend spoke: `x` is the exchange (exchange.js), read for its
+// listener, head, attempt, status, byte counts, request ID and route.
 function requestRecord (x, ms) {
   const { head, attempt } = x
   const record = {

@@ -1,16 +1,16 @@
 'use strict'
 
-const { cookieValues } = require('../fields')
-const { formatSticky } = require('../format')
+const { cookieValues } = require('../../fields')
+const { formatSticky } = require('../../format')
 
 // --sticky cookie[=NAME]: a cookie keeps each client on the backend that served it. One
-// per HTTP listener (its protocol holds it), shared by the three kinds of request
-// (http1/exchange.js, http2/exchange.js, http2/from-http1.js), which each call it twice:
+// per HTTP listener (its protocol holds it); every request's exchange (exchange.js)
+// calls it twice:
 //
 //   exchange.stickTo = sticky.keys(head)       the cookie's values the request carries,
 //                                              or null: what upstream.js choose() prefers
-//   text = sticky.head(exchange, text)         an HTTP/1.1 response head, with Set-Cookie
-//   sticky.headers(exchange, headers)          an HTTP/2 header object, the same
+//   cookie = sticky.cookieFor(exchange)        the Set-Cookie value its response gets, or
+//                                              null; the client's codec adds the field
 //
 // The cookie's value is the backend's stickyId (backend.js: a short hash of its
 // address), so any lila with the same backends honours it. Whether a request goes where
@@ -57,18 +57,6 @@ class Stickiness {
     return setCookie(this.setting.cookie, backend.stickyId, cookiePath(ctx.route), this.secure)
   }
 
-  // An HTTP/1.1 response head (ending in an empty line), with the cookie when it needs one.
-  head (ctx, text) {
-    const cookie = this.cookieFor(ctx)
-    return cookie === null ? text : withCookieLine(text, cookie)
-  }
-
-  // An HTTP/2 response's header object, given the cookie when it needs one.
-  headers (ctx, headers) {
-    const cookie = this.cookieFor(ctx)
-    if (cookie !== null) withCookieHeader(headers, cookie)
-  }
-
   // What the listener's snapshot adds.
   snapshot () {
     return { sticky: formatSticky(this.setting), stickyResponses: { ...this.counts } }
@@ -89,15 +77,10 @@ function setCookie (name, value, path, secure) {
   return `${name}=${value}; Path=${path}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
 }
 
-// `text` an HTTP/1.1 head ending in CRLF CRLF: the field goes before the empty line.
+// An HTTP/1.1 head (`text`, ending in CRLF CRLF) with the cookie: the field goes before
+// the empty line; the backend's own cookies stay.
 function withCookieLine (text, cookie) {
   return `${text.slice(0, -2)}Set-Cookie: ${cookie}\r\n\r\n`
 }
 
-// The backend's own cookies stay; lila's is one more.
-function withCookieHeader (headers, cookie) {
-  const had = headers['set-cookie']
-  headers['set-cookie'] = had === undefined ? cookie : Array.isArray(had) ? [...had, cookie] : [had, cookie]
-}
-
-module.exports = { Stickiness, setCookie, cookiePath, withCookieLine, withCookieHeader }
+module.exports = { Stickiness, setCookie, cookiePath, withCookieLine }

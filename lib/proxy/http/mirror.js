@@ -2,15 +2,15 @@
 
 const http = require('http')
 const { performance } = require('perf_hooks')
-const { requestHead } = require('./http1/rewrite')
-const { ChunkedReader } = require('./http1/chunked')
-const { REPLAY_LIMIT } = require('./http1/request-body')
-const { backendReason } = require('../upstream/dial')
-const { Comparison, BodyDigest } = require('../admin/compare')
+const { requestHead } = require('../http1/rewrite')
+const { ChunkedReader } = require('../http1/chunked')
+const { REPLAY_LIMIT } = require('./request-body')
+const { backendReason } = require('../../upstream/dial')
+const { Comparison, BodyDigest } = require('../../admin/compare')
 
 // A request whose body is larger than this is not mirrored (counted too-large): a copy
 // goes whole once the client's body is in, and lila holds no more of a body than a
-// replay may (http1/request-body.js).
+// replay may (request-body.js).
 const MAX_BODY = REPLAY_LIMIT
 // Copies sent and not yet answered, at most: past this a slow or dead mirror's copies
 // are dropped (counted), never queued.
@@ -33,10 +33,10 @@ const GONE = 2
 // mirror, nor is its answer changed by it: a copy is its own request, over Node's HTTP
 // client with a keep-alive agent of its own, sent once the client's body is in.
 //
-// Each request kind (http1/exchange.js, http2/exchange.js, http2/from-http1.js) holds
-// the listener's Mirror or null, and with one calls start() once the request is to be
-// served, then tells the Shadow it returns (if any) the body and its end, and the
-// primary's answer: primaryStatus, primaryBody, primaryDone.
+// The exchange (exchange.js) holds the listener's Mirror or null, and with one calls
+// start() once the request is to be served, then tells the Shadow it returns (if any)
+// the body and its end, and the primary's answer: primaryStatus, primaryBody,
+// primaryDone.
 //   new Mirror(target, settings, { log, random })   target: config's `mirror`
 //   mirror.configure(target, settings)              a reload kept the same address
 //   mirror.start(head, ctx, bodyDone)               -> a Shadow, or null: not mirrored
@@ -175,8 +175,9 @@ class Shadow {
     this.hasBody = head.chunked || head.contentLength !== -1
     this.pieces = null // the body so far
     this.bytes = 0
-    // An HTTP/1.1 head's chunked body comes framed; an HTTP/2 one's as DATA.
-    this.dechunk = head.chunked && head.version !== 2 ? new ChunkedReader(400) : null
+    // A body whose pieces carry the client's chunked framing (request-body.js `framed`)
+    // is taken apart here; others come as their bytes alone.
+    this.dechunk = ctx.body.framed === true ? new ChunkedReader(400) : null
     this.keepData = this.dechunk === null ? null : (buf, start, end) => this.keep(buf.subarray(start, end))
     this.comparison = mirror.comparison
     this.primary = null // with --compare, the primary's answer: { status, digest, ms, done }

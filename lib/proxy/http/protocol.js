@@ -1,33 +1,45 @@
 'use strict'
 
-const { HttpSession } = require('./session')
-const { Exchange } = require('./exchange')
-const { Pool } = require('./connection-pool')
+const { HttpSession } = require('../http1/session')
+const { Http2Session } = require('../http2/session')
+const { Http1Leg } = require('../http1/leg')
+const { Pool } = require('../http1/connection-pool')
+const { viaLoops } = require('../http1/rewrite')
 const { ResponseStats } = require('./response-stats')
-const { Stickiness } = require('../sticky')
-const { compileHeaderRules } = require('../header-rules')
-const { viaLoops } = require('./rewrite')
+const { Stickiness } = require('./sticky')
+const { compileHeaderRules } = require('./header-rules')
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
 
-// HTTP/1.1 as a Listener's protocol (listener.js): HttpSessions, plus what their
-// exchanges share: a keep-alive connection pool per backend, the settings of the heads
-// they rewrite (`rewrite`), and `via`, this lila's Via token, to detect loops.
-// One per listener: createHttp1Protocol({ via }).
-class Http1Protocol {
-  constructor ({ via }) {
-    this.name = 'http'
-    this.grpc = false // answers gRPC-shaped for every request (http2/protocol.js, --protocol grpc)
+// HTTP as a Listener's protocol (listener.js): HTTP/1.1 and HTTP/2 on one port, to
+// HTTP/1.1 or HTTP/2 backends. Each connection starts as an HttpSession
+// (http1/session.js); one whose client speaks HTTP/2 (TLS agreed on h2 by ALPN, which
+// offers it first, or the connection preface in the clear) is handed over to an
+// Http2Session (http2/session.js, on lila's own codec) by startHttp2. What their
+// exchanges (exchange.js) share lives here: the backend pools (a keep-alive connection
+// pool per backend, http1/connection-pool.js; with --backend-protocol h2, HTTP/2
+// sessions, http2/pool.js), the leg that carries a request to them (`Leg`), the
+// settings of the heads they rewrite (`rewrite`), `via`, this lila's Via token, to
+// detect loops, --sticky, and what clients were answered (`stats`).
+// `grpc` (--protocol grpc): the same, its backends HTTP/2 (the config says so) and its
+// own answers gRPC-shaped for every request (see grpc.js callType).
+// One per listener: createHttpProtocol({ via, grpc }).
+class HttpProtocol {
+  constructor ({ via, grpc = false }) {
+    this.name = grpc ? 'grpc' : 'http'
+    this.grpc = grpc // answers gRPC-shaped for every request
     this.Session = HttpSession
-    this.Exchange = Exchange // what serves a request of a session (http2/protocol.js may change it)
-    this.alpn = ['http/1.1'] // over TLS, say which HTTP this is (no h2)
+    this.backendProtocol = 'h1' // --backend-protocol
+    this.Leg = Http1Leg // an exchange's request on a backend: http1/leg.js, or http2/leg.js for h2
+    this.alpn = ['h2', 'http/1.1'] // over TLS, HTTP/2 first
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
     // { proto, via, forwarded } and the header options compiled (header-rules.js:
     // idHeader, host, request, response), for rewrite.js and http2/headers.js
     this.rewrite = null
     this.pools = new Map() // Backend -> Pool
+    this.http2Pools = new Map() // Backend -> http2/pool.js Http2Pool, with --backend-protocol h2
     this.connectTimeout = 0
     this.backendTls = null
     this.stats = new ResponseStats() // what clients were answered; exchanges count()
@@ -41,12 +53,16 @@ class Http1Protocol {
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)
+    this.backendProtocol = config.backendProtocol || 'h1'
+    this.Leg = this.backendProtocol === 'h2' ? require('../http2/leg').Http2Leg : Http1Leg
+    this.sweepMs = listener.sweepEvery
     for (const pool of this.pools.values()) pool.configure(this.connectTimeout, this.backendTls)
+    for (const pool of this.http2Pools.values()) pool.configure(this.connectTimeout, this.backendTls)
   }
 
   // May a request go on to a backend? null, or why not as [status, detail, options] for
   // its exchange's answer(): a loop through this lila (508), its client over
-  // --rate-limit (429), no route for it (404). One order for the three kinds of request.
+  // --rate-limit (429), no route for it (404). One order for every request.
   refusal (exchange) {
     const { head, listener } = exchange
     if (viaLoops(head, this.via)) return [508, `request already passed through this lila (Via: ${this.via})`]
@@ -79,11 +95,20 @@ class Http1Protocol {
         pool.expire(now)
       }
     }
+    for (const [backend, pool] of this.http2Pools) {
+      if (isForgotten(backend)) {
+        pool.close()
+        this.http2Pools.delete(backend)
+      } else {
+        pool.expire(now)
+      }
+    }
   }
 
   // Every session is gone: idle backend connections must not outlive the listener.
   drained () {
     for (const pool of this.pools.values()) pool.close()
+    for (const pool of this.http2Pools.values()) pool.close()
   }
 
   // What the listener's snapshot adds: responses by class, request durations, --sticky
@@ -94,13 +119,36 @@ class Http1Protocol {
 
   // A backend as status pages and metrics show it, with its keep-alive pool:
   // { sockets, idle, connects, reuses }, or null when it has none, and its responses.
+  // With --backend-protocol h2, its HTTP/2 sessions' ({ sockets: sessions, idle,
+  // connects, reuses, streams }).
   snapshotBackend (backend) {
-    const pool = this.pools.get(backend)
+    const pool = this.backendProtocol === 'h2' ? this.http2Pools.get(backend) : this.pools.get(backend)
     return {
       ...backend.snapshot(),
       pool: pool === undefined ? null : pool.snapshot(),
       responses: this.stats.snapshotOf(backend)
     }
+  }
+
+  // `from`, an HTTP/1.1 session, found that its client speaks HTTP/2: an Http2Session
+  // takes its place in the listener, and the connection from here on, with the bytes
+  // already read (`buf`, or null) first.
+  startHttp2 (listener, from, socket, buf) {
+    const session = new Http2Session(listener, socket)
+    listener.handOver(from, session)
+    session.start(buf)
+  }
+
+  // The HTTP/2 sessions to `backend`, for a leg (http2/leg.js).
+  http2PoolFor (backend) {
+    let pool = this.http2Pools.get(backend)
+    if (pool === undefined) {
+      const { Http2Pool } = require('../http2/pool')
+      const settings = { connectTimeout: this.connectTimeout, tls: this.backendTls, sweepMs: this.sweepMs }
+      pool = new Http2Pool(backend, settings)
+      this.http2Pools.set(backend, pool)
+    }
+    return pool
   }
 
   // The pool of connections to `backend`, for an exchange.
@@ -114,8 +162,8 @@ class Http1Protocol {
   }
 }
 
-function createHttp1Protocol ({ via }) {
-  return new Http1Protocol({ via })
+function createHttpProtocol ({ via, grpc = false }) {
+  return new HttpProtocol({ via, grpc })
 }
 
 // A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
@@ -125,4 +173,4 @@ function isForgotten (backend) {
   return backend.retired && backend.live === 0
 }
 
-module.exports = { createHttp1Protocol, Http1Protocol }
+module.exports = { createHttpProtocol, HttpProtocol }

@@ -1,9 +1,8 @@
 'use strict'
 
 // The header options of an http listener, compiled once per config (at its start and
-// on each reload) into what the three kinds of request apply (http1/exchange.js,
-// http2/exchange.js and http2/from-http1.js, through rewrite.js, http2/headers.js and
-// the replies):
+// on each reload) into what every request's exchange (exchange.js) applies, through
+// rewrite.js, http2/headers.js and the replies:
 //   --request-id [NAME]          each request's ID (request-id.js) in NAME, to the
 //                                backend and back to the client
 //   --set-header, --del-header   the request as the backend gets it
@@ -19,8 +18,8 @@
 // Nothing is compiled for a listener without these options: the rewrite settings hold
 // null, and the hot path pays a null check.
 
-const { HOP_BY_HOP } = require('./http1/rewrite')
-const { HEADERS: CLIENT_CERT_HEADERS, NO_CERT, clientCertOf } = require('./client-cert')
+const { HOP_BY_HOP } = require('../http1/rewrite')
+const { HEADERS: CLIENT_CERT_HEADERS, NO_CERT, clientCertOf } = require('../client-cert')
 
 // What a value may fill in, from the exchange (`ctx`: { clientAddress, requestId }).
 const PLACEHOLDERS = {
@@ -30,10 +29,10 @@ const PLACEHOLDERS = {
 const PLACEHOLDER = /\{(client_ip|request_id)\}/
 
 // --tls-client-ca: what the handshake verified (client-cert.js), from the client's
-// connection (an HTTP/1.1 session's `client`, an HTTP/2 one's `socket`). Lila's own
+// connection (its exchange's client's `socket`). Lila's own
 // values, never a user's: a client that sent no certificate on a connection that began
 // before a reload asked for one counts as having sent none.
-const certOf = ctx => clientCertOf(ctx.session.client || ctx.session.socket) || NO_CERT
+const certOf = ctx => clientCertOf(ctx.client.socket) || NO_CERT
 const CLIENT_CERT = Object.fromEntries(CLIENT_CERT_HEADERS.map(([, key]) => [
   `client_cert_${key}`, ctx => certOf(ctx)[key]
 ]))
@@ -76,6 +75,15 @@ class RuleSet {
     return out
   }
 
+  // HTTP/2: the fields to add to a header list ([name, value, ...], lower-case names),
+  // the list's own fields of the `touched` names having been left out by the caller.
+  addTo (list, ctx) {
+    for (const f of this.fields) {
+      const value = valueOf(f, ctx)
+      if (value !== '' || !f.optional) list.push(f.lower, value)
+    }
+  }
+
   // HTTP/2: a header object (lower-case names), changed in place. A name set twice
   // gets both values (Set-Cookie).
   apply (headers, ctx) {
@@ -107,7 +115,7 @@ function valueOf (field, ctx) {
 }
 
 // A listener's config -> what rewrite.js and http2/headers.js read with the other
-// rewrite settings (http1/protocol.js):
+// rewrite settings (protocol.js):
 //   idHeader  the request ID's header name in lower case, or null (no --request-id)
 //   host      null (the client's Host), or { fixed: VALUE }, or { fixed: null } for
 //             the backend's own (its hostHeader, backend.js)

@@ -1,0 +1,426 @@
+'use strict'
+
+const { performance } = require('perf_hooks')
+const { reasonOf } = require('../../errors')
+const { Attempt } = require('../../upstream/attempt')
+const { injectFault } = require('./injected')
+const { requestRecord } = require('./request-record')
+const { requestIdOf } = require('./request-id')
+const { callType, deadlineFor } = require('./grpc')
+const { RequestBody, BUFFER_FIRST } = require('./request-body')
+
+// The access log's status when the client went away before any of its response
+// (nginx's "client closed request").
+const CLIENT_CLOSED = 499
+
+// What a response's body is to the client's codec (respond's `how`), one object per
+// combination so that a response allocates none: `bodyless`, none follows the head;
+// `framed`, its pieces carry HTTP/1.1 chunked framing (an HTTP/1.1 backend's, passed as
+// it is); `untilClose`, its end is the backend's close. HOW[bodyless*4 | framed*2 | untilClose].
+const HOW = []
+for (let i = 0; i < 8; i++) HOW.push({ bodyless: (i & 4) !== 0, framed: (i & 2) !== 0, untilClose: (i & 1) !== 0 })
+
+// One request and its response, whichever protocol the client and the backend speak:
+// the one place that knows a request's life. It balances it (an Attempt: pick, queue,
+// retry, blame), sends it on through a leg to the backend seated, and passes the
+// response back; it answers itself where lila must (502, 503, 504, 429, ..., gRPC-shaped
+// for calls), applies the limits, copies it for --mirror, sets the sticky cookie, and
+// counts and logs it, once.
+//
+// What it knows of protocols is two interfaces, each served by a codec:
+//
+// - its `client`, the session the request came on (http1/session.js: one HTTP/1.1
+//   connection, or http2/session.js: HTTP/2, where `stream` is the request's stream).
+//   The session hands it the request's head (lila's message form, http1/parse.js's),
+//   then its body as pieces (onBody, onBodyEnd with the trailers), and hears back, with
+//   the exchange as the first argument: sendContinue, interim, respond, flushHead,
+//   send, finishResponse, answer, pauseBody, resumeBody, bodyPaused, cut, reset,
+//   refuseBody, takesChunked, holdsWrites, touch, tunnelHead, exchangeDone.
+// - its `leg` on the backend seated (http1/leg.js over a pooled HTTP/1.1 connection,
+//   http2/leg.js as a stream of a pooled HTTP/2 session): start, write, end, pause,
+//   resume, abandon, again, onSweep, `connected`, `gotBytes`. A leg reports with
+//   legConnected, legDrained, interim, answered, respond, toClient, flushHead,
+//   responseDone, upstreamFailed, shortOf, startTunnel.
+//
+// A failure before the backend answered is retried where that is safe (upstreamFailed)
+// on a fresh connection or another backend; otherwise answered 502/503/504. After the
+// response started, a failure cuts the client (an HTTP/1.1 connection, an HTTP/2
+// stream): a truncated response must not look complete.
+class Exchange {
+  constructor (client, head, headBytes, stream = null) {
+    this.client = client
+    this.stream = stream // the HTTP/2 stream it came on (wire/h2/stream.js), or null
+    const listener = this.listener = client.listener
+    const { protocol } = listener
+    this.head = head
+    this.clientAddress = client.clientAddress // ctx for ip-hash
+    this.path = head.path // ctx for uri-hash
+    this.stickTo = protocol.sticky.keys(head) // ctx for --sticky (upstream.js)
+    const { idHeader } = protocol.rewrite
+    this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
+    this.headBytes = headBytes
+    this.grpc = callType(head, protocol.grpc) // a gRPC call: its content-type
+    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
+    // An HTTP/1.1 client's chunked body goes to an HTTP/1.1 backend as it came, its
+    // framing checked, not taken apart.
+    const framed = head.chunked && client.chunkedPieces && protocol.backendProtocol === 'h1'
+    this.body = new RequestBody(head.method, head.bodyLength, head.bodyLength === 0, this.grpc !== null, framed)
+    this.clientTrailers = null // the request's trailers: fields as in a head, or null
+    this.reading = !this.body.done // the client's body (or a tunnel's bytes) still to come
+    this.buffering = false // reading a small body before taking a backend (see start)
+    this.continued = false // lila answered the client's Expect: 100-continue itself
+    this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
+    this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
+
+    // Where it goes.
+    this.route = listener.routeFor(head) // null: no route matches (404)
+    this.attempt = new Attempt((this.route || listener.own).upstream, this, this, { perRequest: true })
+    this.leg = null // the request on the backend seated
+    this.lastStatus = 502 // what the last failure answers when no backend is left
+    this.tunnel = null // a Tunnel (http1/tunnel.js), once an HTTP/1.1 backend switched protocols
+
+    // What the client got.
+    this.res = null // the backend's final response head, once passed on
+    this.responseStarted = false // some byte of the final response is the client's
+    this.bytesOut = 0
+    this.done = false
+    this.replied = 0 // the status lila answered itself, if it did
+    this.openedAt = performance.now() // for the request-time histogram and the access log
+  }
+
+  get bytesIn () {
+    return this.headBytes + this.body.received
+  }
+
+  // A small body is read whole before a backend is taken, as nginx does: a client that
+  // sends it slowly then holds nothing but its own connection, never a backend's. Only
+  // one whose length says it is small: a chunked body may be a stream the client
+  // interleaves with the response, which waiting for its end would deadlock, and a
+  // larger one streams to the backend as it comes. A client that waits for 100
+  // Continue before sending gets it from lila (the backend is then not sent the Expect).
+  start () {
+    const { head, body, listener } = this
+    const { protocol } = listener
+    const refused = protocol.refusal(this)
+    if (refused !== null) return this.answer(...refused)
+    if (head.isUpgrade && protocol.backendProtocol === 'h2') {
+      return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
+    }
+    this.deadline = deadlineFor(this)
+    if (listener.mirror !== null) this.shadow = listener.mirror.start(head, this, body.done)
+    if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
+    this.buffering = true
+    if (head.expect === '100-continue') this.continued = this.client.sendContinue(this)
+  }
+
+  // The body is read, or more of it than is worth holding: now a backend.
+  bodyBuffered () {
+    this.buffering = false
+    this.attempt.start()
+  }
+
+  // The attempt (lib/upstream/attempt.js) decides where the request goes, how often it
+  // is tried and whom a failure blames; the exchange's leg connects, and says what failed.
+
+  // Nothing could take the request: 503 if nothing was tried, else the failure seen.
+  unserved (queueReason, exhausted) {
+    const { attempt } = this
+    if (attempt.attempts === 0) {
+      this.listener.countUnserved()
+      const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
+      return this.answer(503, detail, { retryAfter: 5, exhausted })
+    }
+    this.answer(this.lastStatus, attempt.failure)
+  }
+
+  // A slot on a backend: a leg to it.
+  seated (lease) {
+    this.leg = new this.listener.protocol.Leg(this, lease.backend, false)
+    this.leg.start()
+  }
+
+  // A fault injected on the backend seated (attempt.js): lila answers `status` as that
+  // backend's answer (which the attempt judges, and may retry elsewhere), or resets the
+  // client (its connection, or its HTTP/2 stream).
+  injected (fault) {
+    injectFault(this, fault, () => {
+      this.client.reset(this)
+      this.finish(false)
+    })
+  }
+
+  // The leg failed: `cause` says how (see Backend.failed; 'connect': before the request
+  // went out). Before any response byte, the attempt retries where safe; `reused`: on a
+  // connection that had served before, which may be the keep-alive race, tried once
+  // more on a fresh one to the same backend. After the response started, the client
+  // is cut so that it cannot mistake the rest for complete.
+  upstreamFailed (reason, cause, reused = false) {
+    const leg = this.leg
+    if (this.done || leg === null) return
+    this.leg = null
+    leg.abandon()
+    const { attempt } = this
+    const backend = attempt.backend
+    const status = cause === 'timeout' ? 504 : 502
+    const { log } = this.listener
+    if (this.responseStarted) {
+      const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
+      log.warn(`${request}: backend ${backend.address} ${reason}; response cut`)
+      attempt.blame(reason, cause)
+      this.releaseLease()
+      this.client.cut(this)
+      this.finish(false)
+      return
+    }
+    // Safe to send again: nothing of the response came back, and the body allows it
+    // (request-body.js: all of it held; not sent at all ('connect'), or idempotent, or
+    // none of it sent yet).
+    const replayable = !leg.gotBytes && (cause === 'connect' ? this.body.kept : this.body.canReplay())
+    if (reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
+      log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
+      this.leg = leg.again()
+      return this.leg.start()
+    }
+    this.lastStatus = status
+    const sent = cause !== 'connect'
+    const retried = attempt.failed(reason, { cause, sent, replayable, bytesIn: this.bytesIn })
+    if (retried) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
+    else this.answer(status, attempt.failure)
+  }
+
+  // lila itself could not open a backend connection (out of descriptors): the backend
+  // is not blamed, and another would fare no better: 503, to try again later. The leg
+  // let its connection go.
+  shortOf (err) {
+    this.leg = null
+    this.attempt.shortage(this.bytesIn)
+    this.listener.short(err, 'cannot open a backend connection')
+    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
+  }
+
+  // The request will not be sent: its leg is dropped (a connection being opened for it
+  // closed), and its slot or place in the queue let go.
+  abandonUpstream () {
+    const leg = this.leg
+    this.leg = null
+    if (leg !== null) leg.abandon()
+    this.attempt.cancel()
+  }
+
+  releaseLease () {
+    this.attempt.release(this.bytesIn, this.bytesOut)
+  }
+
+  // The leg is connected and sent what was held: the client's body flows again.
+  legConnected () {
+    if (this.reading) this.client.resumeBody(this)
+  }
+
+  // The backend took what it was sent: read the client on.
+  legDrained () {
+    if (this.reading) this.client.resumeBody(this)
+  }
+
+  // The request body, from the client's codec: pieces as it framed them (see
+  // RequestBody's `framed`), then its end with the trailers (fields as in a head).
+
+  onBody (piece) {
+    if (this.done) return
+    this.quietTicks = 0
+    const { body, leg } = this
+    if (this.shadow !== null) this.shadow.body(piece)
+    const holdingEnough = body.add(piece)
+    if (leg === null || !leg.connected) {
+      // Still reading a small body, connecting or queued: held, and the client paused
+      // once holding enough.
+      if (this.buffering && holdingEnough) this.bodyBuffered()
+      if (holdingEnough) this.client.pauseBody(this)
+      return
+    }
+    body.sent()
+    if (!leg.write(piece)) this.client.pauseBody(this)
+  }
+
+  onBodyEnd (trailers) {
+    if (this.done || !this.reading) return
+    this.reading = false
+    this.quietTicks = 0
+    if (!this.body.end()) return this.clientBodyFailed('the body ended short of its Content-Length')
+    this.clientTrailers = trailers
+    if (this.shadow !== null) this.shadow.end()
+    if (this.buffering) return this.bodyBuffered() // the leg ends it once connected
+    const { leg } = this
+    if (leg !== null && leg.connected) leg.end() // else the leg ends it once connected
+  }
+
+  // The client's request body broke its framing (400), or stopped coming (408). The
+  // backend side, if any, goes with it: it holds part of a request.
+  clientBodyFailed (detail, status = 400) {
+    if (this.done) return
+    this.reading = false
+    this.buffering = false
+    this.abandonUpstream()
+    this.releaseLease()
+    if (this.responseStarted) {
+      this.client.cut(this)
+      return this.finish(false)
+    }
+    this.replied = status
+    this.responseStarted = true
+    this.bytesOut += this.client.refuseBody(this, status, detail)
+    this.finish(false)
+  }
+
+  onClientDrain () {
+    if (this.leg !== null) this.leg.resume()
+  }
+
+  // The client went away (its connection closed, or it reset its stream): drop the
+  // backend side (its response would have nowhere to go) and release the count.
+  onClientClose () {
+    if (this.done) return
+    this.abandonUpstream()
+    this.releaseLease()
+    this.done = true
+    if (this.deadline !== null) this.deadline.clear()
+    this.logged()
+  }
+
+  // Is the backend at work on it, the client having nothing left to say? (Its
+  // connection is not idle then: the backend's --timeout applies.)
+  awaitingBackend () {
+    return this.tunnel === null && this.body.done && !this.responseStarted && !this.done
+  }
+
+  // The listener's sweep: a client whose request body sends nothing for `bodyLimit`
+  // sweeps (--body-timeout) is answered 408, not while lila holds it paused (a backend
+  // slow to take the body, or none yet: then the backend's silence counts); the leg's
+  // backend silent for `silentLimit` (--timeout) times out, not while the client is
+  // still sending its body on its own time (that silence is the client's). Not in a
+  // tunnel: idle both ways is --idle-timeout's.
+  onSweep (silentLimit, bodyLimit) {
+    if (this.done || this.tunnel !== null) return
+    if (this.reading && !this.client.bodyPaused(this)) {
+      if (++this.quietTicks < bodyLimit) return
+      return this.clientBodyFailed('request body timed out: no byte of it within --body-timeout', 408)
+    }
+    if (this.leg !== null) this.leg.onSweep(silentLimit)
+  }
+
+  // The response, from the leg to the client.
+
+  // A 1xx (100 Continue, 103 Early Hints) passed on.
+  interim (res) {
+    if (!this.done) this.client.interim(this, res)
+  }
+
+  // The backend's final status: judged by the attempt. True when it is dropped, the
+  // request retried elsewhere (the leg it came on is abandoned).
+  answered (status, latencyMs) {
+    const leg = this.leg
+    const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs }
+    this.lastStatus = status // what the client gets if no other backend answers
+    if (!this.attempt.answered(status, how)) return false
+    leg.abandon()
+    return true
+  }
+
+  // The final head goes to the client (the leg's `how`: { bodyless, framed: its body
+  // pieces carry HTTP/1.1 chunked framing, untilClose: its end is the backend's close }).
+  // False when it cannot: the client left meanwhile.
+  respond (res, how) {
+    if (this.done) return false
+    const cookie = this.listener.protocol.sticky.cookieFor(this) // --sticky's Set-Cookie
+    const size = this.client.respond(this, res, how, cookie)
+    if (size < 0) {
+      this.onClientClose()
+      return false
+    }
+    this.res = res
+    this.responseStarted = true
+    this.bytesOut += size
+    if (this.shadow !== null) this.shadow.primaryStatus(res.status, how.framed)
+    return true
+  }
+
+  // The body bytes read with the head went (or there were none): the head leaves now if
+  // it waited for them.
+  flushHead () {
+    if (!this.done) this.client.flushHead(this)
+  }
+
+  toClient (piece) {
+    if (this.done) return
+    this.bytesOut += piece.length
+    if (this.shadow !== null) this.shadow.primaryBody(piece)
+    if (!this.client.send(this, piece) && this.leg !== null) this.leg.pause()
+  }
+
+  // The response is complete (the leg gave its connection back); `trailers`: fields as
+  // in a head, or null.
+  responseDone (trailers) {
+    this.leg = null
+    if (this.done) return
+    if (this.shadow !== null) this.shadow.primaryDone()
+    this.releaseLease()
+    this.bytesOut += this.client.finishResponse(this, trailers)
+    this.finish(true)
+  }
+
+  // A 101 from an HTTP/1.1 backend (http1/leg.js): the connection becomes a Tunnel
+  // (http1/tunnel.js), raw bytes both ways.
+  startTunnel (tunnel, res) {
+    this.attempt.succeeded()
+    this.tunnel = tunnel
+    this.responseStarted = true
+    this.reading = true
+    const cookie = this.listener.protocol.sticky.cookieFor(this)
+    this.bytesOut += this.client.tunnelHead(this, res, cookie)
+  }
+
+  // The tunnel's backend side closed.
+  tunnelClosed () {
+    this.leg = null
+    this.releaseLease()
+  }
+
+  // lila answers the request itself (error statuses).
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
+    if (status >= 500 && !quiet) {
+      this.listener.log.warn(`${status} for ${this.head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
+    }
+    this.responseStarted = true
+    this.replied = status
+    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted })
+    this.finish(true)
+  }
+
+  // `ok`: the exchange ended as it should (a complete response, or lila's answer), so
+  // the client's connection may serve another request as far as its codec allows.
+  finish (ok) {
+    if (this.done) return
+    this.done = true
+    if (this.deadline !== null) this.deadline.clear()
+    this.logged()
+    this.client.exchangeDone(this, ok)
+  }
+
+  // Once per exchange: counted (response-stats.js), and written to the access log.
+  logged () {
+    const { accessLog, protocol } = this.listener
+    const ms = performance.now() - this.openedAt
+    const answered = this.res !== null || this.tunnel !== null // by a backend, not lila
+    protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
+    if (accessLog !== null) accessLog.log(requestRecord(this, ms))
+  }
+
+  // The status the client was answered: the backend's, lila's own, 101 for a tunnel,
+  // or 499 when the client left before any of its response.
+  get status () {
+    if (this.res !== null) return this.res.status
+    if (this.tunnel !== null) return 101
+    return this.replied || CLIENT_CLOSED
+  }
+}
+
+module.exports = { Exchange, CLIENT_CLOSED, HOW }
