@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5a04a373386bc27a25f0c60488d59823bfa868143dcecf368187a9d195e3e35a"
+  sha256 "d0f87e6c6ab3fc870617f6b86e644875cc2f6c6a708213e287233cc71ee69730"
   license "MIT"
 
   depends_on "node"

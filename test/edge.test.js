@@ -12,7 +12,7 @@ const os = require('os')
 const net = require('net')
 const path = require('path')
 const { spawnSync } = require('child_process')
-const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within } = require('./fixtures/helpers')
+const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within, until } = require('./fixtures/helpers')
 
 // Connect to 127.0.0.1:port from `localAddress`, send `data` (a PROXY header, say),
 // and collect what comes back until the connection closes. Never rejects.
@@ -196,11 +196,10 @@ t.test('--status-basic-auth with --workers: the primary\'s admin listener asks t
   t.equal(await from('127.0.0.2', listening), '')
   // Each worker's refusals reach the primary with its next snapshot: asked until both are in.
   let snapshot
-  for (let i = 0; i < 100; i++) {
+  await until(async () => {
     snapshot = JSON.parse((await admin(port, '/status.json', 'alice:wonderland')).body)
-    if ((snapshot.listeners[0].refused || {}).deny === 2) break
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
+    return (snapshot.listeners[0].refused || {}).deny === 2
+  }, 'both workers\' refusals', { every: 50 }).catch(() => {}) // the assertion below says what arrived
   t.same(snapshot.listeners[0].refused, { deny: 2 }, 'the workers\' refusals, summed')
 })
 

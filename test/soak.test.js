@@ -20,7 +20,7 @@ const net = require('net')
 const fs = require('fs')
 const path = require('path')
 const { fork } = require('child_process')
-const { spawnLila, restartablePort, within, memoryOf, settled, isSettled } = require('./fixtures/helpers')
+const { spawnLila, restartablePort, within, memoryOf, settled, isSettled, until } = require('./fixtures/helpers')
 const { prng } = require('./fixtures/http-fuzz')
 
 const SECONDS = Number(process.env.SOAK_SECONDS || 20) // per protocol
@@ -96,7 +96,7 @@ async function chaos (fleet, rand, deadline, { failures }) {
     return others.length ? pick(others) : null
   }
   while (Date.now() < deadline) {
-    await sleep(100 + rand() * 300)
+    await sleep(100 + rand() * 300) // the chaos's pace: the subject, not a wait for something
     const r = rand()
     if (r < 0.3) {
       const b = victim()
@@ -171,10 +171,8 @@ async function loop (deadline, work) {
 // socket per backend for a moment).
 async function settledFds (pid, idle) {
   let fds = openFds(pid)
-  for (let i = 0; i < 100 && fds > idle + 4; i++) {
-    await sleep(100)
-    fds = openFds(pid)
-  }
+  await until(() => (fds = openFds(pid)) <= idle + 4, 'descriptors back to idle', { timeout: 10000, every: 100 })
+    .catch(() => {}) // the caller asserts
   return fds
 }
 
