@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "413409ad5baa3851c46080906a6a60641b377c7753d79169f64165a1e1a5f528"
+  sha256 "4ef2c8697329efcde55049776ecaf1abff74949baa41c176e306824e57d74def"
   license "MIT"
 
   depends_on "node"

@@ -18,8 +18,8 @@
 //     in front of the same Node backend: the peer's CPU per MiB (utime+stime from /proc)
 //     with Accept-Encoding: gzip less the same without, so that only what compressing
 //     adds is counted, and the ratio its answers show
-// lila's HTTP exchange does not compress yet (issue 27), so its row is the compressor's
-// own cost: what it adds to lila's CPU per MiB once it does.
+// lila's first row is the compressor's own cost, measured in this process; its second,
+// lila --compress end to end, measured as the peers are.
 //
 // The machine is shared: quote the ratios between rows, not the absolute numbers.
 
@@ -208,6 +208,16 @@ http://127.0.0.1:${port} {
   return { name: 'Caddy encode gzip (its default level)', port, handle }
 }
 
+// lila itself, end to end: --compress (gzip first) in front of the same backend.
+async function startLila (dir, backendPort) {
+  const port = await procs.freePort()
+  const argv = [...procs.lilaArgv(path.join(ROOT, 'lila')), `127.0.0.1:${backendPort}`, '--protocol', 'http',
+    '--host', '127.0.0.1', '--port', String(port), '--check', 'none', '--compress', '--log-level', 'warn']
+  const handle = await procs.start(argv, {})
+  await waitFor(port)
+  return { name: 'lila --compress (gzip, end to end)', port, handle }
+}
+
 async function waitFor (port) {
   for (let i = 0; i < 200; i++) {
     const ok = await new Promise(resolve => {
@@ -313,6 +323,7 @@ async function main () {
   const peers = []
   const backendPort = backend.address().port
   const starts = [
+    () => startLila(dir, backendPort),
     () => startNginx(dir, backendPort, 1), () => startNginx(dir, backendPort, 5), () => startCaddy(dir, backendPort)
   ]
   for (const start of starts) {

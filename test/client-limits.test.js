@@ -123,9 +123,8 @@ t.test('--max-conn-per-client: tcp closes the extra connection at once; http ans
   held[0].destroy()
   // The backend can see its side close before lila has counted the client's close, so
   // the slot is free once lila's own count says so, not when the backend does.
-  for (let i = 0; i < 500 && (await statusJson(tcp)).listeners[0].active !== 2; i++) {
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
+  await until(async () => (await statusJson(tcp)).listeners[0].active === 2, 'lila to count the close')
+    .catch(() => {}) // asserted below
   t.equal((await statusJson(tcp)).listeners[0].active, 2, 'lila counts the closed connection out')
   const again = open('127.0.0.1')
   held.push(again)
@@ -139,9 +138,7 @@ t.test('--max-conn-per-client: tcp closes the extra connection at once; http ans
   idle.on('error', () => {})
   t.teardown(() => idle.destroy())
   await new Promise(resolve => idle.once('connect', resolve))
-  for (let i = 0; i < 100 && (await statusJson(web)).listeners[0].active !== 1; i++) {
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
+  await until(async () => (await statusJson(web)).listeners[0].active === 1, 'lila to count the idle connection', { every: 20 })
   const refused = await getFrom(web.port, '127.0.0.1')
   t.equal(refused.status, 429, 'a second connection from the same address: 429')
   t.equal((await getFrom(web.port, '127.0.0.2')).status, 200, 'another address is served')

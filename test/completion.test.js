@@ -5,7 +5,7 @@
 
 const t = require('tap')
 const { spawnSync } = require('child_process')
-const { OPTIONS } = require('../lib/config/options')
+const { OPTIONS, GROUPS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { LILA, runLila } = require('./fixtures/helpers')
 
@@ -25,7 +25,7 @@ function complete (shell, words) {
   return shell === 'zsh' ? offered.filter(w => w.startsWith(words.at(-1))) : offered
 }
 
-t.test('bash: options, values, modes and commands', async t => {
+t.test('bash: options, values, modes, commands and help topics', async t => {
   t.same(complete('bash', ['lila', '--retr']), ['--retries', '--retry-budget', '--retry-on'], 'options by prefix')
   t.same(complete('bash', ['lila', 'rr', ':9001', '--protocol', '']), ['grpc', 'http', 'tcp'], 'an option\'s values')
   t.same(complete('bash', ['lila', '--log-level', 'd']), ['debug'])
@@ -33,6 +33,8 @@ t.test('bash: options, values, modes and commands', async t => {
   t.same(complete('bash', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes first')
   t.same(complete('bash', ['lila', 'comp']), ['completion'], 'and commands')
   t.same(complete('bash', ['lila', 'completion', '']), ['bash', 'zsh'])
+  t.same(complete('bash', ['lila', 'help', '']), [...GROUPS.map(g => g.name), 'all'].sort(), 'the topics of lila help')
+  t.same(complete('bash', ['lila', 'help', 'h']), ['headers', 'health', 'http', 'http2'])
   const all = complete('bash', ['lila', '--'])
   t.same(all, OPTIONS.map(o => o.flag).sort(), 'every option lila has, and only those')
   t.same(complete('bash', ['lila', '']).filter(w => !['demo', 'help', 'version', 'completion', 'upgrade'].includes(w)),

@@ -230,9 +230,7 @@ for (const backendProtocol of ['h1', 'h2']) {
     const h2 = await h2connect(t, lila.port)
     // Both accepted by lila (a connection still in the kernel's backlog when it runs out
     // would be accepted and closed by libuv).
-    for (let i = 0; i < 100 && (await statusJson(lila)).listeners[0].active < 2; i++) {
-      await new Promise(resolve => setTimeout(resolve, 20))
-    }
+    await until(async () => (await statusJson(lila)).listeners[0].active >= 2, 'both clients accepted', { every: 20 })
 
     await lila.hog()
     const first = new Promise(resolve => h1.once('data', data => resolve(String(data))))

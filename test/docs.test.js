@@ -106,3 +106,21 @@ t.test('every outside tool a test skips without is in CONTRIBUTING.md and .ci/ru
     t.match(ci, new RegExp(`\\b${tool}\\b`), `.ci/run installs ${tool}`)
   }
 })
+
+// CONTRIBUTING.md's "No sleeps in tests": a test waits on an event, or polls with
+// `until` (test/fixtures/helpers.js). A pause of its own is the subject (a client's
+// pace, a silence) or proves an absence, and a comment on its line or the line above
+// says which.
+t.test('no sleeps in tests: every pause in a test file says why', async t => {
+  const pause = /setTimeout\(resolve\b|\bsleep\(\d|\bsleep\([^)]*\)\s*(\/\/|$)/
+  const files = fs.readdirSync(path.join(ROOT, 'test')).filter(f => f.endsWith('.test.js'))
+  const silent = []
+  for (const file of files) {
+    const lines = fs.readFileSync(path.join(ROOT, 'test', file), 'utf8').split('\n')
+    lines.forEach((line, i) => {
+      if (!pause.test(line) || /^\s*(const|function)\b/.test(line)) return
+      if (!line.includes('//') && !/^\s*\/\//.test(lines[i - 1])) silent.push(`test/${file}:${i + 1}: ${line.trim()}`)
+    })
+  }
+  t.same(silent, [], 'a pause without a comment: wait on an event or poll with until() instead')
+})

@@ -12,7 +12,7 @@ const os = require('os')
 const net = require('net')
 const path = require('path')
 const http2 = require('http2')
-const { httpBackend, spawnLila, within } = require('./fixtures/helpers')
+const { httpBackend, spawnLila, within, until } = require('./fixtures/helpers')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { PREFACE, TYPE, FLAG, frame, headerBlock } = require('./fixtures/h2-frames')
 
@@ -158,9 +158,10 @@ for (const tls of [false, true]) {
     const slow = read(session.request({ ':path': '/slow' }))
     const finish = await slowly.finish
     lila.child.kill('SIGTERM')
-    await within(10000, 'the first GOAWAY', (async () => {
-      while (goaways.length < 1) await new Promise(resolve => setTimeout(resolve, 10))
-    })())
+    // Polled: finishing the slow stream in the tick the first GOAWAY arrives (awaiting
+    // 'goaway') loses the second GOAWAY about half the time. A race in the drain
+    // (http2/session.js), left to the HTTP/2 exchange's owner; this keeps the old timing.
+    await until(() => goaways.length >= 1, 'the first GOAWAY', { timeout: 10000 })
     t.same(goaways[0], [0, 2 ** 31 - 1], 'busy past --drain-grace: first no new streams')
     finish()
     t.equal(await slow, 'slow\n', 'the stream in flight finishes')
@@ -196,9 +197,7 @@ t.test('SIGTERM: the streams an idle HTTP/2 connection\'s client opens within --
   const get = id => frame(TYPE.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, headerBlock())
   socket.write(Buffer.concat([PREFACE, frame(TYPE.SETTINGS, 0, 0), get(1)]))
   const ended = id => received.some(f => f.type === TYPE.DATA && f.id === id && (f.flags & FLAG.END_STREAM))
-  await within(10000, 'the first response', (async () => {
-    while (!ended(1)) await new Promise(resolve => setTimeout(resolve, 10))
-  })())
+  await until(() => ended(1), 'the first response', { timeout: 10000 })
   socket.pause() // from now on the GOAWAY stays unread
   lila.child.kill('SIGTERM')
   await lila.waitForLine(/SIGTERM: stopped accepting/)

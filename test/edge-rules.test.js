@@ -15,7 +15,7 @@ const { Compressor } = require('../lib/proxy/edge/compressor')
 const { parseTraceparent, nextTraceparent } = require('../lib/proxy/edge/trace')
 const { stripPrefix } = require('../lib/proxy/edge/prefix')
 const { EdgeStats } = require('../lib/proxy/edge/stats')
-const { compileEdge, loadEdge, EXCHANGE_CALLS_RULES } = require('../lib/proxy/edge/rules')
+const { compileEdge, loadEdge } = require('../lib/proxy/edge/rules')
 const { parseCommandLine } = require('../lib/config/argv')
 const { OPTIONS } = require('../lib/config/options')
 const { captureLog, within, until } = require('./fixtures/helpers')
@@ -271,8 +271,8 @@ function compiled (t, args, files = {}) {
   }
   const capture = captureLog('debug')
   const stats = new EdgeStats(capture.log)
-  const loaded = loadEdge(config, { readFile, exchangeCalls: true })
-  return { ...compileEdge(config, loaded, stats, { exchangeCalls: true }), stats, capture, config }
+  const loaded = loadEdge(config, { readFile })
+  return { ...compileEdge(config, loaded, stats), stats, capture, config }
 }
 
 t.test('no rules: nothing compiled, nothing to ask', async t => {
@@ -389,27 +389,20 @@ t.test('the htpasswd files are read at load; the errors say which', async t => {
   t.throws(() => compiled(t, [':9001', '--protocol', 'http', '--basic-auth', '/bad'], { '/bad': 'x:y\n' }), { name: 'UsageError', message: /^\/bad: line 1: user "x" has no hash it reads/ })
   let reads = 0
   const config = configOf([':9001', '--protocol', 'http', '--basic-auth', '/u', '--route', '/a=basic-auth=/u :9002'])
-  loadEdge(config, { readFile: () => { reads++; return SHA_USERS }, exchangeCalls: true })
+  loadEdge(config, { readFile: () => { reads++; return SHA_USERS } })
   t.equal(reads, 1, 'a file named twice is read once')
 })
 
-t.test('until the HTTP exchange calls them, its rules are refused at start, not left undone', async t => {
-  t.equal(EXCHANGE_CALLS_RULES, false, 'this build: the exchange does not call the rules yet')
-  const refused = [
-    [['--compress'], '--compress'],
-    [['--trace'], '--trace'],
-    [['--basic-auth', '/u'], '--basic-auth'],
-    [['--route', '/api=strip :9002'], 'route /api\'s strip'],
-    [['--route', '/api=deny=10.0.0.0/8 :9002'], 'route /api\'s allow and deny']
-  ]
-  for (const [args, what] of refused) {
-    const config = configOf([':9001', '--protocol', 'http', ...args])
-    t.throws(() => loadEdge(config, { readFile: () => SHA_USERS }), { name: 'UsageError', message: `${what} is not applied to HTTP requests by this build yet (its HTTP exchange does not call the rules at the edge): expected it left out` })
-  }
+t.test('an HTTP listener judges --allow and --deny per request, a tcp one per connection', async t => {
   const config = configOf([':9001', '--protocol', 'http', '--allow', '127.0.0.1'])
   const { gate, own } = compileEdge(config, loadEdge(config), statsFor())
-  t.ok(gate, 'an http listener\'s --allow is judged per connection meanwhile')
-  t.equal(own, null)
+  t.equal(gate, null, 'no gate on the connection: the exchange answers 403')
+  t.equal(own.admit('127.0.0.2', undefined, false).status, 403)
+  t.equal(own.admit('127.0.0.1', undefined, false), null)
+  const tcp = configOf([':9001', '--allow', '127.0.0.1'])
+  const compiled = compileEdge(tcp, loadEdge(tcp), statsFor())
+  t.ok(compiled.gate, 'tcp: judged per connection')
+  t.equal(compiled.own, null)
 })
 
 t.test('lila\'s own answers say a refusal\'s fields and the trace ID; the access log has it in every format', async t => {

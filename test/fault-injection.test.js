@@ -26,15 +26,6 @@ const { parseFaultSettings } = require('../lib/config/backend-spec')
 const TOKEN = 'fault-drill-token'
 const auth = { Authorization: `Bearer ${TOKEN}` }
 
-// Polls an async check until it holds (bounded).
-async function eventually (check, what, { timeout = 5000, every = 20 } = {}) {
-  for (let i = 0; i < timeout / every; i++) {
-    if (await check()) return
-    await new Promise(resolve => setTimeout(resolve, every))
-  }
-  throw new Error(`timed out after ${timeout}ms waiting for ${what}`)
-}
-
 const backendOf = (snapshot, address) => snapshot.listeners[0].backends.find(b => b.address === address)
 
 function admin (lila, method, path, headers = auth) {
@@ -239,7 +230,7 @@ t.test('tcp: delay, reset and error with real sockets', async t => {
   socket.on('error', () => {})
   let got = ''
   socket.on('data', chunk => { got += chunk })
-  await eventually(async () => backendOf(await statusJson(lila), a.address).live === 1, 'the connection held')
+  await until(async () => backendOf(await statusJson(lila), a.address).live === 1, 'the connection held')
   t.equal(got, '', 'nothing from the backend while held')
   t.equal(backendOf(await statusJson(lila), a.address).fault.holding, 1)
   t.equal(a.connections, 1, 'the backend saw none of it while held')

@@ -96,7 +96,7 @@ t.test('a storm of reloads (SIGHUP every 20 ms) under load drops nothing', async
     write(1 + (i % 3))
     lila.child.kill('SIGHUP')
     reloads++
-    await sleep(20)
+    await sleep(20) // the storm's pace: the subject, not a wait for something
   }
   // Signals that arrive while one is pending merge, so not every one is a reload; but
   // a lila that stopped reloading after the first would not get to ten.
@@ -146,10 +146,8 @@ t.test('out of file descriptors: logged, survived, serving again once some free'
   for (const socket of held) socket.destroy()
   // Once descriptors free up, a new client is served.
   let greeted = null
-  for (let i = 0; i < 50 && greeted === null; i++) {
-    greeted = await openGreeted(port).catch(() => null)
-    if (greeted === null) await sleep(100)
-  }
+  await until(async () => (greeted = await openGreeted(port).catch(() => null)) !== null,
+    'a client served', { every: 100 }).catch(() => {}) // asserted below
   t.ok(greeted, 'a new client is served once descriptors are free')
   t.equal(greeted && greeted.name, 'echo')
   if (greeted) greeted.socket.destroy()

@@ -32,7 +32,7 @@ async function wellBehaved (port, until) {
     slowest = Math.max(slowest, Date.now() - started)
     if (res.status === 200) ok++
     else failed++
-    await sleep(10)
+    await sleep(10) // a well-behaved client's pace, not a wait for something
   }
   agent.destroy()
   return { ok, failed, slowest }
@@ -114,7 +114,7 @@ t.test('a slow reader: lila does not buffer the response it cannot deliver', asy
   let last = -1
   for (let i = 0; i < 100 && written !== last; i++) {
     last = written
-    await sleep(100)
+    await sleep(100) // no event says writing stopped: polled until the count holds still
   }
   const meanwhile = await wellBehaved(lila.port, n => n >= 10)
   const grown = memoryOf(lila.child.pid).rss - before.rss
@@ -143,10 +143,8 @@ t.test('2000 half-open connections: lila stays responsive, and --idle-timeout le
   // Node process that has stopped reading it: --idle-timeout lets it go.
   for (const s of sockets) s.resetAndDestroy()
   let fds = openFds(lila.child.pid)
-  for (let i = 0; i < 300 && fds > idleFds; i++) {
-    await sleep(50)
-    fds = openFds(lila.child.pid)
-  }
+  await until(() => (fds = openFds(lila.child.pid)) <= idleFds, 'the descriptors given back', { timeout: 15000, every: 50 })
+    .catch(() => {}) // asserted below
   t.equal(fds, idleFds, `every descriptor is given back (${fds}, idle ${idleFds})`)
 })
 
@@ -172,10 +170,8 @@ t.test('a client that resets mid-upload: the backend connection goes, nothing le
   await until(() => aborted >= 20, 'the backend to see every upload aborted', { timeout: 10000, every: 20 })
   t.equal(aborted, 20, 'each reset reached the backend as an aborted request')
   let fds = openFds(lila.child.pid)
-  for (let i = 0; i < 100 && fds > idleFds + 1; i++) {
-    await sleep(50)
-    fds = openFds(lila.child.pid)
-  }
+  await until(() => (fds = openFds(lila.child.pid)) <= idleFds + 1, 'descriptors back to idle', { every: 50 })
+    .catch(() => {}) // asserted below
   t.ok(fds <= idleFds + 1, `descriptors back to idle (${fds}, idle ${idleFds})`)
   t.equal((await request(lila.port)).status, 200, 'and lila serves on')
 })

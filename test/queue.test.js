@@ -5,7 +5,7 @@
 // --queue-timeout.
 
 const t = require('tap')
-const { tcpBackend, exchange, spawnLila, statusJson, within } = require('./fixtures/helpers')
+const { tcpBackend, exchange, spawnLila, statusJson, within, until } = require('./fixtures/helpers')
 
 // No probes here: a probe is a connection too, and would count in the backend's peak.
 const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none']
@@ -91,12 +91,8 @@ t.test('the queue spans backends: a slot on either goes to the oldest waiter', a
   // Polls /status.json until the listener counts `count` queued (bounded).
   const queued = async count => {
     let seen = null
-    for (let i = 0; i < 500; i++) {
-      seen = (await statusJson(lila)).listeners[0].queued
-      if (seen === count) return
-      await new Promise(resolve => setTimeout(resolve, 10))
-    }
-    throw new Error(`lila never counted ${count} queued (last: ${seen})`)
+    await until(async () => (seen = (await statusJson(lila)).listeners[0].queued) === count, `${count} queued`)
+      .catch(err => { throw new Error(`${err.message} (last: ${seen})`) })
   }
 
   // Both slots taken, one on each backend.

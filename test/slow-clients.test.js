@@ -44,11 +44,8 @@ async function trickling (t, lila, backend) {
   }
   await until(() => uploads.every(u => u.socket.bytesWritten > 0), 'every upload to be sent', { timeout: 20000 })
   let snapshot = null
-  for (let i = 0; i < 200; i++) {
-    snapshot = await statusJson(lila)
-    if (snapshot.listeners[0].active >= TRICKLERS) break
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
+  await until(async () => (snapshot = await statusJson(lila)).listeners[0].active >= TRICKLERS,
+    'lila to count every upload', { timeout: 10000, every: 50 }).catch(() => {}) // asserted below
   t.equal(snapshot.listeners[0].active, TRICKLERS, 'lila serves every upload')
   t.equal(snapshot.listeners[0].backends[0].live, 0, 'none of them holds the backend')
   t.equal(backend.requests, 0, 'the backend has seen none of them: their bodies are not complete')
@@ -212,11 +209,8 @@ t.test('large uploads fill a backend\'s max-conn: the next request waits in the 
 
   const waiting = request(lila.port, { path: '/waits' })
   let snapshot = null
-  for (let i = 0; i < 100; i++) {
-    snapshot = await statusJson(lila)
-    if (snapshot.listeners[0].queued === 1) break
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
+  await until(async () => (snapshot = await statusJson(lila)).listeners[0].queued === 1,
+    'the GET to be queued', { every: 20 }).catch(() => {}) // asserted below
   t.equal(snapshot.listeners[0].queued, 1, 'the GET waits in the queue /status shows')
   const answer = await within(10000, 'the queued GET', waiting)
   t.equal(answer.status, 503, 'answered 503 after --queue-timeout')

@@ -20,7 +20,7 @@ const net = require('net')
 const fs = require('fs')
 const path = require('path')
 const { fork } = require('child_process')
-const { spawnLila, restartablePort, within, memoryOf, settled, isSettled } = require('./fixtures/helpers')
+const { spawnLila, restartablePort, within, memoryOf, settled, isSettled, until } = require('./fixtures/helpers')
 const { prng } = require('./fixtures/http-fuzz')
 
 const SECONDS = Number(process.env.SOAK_SECONDS || 20) // per protocol
@@ -35,11 +35,17 @@ async function startFleet (t, n) {
   const fleet = []
   for (let i = 0; i < n; i++) fleet.push({ port: await restartablePort(), child: null, mode: 'normal' })
   const start = async b => {
-    b.child = fork(BACKEND, [String(b.port)], { stdio: 'ignore' })
+    b.child = fork(BACKEND, [String(b.port)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+    let stderr = ''
+    b.child.stderr.on('data', chunk => { stderr = (stderr + chunk).slice(-500) })
     b.mode = 'normal'
     b.since = Date.now()
-    // Generous: a forked Node takes seconds to start on a busy two-core machine.
-    await within(30000, `backend ${b.port} to listen`, new Promise((resolve, reject) => {
+    // Generous: a forked Node takes seconds to start on a busy two-core machine. (Once,
+    // at load 15, 30 s were not enough and nothing said why: the words now do.)
+    const child = b.child
+    const what = () => `backend ${b.port} to listen (its process ${child.exitCode === null ? 'running' : `exited ${child.exitCode}`}` +
+      `${stderr ? `, said ${JSON.stringify(stderr)}` : ''})`
+    await within(30000, what, new Promise((resolve, reject) => {
       b.child.once('message', resolve)
       b.child.once('exit', code => reject(new Error(`backend ${b.port} exited ${code}`)))
     }))
@@ -90,7 +96,7 @@ async function chaos (fleet, rand, deadline, { failures }) {
     return others.length ? pick(others) : null
   }
   while (Date.now() < deadline) {
-    await sleep(100 + rand() * 300)
+    await sleep(100 + rand() * 300) // the chaos's pace: the subject, not a wait for something
     const r = rand()
     if (r < 0.3) {
       const b = victim()
@@ -165,10 +171,8 @@ async function loop (deadline, work) {
 // socket per backend for a moment).
 async function settledFds (pid, idle) {
   let fds = openFds(pid)
-  for (let i = 0; i < 100 && fds > idle + 4; i++) {
-    await sleep(100)
-    fds = openFds(pid)
-  }
+  await until(() => (fds = openFds(pid)) <= idle + 4, 'descriptors back to idle', { timeout: 10000, every: 100 })
+    .catch(() => {}) // the caller asserts
   return fds
 }
 

@@ -11,7 +11,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { spawnSync } = require('child_process')
-const { LILA, httpBackend, request, spawnLila, restartablePort, restartablePorts, runLila, within } = require('./fixtures/helpers')
+const { LILA, httpBackend, request, spawnLila, restartablePort, restartablePorts, runLila, within, until } = require('./fixtures/helpers')
 const { gone, alive, startWrk, UPGRADED } = require('./fixtures/upgrade')
 
 const ACTIVATE = 'systemd-socket-activate'
@@ -115,10 +115,8 @@ t.test('under systemd-socket-activate, restarts and upgrades refuse no client wh
   const readPid = () => Number(fs.readFileSync(pidFile, 'utf8'))
   for (let i = 0; i < 3; i++) {
     await lila.waitForLine(listening, { count: i + 1, timeout: 30000 })
-    const pid = await within(10000, 'the PID file', (async () => {
-      while (!fs.existsSync(pidFile)) await new Promise(resolve => setTimeout(resolve, 10))
-      return readPid()
-    })())
+    await until(() => fs.existsSync(pidFile), 'the PID file', { timeout: 10000 })
+    const pid = readPid()
     pids.add(pid)
     const before = a.requests
     await within(20000, 'requests through this lila', (async () => {

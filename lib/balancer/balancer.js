@@ -11,6 +11,7 @@ const { createTcpProtocol } = require('../proxy/tcp')
 const { createHttpProtocol } = require('../proxy/http/protocol')
 const { loadListenerTls, Certificates } = require('../proxy/tls')
 const { RedirectListener } = require('../proxy/redirect')
+const { servesPlainHttp } = require('../tls/http01')
 const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { silentLogger, prefixed } = require('../log')
@@ -143,7 +144,8 @@ class Balancer {
       const changes = listener.upstream.update(config, { tls: backendTls })
       const applied = this.applyRoutes(listener, routes, backendTls)
       routesStarted.push(...applied.started)
-      listener.reconfigure(config, { tls, backendTls, descriptors, routes: applied.routes, edge })
+      const acme = this.acmeOf(config)
+      listener.reconfigure(config, { tls, backendTls, descriptors, routes: applied.routes, edge, acme })
       for (const change of [...changes, ...applied.lines]) lines.push(`${config.name}: ${change}`)
     }
     const drained = new Map() // name -> connections left on the listener it replaces
@@ -290,6 +292,12 @@ class Balancer {
     return { ...loadListenerTls(listenerConfig, this.certificates), edge: loadEdge(listenerConfig) }
   }
 
+  // A plain-HTTP listener answers the ACME HTTP-01 challenges of the process's board
+  // (tls/http01.js), whichever listener the certificate is for.
+  acmeOf (listenerConfig) {
+    return servesPlainHttp(listenerConfig) ? this.certificates.challenges : null
+  }
+
   // The limit on open files, and each listener's share of it (descriptors.js): what
   // --max-conn defaults to.
   descriptorsFor (configs) {
@@ -304,7 +312,9 @@ class Balancer {
     const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls })
     const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
-    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, accessLog: this.accessLog }
+    const acme = this.acmeOf(listenerConfig)
+    const accessLog = this.accessLog
+    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog }
     const listener = new Listener({ config: listenerConfig, ...parts })
     this.certificates.use(listenerConfig.name, tls)
     return listener

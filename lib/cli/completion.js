@@ -1,17 +1,18 @@
 'use strict'
 
 // `lila completion bash|zsh`: a shell completion script made from the OPTIONS table
-// and the modes, so that it knows every option lila knows. zsh loads the bash one
-// through bashcompinit.
+// and the modes, so that it knows every option lila knows and every topic of lila
+// help. zsh loads the bash one through bashcompinit.
 //   bash: source <(lila completion bash)      zsh: source <(lila completion zsh)
 
-const { OPTIONS } = require('../config/options')
+const { OPTIONS, GROUPS } = require('../config/options')
 const { MODES } = require('../upstream/balancers')
 const { LOG_LEVELS, ACCESS_LOG_FORMATS } = require('../config/parsers')
 const { UsageError } = require('../errors')
 
 const SHELLS = ['bash', 'zsh']
 const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade']
+const TOPICS = [...GROUPS.map(g => g.name), 'all'] // what `lila help` takes
 
 // The words an option's value may be, when it is one of a few; 'FILE' for a path.
 function choicesOf (option) {
@@ -40,6 +41,7 @@ _lila () {
   case "$prev" in
 ${cases.join('\n')}
     completion) COMPREPLY=($(compgen -W "${SHELLS.join(' ')}" -- "$cur")); return ;;
+    help) COMPREPLY=($(compgen -W "${TOPICS.join(' ')}" -- "$cur")); return ;;
   esac
   if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "${flags}" -- "$cur"))

@@ -1,44 +1,143 @@
 'use strict'
 
+// lila's help, from the OPTIONS table: `lila --help` (usage, modes, the options most
+// people need, the topics), `lila help TOPIC` (a topic's words and every option it
+// holds) and `lila help all` (every topic), as `git help` and `caddy help` do. Each
+// option is in one topic, its group; the short page lists the `common` ones again.
+
 const { OPTIONS, GROUPS } = require('../config/options')
 const { MODES, modeWord } = require('../upstream/balancers')
 const { BACKEND_SYNTAX } = require('../config/backend-spec')
+const { didYouMean } = require('../config/suggest')
 const { formatDuration } = require('../format')
+const { UsageError } = require('../errors')
+const { helpWidth, wrap, paragraph, textColumn, table, command, NBSP } = require('./layout')
 const VERSION = require('../version')
 
-// The width --help is wrapped to: the terminal's, 80 when it is not a terminal. Below 40
-// nothing reads well; above 100 lines are too long to read, so wider terminals get 100.
-const DEFAULT_WIDTH = 80
-const MIN_WIDTH = 40
-const MAX_WIDTH = 100
-// A description column narrower than this goes under its option instead of beside it.
-const MIN_TEXT = 30
-const NBSP = '\u00a0' // joins the words of a default, so that it moves to the next line whole
+const DOCS_URL = 'https://github.com/lila-lb/lila'
 
-// Commands a newcomer can paste, each with what it shows; a test parses every one.
-const EXAMPLES = [
-  ['HTTP requests in turns; each backend checked with GET /health every 2s',
-    'lila rr app1:8080 app2:8080 --protocol http --check http:/health'],
-  ['local ports, one weighted 3, a backup; a status page on 127.0.0.1:9000',
-    'lila lc :9001 :9002,weight=3 :9003,backup --status-port 9000'],
-  ['development: every dev server listening on ports 3000 to 3009, as they start and stop',
-    'lila rr :3000-3009 --protocol http'],
-  ['TLS terminated on port 443',
-    'lila app1:8080 app2:8080 -p 443 --tls-cert cert.pem --tls-key key.pem'],
-  ['https://localhost for your dev servers, with lila\'s own CA (it says how to trust it)',
-    'lila rr :3000 :3001 --protocol http --tls'],
-  ['HTTPS on 443 with a certificate lila gets from Let\'s Encrypt and renews itself',
-    'lila app:8080 --protocol http -p 443 --tls acme --tls-names example.com'],
-  ['one worker process per core, all on port 80',
-    'lila app1:8080 app2:8080 -p 80 --workers auto'],
-  ['several listeners from a file; SIGHUP reloads it',
-    'lila --config /etc/lila/lila.json']
+// What a topic says before its options: paragraphs, or { rows } for a table.
+const ABOUT = {
+  listen: [
+    'lila listens on one port of one address (--port, --host), or on a Unix socket. --protocol tcp pipes ' +
+      'each connection to a backend; http balances each request, HTTP/1.1 and HTTP/2 on the same port; ' +
+      'grpc is http with HTTP/2 to backends and lila\'s own errors as gRPC statuses.',
+    'The PROXY protocol carries a client\'s address through proxies: --accept-proxy reads it from the ' +
+      'clients, --proxy-protocol sends it to tcp backends.'
+  ],
+  backends: [
+    BACKEND_SYNTAX,
+    'host is a name, IPv4 or [IPv6]; ":8080" means 127.0.0.1:8080. Every address a name resolves to is a ' +
+      'backend, resolved again every --resolve-interval. unix:/path is a Unix socket. _service._proto.name, ' +
+      'without a port, is found through SRV records: a backend per target and port, weighted by the ' +
+      'records, lower priorities as backups. host:3000-3009 watches a port range: each port that listens ' +
+      'is a backend (found by --check-interval probes), at most 1024 ports. weight=N from 0 to 1000 ' +
+      '(default 1); max-conn=N caps its connections (more wait in a queue); slow-start=DUR ramps its ' +
+      'weight up when it comes back; backup backends take traffic only when no other backend can.'
+  ],
+  balancing: [
+    { rows: () => modeRows() },
+    'Without a mode, random (the power of two choices). Weights apply to every mode, and every mode ' +
+      'skips backends that are down or at their max-conn. The hash modes agree across processes and ' +
+      'machines for the same backends.',
+    'A connection or request that failed before any byte reached a backend is tried on another; an ' +
+      'idempotent http request answered with a --retry-on status too, within the --retry-budget.'
+  ],
+  health: [
+    'At start-up lila checks every backend once and prints what it found. Then each backend is probed ' +
+      'every --check-interval: --fall failed probes in a row take it out, --rise passed ones bring it ' +
+      'back. Real traffic counts too: --eject-after failures in a row take a backend out, and a request ' +
+      'that fails on every backend blames none.'
+  ],
+  http: [
+    'With --protocol http each request is balanced on its own, over keep-alive connections to the ' +
+      'backends. Hop-by-hop headers are dropped; X-Forwarded-For, -Proto, -Host and Via are set; ' +
+      'WebSocket and other upgrades are piped. Hashing a header or a cookie (lila help modes) is the ' +
+      'other way to keep a client on one backend.'
+  ],
+  headers: [
+    'What lila changes in the heads it passes on, besides X-Forwarded-* and Via (lila help http).'
+  ],
+  http2: [
+    'An http listener speaks HTTP/2 to the clients that ask for it: by prior knowledge in the clear ' +
+      '(h2c), by ALPN over TLS; each stream is balanced as a request. To backends lila speaks HTTP/1.1, ' +
+      'or HTTP/2 with --backend-protocol h2 (h2c; h2 with --backend-tls).',
+    '--protocol grpc is http with HTTP/2 to backends; lila\'s own errors are gRPC statuses. ' +
+      '--check grpc[:service] asks each backend\'s gRPC health service.'
+  ],
+  routes: [
+    '--route \'MATCH=[MODE] BACKEND...\' (http, repeatable) sends the requests MATCH takes to a pool of ' +
+      'their own: a host (api.example.com), a wildcard host (*.example.com), a path prefix (/static) or ' +
+      'both (api.example.com/v1). The most specific match wins; the other requests go to the backends ' +
+      'given before the options. Before the mode, a route may take strip (its prefix taken off), allow=, ' +
+      'deny= and basic-auth= of its own (lila help edge).'
+  ],
+  limits: [
+    'Per client address, over --rate-limit or --max-conn-per-client, an http client is answered 429 ' +
+      'with Retry-After, a tcp connection is closed.'
+  ],
+  edge: [
+    'Rules judged before a request or connection reaches a backend, and the compression of what comes ' +
+      'back. A route may have allow, deny and basic-auth of its own (lila help routes).'
+  ],
+  tls: [
+    'TLS from certificate files (--tls-cert, --tls-key; several, chosen by SNI, in a config file), from ' +
+      'lila\'s own local CA (--tls, which says how to trust it), or from Let\'s Encrypt or another ACME ' +
+      'server (--tls acme --tls-names NAMES), renewed by lila; what lila makes is kept in --state-dir.'
+  ],
+  admin: [
+    '--status-port serves /status (a page), /status.json, /metrics (Prometheus) and a control API: ' +
+      'drain, enable, reweight, add or remove a backend, inject a fault. Log lines go to stderr, the ' +
+      'access log to stdout.'
+  ],
+  devtools: [
+    'A port range (host:3000-3009, lila help backends) follows dev servers as they start and stop. ' +
+      '--mirror sends a copy of the traffic to a new version, and --compare compares its answers with ' +
+      'the primary\'s. --fault rehearses a failure from the start; POST /backends/ADDR/fault on the ' +
+      'admin listener (or f in the dashboard) does it at run time.'
+  ],
+  process: [
+    { rows: () => SIGNALS },
+    'lila upgrade PID (or --pid-file FILE) has a running lila hand its listening sockets to a new one, ' +
+      'which refuses nothing in between. Sockets from systemd (LISTEN_FDS) are served as they are.'
+  ],
+  config: [
+    'lila --config lila.json runs the listeners of a JSON file (comments allowed): each option is a key ' +
+      'without its dashes, at the top for every listener or in one. SIGHUP reads it again. Each option ' +
+      'can also be set as LILA_<NAME> (LILA_LOG_LEVEL=debug): a flag wins over it, and it over the file.',
+    'Durations need a unit: 500ms, 2s, 1m, 1h.',
+    'Exit codes: 0 done, 1 runtime failure (e.g. the port is taken), 2 usage error.'
+  ]
+}
+
+const SIGNALS = [
+  ['SIGTERM, SIGINT', 'stop accepting; open connections finish within --shutdown-timeout; a second one cuts them'],
+  ['SIGHUP', 'with --config: read the file again and apply what changed'],
+  ['SIGUSR2', 'a new lila takes over the listening sockets (what lila upgrade sends)']
 ]
 
-function helpWidth (columns) {
-  if (!Number.isInteger(columns) || columns <= 0) return DEFAULT_WIDTH
-  return Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, columns))
-}
+// Commands a newcomer can paste, each with what it shows and its topic; a test parses
+// every one.
+const EXAMPLES = [
+  ['health', 'HTTP requests in turns; each backend checked with GET /health every 2s',
+    'lila rr app1:8080 app2:8080 --protocol http --check http:/health'],
+  ['backends', 'local ports, one weighted 3, a backup; a status page on 127.0.0.1:9000',
+    'lila lc :9001 :9002,weight=3 :9003,backup --status-port 9000'],
+  ['devtools', 'development: every dev server listening on ports 3000 to 3009, as they start and stop',
+    'lila rr :3000-3009 --protocol http'],
+  ['routes', 'the requests for api.localhost to a pool of their own, the rest to :8081',
+    'lila :8081 --protocol http --route \'api.localhost=:9001 :9002\''],
+  ['tls', 'TLS terminated on port 443',
+    'lila app1:8080 app2:8080 -p 443 --tls-cert cert.pem --tls-key key.pem'],
+  ['tls', 'https://localhost for your dev servers, with lila\'s own CA (it says how to trust it)',
+    'lila rr :3000 :3001 --protocol http --tls'],
+  ['tls', 'HTTPS on 443 with a certificate lila gets from Let\'s Encrypt and renews itself',
+    'lila app:8080 --protocol http -p 443 --tls acme --tls-names example.com'],
+  ['process', 'one worker process per core, all on port 80',
+    'lila app1:8080 app2:8080 -p 80 --workers auto'],
+  ['config', 'several listeners from a file; SIGHUP reloads it',
+    'lila --config /etc/lila/lila.json']
+]
 
 function formatDefault (option) {
   if (option.shown) return option.shown
@@ -52,68 +151,6 @@ function optionSignature (option) {
   return `${short}--${option.name}${option.arg ? ` ${option.arg}` : ''}`
 }
 
-// `text` in lines of at most `width` columns, broken between words only. A word longer
-// than a line (BACKEND_SYNTAX at 40 columns) is broken where its syntax allows.
-function wrap (text, width) {
-  const lines = []
-  let line = ''
-  for (const word of text.split(' ').flatMap(w => splitWord(w, width))) {
-    if (line === '') {
-      line = word
-    } else if (line.length + 1 + word.length <= width) {
-      line += ` ${word}`
-    } else {
-      lines.push(line)
-      line = word
-    }
-  }
-  lines.push(line)
-  return lines.map(l => l.replaceAll(NBSP, ' '))
-}
-
-// Break at a joined space or before "[", else after "," or "|", else at the width.
-function splitWord (word, width) {
-  const pieces = []
-  while (word.length > width) {
-    const at = breakAt(word, width, i => word[i] === NBSP || word[i] === '[') ||
-      breakAt(word, width, i => word[i - 1] === ',' || word[i - 1] === '|') || width
-    pieces.push(word.slice(0, at))
-    word = word.slice(word[at] === NBSP ? at + 1 : at)
-  }
-  pieces.push(word)
-  return pieces
-}
-
-// The last position up to `width` where `can(i)` allows a break, or 0.
-function breakAt (word, width, can) {
-  for (let i = width; i > 0; i--) if (can(i)) return i
-  return 0
-}
-
-// The width of a table's text column: beside a left column `leftWidth` wide, indented by
-// two; or, when that leaves it too narrow, under it, indented by six (`under` true).
-function textColumn (width, leftWidth) {
-  const beside = width - 2 - leftWidth
-  return beside >= MIN_TEXT ? { width: beside, under: false } : { width: width - 6, under: true }
-}
-
-// Two columns, [left, text] per row (see textColumn).
-function table (rows, width, leftWidth = Math.max(...rows.filter(r => r[1]).map(([left]) => left.length)) + 2) {
-  const column = 2 + leftWidth
-  const textWidth = textColumn(width, leftWidth)
-  const out = []
-  for (const [left, text = ''] of rows) {
-    if (!textWidth.under) {
-      const lines = wrap(text, textWidth.width)
-      out.push(`  ${left.padEnd(leftWidth)}${lines[0]}`.trimEnd(), ...lines.slice(1).map(l => ' '.repeat(column) + l))
-    } else {
-      out.push(...wrap(left.trim(), width - 2).map(l => `  ${l}`))
-      if (text) out.push(...wrap(text, textWidth.width).map(l => `      ${l}`))
-    }
-  }
-  return out
-}
-
 // An option's description with its default; the default kept whole when it fits a line.
 function describe (option, textWidth) {
   if (option.default === undefined) return option.help
@@ -121,65 +158,119 @@ function describe (option, textWidth) {
   return `${option.help} ${shown.length <= textWidth ? shown.replaceAll(' ', NBSP) : shown}`
 }
 
-// A command broken with " \" continuations, so that it still pastes into a shell; an
-// option stays on the line of its value.
-function command (text, width) {
-  const room = width - 8 // the continuation's indent and " \"
-  const units = text.split(/ (?=-)/).map(unit => unit.length <= room ? unit.replaceAll(' ', NBSP) : unit)
-  const lines = wrap(units.join(' '), room)
-  return lines.map((line, i) => `${i === 0 ? '  ' : '      '}${line}${i < lines.length - 1 ? ' \\' : ''}`)
+function modeRows () {
+  return MODES.map(m => [[modeWord(m), ...m.aliases].join(', '), m.help])
 }
 
-function helpText (columns) {
-  const width = helpWidth(columns)
-  const paragraph = (text, indent = '') => wrap(text, width - indent.length).map(l => indent + l)
-  // One left column for every group, so that they line up.
-  const leftWidth = Math.max(...OPTIONS.map(o => optionSignature(o).length)) + 2
+// Options as a table; `leftWidth` shared by every table of a page, so that they line up.
+function optionRows (options, width, leftWidth) {
   const textWidth = textColumn(width, leftWidth).width
-  const groups = GROUPS.flatMap(group => [
-    '',
-    `${group.title}:`,
-    ...table(group.options.map(o => [optionSignature(o), describe(o, textWidth)]), width, leftWidth)
+  return table(options.map(o => [optionSignature(o), describe(o, textWidth)]), width, leftWidth)
+}
+
+function examples (list, width) {
+  return list.flatMap(([, what, example], i) => [
+    ...(i > 0 ? [''] : []),
+    ...wrap(what, width - 4).map(l => `  # ${l}`),
+    ...command(example, width)
   ])
+}
+
+function title (width) {
+  return paragraph(`lila ${VERSION}: a load balancer in one file`, width)
+}
+
+function usage (width) {
   return [
-    ...paragraph(`lila ${VERSION}: a load balancer in one file`),
-    '',
     'Usage:',
     ...table([
       ['lila [mode] <backend>... [options]'],
       ['lila --config lila.json', 'listeners from a JSON file; SIGHUP reloads it'],
       ['lila demo [mode] [options]', 'three local demo backends behind lila'],
-      ['lila upgrade PID', 'a new lila takes over its sockets (or --pid-file FILE; SIGUSR2)'],
-      ['lila help, lila version', 'this help; the version'],
+      ['lila upgrade PID', 'a new lila takes over its listening sockets'],
+      ['lila help [TOPIC|all]', 'a topic below; all: every option; lila version'],
       ['lila completion bash|zsh', 'tab completion: source <(lila completion bash)']
-    ], width),
+    ], width)
+  ]
+}
+
+// `lila --help`: what a newcomer needs, and where the rest is.
+function helpText (columns) {
+  const width = helpWidth(columns)
+  const common = OPTIONS.filter(o => o.common)
+  const leftWidth = Math.max(...common.map(o => optionSignature(o).length)) + 2
+  return [
+    ...title(width),
+    '',
+    ...usage(width),
     '',
     'Modes:',
-    ...table(MODES.map(m => [[modeWord(m), ...m.aliases].join(', '), m.help]), width),
+    ...table(modeRows(), width),
     '',
-    'Backend:',
-    ...paragraph(BACKEND_SYNTAX, '  '),
-    ...paragraph('host is a name, IPv4 or [IPv6]; ":8080" means 127.0.0.1:8080. Every address a name ' +
-      'resolves to is a backend, resolved again every --resolve-interval. unix:/path is a Unix socket. ' +
-      '_service._proto.name, without a port, is found through SRV records: a backend per target and ' +
-      'port, weighted by the records, lower priorities as backups. host:3000-3009 watches a port range: ' +
-      'each port that listens is a backend (found by --check-interval probes), at most 1024 ports. ' +
-      'weight=N from 0 to 1000 ' +
-      '(default 1); max-conn=N caps its connections (more wait in a queue); slow-start=DUR ramps its ' +
-      'weight up when it comes back; backup backends take traffic only when no other backend can.', '  '),
-    ...groups,
+    ...paragraph(`Backend: ${BACKEND_SYNTAX}`, width),
+    ...paragraph('":8080" is 127.0.0.1:8080; names, unix:/path, port ranges (host:3000-3009) and SRV ' +
+      'records too: lila help backends.', width, '  '),
     '',
-    ...paragraph('Durations need a unit: 500ms, 2s, 1m.'),
-    ...paragraph('Exit codes: 0 done, 1 runtime failure (e.g. the port is taken), 2 usage error.'),
+    'Options:',
+    ...optionRows(common, width, leftWidth),
     '',
-    'Examples:',
-    ...EXAMPLES.flatMap(([what, example], i) => [
-      ...(i > 0 ? [''] : []),
-      ...wrap(what, width - 4).map(l => `  # ${l}`),
-      ...command(example, width)
-    ]),
+    ...paragraph('Topics (lila help TOPIC shows one, lila help all every one):', width),
+    ...table(GROUPS.map(g => [g.name, g.summary]), width),
+    '',
+    ...paragraph(`Durations need a unit: 500ms, 2s, 1m. More: ${DOCS_URL}`, width),
     ''
   ].join('\n')
 }
 
-module.exports = { helpText, helpWidth, formatDefault, optionSignature, EXAMPLES }
+// One topic's page: its title and summary, what it says, its options, its examples.
+function topicLines (group, width, leftWidth) {
+  const about = ABOUT[group.name].flatMap(block => [
+    '',
+    ...(typeof block === 'string' ? paragraph(block, width, '  ') : table(block.rows(), width))
+  ])
+  const shown = EXAMPLES.filter(([topic]) => topic === group.name)
+  return [
+    ...paragraph(`${group.title} (lila help ${group.name}): ${group.summary}`, width),
+    ...about,
+    ...(group.options.length > 0 ? ['', ...optionRows(group.options, width, leftWidth)] : []),
+    ...(shown.length > 0 ? ['', ...examples(shown, width)] : []),
+    '',
+    ...paragraph(`More: ${group.docs.join(', ')}`, width, '  ')
+  ]
+}
+
+// `lila help TOPIC`: a topic (or what leads to one: an option, a mode), or `all`.
+function topicText (word, columns) {
+  const width = helpWidth(columns)
+  const found = findTopic(word)
+  // One left column for every topic of `all`, so that they line up.
+  const groups = found === 'all' ? GROUPS : [found]
+  const leftWidth = Math.max(...groups.flatMap(g => g.options).map(o => optionSignature(o).length)) + 2
+  const pages = groups.flatMap(group => ['', ...topicLines(group, width, leftWidth)])
+  return [...title(width), ...(found === 'all' ? ['', ...usage(width)] : []), ...pages, ''].join('\n')
+}
+
+// The words `lila help WORD` takes, each to its topic: the topics' names, their words,
+// the options' names (with or without dashes; -p too) and the modes'.
+function topicWords () {
+  const words = new Map([['all', 'all']])
+  const add = (word, group) => { if (!words.has(word)) words.set(word, group) }
+  for (const group of GROUPS) add(group.name, group)
+  for (const group of GROUPS) for (const word of group.words) add(word, group)
+  const byName = new Map(GROUPS.map(g => [g.name, g]))
+  for (const option of OPTIONS) add(option.name, byName.get(option.group))
+  for (const option of OPTIONS.filter(o => o.short)) add(`-${option.short}`, byName.get(option.group))
+  for (const mode of MODES) for (const word of [mode.name, ...mode.aliases]) add(word, byName.get('balancing'))
+  return words
+}
+
+function findTopic (word) {
+  const words = topicWords()
+  const found = words.get(/^-\w$/.test(word) ? word : word.replace(/^--?/, '').toLowerCase())
+  if (found !== undefined) return found
+  const expected = didYouMean(word, [...words.keys()]) ||
+    `expected one of ${GROUPS.map(g => g.name).join(', ')}, all, or an option's name`
+  throw new UsageError(`unknown help topic ${JSON.stringify(word)}: ${expected}`)
+}
+
+module.exports = { helpText, topicText, findTopic, topicWords, helpWidth, formatDefault, optionSignature, EXAMPLES }

@@ -16,7 +16,7 @@ const lazy = {
   get createBalancer () { return require('../index').createBalancer },
   get listeningLines () { return require('../index').listeningLines },
   get workers () { return require('./workers') },
-  get helpText () { return require('./help').helpText },
+  get help () { return require('./help') },
   get completionScript () { return require('./completion').completionScript },
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('../admin/control') },
@@ -88,7 +88,12 @@ async function run (argv, io) {
   }
   switch (parsed.command) {
     case 'help':
-      stdout.write(lazy.helpText(stdout.columns)) // a terminal's width; undefined when not one
+      try { // stdout.columns: a terminal's width; undefined when not one
+        const { helpText, topicText } = lazy.help
+        stdout.write(parsed.topic === undefined ? helpText(stdout.columns) : topicText(parsed.topic, stdout.columns))
+      } catch (err) {
+        return usageError(err, stderr)
+      }
       return 0
     case 'version':
       stdout.write(`lila ${VERSION}\n`)

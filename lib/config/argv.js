@@ -90,8 +90,16 @@ function normaliseArgv (argv) {
   return out
 }
 
+// `lila help [TOPIC]`: the words after help.
+function helpCommand (words) {
+  if (words.length > 1) throw new UsageError(`unexpected argument ${quote(words[1])} after lila help TOPIC`)
+  return { command: 'help', topic: words[0] }
+}
+
 // argv (without node and script) ->
-//   { command: 'help' | 'version' }          (also `lila help`, `lila version`)
+//   { command: 'help', topic }               (`lila help TOPIC`; --help and `lila help`:
+//                                               no topic; the topic unchecked)
+//   { command: 'version' }                   (also `lila version`)
 //   { command: 'completion', shell }         (`lila completion bash`; the shell unchecked)
 //   { command: 'upgrade', pid, pidFile, exec }   (`lila upgrade 1234`: see upgradeCommand)
 //   { command: 'run' | 'demo', config }
@@ -101,6 +109,8 @@ function normaliseArgv (argv) {
 //                                               --pid-file beside it wins)
 // `env`: the process environment, for LILA_<NAME> (environment.js); a flag wins.
 function parseCommandLine (argv, env = {}) {
+  // Before the options are parsed: `lila help --retries` asks about an option.
+  if (argv[0] === 'help') return helpCommand(argv.slice(1))
   let parsed
   try {
     parsed = parseArgs({ args: normaliseArgv(argv), options: parseArgsOptions(), allowPositionals: true, strict: true })
@@ -108,7 +118,8 @@ function parseCommandLine (argv, env = {}) {
     rethrowParseError(err)
   }
   const { values, positionals } = parsed
-  if (values.help || positionals[0] === 'help') return { command: 'help' }
+  if (positionals[0] === 'help') return helpCommand(positionals.slice(1))
+  if (values.help) return { command: 'help' }
   if (values.version || positionals[0] === 'version') return { command: 'version' }
   if (positionals[0] === 'completion') {
     if (positionals.length > 2) {

@@ -12,22 +12,51 @@
 //   'own'                     per listener only (port, name)
 //   'global'                  top level only: it is about the process, not a listener
 //   'cli'                     the command line only (--config, --help, --version)
-// `group` names the heading it is listed under in --help and the README (GROUPS, in order).
+// `group` names the topic it belongs to (GROUPS, in order): its heading in `lila help all`
+// and the README, and the page `lila help TOPIC` shows it on. `common`: also listed in the
+// short `lila --help`, the options most people need.
 // `multiple`: the option may be given more than once (a list in the config file, lines
 // in its LILA_ variable); `bare`: the value of the option given without one
 // (--access-log, --request-id; true in the config file and LILA_ variable). `route`:
 // a route may set it for itself too (--route '/admin=allow=10.0.0.0/8 ...', a route's
 // key in the config file), on top of the listener's.
 
+// The help topics, in the order `lila help all` and the README list them. `summary`: its
+// line in `lila --help`'s list of topics; `docs`: where it is told in full; `words`: what
+// else leads to it in `lila help WORD` (an option's name does too).
 const GROUPS = [
-  { name: 'listening', title: 'Listening' },
-  { name: 'balancing', title: 'Balancing' },
-  { name: 'health', title: 'Health' },
-  { name: 'http', title: 'HTTP' },
-  { name: 'edge', title: 'Rules at the edge' },
-  { name: 'tls', title: 'TLS and PROXY protocol' },
-  { name: 'operations', title: 'Operations' }
-]
+  // name, title, summary, docs, words
+  ['listen', 'Listening', 'the port and address; tcp, http or grpc; the PROXY protocol',
+    ['docs/tcp.md', 'docs/proxy-protocol.md'], ['proxy']],
+  ['backends', 'Backends', 'addresses, weights, backups, DNS and SRV, port ranges, the queue',
+    ['docs/backends.md'], ['dns', 'srv', 'queue']],
+  ['balancing', 'Balancing and retries', 'the modes in full, bounded loads, retries and their budget',
+    ['README.md#modes'], ['modes']],
+  ['health', 'Health', 'active checks, ejection on failed traffic',
+    ['docs/health.md'], []],
+  ['http', 'HTTP', 'timeouts, draining keep-alive connections, sticky sessions',
+    ['docs/http.md', 'docs/sticky.md'], []],
+  ['headers', 'Headers', 'request IDs, headers set and removed, the Host backends get',
+    ['docs/headers.md'], []],
+  ['http2', 'HTTP/2 and gRPC', 'HTTP/2 from clients and to backends; gRPC',
+    ['docs/http2.md'], ['grpc']],
+  ['routes', 'Routes', 'a pool of its own for a host or a path',
+    ['docs/routes.md'], []],
+  ['limits', 'Limits', 'client connections, and each client\'s connections and rate',
+    ['docs/limits.md'], []],
+  ['edge', 'Rules at the edge', 'allow and deny by address, basic auth, compression, tracing',
+    ['docs/edge.md'], []],
+  ['tls', 'TLS', 'files, lila\'s own CA or Let\'s Encrypt; mutual TLS; TLS to backends',
+    ['docs/tls.md'], ['acme', 'https']],
+  ['admin', 'Watching and steering', 'status page, metrics, control API, dashboard, logs',
+    ['docs/operations.md#status-metrics-and-control'], ['status', 'metrics']],
+  ['devtools', 'Developer tools', 'shadow traffic, its answers compared; failures rehearsed',
+    ['docs/development.md', 'docs/faults.md'], ['faults']],
+  ['process', 'The process', 'workers, signals, reload, graceful shutdown, lila upgrade',
+    ['docs/operations.md', 'docs/workers.md'], ['upgrade', 'signals', 'reload']],
+  ['config', 'The config file and the command line', 'the JSON config file, LILA_* variables, durations, exit codes',
+    ['docs/config.md'], ['environment']]
+].map(([name, title, summary, docs, words]) => ({ name, title, summary, docs, words }))
 
 const OPTIONS = [
   {
@@ -35,7 +64,8 @@ const OPTIONS = [
     short: 'p',
     arg: 'N',
     type: 'port',
-    group: 'listening',
+    group: 'listen',
+    common: true,
     default: 4444,
     scope: 'own',
     help: 'listen port; 0 takes a free port'
@@ -45,7 +75,7 @@ const OPTIONS = [
     arg: 'ADDR',
     type: 'host',
     unix: true, // unix:/path too
-    group: 'listening',
+    group: 'listen',
     default: null,
     shown: 'all interfaces',
     help: 'listen address; unix:/path listens on a Unix socket'
@@ -54,7 +84,8 @@ const OPTIONS = [
     name: 'protocol',
     arg: 'tcp|http|grpc',
     type: 'protocol',
-    group: 'listening',
+    group: 'listen',
+    common: true,
     default: 'tcp',
     help: 'tcp pipes whole connections; http balances each request; grpc: http to h2 backends, errors as gRPC statuses'
   },
@@ -62,7 +93,7 @@ const OPTIONS = [
     name: 'connect-timeout',
     arg: 'DUR',
     type: 'duration',
-    group: 'balancing',
+    group: 'backends',
     min: 1,
     default: 3000,
     help: 'give up a backend connect after this long and try the next'
@@ -71,7 +102,7 @@ const OPTIONS = [
     name: 'idle-timeout',
     arg: 'DUR',
     type: 'duration',
-    group: 'listening',
+    group: 'listen',
     default: 60000,
     help: 'close a connection with no traffic for this long'
   },
@@ -106,7 +137,7 @@ const OPTIONS = [
     name: 'max-conn',
     arg: 'N',
     type: 'positive',
-    group: 'listening',
+    group: 'limits',
     default: null,
     shown: 'half of ulimit -n',
     help: 'cap on client connections; more wait until one closes'
@@ -151,7 +182,7 @@ const OPTIONS = [
   {
     name: 'forwarded',
     type: 'flag',
-    group: 'http',
+    group: 'headers',
     default: false,
     shown: 'off',
     only: 'http',
@@ -161,7 +192,7 @@ const OPTIONS = [
     name: 'backend-protocol',
     arg: 'h1|h2',
     type: 'backendProtocol',
-    group: 'http',
+    group: 'http2',
     default: 'h1',
     only: 'http',
     help: 'http: HTTP/1.1 or HTTP/2 to backends (h2c; h2 with --backend-tls)'
@@ -181,7 +212,7 @@ const OPTIONS = [
     name: 'route',
     arg: 'MATCH=BACKEND...',
     type: 'route',
-    group: 'http',
+    group: 'routes',
     scope: 'cli', // in the config file: "routes"
     multiple: true,
     only: 'http',
@@ -195,7 +226,7 @@ const OPTIONS = [
     arg: '[NAME]',
     type: 'requestId',
     bare: 'X-Request-ID', // the value of a bare --request-id
-    group: 'http',
+    group: 'headers',
     default: null,
     shown: 'off',
     only: 'http',
@@ -208,7 +239,7 @@ const OPTIONS = [
     type: 'headerField',
     side: 'request',
     multiple: true,
-    group: 'http',
+    group: 'headers',
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
@@ -220,7 +251,7 @@ const OPTIONS = [
     type: 'headerName',
     side: 'request',
     multiple: true,
-    group: 'http',
+    group: 'headers',
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
@@ -232,7 +263,7 @@ const OPTIONS = [
     type: 'headerField',
     side: 'response',
     multiple: true,
-    group: 'http',
+    group: 'headers',
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
@@ -244,7 +275,7 @@ const OPTIONS = [
     type: 'headerName',
     side: 'response',
     multiple: true,
-    group: 'http',
+    group: 'headers',
     default: Object.freeze([]),
     shown: 'none',
     only: 'http',
@@ -254,7 +285,7 @@ const OPTIONS = [
     name: 'host-header',
     arg: 'backend|HOST',
     type: 'hostRule',
-    group: 'http',
+    group: 'headers',
     default: null,
     shown: 'the client\'s',
     only: 'http',
@@ -264,7 +295,7 @@ const OPTIONS = [
     name: 'mirror',
     arg: 'ADDR[,percent=N]',
     type: 'mirror',
-    group: 'http',
+    group: 'devtools',
     default: null,
     shown: 'none',
     only: 'http',
@@ -273,7 +304,7 @@ const OPTIONS = [
   {
     name: 'compare',
     type: 'flag',
-    group: 'http',
+    group: 'devtools',
     default: false,
     shown: 'off',
     only: 'http',
@@ -366,6 +397,7 @@ const OPTIONS = [
   {
     name: 'check',
     group: 'health',
+    common: true,
     arg: 'SPEC',
     type: 'check',
     default: Object.freeze({ type: 'tcp' }),
@@ -428,7 +460,7 @@ const OPTIONS = [
     name: 'rate-limit',
     arg: 'N/s[,burst=M]',
     type: 'rate',
-    group: 'listening',
+    group: 'limits',
     default: null,
     shown: 'none',
     help: 'per client address: http requests (else 429), tcp connections (else closed)'
@@ -437,7 +469,7 @@ const OPTIONS = [
     name: 'max-conn-per-client',
     arg: 'N',
     type: 'positive',
-    group: 'listening',
+    group: 'limits',
     default: null,
     shown: 'none',
     help: 'connections one client address may hold; more: 429 (http) or closed (tcp)'
@@ -446,7 +478,7 @@ const OPTIONS = [
     name: 'queue-timeout',
     arg: 'DUR',
     type: 'duration',
-    group: 'balancing',
+    group: 'backends',
     default: 5000,
     help: 'how long a connection or request waits for a backend at its max-conn; 0: no queue'
   },
@@ -454,7 +486,7 @@ const OPTIONS = [
     name: 'resolve-interval',
     arg: 'DUR',
     type: 'duration',
-    group: 'balancing',
+    group: 'backends',
     default: 30000,
     help: 'how often backend names are resolved again; 0: only at start'
   },
@@ -462,7 +494,7 @@ const OPTIONS = [
     name: 'dns-server',
     arg: 'ADDR[:PORT]',
     type: 'dnsServer',
-    group: 'balancing',
+    group: 'backends',
     default: null,
     shown: 'system resolver',
     help: 'resolve backend names with this DNS server'
@@ -480,7 +512,7 @@ const OPTIONS = [
     name: 'name',
     arg: 'NAME',
     type: 'name',
-    group: 'listening',
+    group: 'listen',
     default: null,
     shown: 'protocol:port',
     scope: 'own',
@@ -491,6 +523,7 @@ const OPTIONS = [
     arg: 'FILE',
     type: 'file',
     group: 'tls',
+    common: true,
     default: null,
     shown: 'none',
     help: 'terminate TLS with this certificate chain (PEM), with --tls-key'
@@ -500,9 +533,10 @@ const OPTIONS = [
     arg: 'FILE',
     type: 'file',
     group: 'tls',
+    common: true,
     default: null,
     shown: 'none',
-    help: 'the private key of --tls-cert (PEM)'
+    help: 'the key of --tls-cert (PEM)'
   },
   {
     name: 'tls',
@@ -510,9 +544,10 @@ const OPTIONS = [
     type: 'tlsSource',
     bare: 'local', // the value of a bare --tls
     group: 'tls',
+    common: true,
     default: null,
     shown: 'off',
-    help: 'TLS with certificates lila gets itself: local (its own CA) or acme (Let\'s Encrypt)'
+    help: 'certificates lila gets itself: local (its own CA) or acme (Let\'s Encrypt)'
   },
   {
     name: 'tls-names',
@@ -629,7 +664,7 @@ const OPTIONS = [
     name: 'proxy-protocol',
     arg: 'v1|v2',
     type: 'proxyProtocol',
-    group: 'tls',
+    group: 'listen',
     default: null,
     shown: 'off',
     only: 'tcp',
@@ -638,7 +673,7 @@ const OPTIONS = [
   {
     name: 'accept-proxy',
     type: 'flag',
-    group: 'tls',
+    group: 'listen',
     default: false,
     shown: 'off',
     help: 'read the client address from a PROXY protocol header (v1 or v2)'
@@ -647,7 +682,8 @@ const OPTIONS = [
     name: 'workers',
     arg: 'N|auto',
     type: 'workers',
-    group: 'operations',
+    group: 'process',
+    common: true,
     default: 1,
     scope: 'global',
     help: 'worker processes; auto: one per core'
@@ -656,7 +692,7 @@ const OPTIONS = [
     name: 'config',
     arg: 'FILE',
     type: 'file',
-    group: 'operations',
+    group: 'config',
     scope: 'cli',
     help: 'run the listeners of a JSON config file; SIGHUP reloads it'
   },
@@ -664,7 +700,7 @@ const OPTIONS = [
     name: 'shutdown-timeout',
     arg: 'DUR',
     type: 'duration',
-    group: 'operations',
+    group: 'process',
     default: 30000,
     scope: 'global',
     help: 'on SIGTERM/SIGINT, let open connections finish this long'
@@ -673,7 +709,7 @@ const OPTIONS = [
     name: 'pid-file',
     arg: 'FILE',
     type: 'file',
-    group: 'operations',
+    group: 'process',
     default: null,
     shown: 'none',
     scope: 'global',
@@ -683,7 +719,7 @@ const OPTIONS = [
     name: 'exec',
     arg: 'PATH',
     type: 'file',
-    group: 'operations',
+    group: 'process',
     scope: 'cli',
     help: 'lila upgrade: the executable the new lila runs, rather than the one at the running lila\'s own path'
   },
@@ -691,7 +727,7 @@ const OPTIONS = [
     name: 'log-level',
     arg: 'L',
     type: 'logLevel',
-    group: 'operations',
+    group: 'admin',
     default: 'info',
     scope: 'global',
     help: 'error | warn | info | debug'
@@ -701,7 +737,8 @@ const OPTIONS = [
     arg: '[FORMAT]',
     type: 'accessLog',
     bare: 'text',
-    group: 'operations',
+    group: 'admin',
+    common: true,
     default: null,
     shown: 'off',
     scope: 'global',
@@ -711,7 +748,8 @@ const OPTIONS = [
     name: 'status-port',
     arg: 'N',
     type: 'port',
-    group: 'operations',
+    group: 'admin',
+    common: true,
     default: null,
     shown: 'off',
     scope: 'global',
@@ -721,7 +759,7 @@ const OPTIONS = [
     name: 'status-host',
     arg: 'ADDR',
     type: 'host',
-    group: 'operations',
+    group: 'admin',
     default: '127.0.0.1',
     scope: 'global',
     help: 'address of the admin listener'
@@ -730,7 +768,7 @@ const OPTIONS = [
     name: 'status-token',
     arg: 'TOKEN',
     type: 'token',
-    group: 'operations',
+    group: 'admin',
     default: null,
     shown: 'none',
     scope: 'global',
@@ -740,7 +778,7 @@ const OPTIONS = [
     name: 'status-basic-auth',
     arg: 'FILE',
     type: 'file',
-    group: 'operations',
+    group: 'admin',
     default: null,
     shown: 'off',
     scope: 'global',
@@ -749,7 +787,7 @@ const OPTIONS = [
   {
     name: 'dashboard',
     type: 'flag',
-    group: 'operations',
+    group: 'admin',
     default: false,
     shown: 'off',
     scope: 'global',
@@ -760,7 +798,7 @@ const OPTIONS = [
     arg: 'ADDR,FAULT',
     type: 'fault',
     multiple: true, // once per backend
-    group: 'operations',
+    group: 'devtools',
     default: Object.freeze([]),
     shown: 'none',
     scope: 'own',
@@ -770,7 +808,7 @@ const OPTIONS = [
     name: 'help',
     short: 'h',
     type: 'boolean',
-    group: 'operations',
+    group: 'config',
     scope: 'cli',
     help: 'show this help'
   },
@@ -778,7 +816,7 @@ const OPTIONS = [
     name: 'version',
     short: 'v',
     type: 'boolean',
-    group: 'operations',
+    group: 'config',
     scope: 'cli',
     help: 'show the version'
   }

@@ -58,9 +58,12 @@ class Listener {
   // rules at the edge read from files (edge/rules.js loadEdge; null: read them now).
   constructor ({
     config, upstream, routes = [], log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
-    descriptors = { limit: null, share: null }, edge = null
+    descriptors = { limit: null, share: null }, edge = null, acme = null
   }) {
     this.config = config
+    // A plain-HTTP listener's ACME HTTP-01 tokens (tls.js Challenges, the process's
+    // board; tls/http01.js), answered before routing; null: not plain HTTP.
+    this.acme = acme
     this.descriptors = descriptors
     this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
     this.backendTls = backendTls // tls.connect options for backends, or null
@@ -190,9 +193,10 @@ class Listener {
   // for open ones); new TLS material for new handshakes; a new share of descriptors when
   // the number of listeners changed.
   reconfigure (config, {
-    tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes, edge = null
+    tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes, edge = null, acme = null
   } = {}) {
     this.config = config
+    this.acme = acme
     this.configureEdge(config, edge === null ? loadEdge(config) : edge)
     this.setRoutes(routes)
     this.configureLimits(config)

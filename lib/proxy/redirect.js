@@ -10,9 +10,7 @@ const http = require('http')
 const net = require('net')
 const { listen, descriptorOf } = require('./bind')
 const { isHostName } = require('../address')
-
-const CHALLENGE_PATH = '/.well-known/acme-challenge/'
-const TOKEN = /^[A-Za-z0-9_-]{1,256}$/
+const { challengeAnswer } = require('../tls/http01')
 
 class RedirectListener {
   // host: where to bind (the TLS listener's); port: --redirect-http; httpsPort: where
@@ -43,9 +41,9 @@ class RedirectListener {
 
   answer (req, res) {
     const target = req.url
-    if (target.startsWith(CHALLENGE_PATH) && (req.method === 'GET' || req.method === 'HEAD')) {
-      const token = target.slice(CHALLENGE_PATH.length)
-      const keyAuthorization = TOKEN.test(token) ? this.challenges.http.get(token) : undefined
+    const challenge = challengeAnswer(this.challenges.http, req.method, target)
+    if (challenge !== null) {
+      const { keyAuthorization } = challenge
       if (keyAuthorization !== undefined) {
         this.served.challenges++
         this.log.info(`ACME: answered an HTTP-01 validation from ${req.socket.remoteAddress}`)

@@ -3,7 +3,7 @@
 const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../errors')
 const { clientAddress, originOf } = require('./bind')
-const { dial, resetOrDestroy, backendReason } = require('../upstream/dial')
+const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../upstream/dial')
 const { formatProxyHeader } = require('./proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
@@ -203,8 +203,10 @@ class TcpSession {
       if (++this.idleTicks >= idleLimit) this.destroy()
     } else if (this.upstream !== null) {
       const { listener } = this
-      if (++this.connectTicks >= listener.ticksFor(listener.config.connectTimeout)) {
-        this.connectFailed(this.upstream, 'connect timed out')
+      if (++this.connectTicks === listener.ticksFor(listener.config.connectTimeout)) {
+        const upstream = this.upstream
+        const stillConnecting = () => this.upstream === upstream && !this.piping
+        connectTimedOut(stillConnecting, () => this.connectFailed(upstream, 'connect timed out'))
       }
     }
   }

@@ -15,13 +15,13 @@ const ARI_EVERY_MS = 6 * 3600000 // ask for renewal information this often unles
 const MAX_TIMER_MS = 2147483647
 
 class Entry {
-  constructor (keeper, key, { source, names, listeners, http }) {
+  constructor (keeper, key, { source, names, listeners, types }) {
     this.keeper = keeper
     this.key = key
     this.source = source
     this.names = names
     this.listeners = listeners
-    this.http = http
+    this.types = types // the ACME challenges to try, in order
     this.material = null // { cert, key } PEM
     this.x509 = null
     this.lastRenewal = null // ms
@@ -140,7 +140,7 @@ class Entry {
   async renewAcme () {
     const keeper = this.keeper
     const renewing = this.material !== null
-    const types = this.http ? ['http-01', 'tls-alpn-01'] : ['tls-alpn-01']
+    const types = [...this.types]
     // After a failure, the other challenge first: the port it needs may be the one that works.
     for (let i = 0; i < this.failures % types.length; i++) types.push(types.shift())
     try {

@@ -92,7 +92,7 @@ class Keeper {
       if (kept !== undefined) {
         const gained = want.listeners.filter(name => !kept.listeners.includes(name))
         kept.listeners = want.listeners
-        kept.http = want.http
+        kept.types = want.types
         for (const name of gained) await this.publish({ kind: 'certificate', listener: name, ...kept.update() })
         continue
       }

@@ -109,4 +109,13 @@ function certificateNames (cert) {
   return cert.subject && cert.subject.CN ? [String(cert.subject.CN)] : []
 }
 
-module.exports = { dial, readyEvent, resetOrDestroy, backendReason }
+// A connect timeout fires in the event loop's timers phase, which runs before the poll
+// phase delivers the connects that completed meanwhile: on a loop running late (1,200
+// connects at once on a busy machine), one the kernel finished long ago would be called
+// timed out. So the verdict waits until after that poll (setImmediate runs after it),
+// and `fail` runs only if `stillConnecting()` still says so then.
+function connectTimedOut (stillConnecting, fail) {
+  setImmediate(() => { if (stillConnecting()) fail() })
+}
+
+module.exports = { dial, readyEvent, resetOrDestroy, backendReason, connectTimedOut }

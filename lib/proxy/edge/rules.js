@@ -14,7 +14,8 @@
 //                      calls it where TLS files are read, before anything changes
 //   compileEdge(config, loaded, stats) -> { gate, own, routes }:
 //     gate     an AddressGate the listener asks of each connection as it arrives (tcp:
-//              a client refused is closed at once), or null
+//              a client refused is closed at once), or null (always, for HTTP: there
+//              the exchange asks `admit`, and a refused client is answered 403)
 //     own      the Rules of requests no route takes, or null: nothing to do
 //     routes   Map of route name -> its Rules (the listener's and the route's), or null
 //
@@ -33,12 +34,7 @@
 //   rules.compressor(encoding, sink) -> a Compressor (compressor.js)
 // `get(name)`: a field of the head's value (name in lower case; repeated fields joined
 // with ", "), or undefined. A listener without rules has null: the exchange pays a null
-// check.
-//
-// EXCHANGE_CALLS_RULES says whether this build's HTTP exchange asks them. Until it
-// does, an HTTP listener's --allow and --deny are judged per connection (refused
-// clients closed, as in tcp), and the rules that need the exchange are refused at start
-// rather than silently left undone.
+// check (http/exchange.js, http/edge-calls.js).
 
 const fs = require('fs')
 const { UsageError } = require('../../errors')
@@ -50,8 +46,6 @@ const { compressible, compressedFields, typeMatcher } = require('./compress')
 const { Compressor } = require('./compressor')
 const { nextTraceparent } = require('./trace')
 const { stripPrefix } = require('./prefix')
-
-const EXCHANGE_CALLS_RULES = false
 
 // lila's answers when a rule says no. gRPC calls get the status in grpcStatus.
 const refusal = (status, grpcStatus, reason, detail, fields = []) =>
@@ -141,29 +135,7 @@ class Rules {
   }
 }
 
-// What needs the exchange, by the option a user wrote: [flag] of the rules given.
-function requestRules (config) {
-  const asked = []
-  if (config.compress !== null) asked.push('--compress')
-  if (config.basicAuth !== null) asked.push('--basic-auth')
-  if (config.trace) asked.push('--trace')
-  for (const route of config.routes) {
-    if (route.strip) asked.push(`route ${route.name}'s strip`)
-    if (route.basicAuth !== null) asked.push(`route ${route.name}'s basic-auth`)
-    if (route.allow.length + route.deny.length > 0) asked.push(`route ${route.name}'s allow and deny`)
-  }
-  return asked
-}
-
-// `exchangeCalls`: as if the exchange asked the rules (tests of what it will get).
-function loadEdge (config, { readFile = fs.readFileSync, exchangeCalls = EXCHANGE_CALLS_RULES } = {}) {
-  if (!exchangeCalls && config.protocol !== 'tcp') {
-    const asked = requestRules(config)
-    if (asked.length > 0) {
-      throw new UsageError(`${asked[0]} is not applied to HTTP requests by this build yet ` +
-        '(its HTTP exchange does not call the rules at the edge): expected it left out')
-    }
-  }
+function loadEdge (config, { readFile = fs.readFileSync } = {}) {
   const passwords = new Map()
   for (const file of [config.basicAuth, ...config.routes.map(route => route.basicAuth)]) {
     if (file === null || passwords.has(file)) continue
@@ -184,7 +156,7 @@ function readPasswords (file, readFile = fs.readFileSync) {
   return parsePasswords(text, file)
 }
 
-function compileEdge (config, loaded, stats, { exchangeCalls = EXCHANGE_CALLS_RULES } = {}) {
+function compileEdge (config, loaded, stats) {
   const http = config.protocol !== 'tcp'
   const gateOf = ({ allow, deny }) => allow.length + deny.length === 0 ? null : new AddressGate(allow, deny)
   const auths = new Map() // one per file: routes that share the listener's file share what it remembers
@@ -194,10 +166,9 @@ function compileEdge (config, loaded, stats, { exchangeCalls = EXCHANGE_CALLS_RU
     return auths.get(file)
   }
   const listenerGate = gateOf(config)
-  const byRequest = http && exchangeCalls
   const listenerAuth = http ? authOf(config.basicAuth) : null
   const base = {
-    gates: byRequest && listenerGate !== null ? [listenerGate] : [],
+    gates: http && listenerGate !== null ? [listenerGate] : [],
     auths: listenerAuth === null ? [] : [listenerAuth],
     pass: config.basicAuthPass,
     chooser: http && config.compress !== null ? encodingChooser(config.compress) : null,
@@ -210,7 +181,7 @@ function compileEdge (config, loaded, stats, { exchangeCalls = EXCHANGE_CALLS_RU
   const rulesOf = parts => {
     const empty = parts.gates.length + parts.auths.length === 0 && parts.chooser === null && !parts.trace &&
       parts.prefix === null
-    return empty || !byRequest ? null : new Rules(parts)
+    return empty || !http ? null : new Rules(parts)
   }
   const routes = new Map()
   for (const route of config.routes) {
@@ -224,7 +195,7 @@ function compileEdge (config, loaded, stats, { exchangeCalls = EXCHANGE_CALLS_RU
       where: ` on route ${route.name}`
     }))
   }
-  return { gate: byRequest ? null : listenerGate, own: rulesOf(base), routes }
+  return { gate: http ? null : listenerGate, own: rulesOf(base), routes }
 }
 
-module.exports = { loadEdge, compileEdge, readPasswords, Rules, REFUSALS, EXCHANGE_CALLS_RULES }
+module.exports = { loadEdge, compileEdge, readPasswords, Rules, REFUSALS }

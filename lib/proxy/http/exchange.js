@@ -8,6 +8,9 @@ const { requestRecord } = require('./request-record')
 const { requestIdOf } = require('./request-id')
 const { callType, deadlineFor } = require('./grpc')
 const { RequestBody, BUFFER_FIRST } = require('./request-body')
+const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./edge-calls')
+const { originForm } = require('../http2/headers')
+const { challengeAnswer } = require('../../tls/http01')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -74,6 +77,12 @@ class Exchange {
 
     // Where it goes.
     this.route = listener.routeFor(head) // null: no route matches (404)
+    // The rules at the edge of the pool it goes to (edge/rules.js), or null: none.
+    this.rules = (this.route || listener.own).rules
+    this.sent = head // the head as it goes on: a copy a rule edited, or the client's
+    this.traceId = null // --trace: the request's trace ID
+    this.plan = null // what a rule does to the response: responseTransform's
+    this.compressed = null // its body on the way compressed (edge-calls.js CompressedBody)
     this.attempt = new Attempt((this.route || listener.own).upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend seated
     this.lastStatus = 502 // what the last failure answers when no backend is left
@@ -99,7 +108,58 @@ class Exchange {
   // larger one streams to the backend as it comes. A client that waits for 100
   // Continue before sending gets it from lila (the backend is then not sent the Expect).
   start () {
-    const { head, body, listener } = this
+    const { acme } = this.listener
+    if (acme !== null && acme.http.size > 0 && this.answeredChallenge(acme.http)) return
+    const looped = this.listener.protocol.looped(this)
+    if (looped !== null) return this.answer(...looped)
+    const { rules } = this
+    if (rules !== null) {
+      const verdict = rules.admit(this.clientAddress, fieldOf(this.head.fields, 'authorization'), this.grpc !== null)
+      if (verdict !== null) return this.judged(verdict)
+    }
+    this.admitted()
+  }
+
+  // An ACME HTTP-01 validation of a token lila holds (tls/http01.js), on a plain-HTTP
+  // listener while a certificate is being got: answered before any rule or route.
+  // Other tokens go on (a backend may get its own certificates).
+  answeredChallenge (http) {
+    const challenge = challengeAnswer(http, this.head.method, this.head.path)
+    if (challenge === null || challenge.keyAuthorization === undefined) return false
+    this.listener.log.info(`ACME: answered an HTTP-01 validation from ${this.clientAddress}`)
+    this.answer(200, challenge.keyAuthorization, { exact: true })
+    return true
+  }
+
+  // A rule at the edge said no (answered as lila's own, never forwarded), or will say
+  // (a password checked for the first time, bcrypt's cost paid in slices): the request
+  // waits, its body unread, and is dropped if the client leaves meanwhile.
+  judged (verdict) {
+    if (typeof verdict.then !== 'function') return this.refused(verdict)
+    if (this.reading) this.client.pauseBody(this)
+    verdict.then(later => {
+      if (this.done) return
+      if (later !== null) return this.refused(later)
+      if (this.reading) this.client.resumeBody(this)
+      this.admitted()
+    }, err => {
+      if (!this.done) this.answer(503, `the password check failed (${reasonOf(err)})`)
+    })
+  }
+
+  refused ({ status, detail, fields }) {
+    this.answer(status, detail, { fields, quiet: true }) // counted and logged by the rules
+  }
+
+  admitted () {
+    const { head, body, listener, rules } = this
+    if (rules !== null) {
+      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name))
+      if (edits !== null) {
+        this.sent = editedRequest(head, edits)
+        this.traceId = edits.traceId
+      }
+    }
     const { protocol } = listener
     const refused = protocol.refusal(this)
     if (refused !== null) return this.answer(...refused)
@@ -107,7 +167,7 @@ class Exchange {
       return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     }
     this.deadline = deadlineFor(this)
-    if (listener.mirror !== null) this.shadow = listener.mirror.start(head, this, body.done)
+    if (listener.mirror !== null) this.shadow = listener.mirror.start(this.sent, this, body.done)
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue') this.continued = this.client.sendContinue(this)
@@ -272,6 +332,7 @@ class Exchange {
   }
 
   onClientDrain () {
+    if (this.compressed !== null) this.compressed.resume()
     if (this.leg !== null) this.leg.resume()
   }
 
@@ -283,6 +344,7 @@ class Exchange {
     this.releaseLease()
     this.done = true
     if (this.deadline !== null) this.deadline.clear()
+    if (this.compressed !== null) this.compressed.destroy()
     this.logged()
   }
 
@@ -314,15 +376,29 @@ class Exchange {
     if (!this.done) this.client.interim(this, res)
   }
 
-  // The backend's final status: judged by the attempt. True when it is dropped, the
-  // request retried elsewhere (the leg it came on is abandoned).
-  answered (status, latencyMs) {
+  // The backend's final head `res`: its status judged by the attempt. True when it is
+  // dropped, the request retried elsewhere (the leg it came on is abandoned). Kept, it
+  // is shown to the rules at the edge, whose plan (compressing its body, say) the leg
+  // may need to know before it reads on (`compressing`).
+  answered (status, latencyMs, res) {
     const leg = this.leg
     const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs }
     this.lastStatus = status // what the client gets if no other backend answers
-    if (!this.attempt.answered(status, how)) return false
+    if (!this.attempt.answered(status, how)) {
+      const { rules, head } = this
+      if (rules !== null) {
+        const accepts = fieldOf(head.fields, 'accept-encoding')
+        this.plan = rules.responseTransform(head.method, accepts, status, name => fieldOf(res.fields, name))
+      }
+      return false
+    }
     leg.abandon()
     return true
+  }
+
+  // Will the response's body go on compressed? Then the leg gives it unframed.
+  get compressing () {
+    return this.plan !== null && this.plan.encoding !== null
   }
 
   // The final head goes to the client (the leg's `how`: { bodyless, framed: its body
@@ -330,13 +406,20 @@ class Exchange {
   // False when it cannot: the client left meanwhile.
   respond (res, how) {
     if (this.done) return false
+    const { plan } = this
+    let sent = res
+    if (plan !== null && !how.bodyless) {
+      sent = editedResponse(res, plan.fields, plan.encoding !== null)
+      if (plan.encoding !== null) how = HOW[0] // lila frames what it compresses
+    }
     const cookie = this.listener.protocol.sticky.cookieFor(this) // --sticky's Set-Cookie
-    const size = this.client.respond(this, res, how, cookie)
+    const size = this.client.respond(this, sent, how, cookie)
     if (size < 0) {
       this.onClientClose()
       return false
     }
-    this.res = res
+    if (sent !== res && plan.encoding !== null) this.compressed = new CompressedBody(this, this.rules, plan.encoding)
+    this.res = sent
     this.responseStarted = true
     this.bytesOut += size
     if (this.shadow !== null) this.shadow.primaryStatus(res.status, how.framed)
@@ -351,20 +434,53 @@ class Exchange {
 
   toClient (piece) {
     if (this.done) return
-    this.bytesOut += piece.length
     if (this.shadow !== null) this.shadow.primaryBody(piece)
+    if (this.compressed !== null) {
+      if (!this.compressed.write(piece) && this.leg !== null) this.leg.pause()
+      return
+    }
+    this.bytesOut += piece.length
     if (!this.client.send(this, piece) && this.leg !== null) this.leg.pause()
   }
 
   // The response is complete (the leg gave its connection back); `trailers`: fields as
-  // in a head, or null.
+  // in a head, or null. A compressed body ends when its last bytes are out.
   responseDone (trailers) {
     this.leg = null
     if (this.done) return
     if (this.shadow !== null) this.shadow.primaryDone()
     this.releaseLease()
+    if (this.compressed !== null) return this.compressed.end(trailers)
     this.bytesOut += this.client.finishResponse(this, trailers)
     this.finish(true)
+  }
+
+  // A compressed body (edge-calls.js CompressedBody): its bytes to the client (false:
+  // the client is full), the backend read on once the compressor drained, the end.
+  sendCompressed (chunk) {
+    if (this.done) return true
+    this.bytesOut += chunk.length
+    return this.client.send(this, chunk)
+  }
+
+  compressorDrained () {
+    if (this.leg !== null) this.leg.resume()
+  }
+
+  compressedDone (trailers) {
+    if (this.done) return
+    this.bytesOut += this.client.finishResponse(this, trailers)
+    this.finish(true)
+  }
+
+  compressFailed (err) {
+    if (this.done) return
+    const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
+    this.listener.log.warn(`${request}: compressing failed (${reasonOf(err)}); response cut`)
+    this.abandonUpstream()
+    this.releaseLease()
+    this.client.cut(this)
+    this.finish(false)
   }
 
   // A 101 from an HTTP/1.1 backend (http1/leg.js): the connection becomes a Tunnel
@@ -385,13 +501,13 @@ class Exchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false } = {}) {
+  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false, fields = null, exact = false } = {}) {
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${this.head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     this.responseStarted = true
     this.replied = status
-    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted })
+    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact })
     this.finish(true)
   }
 
@@ -401,6 +517,7 @@ class Exchange {
     if (this.done) return
     this.done = true
     if (this.deadline !== null) this.deadline.clear()
+    if (this.compressed !== null) this.compressed.destroy()
     this.logged()
     this.client.exchangeDone(this, ok)
   }

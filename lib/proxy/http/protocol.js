@@ -61,11 +61,16 @@ class HttpProtocol {
   }
 
   // May a request go on to a backend? null, or why not as [status, detail, options] for
-  // its exchange's answer(): a loop through this lila (508), its client over
-  // --rate-limit (429), no route for it (404). One order for every request.
+  // its exchange's answer(): first a loop through this lila (508, `looped`); then the
+  // rules at the edge (exchange.js); then its client over --rate-limit (429) and no
+  // route for it (404), `refusal`. One order for every kind of request.
+  looped (exchange) {
+    if (!viaLoops(exchange.head, this.via)) return null
+    return [508, `request already passed through this lila (Via: ${this.via})`]
+  }
+
   refusal (exchange) {
     const { head, listener } = exchange
-    if (viaLoops(head, this.via)) return [508, `request already passed through this lila (Via: ${this.via})`]
     const limited = listener.rateLimited(exchange.clientAddress)
     if (limited !== null) return [429, limited.detail, limited]
     if (exchange.route === null) return [404, listener.unrouted(head)]

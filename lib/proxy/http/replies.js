@@ -34,6 +34,7 @@ const EMPTY = Buffer.alloc(0)
 // `retryAfter`: seconds; `fields`: more [[name, value]] to say (a rule at the edge's
 // refusal: WWW-Authenticate, proxy/edge/rules.js); `head`: a HEAD request (no body,
 // though its length is told);
+// `exact`: the body is `detail` itself (an ACME key authorization, tls/http01.js);
 // `grpc`: the call's content-type, or null; `exhausted`: every backend is at its
 // max-conn and there is no room to wait (gRPC's RESOURCE_EXHAUSTED rather than
 // UNAVAILABLE); `ctx`: { clientAddress, requestId, traceId } (--request-id, --trace:
@@ -41,7 +42,7 @@ const EMPTY = Buffer.alloc(0)
 // content-type says and its length counts. header-rules.js's response rules are the
 // writers' to apply (reply, http2/replies.js), as for a backend's answers.
 function answerOf (status, detail, {
-  retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null, fields: more = null
+  retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null, fields: more = null, exact = false
 } = {}) {
   if (grpc !== null) {
     const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
@@ -49,7 +50,7 @@ function answerOf (status, detail, {
     if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
     return { status: 200, fields: withMore(fields, more), body: EMPTY }
   }
-  const body = Buffer.from(bodyOf(status, REASONS[status] || 'Error', detail, ctx))
+  const body = Buffer.from(exact ? detail : bodyOf(status, REASONS[status] || 'Error', detail, ctx))
   const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
   if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
   return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }

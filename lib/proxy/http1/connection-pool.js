@@ -1,6 +1,6 @@
 'use strict'
 
-const { dial, readyEvent } = require('../../upstream/dial')
+const { dial, readyEvent, connectTimedOut } = require('../../upstream/dial')
 const { handlers, addListeners } = require('../socket-events')
 
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
@@ -45,8 +45,9 @@ const CONN = handlers({
   },
   timeout () {
     const c = this.conn
-    if (c.owner !== null) c.owner.onUpstreamTimeout(c)
-    else c.destroy()
+    if (c.owner === null) return c.destroy()
+    if (c.ready) return c.owner.onUpstreamTimeout(c)
+    connectTimedOut(() => !c.ready && !c.closed && c.owner !== null, () => c.owner.onUpstreamTimeout(c))
   },
   error (err) {
     const c = this.conn

@@ -72,7 +72,7 @@ class Http1Leg {
     const { body } = x
     const socket = conn.socket
     const { rewrite } = x.listener.protocol
-    const head = requestHead(x.head, x, this.backend.hostHeader, rewrite, { continued: x.continued })
+    const head = requestHead(x.sent, x, this.backend.hostHeader, rewrite, { continued: x.continued })
     this.sentAt = performance.now()
     const corked = body.heldBytes > 0 || (body.done && this.chunkedOut)
     if (corked) socket.cork()
@@ -140,7 +140,8 @@ class Http1Leg {
   // Does it still hold bytes of the backend's last read (connection-pool.js READ)? Its
   // write to the client waits, or a response head is still arriving.
   holdsRead () {
-    return this.partial !== null || this.x.client.holdsWrites(this.x)
+    const x = this.x
+    return this.partial !== null || x.compressed !== null || x.client.holdsWrites(x) // zlib reads it later
   }
 
   onUpstreamData (conn, chunk) {
@@ -239,7 +240,7 @@ class Http1Leg {
   // the attempt retries elsewhere is dropped with its connection (its body unread).
   startResponse (res, buf, end) {
     const x = this.x
-    if (x.answered(res.status, performance.now() - this.sentAt)) return
+    if (x.answered(res.status, performance.now() - this.sentAt, res)) return
     this.frame(res, buf.length - end)
     const bodyless = this.bodyless
     const framed = this.reader !== null && !this.decode
@@ -253,7 +254,7 @@ class Http1Leg {
   frame (res, extra) {
     this.res = res
     if (res.chunked) {
-      this.decode = !this.x.client.takesChunked(this.x)
+      this.decode = this.x.compressing || !this.x.client.takesChunked(this.x)
       this.reader = new ChunkedReader(502, { keepTrailers: this.decode })
       if (this.decode) {
         const x = this.x

@@ -215,13 +215,12 @@ class HttpSession {
 
   // lila's own answer; returns its size. The connection stays when the request (and its
   // body) was read whole.
-  answer (x, status, detail, { retryAfter, exhausted }) {
+  // `more`: answerOf's { retryAfter, exhausted, fields, exact }.
+  answer (x, status, detail, more) {
     const { head } = x
     this.keepAlive = head.keepAlive && x.body.done && !this.closing
     const rules = this.listener.protocol.rewrite.response
-    const options = {
-      close: !this.keepAlive, retryAfter, head: head.method === 'HEAD', grpc: x.grpc, exhausted, rules, ctx: x
-    }
+    const options = { ...more, close: !this.keepAlive, head: head.method === 'HEAD', grpc: x.grpc, rules, ctx: x }
     const bytes = reply(status, detail, options)
     this.heldHead = null
     this.client.write(bytes)

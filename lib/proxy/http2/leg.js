@@ -55,7 +55,7 @@ class Http2Leg {
     const { rewrite } = x.listener.protocol
     // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
     const left = x.deadline === null ? null : x.deadline.left()
-    const list = requestList(x.head, x, this.backend.hostHeader, rewrite, this.scheme, left)
+    const list = requestList(x.sent, x, this.backend.hostHeader, rewrite, this.scheme, left)
     const endStream = body.done && body.heldBytes === 0 && trailerList(x.clientTrailers) === null
     const s = this.pool.request(LEG, list, endStream, this.fresh)
     if (s === null) return x.upstreamFailed('refused a new stream', 'connect', true)
@@ -125,7 +125,7 @@ class Http2Leg {
     const x = this.x
     if (head.status < 200) return x.interim(head) // 100 Continue, 103 Early Hints
     this.gotBytes = true
-    if (x.answered(head.status, performance.now() - this.sentAt)) return // dropped: retried elsewhere
+    if (x.answered(head.status, performance.now() - this.sentAt, head)) return // dropped: retried elsewhere
     if (!x.respond(head, HOW[endStream ? 4 : 0])) return
     if (endStream) return this.done(null)
     // An HTTP/1.1 client's head waits for the DATA read with it, to leave in one write;

@@ -1,12 +1,13 @@
 'use strict'
 
 const { SessionPool } = require('../../wire/h2/pool')
-const { dial, readyEvent } = require('../../upstream/dial')
+const { dial, readyEvent, connectTimedOut } = require('../../upstream/dial')
 
 // Why a backend session's socket failed, hung on the socket (a Symbol: the socket is
 // Node's): its error, or words for a failure lila decided (a connect that took too
 // long, TLS that agreed on no h2).
 const FAILURE = Symbol('lila.h2BackendFailure')
+const CONNECTED = Symbol('lila.h2BackendConnected') // its readyEvent came
 
 const NOT_H2 = 'does not speak HTTP/2 over TLS (ALPN agreed on no h2; is --backend-protocol right?)'
 // How often a backend session is swept for: a PING when nothing was heard for PING_MS
@@ -56,7 +57,7 @@ class Http2Pool {
     const socket = dial(this.backend, this.tls === null ? null : { ...this.tls, ALPNProtocols: ['h2'] })
     socket.setTimeout(this.connectTimeout) // until connected (see connected)
     socket.once(readyEvent(socket), connected)
-    socket.once('timeout', connectTimedOut)
+    socket.once('timeout', onConnectTimeout)
     socket.on('error', failed)
     return socket
   }
@@ -98,6 +99,7 @@ class Http2Pool {
 
 // Socket handlers (`this` is the socket).
 function connected () {
+  this[CONNECTED] = true
   this.setTimeout(0) // the connect timeout is over
   if (this.encrypted && this.alpnProtocol !== 'h2') {
     this[FAILURE] = NOT_H2
@@ -105,9 +107,12 @@ function connected () {
   }
 }
 
-function connectTimedOut () {
-  if (this[FAILURE] === undefined) this[FAILURE] = 'connect timed out'
-  this.destroy()
+function onConnectTimeout () {
+  const socket = this
+  connectTimedOut(() => socket[CONNECTED] !== true && !socket.destroyed, () => {
+    if (socket[FAILURE] === undefined) socket[FAILURE] = 'connect timed out'
+    socket.destroy()
+  })
 }
 
 function failed (err) {

@@ -173,11 +173,12 @@ class Http2Session {
 
   // lila's own answer: headers, and a body unless empty (then the headers end the
   // stream: a gRPC client reads them as trailers). Returns the body's size.
-  answer (x, status, detail, { retryAfter, exhausted }) {
+  // `more`: answerOf's { retryAfter, exhausted, fields, exact }.
+  answer (x, status, detail, more) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return 0
     const rules = this.listener.protocol.rewrite.response
-    const options = { retryAfter, head: x.head.method === 'HEAD', grpc: x.grpc, exhausted, rules, ctx: x }
+    const options = { ...more, head: x.head.method === 'HEAD', grpc: x.grpc, rules, ctx: x }
     const { list, body } = answerList(status, detail, options)
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)

@@ -15,7 +15,7 @@ const MODES = [
     name: 'random',
     aliases: [],
     create: require('./random'),
-    help: 'power of two random choices, the less loaded wins (default)'
+    help: 'two random picks, the less loaded wins (default)'
   },
   {
     name: 'round-robin',
@@ -33,14 +33,14 @@ const MODES = [
     name: 'least-time',
     aliases: [],
     create: require('./least-time'),
-    help: 'lowest decaying average of response time times in-flight'
+    help: 'lowest average response time times requests in flight'
   },
   {
     name: 'ip-hash',
     aliases: [],
     create: require('./ip-hash'),
     hash: true,
-    help: 'consistent hashing of the client address'
+    help: 'consistent hash of the client address'
   },
   {
     name: 'uri-hash',
@@ -48,7 +48,7 @@ const MODES = [
     create: require('./uri-hash'),
     hash: true,
     protocol: 'http',
-    help: 'http: consistent hashing of the request path'
+    help: 'http: consistent hash of the request path'
   },
   {
     name: 'header-hash',
@@ -60,7 +60,7 @@ const MODES = [
     create: require('./header-hash'),
     hash: true,
     protocol: 'http',
-    help: 'http: consistent hashing of the request header NAME (without it: round-robin)'
+    help: 'http: consistent hash of header NAME, else round-robin'
   },
   {
     name: 'cookie-hash',
@@ -72,7 +72,7 @@ const MODES = [
     create: require('./cookie-hash'),
     hash: true,
     protocol: 'http',
-    help: 'http: consistent hashing of the cookie NAME (without it: round-robin)'
+    help: 'http: consistent hash of cookie NAME, else round-robin'
   }
 ]
 

@@ -1,0 +1,81 @@
+'use strict'
+
+// A/B of two lila executables on W1's shape (keep-alive, 5-byte body, 50 connections,
+// rr), both at once: one Node backend each, wrk on both in the same interval, and each
+// lila's CPU time per request read from /proc. On a shared machine the two suffer the
+// same neighbours, so their ratio holds where two runs one after the other do not.
+// Linux only (needs wrk and /proc).
+//
+//   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
+//   -> per round: µs of CPU per request for each; the median NEW/OLD
+
+const { spawn, execFileSync } = require('child_process')
+const http = require('http')
+const fs = require('fs')
+
+const [A, B, rounds = '6', seconds = '6'] = process.argv.slice(2)
+if (!A || !B) {
+  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds]')
+  process.exit(2)
+}
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
+
+// utime + stime of a process, in seconds.
+function cpuSeconds (pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / TICKS
+}
+
+function startLila (exe, backend) {
+  return new Promise((resolve, reject) => {
+    const args = ['rr', backend, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none']
+    const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', chunk => {
+      err += chunk
+      const listening = /listening on \S+:(\d+)/.exec(err)
+      if (listening) resolve({ child, port: Number(listening[1]) })
+    })
+    child.on('exit', () => reject(new Error(err)))
+  })
+}
+
+function wrk (port, duration) {
+  return new Promise(resolve => {
+    const child = spawn('wrk', ['-t1', '-c50', `-d${duration}s`, `http://127.0.0.1:${port}/`])
+    let out = ''
+    child.stdout.on('data', chunk => { out += chunk })
+    child.on('exit', () => resolve(Number(/(\d+) requests in/.exec(out)[1])))
+  })
+}
+
+async function main () {
+  const servers = []
+  for (let i = 0; i < 2; i++) {
+    const server = http.createServer((req, res) => res.end('hello')).listen(0, '127.0.0.1')
+    await new Promise(resolve => server.once('listening', resolve))
+    servers.push(server)
+  }
+  const [a, b] = await Promise.all([A, B].map((exe, i) => startLila(exe, `127.0.0.1:${servers[i].address().port}`)))
+  await Promise.all([wrk(a.port, 2), wrk(b.port, 2)]) // warm-up
+  const ratios = []
+  for (let round = 1; round <= Number(rounds); round++) {
+    const [ca, cb] = [cpuSeconds(a.child.pid), cpuSeconds(b.child.pid)]
+    const [na, nb] = await Promise.all([wrk(a.port, seconds), wrk(b.port, seconds)])
+    const ua = (cpuSeconds(a.child.pid) - ca) / na * 1e6
+    const ub = (cpuSeconds(b.child.pid) - cb) / nb * 1e6
+    ratios.push(ub / ua)
+    console.log(`round ${round}: old ${ua.toFixed(1)} µs/req (${na} requests), new ${ub.toFixed(1)} µs/req ` +
+      `(${nb} requests), new/old ${(ub / ua).toFixed(3)}`)
+  }
+  ratios.sort((x, y) => x - y)
+  console.log(`median new/old: ${ratios[Math.floor(ratios.length / 2)].toFixed(3)}`)
+  a.child.kill()
+  b.child.kill()
+  for (const server of servers) server.close()
+}
+
+main().catch(err => {
+  console.error(err.message)
+  process.exit(1)
+})
