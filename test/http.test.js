@@ -115,11 +115,13 @@ t.test('64 MiB chunked upload and download: intact, constant memory', async t =>
   t.same(await transfer(), intact, 'round 2: intact again')
   const afterRound2 = memoryOf(lila.child.pid)
   // A Node process's memory grows by a fixed amount under streaming (buffers wait for
-  // the garbage collector), then stays: a proxy that held bodies would grow with them.
+  // the garbage collector), then stays: a proxy that held bodies would grow with them,
+  // by 128 MiB a round. What V8 sizes its heap to in the second round still moves by
+  // several MiB (8.0 once, in a clean CI run), so the bound is a quarter of a round.
   const first = afterRound1.peak - start.rss
   const second = afterRound2.peak - afterRound1.peak
   t.ok(first < 64 * 1024 * 1024, `the first 128 MiB raised lila's peak memory by ${(first / 1048576).toFixed(1)} MiB: bodies are not held`)
-  t.ok(second < 8 * 1024 * 1024, `the next 128 MiB raised it by ${(second / 1048576).toFixed(1)} MiB: memory is constant`)
+  t.ok(second < 32 * 1024 * 1024, `the next 128 MiB raised it by ${(second / 1048576).toFixed(1)} MiB: memory is constant`)
 
   // One chunked upload then one chunked download of 64 MiB: what each end got.
   async function transfer () {
