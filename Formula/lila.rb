@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d0f87e6c6ab3fc870617f6b86e644875cc2f6c6a708213e287233cc71ee69730"
+  sha256 "4ef2c8697329efcde55049776ecaf1abff74949baa41c176e306824e57d74def"
   license "MIT"
 
   depends_on "node"

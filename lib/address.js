@@ -12,7 +12,7 @@ function formatAddress (host, port) {
   return `${net.isIPv6(host) ? `[${host}]` : host}:${port}`
 }
 
-// A backend as it was written, without its settings (parsers.js parseBackend):
+// A backend as it was written, without its settings (config/backend-spec.js parseBackend):
 // "10.0.0.1:80", "[::1]:80", "name:80", "unix:/run/app.sock", an SRV name
 // ("_http._tcp.example.com") or a port range ("127.0.0.1:3000-3009"). What a reload
 // and the control API match backends by.

@@ -7,7 +7,7 @@
 const { createBalancer } = require('./index')
 const { parseCommandLine } = require('./config/argv')
 const { parseConfigFile, readConfigFile } = require('./config/file')
-const { parseBackend } = require('./config/parsers')
+const { parseBackend } = require('./config/backend-spec')
 const { createControl, controlFrom } = require('./admin/control')
 const { createStatusServer } = require('./admin/status-server')
 const { createAccessLog } = require('./admin/access-log')

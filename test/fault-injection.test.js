@@ -21,7 +21,7 @@ const { controlFrom } = require('../lib/admin/control')
 const { renderPage } = require('../lib/admin/status-page')
 const { renderMetrics } = require('../lib/admin/metrics')
 const { sumStats } = require('../lib/admin/sum-stats')
-const { parseFaultSettings } = require('../lib/config/parsers')
+const { parseFaultSettings } = require('../lib/config/backend-spec')
 
 const TOKEN = 'fault-drill-token'
 const auth = { Authorization: `Bearer ${TOKEN}` }

@@ -11,7 +11,7 @@ const { dnsServer } = require('./fixtures/dns-server')
 const {
   spawnLila, tcpBackend, exchange, statusJson, closeServer, makeUpstream, until, within
 } = require('./fixtures/helpers')
-const { parseBackend } = require('../lib/config/parsers')
+const { parseBackend } = require('../lib/config/backend-spec')
 
 const NAME = '_app._tcp.lila.test'
 

@@ -11,7 +11,7 @@ const path = require('path')
 const { spawnSync } = require('child_process')
 const { History } = require('../lib/admin/history')
 const { createStatusServer } = require('../lib/admin/status-server')
-const { parseBackend } = require('../lib/config/parsers')
+const { parseBackend } = require('../lib/config/backend-spec')
 const histogram = require('../lib/histogram')
 const { startLila, httpBackend, deadPort, request, outputOf } = require('./fixtures/helpers')
 

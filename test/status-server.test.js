@@ -6,7 +6,7 @@
 
 const t = require('tap')
 const { createStatusServer, isLoopbackHost } = require('../lib/admin/status-server')
-const { parseBackend } = require('../lib/config/parsers')
+const { parseBackend } = require('../lib/config/backend-spec')
 const { ControlError } = require('../lib/errors')
 const { request, captureLog } = require('./fixtures/helpers')
 const { linesOf } = require('./fixtures/page')

@@ -1,6 +1,6 @@
 'use strict'
 
-// /metrics: a stats snapshot (index.js stats()) as Prometheus text exposition format
+// /metrics: a stats snapshot (balancer.js stats()) as Prometheus text exposition format
 // 0.0.4. Pure: snapshot in, text out; it reads nothing live, so the cluster primary can
 // render a snapshot summed over its workers the same way. Every family is written once
 // with its HELP and TYPE, then one sample per listener or backend. Names follow

@@ -21,7 +21,7 @@ const VERSION = require('../version')
 //
 //   createStatusServer({ stats, control, parseBackend, parseFault, host, port, token, passwords, log,
 //                        historyEvery })
-//     stats()    -> a snapshot as index.js stats() returns it (or a promise of one)
+//     stats()    -> a snapshot as a Balancer's stats() returns it (or a promise of one)
 //     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
 //                   them: each takes a plain request object and returns a promise of
 //                   { message }, or rejects with a ControlError carrying the status

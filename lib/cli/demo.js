@@ -2,7 +2,7 @@
 
 const http = require('http')
 const path = require('path')
-const { parseBackend } = require('../config/parsers')
+const { parseBackend } = require('../config/backend-spec')
 
 // `lila demo`: three small HTTP backends on free local ports, lila in front of them,
 // and a line saying what to run to watch the balancing. Everything stops on Ctrl-C.

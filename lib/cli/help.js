@@ -7,7 +7,7 @@
 
 const { OPTIONS, GROUPS } = require('../config/options')
 const { MODES, modeWord } = require('../upstream/balancers')
-const { BACKEND_SYNTAX } = require('../config/parsers')
+const { BACKEND_SYNTAX } = require('../config/backend-spec')
 const { didYouMean } = require('../config/suggest')
 const { formatDuration } = require('../format')
 const { UsageError } = require('../errors')

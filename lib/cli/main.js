@@ -1,7 +1,7 @@
 'use strict'
 
 const { parseCommandLine } = require('../config/argv')
-const { parseBackend, parseFaultSettings } = require('../config/parsers')
+const { parseBackend, parseFaultSettings } = require('../config/backend-spec')
 const { UsageError, RuntimeError, ControlError, fromPlain } = require('../errors')
 const VERSION = require('../version')
 

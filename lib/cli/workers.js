@@ -429,8 +429,8 @@ function runPrimary (config, io) {
 // The primary's keeper of certificates (tls/keeper.js), when the config wants one; its
 // start is synchronous but for publishing (to no worker yet).
 function keeperFor (config, log, publish) {
+  if (!require('../tls/wants').wanted(config)) return null
   const { Keeper } = require('../tls/keeper')
-  if (!Keeper.wanted(config)) return null
   const keeper = new Keeper(config, { log, publish })
   keeper.start()
   return keeper

@@ -2,7 +2,7 @@
 
 // What a reload changes, in words, for the log: process-wide settings and the options
 // of the listeners that stay. Pure. (Listeners added and removed, and backends, are
-// described by index.js and upstream.js as they apply them; cli/reload-log.js logs it all.)
+// described by balancer/balancer.js and upstream.js as they apply them; cli/reload-log.js logs it all.)
 
 const { LISTENER_OPTIONS } = require('./options')
 const { formatDuration, formatSticky, describeMirror } = require('../format')

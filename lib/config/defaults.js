@@ -13,7 +13,7 @@
 
 const { LISTENER_OPTIONS, GLOBAL_OPTIONS, BY_NAME } = require('./options')
 const { DEFAULT_MODE } = require('../upstream/balancers')
-const { defaultName } = require('./names')
+const { defaultName } = require('../listener-names')
 const { unixPath } = require('../address')
 
 const NOT_GIVEN = Object.freeze({ host: false, port: false })

@@ -2,28 +2,21 @@
 
 // Value parsers: one text (from argv, or a JSON value made text) in, one checked value
 // out, or a UsageError with one line that names the bad value and what was expected.
-// The config side only (argv.js, builder.js), and the admin listener's backend bodies:
-// the running balancer takes values already parsed.
+// One per option type (PARSERS); the grammars of backends, faults and mirrors are in
+// backend-spec.js, routes' in route-spec.js. The config side only (argv.js,
+// builder.js): the running balancer takes values already parsed.
 
 const net = require('net')
 const { UsageError } = require('../errors')
-const { formatAddress, isHostName, unixPath, specAddress } = require('../address')
-const { MODES, modeWord, isModeWord } = require('../upstream/balancers')
+const { formatAddress, isHostName, unixPath } = require('../address')
+const { MODES, modeWord } = require('../upstream/balancers')
 const { TOKEN } = require('../proxy/http1/parse')
 const { refusal, PLACEHOLDERS } = require('../proxy/http/header-rules')
-const { OPTIONS } = require('./options')
+const { quote, forFlag, parseDuration, parseInteger, socketPathProblem, range } = require('./values')
+const { parseFault, parseMirror } = require('./backend-spec')
+const { parseRouteOption } = require('./route-spec')
 
-const MAX_TIMER_MS = 2147483647 // setTimeout's ceiling, about 24.8 days
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/
-const UNIT_MS = { ms: 1, s: 1000, m: 60000, h: 3600000 }
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
-const BACKEND_SYNTAX = 'host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]'
-// An SRV name: _service._proto.name (RFC 2782).
-const SRV_NAME = /^_[A-Za-z0-9-]{1,62}\._[A-Za-z0-9-]{1,62}\.[^:]+$/
-// The longest path a Unix socket address holds (sun_path, less its ending zero byte).
-const MAX_SOCKET_PATH = process.platform === 'linux' ? 107 : 103
-// A port range (host:3000-3009) is watched port by port: its size bounds the probing.
-const MAX_RANGE_PORTS = 1024
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
 const GRPC_SERVICE = /^[A-Za-z0-9_.\-/]{1,200}$/ // a gRPC service name, e.g. pkg.Service
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
@@ -31,46 +24,13 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/
 const MAX_WORKERS = 256
 const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
-// A fault with no for=DUR ends by itself after this long: one forgotten on a shared
-// machine does not outlive a coffee break (for=0s: until cleared).
-const FAULT_FOR_MS = 60000
-const FAULT_SETTINGS = 'delay=DUR, error=CODE, reset=1, rate=R or for=DUR'
-const FAULT_SYNTAX = 'host:port,SETTING[,SETTING...]'
-const MIRROR_SYNTAX = 'host:port[,percent=N] or unix:/path[,percent=N]'
 // What --compress offers (proxy/edge/compressor.js).
 const ENCODINGS = ['gzip', 'br']
 // A media type, or a pattern of them: text/*, application/*+json, image/svg+xml.
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/(?:\*|\*\+[a-z0-9!#$&^_.+-]+|[a-z0-9][a-z0-9!#$&^_.+-]*)$/
 
-// What a route may set for itself on the command line: allow=, deny=, basic-auth=.
-const ROUTE_SETTINGS = OPTIONS.filter(o => o.route).map(o => o.name)
-
 const MODE_WORDS = MODES.flatMap(m => [modeWord(m), ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
-
-const quote = value => JSON.stringify(String(value))
-// Parsers name the flag a value came from; a value from the JSON file is named by its
-// path instead (flag null), which the caller puts in front of the message.
-const forFlag = flag => flag ? ` for ${flag}` : ''
-
-function parseDuration (text, flag, min = 0) {
-  const match = DURATION.exec(text)
-  if (!match) {
-    throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: ` +
-      'expected a number with a unit, e.g. 500ms, 2s or 1m')
-  }
-  const ms = Math.round(Number(match[1]) * UNIT_MS[match[2]])
-  if (ms < min) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at least ${min}ms`)
-  if (ms > MAX_TIMER_MS) throw new UsageError(`invalid duration ${quote(text)}${forFlag(flag)}: expected at most 24d`)
-  return ms
-}
-
-function parseInteger (text, flag, min, max, expected) {
-  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw new UsageError(`invalid value ${quote(text)}${forFlag(flag)}: expected ${expected}`)
-  }
-  return Number(text)
-}
 
 // host, IPv4 or [IPv6], with an optional :port: what a Host header may say.
 function isHostHeader (text) {
@@ -430,283 +390,14 @@ function parseStatusList (text, flag) {
   return Object.freeze([...codes].sort((a, b) => a - b))
 }
 
-// A fault's settings (upstream/fault.js) from [key, value] pairs: the admin API's query
-// (?error=503&for=10s) and --fault's (ADDR,error=503,for=10s) alike. `subject` names
-// what they came from in errors. -> { delay, status, reset, rate, duration } (ms; rate
-// 0 to 1; duration 0: until cleared).
-function parseFaultSettings (pairs, subject) {
-  const fault = { delay: 0, status: 0, reset: false, rate: 1, duration: FAULT_FOR_MS }
-  const seen = new Set()
-  const invalid = (setting, expected) =>
-    new UsageError(`invalid fault setting ${quote(setting)} in ${subject}: expected ${expected}`)
-  for (const [key, value = ''] of pairs) {
-    const setting = value === '' ? key : `${key}=${value}`
-    if (seen.has(key)) throw new UsageError(`fault setting ${quote(key)} given twice in ${subject}: expected it once`)
-    seen.add(key)
-    if (key === 'delay') {
-      if (!DURATION.test(value)) throw invalid(setting, 'delay=DUR with a unit, e.g. 2s or 500ms')
-      fault.delay = parseDuration(value, null)
-    } else if (key === 'error') {
-      if (!/^[45]\d\d$/.test(value)) throw invalid(setting, 'error=CODE with CODE from 400 to 599, e.g. 503')
-      fault.status = Number(value)
-    } else if (key === 'reset') {
-      if (value !== '' && value !== '1' && value !== 'true') throw invalid(setting, 'reset=1')
-      fault.reset = true
-    } else if (key === 'rate') {
-      const match = /^(\d+(?:\.\d+)?)(%?)$/.exec(value)
-      const rate = match === null ? NaN : Number(match[1]) / (match[2] === '%' ? 100 : 1)
-      if (!(rate >= 0 && rate <= 1)) throw invalid(setting, 'rate=R from 0 to 1, or a percentage, e.g. 0.5 or 50%')
-      fault.rate = rate
-    } else if (key === 'for') {
-      if (!DURATION.test(value)) throw invalid(setting, 'for=DUR with a unit, e.g. 30s (0s: until cleared)')
-      fault.duration = parseDuration(value, null)
-    } else {
-      throw invalid(setting, FAULT_SETTINGS)
-    }
-  }
-  if (fault.delay === 0 && fault.status === 0 && !fault.reset) {
-    throw new UsageError(`no fault in ${subject}: expected delay=DUR, error=CODE or reset=1`)
-  }
-  if (fault.status !== 0 && fault.reset) {
-    throw new UsageError(`error=${fault.status} and reset=1 in ${subject}: expected one of them ` +
-      '(a request is answered or reset)')
-  }
-  return fault
-}
-
-// "ADDR,SETTING,..." (--fault, --mirror) -> { spec: parseBackend(ADDR), settings: the
-// rest, subject: the text for messages }; an ADDR that is no backend is named as a bad
-// `what`, expected `syntax`.
-function backendThenSettings (text, flag, what, syntax) {
-  const [address, ...settings] = String(text).split(',')
-  const subject = `${quote(text)}${forFlag(flag)}`
-  try {
-    return { spec: parseBackend(address), settings, subject }
-  } catch {
-    throw new UsageError(`invalid ${what} ${subject}: expected ${syntax}`)
-  }
-}
-
-// --fault "host:port,error=503,for=30s" -> { address, ...parseFaultSettings }: the
-// address as /status.json shows it (":8080" is 127.0.0.1:8080).
-function parseFault (text, flag) {
-  const expected = `${FAULT_SYNTAX}, the backend's address first`
-  const { spec, settings, subject } = backendThenSettings(text, flag, 'fault', expected)
-  if (spec.srv !== undefined) {
-    throw new UsageError(`invalid fault ${subject}: expected a backend's host:port first, not an SRV name`)
-  }
-  if (settings.length === 0) {
-    throw new UsageError(`no fault in ${subject}: expected ${FAULT_SYNTAX}, e.g. :8081,error=503`)
-  }
-  const pairs = settings.map(setting => {
-    const eq = setting.indexOf('=')
-    return eq === -1 ? [setting, undefined] : [setting.slice(0, eq), setting.slice(eq + 1)]
-  })
-  return { address: specAddress(spec), ...parseFaultSettings(pairs, subject) }
-}
-
-// --mirror "127.0.0.1:9000,percent=10" -> { address, host, port, path, percent }: one
-// backend (host:port, a name, or unix:/path) sent a copy of every request, or of
-// `percent` % of them (proxy/mirror.js); `address` as /status.json shows it.
-function parseMirror (text, flag) {
-  const { spec, settings, subject } = backendThenSettings(text, flag, 'mirror', MIRROR_SYNTAX)
-  if (spec.srv !== undefined || spec.range !== undefined) {
-    throw new UsageError(`invalid mirror ${subject}: expected one backend, host:port or unix:/path, ` +
-      'not an SRV name or a port range')
-  }
-  let percent = 100
-  for (const setting of settings) {
-    const match = /^percent=(\d+(?:\.\d+)?)%?$/.exec(setting)
-    if (match === null || Number(match[1]) <= 0 || Number(match[1]) > 100) {
-      throw new UsageError(`invalid mirror setting ${quote(setting)} in ${subject}: ` +
-        'expected percent=N with N above 0 and at most 100, e.g. percent=10')
-    }
-    percent = Number(match[1])
-  }
-  return { address: specAddress(spec), host: spec.host, port: spec.port, path: spec.path ?? null, percent }
-}
-
-function range (from, to) {
-  return Array.from({ length: to - from + 1 }, (_, i) => from + i)
-}
-
 // Option types whose JSON value may be a number as well as a string.
 const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers'])
 
-// What is wrong with a Unix socket's path, in words after "expected", or null.
-function socketPathProblem (path, example) {
-  if (!path.startsWith('/')) return `unix: and an absolute path, e.g. unix:/run/${example}`
-  if (path.endsWith('/')) return `the path of a socket file after unix:, not a folder, e.g. unix:/run/${example}`
-  if (path.includes('\0')) return 'a path without a NUL byte after unix:'
-  if (Buffer.byteLength(path) > MAX_SOCKET_PATH) {
-    return `a path of at most ${MAX_SOCKET_PATH} bytes after unix: (what a Unix socket address holds here)`
-  }
-  return null
-}
-
-const isPort = text => /^\d+$/.test(text) && Number(text) >= 1 && Number(text) <= 65535
-
-// "3000-3009" -> { first: 3000, last: 3009 }: every port of it, watched (a single port
-// is a range of one). `invalid(expected)` makes the error about the whole backend.
-function parsePortRange (text, invalid) {
-  const [first, last, ...rest] = text.split('-')
-  if (rest.length > 0 || !isPort(first) || !isPort(last)) {
-    throw invalid('a port range FIRST-LAST of ports from 1 to 65535 after the ":", e.g. :3000-3009')
-  }
-  const range = { first: Number(first), last: Number(last) }
-  if (range.first > range.last) throw invalid(`a port range from low to high, e.g. ${last}-${first}`)
-  const size = range.last - range.first + 1
-  if (size > MAX_RANGE_PORTS) {
-    throw invalid(`a port range of at most ${MAX_RANGE_PORTS} ports (${text} has ${size})`)
-  }
-  return range
-}
-
-// Is this word on the command line meant as a backend rather than a mode?
-function looksLikeBackend (word) {
-  return word.includes(':') || SRV_NAME.test(word)
-}
-
-// "host:port[,weight=N][,max-conn=N][,slow-start=DUR][,backup]"
-//   -> { host, port, weight, maxConn, slowStart, backup }
-// "host:3000-3009[,...]"           -> the same with port null and `range` ({ first, last }:
-//                                     the ports listening are the backends, port-range.js)
-// "unix:/path/app.sock[,...]"      -> the same with host and port null and `path`
-// "_service._proto.name[,...]"     -> the same with host and port null and `srv` (the
-//                                     name; its records give targets, ports and weights)
-function parseBackend (text) {
-  const invalid = expected => new UsageError(`invalid backend ${quote(text)}: expected ${expected}`)
-  const [address, ...settings] = text.split(',')
-  const backend = { host: null, port: null, weight: 1, maxConn: null, slowStart: 0, backup: false }
-  if (unixPath(address) !== null) {
-    const problem = socketPathProblem(unixPath(address), 'app.sock')
-    if (problem !== null) throw invalid(problem)
-    backend.path = unixPath(address)
-  } else if (SRV_NAME.test(address)) {
-    if (!isHostName(address)) throw invalid('an SRV name _service._proto.name, e.g. _http._tcp.example.com')
-    backend.srv = address.toLowerCase().replace(/\.$/, '')
-  } else if (address.includes(':') && SRV_NAME.test(address.slice(0, address.indexOf(':')))) {
-    throw invalid('an SRV name without a port: its records give each target\'s port')
-  } else {
-    const match = /^\[([^\]]*)\]:([^:]*)$/.exec(address) || /^([^:[\]]*):([^:]*)$/.exec(address)
-    if (!match) throw invalid(BACKEND_SYNTAX)
-    const host = match[1] === '' ? '127.0.0.1' : match[1]
-    const bracketed = address.startsWith('[')
-    if (bracketed ? !net.isIPv6(host) : !isHostName(host)) {
-      throw invalid(bracketed ? 'an IPv6 address in [brackets]' : 'a host name or IPv4 address before the ":"')
-    }
-    backend.host = host
-    if (match[2].includes('-')) {
-      backend.range = parsePortRange(match[2], invalid)
-    } else {
-      if (!isPort(match[2])) throw invalid('a port number from 1 to 65535 after the ":"')
-      backend.port = Number(match[2])
-    }
-  }
-  for (const setting of settings) {
-    const [key, value] = setting.split('=')
-    if (key === 'weight' && backend.srv !== undefined) {
-      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: ` +
-        'an SRV backend\'s weights come from its records; expected max-conn=N, slow-start=DUR or backup')
-    }
-    if (key === 'backup' && value === undefined) {
-      backend.backup = true
-    } else if (key === 'weight' && /^\d+$/.test(value) && Number(value) <= 1000) {
-      backend.weight = Number(value)
-    } else if (key === 'max-conn' && /^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 1e9) {
-      backend.maxConn = Number(value)
-    } else if (key === 'slow-start' && value !== undefined && DURATION.test(value)) {
-      backend.slowStart = parseDuration(value, 'slow-start')
-    } else if (key === 'weight' || key === 'max-conn' || key === 'slow-start') {
-      throw invalid({
-        weight: 'weight=N with N from 0 to 1000',
-        'max-conn': 'max-conn=N with N of at least 1',
-        'slow-start': 'slow-start=DUR with a unit, e.g. 30s'
-      }[key])
-    } else {
-      throw new UsageError(`invalid backend setting ${quote(setting)} in ${quote(text)}: ` +
-        'expected weight=N, max-conn=N, slow-start=DUR or backup')
-    }
-  }
-  return backend
-}
-
-// A route's MATCH (--route, "routes"): a host (api.example.com), a wildcard host
-// (*.example.com: any name under it), a path prefix (/static: /static and what is below
-// it) or a host and a path (api.example.com/v1) -> { host, wildcard, path }, null where
-// not given. The host is lowercased and has no port: a request's Host is matched
-// without its port.
-const ROUTE_PATH = /^\/[\x21-\x7e]*$/
-function parseRouteMatch (text) {
-  const invalid = expected => new UsageError(`invalid route match ${quote(text)}: expected ${expected}`)
-  const EXPECTED = 'a host (api.example.com), *.example.com, a path (/static) or both (api.example.com/v1)'
-  if (typeof text !== 'string' || text === '') throw invalid(EXPECTED)
-  const slash = text.indexOf('/')
-  const hostText = slash === -1 ? text : text.slice(0, slash)
-  let path = slash === -1 ? null : text.slice(slash)
-  let host = null
-  let wildcard = false
-  if (hostText !== '') {
-    wildcard = hostText.startsWith('*.')
-    host = (wildcard ? hostText.slice(2) : hostText).toLowerCase()
-    if (host.includes(':')) throw invalid('a host name without a port (a request\'s Host is matched without its port)')
-    if (!isHostName(host)) throw invalid(EXPECTED)
-  }
-  if (path !== null) {
-    if (!ROUTE_PATH.test(path) || path.includes('?') || path.includes('#')) {
-      throw invalid('a path prefix such as /static (printable, no spaces, no ? or #)')
-    }
-    if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1) // /static/ is /static
-  }
-  return { host, wildcard, path }
-}
-
-// --route 'MATCH=[strip] [SETTING=VALUE...] [MODE] BACKEND [BACKEND...]' -> { match,
-// strip, settings, mode, backends }: texts, checked by the builder (mode null: the
-// listener's default mode). `strip` takes the matched path prefix off (proxy/edge);
-// `settings`: [[name, value]] of options a route may set for itself (`route` in
-// OPTIONS: allow=, deny=, basic-auth=), which no backend or mode looks like.
-function parseRouteOption (text, flag) {
-  const eq = text.indexOf('=')
-  const words = eq === -1 ? [] : text.slice(eq + 1).trim().split(/\s+/).filter(Boolean)
-  let strip = false
-  const settings = []
-  while (words.length > 0) {
-    if (words[0] === 'strip') {
-      strip = true
-      words.shift()
-      continue
-    }
-    const setting = /^([a-z-]+)=(.*)$/.exec(words[0])
-    if (setting === null || !ROUTE_SETTINGS.includes(setting[1])) break
-    settings.push([setting[1], setting[2]])
-    words.shift()
-  }
-  if (eq <= 0 || words.length === 0) {
-    throw new UsageError(`invalid route ${quote(text)}${forFlag(flag)}: expected MATCH=[MODE] BACKEND..., ` +
-      'e.g. "api.localhost=127.0.0.1:8081 127.0.0.1:8082" or "/static=rr 127.0.0.1:9000"')
-  }
-  const mode = isModeWord(words[0]) ? words.shift() : null
-  return { match: text.slice(0, eq), strip, settings, mode, backends: words }
-}
-
 module.exports = {
   LOG_LEVELS,
-  parseRouteMatch,
   ACCESS_LOG_FORMATS,
-  parseDuration,
-  parseInteger,
-  parseBackend,
-  parseFault,
-  parseFaultSettings,
-  parseMirror,
-  looksLikeBackend,
   PARSERS,
   NUMERIC,
-  DURATION,
-  BACKEND_SYNTAX,
-  MAX_RANGE_PORTS,
   MODE_NAMES,
-  MODE_WORDS,
-  quote
+  MODE_WORDS
 }

@@ -5,7 +5,7 @@ const { listen, descriptorOf, setOrigin, clientAddress, UNIX_ORIGIN } = require(
 const { forget } = require('./socket-file')
 const { throttled } = require('../log')
 const { formatAddress, unixPath } = require('../address')
-const { defaultName } = require('../config/names')
+const { defaultName } = require('../listener-names')
 const { startPrelude } = require('./prelude')
 const { RateLimiter, ConnectionCounter } = require('./client-limits')
 const { Router } = require('./router')
@@ -39,7 +39,7 @@ const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound
 //   sweep(listener)              those timeouts, run with every sweep (see startSweep)
 //   drained()                    clean-up once every session is gone after close()
 //   snapshot()                   what the listener's snapshot adds, or null
-//   snapshotBackend(backend)     a backend as stats() shows it (index.js)
+//   snapshotBackend(backend)     a backend as stats() shows it (balancer.js)
 // A Session: `new Session(listener, client)`, then `start()` (or `turnAway(refusal)`
 // when a per-client limit refuses the client: close it, or answer 429), serves one client
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
@@ -217,7 +217,7 @@ class Listener {
     this.routeRules = routes
   }
 
-  // --route: [{ name, match, upstream }], each route its own pool (index.js makes them),
+  // --route: [{ name, match, upstream }], each route its own pool (balancer.js makes them),
   // given its rules at the edge here.
   setRoutes (routes) {
     this.routes = routes.map(({ name, match, upstream }) => ({

@@ -10,7 +10,7 @@
 //   a route's strip             its path prefix taken off (prefix.js)
 //
 //   loadEdge(config, { readFile }) -> what the rules need from files (the htpasswd
-//                      files, read now and on every reload), or a UsageError; index.js
+//                      files, read now and on every reload), or a UsageError; balancer.js
 //                      calls it where TLS files are read, before anything changes
 //   compileEdge(config, loaded, stats) -> { gate, own, routes }:
 //     gate     an AddressGate the listener asks of each connection as it arrives (tcp:

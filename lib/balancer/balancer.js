@@ -1,0 +1,421 @@
+'use strict'
+
+// A Balancer: a config's listeners, their pools and routes, the --redirect-http
+// listeners and the certificate keeper, run together; reloaded as a plan (plan.js)
+// that is bound, then applied. lib/index.js's createBalancer makes one; the options
+// are described there.
+
+const { Upstream } = require('../upstream/upstream')
+const { Listener } = require('../proxy/listener')
+const { createTcpProtocol } = require('../proxy/tcp')
+const { createHttpProtocol } = require('../proxy/http/protocol')
+const { loadListenerTls, Certificates } = require('../proxy/tls')
+const { RedirectListener } = require('../proxy/redirect')
+const { servesPlainHttp } = require('../tls/http01')
+const { loadEdge } = require('../proxy/edge/rules')
+const { viaToken } = require('../proxy/via')
+const { silentLogger, prefixed } = require('../log')
+const { RuntimeError, ControlError } = require('../errors')
+const { logsName } = require('../listener-names')
+const { wanted: keeperWanted } = require('../tls/wants')
+const { createControl, OPS } = require('../admin/control')
+const { createAccessLog } = require('../admin/access-log')
+const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
+const { planReload, planRedirects } = require('./plan')
+const { listeningOn, matchText, leftToDrain, plural } = require('./words')
+
+// One factory per protocol (config.protocol), each making the protocol object a new
+// Listener serves (listener.js) from { via }.
+const PROTOCOLS = {
+  tcp: createTcpProtocol,
+  http: createHttpProtocol, // HTTP/1.1 and HTTP/2
+  grpc: ({ via }) => createHttpProtocol({ via, grpc: true }) // HTTP, its own answers gRPC-shaped
+}
+
+class Balancer {
+  constructor (config, {
+    log = silentLogger,
+    now = Date.now,
+    resolve = null,
+    resolveSrv = null,
+    via = viaToken(),
+    table = true,
+    stdout = process.stdout,
+    accessLog = defaultAccessLog(config, stdout),
+    fileLimit = descriptorLimit(),
+    random = Math.random,
+    certificates = new Certificates(),
+    keeper,
+    keeperOptions = {}
+  } = {}) {
+    this.log = log
+    this.now = now
+    this.startedAt = now()
+    this.pools = { now, resolve, resolveSrv, table, random } // what every Upstream is made with
+    this.via = via
+    this.table = table
+    this.accessLog = accessLog
+    this.fileLimit = fileLimit
+    this.certificates = certificates
+    this.ownKeeper = keeper === undefined // made here, when a config wants one
+    this.keeper = this.ownKeeper ? null : keeper
+    this.keeperOptions = keeperOptions
+    this.current = config
+    this.retiring = new Map() // listener removed by a reload -> Promise, while it drains
+    this.redirects = new Map() // listener name -> RedirectListener (--redirect-http)
+    this.started = false
+    this.controls = null
+    // Passed around on their own (a status server's stats, a journal's control).
+    this.stats = this.stats.bind(this)
+    this.control = this.control.bind(this)
+
+    const descriptors = this.descriptorsFor(config.listeners)
+    this.running = config.listeners.map(l => this.make(l, this.material(l), descriptors))
+    // Certificates lila makes (local) or kept (ACME) are there before the first client,
+    // once every file was read: a state folder that cannot be used is a UsageError here.
+    this.keeperStarted = keeperWanted(config) && this.ownKeeper ? this.makeKeeper(config).start() : Promise.resolve()
+  }
+
+  get listeners () { return this.running }
+  get config () { return this.current }
+
+  // Bind every listener (so that a taken port fails at once), then resolve names and
+  // check every backend once, printing what was found, then serve. Clients that connect
+  // meanwhile wait unread.
+  // `given`, `redirectsGiven`: Map listener name -> a socket the process was given for
+  // it, or for its --redirect-http (bind.js listen).
+  async listen (given = new Map(), redirectsGiven = new Map()) {
+    const addresses = []
+    const warning = limitWarning(this.fileLimit, this.current.listeners.map(l => l.maxConn))
+    if (warning !== null) this.log.warn(warning)
+    try {
+      await this.keeperStarted
+      for (const listener of this.running) {
+        addresses.push(await listener.listen(given.get(listener.config.name) || null))
+      }
+      for (const listener of this.running) {
+        const { name, redirectHttp } = listener.config
+        if (redirectHttp !== null) await this.startRedirect(listener, redirectsGiven.get(name))
+      }
+      await Promise.all(this.running.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start())))
+      for (const listener of this.running) listener.open()
+    } catch (err) {
+      // Given sockets' files are not this start's to remove.
+      await this.close(0, { handOver: given.size + redirectsGiven.size > 0 })
+      throw err
+    }
+    this.started = true
+    this.beginKeeper() // ACME's TLS-ALPN-01 needs the listeners open
+    return addresses
+  }
+
+  // Apply a new config (as config/builder.js builds it) without dropping a connection.
+  // Listeners are matched by name: new ones are bound, checked and opened; removed ones
+  // stop accepting and drain (up to shutdownTimeout, as on shutdown); one whose address
+  // or protocol changed is replaced so; the others take their new settings in place
+  // (upstream.update: backends join and drain). TLS files are read again, so renewed
+  // certificates take effect. Rejects, with nothing changed, when a TLS file cannot be
+  // used (UsageError) or a new port cannot be bound (RuntimeError). Resolves with what
+  // changed, as log lines.
+  async reload (next) {
+    if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
+    const loaded = next.listeners.map(config => this.material(config)) // may throw: nothing has changed yet
+    const plan = planReload(this.current, next, this.runningShape())
+    // Certificates lila gets itself: new ones are made (local) or loaded before the
+    // listeners take the config; ACME orders start at once, in the background. (A
+    // UsageError here changes nothing: no listener took anything yet.)
+    let keeperLines = []
+    if (plan.keeper === 'start') await this.makeKeeper(next).start()
+    if (plan.keeper === 'reload') keeperLines = await this.keeper.reload(next)
+
+    const descriptors = this.descriptorsFor(next.listeners)
+    const starting = plan.start.map(step =>
+      ({ ...step, listener: this.make(step.config, loaded[step.index], descriptors) }))
+    const bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
+
+    // From here on the reload is applied.
+    const lines = [...plan.settings]
+    const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
+    const routesStarted = []
+    for (const { index, config, routes } of plan.keep) {
+      const listener = byName.get(config.name)
+      const { tls, backendTls, edge } = loaded[index]
+      this.certificates.use(config.name, tls)
+      const changes = listener.upstream.update(config, { tls: backendTls })
+      const applied = this.applyRoutes(listener, routes, backendTls)
+      routesStarted.push(...applied.started)
+      const acme = this.acmeOf(config)
+      listener.reconfigure(config, { tls, backendTls, descriptors, routes: applied.routes, edge, acme })
+      for (const change of [...changes, ...applied.lines]) lines.push(`${config.name}: ${change}`)
+    }
+    const drained = new Map() // name -> connections left on the listener it replaces
+    for (const { name, replaced } of plan.retire) {
+      const old = byName.get(name)
+      const left = old.sessions.size
+      if (replaced) drained.set(name, left)
+      else lines.push(`listener ${name} removed${left ? `, ${leftToDrain(left)}` : ''}`)
+      this.retire(old, next.shutdownTimeout)
+    }
+    for (const { config, listener } of starting.filter(step => step.afterRetire)) {
+      try {
+        bound.push([listener, await listener.listen()])
+      } catch (err) {
+        lines.push(`listener ${config.name} not started: ${err.message}`)
+      }
+    }
+    const fresh = bound.map(([listener]) => listener)
+    const starts = fresh.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start()))
+    await Promise.all([...routesStarted, ...starts])
+    for (const listener of fresh) listener.open()
+    for (const [listener, address] of bound) {
+      const left = drained.get(listener.config.name)
+      const how = left === undefined ? 'added' : 'replaced'
+      const drain = left ? `; ${leftToDrain(left)} on the old one` : ''
+      lines.push(`listener ${listener.config.name} ${how}: ${listeningOn(listener, address)}${drain}`)
+    }
+
+    for (const listener of fresh) byName.set(listener.config.name, listener)
+    const kept = new Set([...plan.keep.map(({ config }) => config.name), ...fresh.map(l => l.config.name)])
+    this.running = plan.order.filter(name => kept.has(name)).map(name => byName.get(name))
+    for (const { name } of plan.retire) {
+      if (!kept.has(name)) this.certificates.use(name, null) // its certificates are served no more
+    }
+    this.current = next
+    await this.updateRedirects(lines)
+    lines.push(...keeperLines)
+    this.beginKeeper() // the listeners of the new config listen
+    return lines
+  }
+
+  // Stop accepting and drain every listener; stats() still shows them. The access log's
+  // last lines are written before it resolves: a process may exit right after.
+  // `handOver`: another process listens on the same sockets now (cli/upgrade.js).
+  close (timeout = this.current.shutdownTimeout, { handOver = false } = {}) {
+    if (this.keeper !== null && this.ownKeeper) this.keeper.close()
+    const open = this.running.filter(listener => !this.retiring.has(listener))
+    const all = open.map(listener => this.retire(listener, timeout, handOver))
+    const redirected = [...this.redirects.values()].map(redirect => redirect.close())
+    this.redirects.clear()
+    return Promise.all([...all, ...this.retiring.values(), ...redirected]).then(() => {
+      if (this.accessLog !== null) this.accessLog.flush()
+    })
+  }
+
+  destroy () {
+    for (const listener of new Set([...this.running, ...this.retiring.keys()])) listener.destroy()
+  }
+
+  // A fresh plain snapshot (README: "Status, metrics and control"). A backend is as its
+  // listener's protocol shows it (HTTP adds its keep-alive pool: { sockets, idle,
+  // connects, reuses }).
+  stats () {
+    const now = this.now()
+    return {
+      startedAt: this.startedAt,
+      // Each certificate served: names, issuer, validity, renewal (proxy/tls.js snapshot)
+      certificates: this.running.filter(l => l.tls !== null).flatMap(l => l.tls.snapshot(l.name, now)),
+      listeners: this.running.map(listener => {
+        const backendsOf = upstream => upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
+        return {
+          ...listener.snapshot(),
+          backends: backendsOf(listener.upstream),
+          // --route: each route's pool, as a listener shows its own
+          routes: listener.routes.map(({ name, match, upstream }) => ({
+            name,
+            match: matchText(match),
+            mode: upstream.mode,
+            ...upstream.stats(),
+            backends: backendsOf(upstream)
+          }))
+        }
+      })
+    }
+  }
+
+  // One control action, { op, ...request } (control.js), e.g. from the --workers
+  // primary: { op: 'drain', backend: '10.0.0.1:80' }. A promise of { message, backends }.
+  control ({ op, ...request }) {
+    this.controls ||= createControl(this)
+    if (!OPS.includes(op)) {
+      const message = `unknown control action ${JSON.stringify(op)}: expected one of ${OPS.join(', ')}`
+      return Promise.reject(new ControlError(400, message))
+    }
+    return this.controls[op](request)
+  }
+
+  // The listening sockets, to hand to the next lila (cli/upgrade.js): what each is (a
+  // listener's, or its --redirect-http's: the listener's name, the address as
+  // configured) and its descriptor.
+  // `server` rides along (not to be sent anywhere): a --workers worker sends its handle.
+  sockets () {
+    return [
+      ...this.running.map(({ config: { name, protocol, host, port }, descriptor, server }) => ({
+        role: 'listener', name, protocol, host, port, fd: descriptor, server
+      })),
+      ...[...this.redirects].map(([name, redirect]) => ({
+        role: 'redirect',
+        name,
+        host: redirect.host,
+        port: redirect.port,
+        fd: redirect.descriptor,
+        server: redirect.server
+      }))
+    ]
+  }
+
+  // What runs now, as plan.js reads it.
+  runningShape () {
+    return {
+      listeners: this.running.map(listener => ({
+        config: listener.config,
+        routes: listener.routes.map(({ name, match, upstream }) => ({ name, match, mode: upstream.mode }))
+      })),
+      keeper: !this.ownKeeper ? 'other' : this.keeper === null ? 'none' : 'own'
+    }
+  }
+
+  // The keeper of this balancer's certificates, made when a config first wants one.
+  makeKeeper (config) {
+    const { Keeper } = require('../tls/keeper') // tls/ is loaded only for --tls local|acme
+    const publish = update => { this.certificates.apply(update); return Promise.resolve() }
+    this.keeper = new Keeper(config, { log: this.log, now: this.now, ...this.keeperOptions, publish })
+    return this.keeper
+  }
+
+  beginKeeper () {
+    if (this.keeper !== null && this.ownKeeper) this.keeper.begin()
+  }
+
+  // TLS files and the rules at the edge's htpasswd files are read here (and again on
+  // every reload): a UsageError if one cannot be read or used.
+  material (listenerConfig) {
+    return { ...loadListenerTls(listenerConfig, this.certificates), edge: loadEdge(listenerConfig) }
+  }
+
+  // A plain-HTTP listener answers the ACME HTTP-01 challenges of the process's board
+  // (tls/http01.js), whichever listener the certificate is for.
+  acmeOf (listenerConfig) {
+    return servesPlainHttp(listenerConfig) ? this.certificates.challenges : null
+  }
+
+  // The limit on open files, and each listener's share of it (descriptors.js): what
+  // --max-conn defaults to.
+  descriptorsFor (configs) {
+    return { limit: this.fileLimit, share: listenerShare(this.fileLimit, configs.length) }
+  }
+
+  // A listener, not yet bound. Log lines about it carry its name when it has one or
+  // there are several (as many as the config in force has).
+  make (listenerConfig, { tls, backendTls, edge }, descriptors) {
+    const named = () => logsName(listenerConfig, this.current.listeners.length)
+    const log = prefixed(this.log, () => named() ? listenerConfig.name : null)
+    const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls })
+    const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
+    const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
+    const acme = this.acmeOf(listenerConfig)
+    const accessLog = this.accessLog
+    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog }
+    const listener = new Listener({ config: listenerConfig, ...parts })
+    this.certificates.use(listenerConfig.name, tls)
+    return listener
+  }
+
+  // A route's pool: an Upstream of its own, whose lines name the route.
+  makeRoute ({ name, match, pool }, listenerLog, backendTls) {
+    const { random, ...options } = this.pools // (a route's pool draws with Math.random)
+    const log = prefixed(listenerLog, () => `route ${name}`)
+    return { name, match, upstream: new Upstream(pool, { ...options, log, tls: backendTls }) }
+  }
+
+  // New listeners bound, all or none: -> [[listener, address]].
+  async bindAllOrNone (steps) {
+    const bound = []
+    try {
+      for (const { listener } of steps) bound.push([listener, await listener.listen()])
+    } catch (err) {
+      await Promise.all(bound.map(([listener]) => listener.close(0)))
+      throw err
+    }
+    return bound
+  }
+
+  // A kept listener's routes as planned (plan.js planRoutes): kept ones take their new
+  // settings, new ones start, removed ones stop checking (requests they hold finish).
+  // -> { routes, lines, started }: `started` the promises of new routes' first checks.
+  applyRoutes (listener, { next, removed }, backendTls) {
+    const old = new Map(listener.routes.map(route => [route.name, route]))
+    const lines = []
+    const started = []
+    const routes = next.map(({ config, kept, said }) => {
+      if (!kept) {
+        const route = this.makeRoute(config, listener.log, backendTls)
+        started.push(route.upstream.start())
+        lines.push(`route ${config.name} added (${plural(config.pool.backends.length, 'backend')})`)
+        return route
+      }
+      const { upstream } = old.get(config.name)
+      for (const change of [...said, ...upstream.update(config.pool, { tls: backendTls })]) {
+        lines.push(`route ${config.name}: ${change}`)
+      }
+      return { name: config.name, match: config.match, upstream }
+    })
+    for (const name of removed) {
+      old.get(name).upstream.close()
+      lines.push(`route ${name} removed`)
+    }
+    return { routes, lines, started }
+  }
+
+  retire (listener, timeout, handOver = false) {
+    for (const upstream of upstreamsOf(listener)) upstream.close()
+    const closed = listener.close(timeout, { handOver }).then(() => { this.retiring.delete(listener) })
+    this.retiring.set(listener, closed)
+    return closed
+  }
+
+  // --redirect-http of a listener, bound: ACME HTTP-01 and a 308 to its https port.
+  // `given`: a socket the process was given for it (an upgrade), or undefined.
+  async startRedirect (listener, given = null) {
+    const { name, host, redirectHttp } = listener.config
+    const redirect = new RedirectListener({
+      host, port: redirectHttp, httpsPort: listener.port, challenges: this.certificates.challenges, log: listener.log
+    })
+    const bound = await redirect.listen(given || null)
+    this.redirects.set(name, redirect)
+    if (this.table) {
+      listener.log.info(`redirect-http on ${bound}: ACME HTTP-01, and a 308 to https on port ${listener.port}`)
+    }
+    return redirect
+  }
+
+  // After a reload: redirect listeners follow their listeners' --redirect-http.
+  async updateRedirects (lines) {
+    const running = [...this.redirects].map(([name, { host, port }]) => ({ name, host, port }))
+    const plan = planRedirects(running, this.running.map(listener => listener.config))
+    const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
+    for (const name of plan.follow) this.redirects.get(name).httpsPort = byName.get(name).port
+    for (const { name, off } of plan.stop) {
+      const redirect = this.redirects.get(name)
+      this.redirects.delete(name)
+      await redirect.close()
+      if (off) lines.push(`${name}: redirect-http off`)
+    }
+    for (const name of plan.start) {
+      try {
+        const redirect = await this.startRedirect(byName.get(name))
+        lines.push(`${name}: redirect-http on ${redirect.bound}`)
+      } catch (err) {
+        lines.push(`${name}: redirect-http not started: ${err.message}`)
+      }
+    }
+  }
+}
+
+// Every pool of a listener: its own backends' and its routes'.
+const upstreamsOf = listener => [listener.upstream, ...listener.routes.map(route => route.upstream)]
+
+function defaultAccessLog (config, stdout) {
+  return config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null
+}
+
+module.exports = { Balancer }
