@@ -49,11 +49,17 @@ function startLila (exe, backend) {
 }
 
 function wrk (port, duration) {
-  return new Promise(resolve => {
+  return new Promise((resolve, reject) => {
     const child = spawn('wrk', ['-t1', `-c${flags.connections}`, `-d${duration}s`, `http://127.0.0.1:${port}/`])
     let out = ''
     child.stdout.on('data', chunk => { out += chunk })
-    child.on('exit', () => resolve(Number(/(\d+) requests in/.exec(out)[1])))
+    child.stderr.on('data', chunk => { out += chunk })
+    // 'close', not 'exit': the process may exit before its output is all read.
+    child.on('close', () => {
+      const count = /(\d+) requests in/.exec(out)
+      if (count === null) reject(new Error(`wrk said no count: ${out}`))
+      else resolve(Number(count[1]))
+    })
   })
 }
 

@@ -267,4 +267,4 @@ function copiedFields (text) {
   return out
 }
 
-module.exports = { Mirror, MAX_BODY, MAX_IN_FLIGHT }
+module.exports = { Mirror }

@@ -106,4 +106,4 @@ class RequestBody {
   }
 }
 
-module.exports = { RequestBody, BUFFER_FIRST, IDEMPOTENT }
+module.exports = { RequestBody, BUFFER_FIRST }

@@ -218,4 +218,4 @@ class Pool {
   }
 }
 
-module.exports = { Pool, idleFromHint, DEFAULT_IDLE_MS, READ, CONNECTION } // READ, CONNECTION: for tests
+module.exports = { Pool, idleFromHint, READ, CONNECTION } // READ, CONNECTION: for tests

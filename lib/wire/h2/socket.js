@@ -14,7 +14,6 @@
 // The socket's listeners are shared by every connection (`this` is the socket), so a
 // connection costs no closures.
 
-const { CLOSED } = require('./connection')
 // After its last frames (a GOAWAY), a connection's socket is ended, then destroyed if
 // the peer has not closed its side within LINGER_MS: it has what it needs by then, and
 // a peer that keeps its side open (Node's http2 server does) would hold it forever.
@@ -83,4 +82,4 @@ function attach (socket, conn) {
   return transport
 }
 
-module.exports = { attach, SocketTransport, CLOSED }
+module.exports = { attach }
