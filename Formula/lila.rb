@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ce3969b52a61d44e4bac4147e8d033bf0c8ddea18841ad94aeb8e9efddad19e7"
+  sha256 "9b4b46b4abc18c9c65e990519ef280486d146991fb8f5f347dbdebbdbb32ced3"
   license "MIT"
 
   depends_on "node"
