@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1098d21dd187181495214af6a007480f9b33d11fb0d2418e302d184de6ada06a"
+  sha256 "f41f16f8455aa6668ffe324514415e8f910c64c1a762b2753062e0539a6abe2b"
   license "MIT"
 
   depends_on "node"

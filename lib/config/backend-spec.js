@@ -203,5 +203,5 @@ function parseMirror (text, flag) {
 }
 
 module.exports = {
-  parseBackend, looksLikeBackend, parseFault, parseFaultSettings, parseMirror, BACKEND_SYNTAX, MAX_RANGE_PORTS
+  parseBackend, looksLikeBackend, parseFault, parseFaultSettings, parseMirror, BACKEND_SYNTAX
 }

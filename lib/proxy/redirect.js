@@ -85,4 +85,4 @@ function hostOf (value) {
   return isHostName(host) ? host.toLowerCase() : null
 }
 
-module.exports = { RedirectListener, hostOf }
+module.exports = { RedirectListener }

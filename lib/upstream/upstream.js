@@ -245,7 +245,7 @@ class Upstream {
       this.mode = mode
       this.hashBalanceFactor = hashBalanceFactor
     }
-    this.queue.timeout = config.queueTimeout
+    this.queue.configure(config.queueTimeout)
     this.#policy(config)
     return this.members.update(config, tls)
   }

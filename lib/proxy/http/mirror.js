@@ -4,7 +4,7 @@ const http = require('http')
 const { performance } = require('perf_hooks')
 const { requestHead } = require('../http1/rewrite')
 const { ChunkedReader } = require('../http1/chunked')
-const { REPLAY_LIMIT } = require('./request-body')
+const { REPLAY_LIMIT } = require('../../limits')
 const { backendReason } = require('../../upstream/dial')
 const { Comparison, BodyDigest } = require('../../admin/compare')
 
@@ -267,4 +267,4 @@ function copiedFields (text) {
   return out
 }
 
-module.exports = { Mirror, MAX_BODY, MAX_IN_FLIGHT }
+module.exports = { Mirror }

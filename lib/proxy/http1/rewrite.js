@@ -189,5 +189,5 @@ function viaLoops (head, via) {
 }
 
 module.exports = {
-  requestHead, responseHead, interimHead, viaLoops, trailerLines, fieldsOfTrailers, reasonOf, HOP_BY_HOP, NOT_TRAILERS
+  requestHead, responseHead, interimHead, viaLoops, trailerLines, fieldsOfTrailers, HOP_BY_HOP
 }

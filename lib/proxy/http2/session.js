@@ -330,4 +330,4 @@ function sizeOf (list) {
   return size
 }
 
-module.exports = { Http2Session, SERVER_OPTIONS }
+module.exports = { Http2Session }
