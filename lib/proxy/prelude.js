@@ -1,8 +1,8 @@
 'use strict'
 
 const tls = require('tls')
-const { parseProxyHeader } = require('./proxy-protocol')
-const { setOrigin, carryOrigin } = require('./bind')
+const { parseProxyHeader } = require('../wire/proxy-protocol')
+const { setOrigin, carryOrigin } = require('./origin')
 const { readClientHello, MAX_HELLO } = require('../wire/client-hello')
 const { verdictOf, setClientCert } = require('./client-cert')
 
