@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9206f4d8c99380cdd9aecfe4bc51ad3904021813c26c2c5cb8f27e6efbe2b2ad"
+  sha256 "0dac05c9851c58d780f1c934b3ad9bb124943c2411374cbbc0939ac6f14cfdfa"
   license "MIT"
 
   depends_on "node"
