@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0dac05c9851c58d780f1c934b3ad9bb124943c2411374cbbc0939ac6f14cfdfa"
+  sha256 "92eaa102d9ab28ae2955c208f22fe10153a1f7da22ac7187792cf3d80de5b630"
   license "MIT"
 
   depends_on "node"

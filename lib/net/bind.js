@@ -5,6 +5,11 @@ const { RuntimeError, reasonOf } = require('../errors')
 const { formatAddress, plainAddress, unixPath } = require('../address')
 const { temporaryName, place, own, removeStaleSocket, isSocket } = require('./socket-file')
 
+// Binding the servers lila listens with: the proxy's listeners, --redirect-http's, the
+// admin listener. Below proxy/ and admin/, which both use it.
+//   listen(server, { host, port, addressGiven }, given) -> the bound address, in words
+//   handleOf(server), descriptorOf(server)   to hand a listening socket on
+
 // A deep accept queue (the kernel caps it at net.core.somaxconn): a burst of connects
 // waits in it rather than having its SYNs dropped and retried seconds later.
 const BACKLOG = 4096
@@ -132,10 +137,4 @@ function boundAddress (server) {
   return formatAddress(address.address, address.port)
 }
 
-module.exports = {
-  listen,
-  handleOf,
-  descriptorOf,
-  mismatch,
-  BACKLOG
-}
+module.exports = { listen, handleOf, descriptorOf }

@@ -2,6 +2,11 @@
 
 const { plainAddress } = require('../address')
 
+// Where a client connection is from, as the prelude learnt it and the sessions read it:
+//   setOrigin(socket, origin), carryOrigin(raw, tlsSocket)   the prelude's side
+//   clientAddress(socket) -> "10.0.0.1", "::1", "unix:"      for logs, limits, hashing
+//   originOf(socket) -> { source, destination }              for a PROXY header sent on
+
 // A connection's two ends as a PROXY protocol header gave them (--accept-proxy), set by
 // the prelude on the socket a session reads.
 const ORIGIN = Symbol('lila.origin')
