@@ -7,7 +7,11 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f41f16f8455aa6668ffe324514415e8f910c64c1a762b2753062e0539a6abe2b"
+<<<<<<< HEAD
+  sha256 "7fbc8c520035331ea5e9df73451c60ca152a882eff528ea5f95c8f4aefba81f6"
+=======
+  sha256 "92eaa102d9ab28ae2955c208f22fe10153a1f7da22ac7187792cf3d80de5b630"
+>>>>>>> layers
   license "MIT"
 
   depends_on "node"

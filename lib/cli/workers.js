@@ -12,8 +12,8 @@ const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, RuntimeError, UpgradeError, toPlain, fromPlain } = require('../errors')
 const { sameAddress } = require('../config/changes')
-const { removeStaleSocket } = require('../proxy/socket-file')
-const { handleOf } = require('../proxy/bind')
+const { removeStaleSocket } = require('../net/socket-file')
+const { handleOf } = require('../net/bind')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto): a primary process forks N workers with Node's cluster

@@ -2,9 +2,9 @@
 
 const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../errors')
-const { clientAddress, originOf } = require('./bind')
+const { clientAddress, originOf } = require('./origin')
 const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../upstream/dial')
-const { formatProxyHeader } = require('./proxy-protocol')
+const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')

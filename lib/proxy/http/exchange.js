@@ -75,7 +75,7 @@ class Exchange {
     this.buffering = false // reading a small body before taking a backend (see start)
     this.continued = false // lila answered the client's Expect: 100-continue itself
     this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
-    this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
+    this.shadow = null // its copy for --mirror (proxy/http/mirror.js), or null
 
     // Where it goes.
     this.route = listener.routeFor(head) // null: no route matches (404)

@@ -1,6 +1,6 @@
 'use strict'
 
-const { clientAddress } = require('../bind')
+const { clientAddress } = require('../origin')
 const { resetOrDestroy } = require('../../upstream/dial')
 const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, view, MAX_HEAD } = require('./parse')
