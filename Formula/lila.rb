@@ -8,7 +8,7 @@ class Lila < Formula
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
 <<<<<<< HEAD
-  sha256 "7fbc8c520035331ea5e9df73451c60ca152a882eff528ea5f95c8f4aefba81f6"
+  sha256 "706774f274aa5948433f79f9286e00c30f0d25362cbb1d401e0c77df58edc650"
 =======
   sha256 "92eaa102d9ab28ae2955c208f22fe10153a1f7da22ac7187792cf3d80de5b630"
 >>>>>>> layers
