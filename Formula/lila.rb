@@ -7,11 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-<<<<<<< HEAD
   sha256 "706774f274aa5948433f79f9286e00c30f0d25362cbb1d401e0c77df58edc650"
-=======
-  sha256 "92eaa102d9ab28ae2955c208f22fe10153a1f7da22ac7187792cf3d80de5b630"
->>>>>>> layers
   license "MIT"
 
   depends_on "node"

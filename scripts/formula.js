@@ -35,7 +35,12 @@ function describeTree () {
 }
 
 // The formula's text, made to describe `tree`.
+// A merge can leave two sha256 lines between conflict markers: replacing the first would
+// pass the check, so such a file is refused.
 function formulaFor (text, { url, sha256 }) {
+  if (/^(<{7}|={7}|>{7})/m.test(text) || text.match(/^ {2}(url|sha256) "/gm)?.length !== 2) {
+    throw new Error('Formula/lila.rb must hold one url and one sha256 line and no conflict markers: fix it by hand')
+  }
   return text.replace(/^( {2}url ").*(")$/m, `$1${url}$2`).replace(/^( {2}sha256 ").*(")$/m, `$1${sha256}$2`)
 }
 
