@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4ef2c8697329efcde55049776ecaf1abff74949baa41c176e306824e57d74def"
+  sha256 "1e759aef781bb7077ff028585baf2a71e215e0b1348179aeddffe7d1ade53434"
   license "MIT"
 
   depends_on "node"
