@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1e759aef781bb7077ff028585baf2a71e215e0b1348179aeddffe7d1ade53434"
+  sha256 "adaf2c1a0fed2503ba186a872247597aa104f4eb4f8bd7bc328babd21f18b397"
   license "MIT"
 
   depends_on "node"
