@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "adaf2c1a0fed2503ba186a872247597aa104f4eb4f8bd7bc328babd21f18b397"
+  sha256 "e79197b1fcf767a99f7ca4c615e705311633a855c4b840e78084875f911cb3d7"
   license "MIT"
 
   depends_on "node"

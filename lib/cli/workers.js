@@ -1,29 +1,27 @@
 'use strict'
 
 const os = require('os')
-const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
-const { loadListenerTls, Certificates } = require('../proxy/tls')
+const { loadListenerTls } = require('../proxy/tls')
 const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
-const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, RuntimeError, UpgradeError, toPlain, fromPlain } = require('../errors')
+const { UsageError, UpgradeError, fromPlain } = require('../errors')
 const { sameAddress } = require('../config/changes')
 const { removeStaleSocket } = require('../proxy/socket-file')
-const { handleOf } = require('../proxy/bind')
 const { unixPath } = require('../address')
 
-// All cores (--workers N|auto): a primary process forks N workers with Node's cluster
+// All cores (--workers N|auto), the primary's side (worker.js is the workers'): a
+// primary process forks N workers with Node's cluster
 // module; each worker runs every listener, and the primary hands them connections in
 // turn (cluster's round-robin). The primary serves no traffic: it starts workers,
 // starts another when one dies (after a back-off), reloads on SIGHUP, and on SIGTERM
 // or SIGINT lets every worker drain, then exits 0.
 //
 //   runPrimary(config, io) -> Promise of the exit code   (in the primary)
-//   runWorker(io)          -> Promise of the exit code   (in a worker)
+//   runWorker(io)          -> Promise of the exit code   (in a worker: worker.js)
 //
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
@@ -436,114 +434,4 @@ function keeperFor (config, log, publish) {
   return keeper
 }
 
-// A worker: tell the primary it is ready, take the config it sends, serve it, answer
-// its requests, and drain when told to stop (or when the primary is gone).
-// io: { stderr, channel (the process), signals }
-function runWorker (io) {
-  const { stderr, channel = process, signals = process } = io
-  return new Promise(resolve => {
-    let lb = null
-    let log = null
-    let stopped = null
-    let config = null
-    const certificates = new Certificates() // what the primary's keeper sends
-
-    const send = message => { if (channel.connected) channel.send(message) }
-    const reply = (id, fn) => {
-      Promise.resolve().then(fn).then(
-        value => send({ lila: 'reply', id, value }),
-        // A control error keeps its class and HTTP status across the channel.
-        err => send({ lila: 'reply', id, error: toPlain(err) })
-      )
-    }
-
-    // The listening sockets, each with its handle, up to the primary (for an upgrade).
-    const handUp = id => {
-      const sockets = lb.sockets()
-      for (const { server, fd, ...socket } of sockets) {
-        if (channel.connected) channel.send({ lila: 'socket', id, ...socket }, handleOf(server))
-      }
-      return sockets.length
-    }
-
-    let starting = null // while the listeners bind and the backends are checked
-    const stop = (destroyNow = false, handOver = false) => {
-      if (starting !== null) return starting.then(() => stop(destroyNow, handOver)) // then stop
-      if (lb === null) {
-        cleanUp()
-        return resolve(0)
-      }
-      if (destroyNow) lb.destroy()
-      if (stopped !== null) return
-      stopped = lb.close(config.shutdownTimeout, { handOver }).then(() => {
-        log.debug('stopped')
-        cleanUp()
-        resolve(0)
-      })
-    }
-
-    const start = async message => {
-      config = message.config
-      log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
-      try {
-        for (const update of message.certificates || []) certificates.apply(update)
-        lb = createBalancer(config, { log, via: message.via, table: message.table, certificates, keeper: null })
-        const given = new Map(Object.entries(message.sockets || {}))
-        const addresses = await lb.listen(given, new Map(Object.entries(message.redirectSockets || {})))
-        send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
-      } catch (err) {
-        if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
-        log.error(err.message)
-        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1, message: err.message })
-        lb = null
-        cleanUp()
-        resolve(err instanceof UsageError ? 2 : 1)
-      }
-    }
-
-    const onMessage = message => {
-      if (message === null || typeof message !== 'object') return
-      switch (message.lila) {
-        case 'config':
-          starting = start(message).finally(() => { starting = null })
-          return
-        case 'stats': return reply(message.id, () => ({ ...lb.stats(), process: processStats() }))
-        case 'reload': return reply(message.id, async () => {
-          const lines = await lb.reload(message.config)
-          config = message.config
-          log.setLevel(config.logLevel)
-          return lines
-        })
-        case 'control': return reply(message.id, () => lb.control(message.action))
-        case 'sockets': return reply(message.id, () => handUp(message.id))
-        case 'certificates': return reply(message.id, () => {
-          for (const update of message.updates) certificates.apply(update)
-          return true
-        })
-        case 'stop': return stop(false, message.handOver === true)
-        case 'destroy': return stop(true)
-      }
-    }
-    // The primary forwards SIGINT and SIGHUP (a terminal sends them to every process of
-    // the group): the worker ignores its own. A SIGTERM to a worker alone drains it.
-    const ignore = () => {}
-    const onTerm = () => stop()
-    const onDisconnect = () => stop()
-    const cleanUp = () => {
-      channel.off('message', onMessage)
-      channel.off('disconnect', onDisconnect)
-      signals.off('SIGINT', ignore)
-      signals.off('SIGHUP', ignore)
-      signals.off('SIGTERM', onTerm)
-      if (channel.connected) channel.disconnect() // nothing keeps the worker alive then
-    }
-    channel.on('message', onMessage)
-    channel.on('disconnect', onDisconnect)
-    signals.on('SIGINT', ignore)
-    signals.on('SIGHUP', ignore)
-    signals.on('SIGTERM', onTerm)
-    send({ lila: 'ready' })
-  })
-}
-
-module.exports = { runPrimary, runWorker, workerCount }
+module.exports = { runPrimary, workerCount }
