@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e79197b1fcf767a99f7ca4c615e705311633a855c4b840e78084875f911cb3d7"
+  sha256 "f7e8ef1587690c56b6e3d875d9a2689179b968f9f553a44c418ba7512434d1e6"
   license "MIT"
 
   depends_on "node"

@@ -5,9 +5,10 @@
 // decoder refuses or bounds.
 
 const t = require('tap')
-const { HpackDecoder, encodeField, fieldBound, STATIC } = require('../lib/wire/h2/hpack')
+const { HpackDecoder, STATIC } = require('../lib/wire/h2/hpack')
 const huffman = require('../lib/wire/h2/huffman')
 const { COMPRESSION_ERROR } = require('../lib/wire/h2/constants')
+const { encodeBlock: encode } = require('./fixtures/h2-frames')
 
 const hex = text => Buffer.from(text.replace(/\s+/g, ''), 'hex')
 const BIG = 1 << 30
@@ -24,15 +25,6 @@ function table (d) {
     out.push([d.names[slot], d.values[slot]])
   }
   return out
-}
-
-function encode (list) {
-  let bound = 0
-  for (let i = 0; i < list.length; i += 2) bound += fieldBound(list[i], list[i + 1])
-  const buf = Buffer.alloc(bound)
-  let at = 0
-  for (let i = 0; i < list.length; i += 2) at = encodeField(buf, at, list[i], list[i + 1])
-  return buf.subarray(0, at)
 }
 
 t.test('RFC 7541 C.2: one representation of each kind', async t => {

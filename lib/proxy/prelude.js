@@ -89,9 +89,6 @@ function startPrelude (raw, {
         }
         setClientCert(socket, verdict)
       }
-      // Done, as tls.Server says on its sockets: Node's http2 waits for a socket that
-      // is still "secureConnecting" to connect, which a server's never does.
-      socket.secureConnecting = false
       succeed(socket, origin)
     })
   }
