@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f7e8ef1587690c56b6e3d875d9a2689179b968f9f553a44c418ba7512434d1e6"
+  sha256 "fece8e165c6309c4cf0c3aa3fa260480b2796b1a64a3ed496b64cda1ccd3b119"
   license "MIT"
 
   depends_on "node"

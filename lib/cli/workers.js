@@ -8,7 +8,8 @@ const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, UpgradeError, fromPlain } = require('../errors')
+const { UsageError, UpgradeError } = require('../errors')
+const { WorkerRequests } = require('./worker-requests')
 const { sameAddress } = require('../config/changes')
 const { removeStaleSocket } = require('../proxy/socket-file')
 const { unixPath } = require('../address')
@@ -98,7 +99,6 @@ function runPrimary (config, io) {
   let starting = true
   let handOver = null // once running (below)
   let stopping = false
-  let nextId = 1
   let startLines = [] // the first worker's listening lines
   const slots = Array.from({ length: count }, (_, i) => ({
     index: i + 1,
@@ -108,7 +108,7 @@ function runPrimary (config, io) {
     listeningAt: 0,
     failures: 0,
     timer: null,
-    pending: new Map(),
+    requests: new WorkerRequests(i + 1), // asked and not yet answered
     sockets: null // while handing the listening sockets up: those received
   }))
 
@@ -194,15 +194,9 @@ function runPrimary (config, io) {
           slot.failedCode = message.code
           if (starting) onFailed(message.message)
           break
-        case 'reply': {
-          const waiter = slot.pending.get(message.id)
-          if (waiter === undefined) return
-          slot.pending.delete(message.id)
-          clearTimeout(waiter.timer)
-          if (message.error !== undefined) waiter.reject(fromPlain(message.error))
-          else waiter.resolve(message.value)
+        case 'reply':
+          slot.requests.answer(message)
           break
-        }
       }
     }
 
@@ -222,11 +216,7 @@ function runPrimary (config, io) {
       if (worker !== slot.worker) return
       slot.worker = null
       slot.listening = false
-      for (const waiter of slot.pending.values()) {
-        clearTimeout(waiter.timer)
-        waiter.reject(new Error(`worker ${slot.index} exited`))
-      }
-      slot.pending.clear()
+      slot.requests.fail()
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
       if (starting && !stopping) {
         // A worker that cannot start (a port taken, a certificate unreadable) will not
@@ -365,18 +355,10 @@ function runPrimary (config, io) {
   // Ask one worker something: resolves with its reply's value, rejects on its error,
   // its exit or a timeout. `listening: false`: a worker still starting may be asked.
   function request (slot, message, timeout = REPLY_TIMEOUT_MS, { listening = true } = {}) {
-    return new Promise((resolve, reject) => {
-      if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
-        return reject(new Error(`worker ${slot.index} is not running`))
-      }
-      const id = nextId++
-      const timer = setTimeout(() => {
-        slot.pending.delete(id)
-        reject(new Error(`worker ${slot.index} did not answer in ${timeout}ms`))
-      }, timeout)
-      slot.pending.set(id, { resolve, reject, timer })
-      slot.worker.send({ ...message, id })
-    })
+    if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
+      return Promise.reject(new Error(`worker ${slot.index} is not running`))
+    }
+    return slot.requests.ask(slot.worker, message, timeout)
   }
 
   // The listening sockets, to hand to a new lila (upgrade.js): the primary holds none of
