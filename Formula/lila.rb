@@ -7,7 +7,11 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fece8e165c6309c4cf0c3aa3fa260480b2796b1a64a3ed496b64cda1ccd3b119"
+<<<<<<< HEAD
+  sha256 "8d2cb2b2b3134382faf113cb69ebed21e9e7ca7b04c9c390af59f425207d09f7"
+=======
+  sha256 "92eaa102d9ab28ae2955c208f22fe10153a1f7da22ac7187792cf3d80de5b630"
+>>>>>>> layers
   license "MIT"
 
   depends_on "node"

@@ -4,20 +4,28 @@
 // rr), both at once: one Node backend each, wrk on both in the same interval, and each
 // lila's CPU time per request read from /proc. On a shared machine the two suffer the
 // same neighbours, so their ratio holds where two runs one after the other do not.
-// Linux only (needs wrk and /proc).
+// Linux only (needs wrk and /proc). W3's shape: --body 1048576 --connections 8; either
+// through lila's tcp mode: --protocol tcp.
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
+//        [--protocol http|tcp] [--body BYTES] [--connections N]
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
 const http = require('http')
 const fs = require('fs')
+const { parseArgs } = require('util')
 
-const [A, B, rounds = '6', seconds = '6'] = process.argv.slice(2)
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { protocol: { type: 'string', default: 'http' }, body: { type: 'string', default: '5' }, connections: { type: 'string', default: '50' } }
+})
+const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
-  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds]')
+  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--body BYTES] [--connections N]')
   process.exit(2)
 }
+const BODY = Buffer.alloc(Number(flags.body), 'a')
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
 
 // utime + stime of a process, in seconds.
@@ -28,7 +36,7 @@ function cpuSeconds (pid) {
 
 function startLila (exe, backend) {
   return new Promise((resolve, reject) => {
-    const args = ['rr', backend, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none']
+    const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none']
     const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     let err = ''
     child.stderr.on('data', chunk => {
@@ -41,18 +49,24 @@ function startLila (exe, backend) {
 }
 
 function wrk (port, duration) {
-  return new Promise(resolve => {
-    const child = spawn('wrk', ['-t1', '-c50', `-d${duration}s`, `http://127.0.0.1:${port}/`])
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', ['-t1', `-c${flags.connections}`, `-d${duration}s`, `http://127.0.0.1:${port}/`])
     let out = ''
     child.stdout.on('data', chunk => { out += chunk })
-    child.on('exit', () => resolve(Number(/(\d+) requests in/.exec(out)[1])))
+    child.stderr.on('data', chunk => { out += chunk })
+    // 'close', not 'exit': the process may exit before its output is all read.
+    child.on('close', () => {
+      const count = /(\d+) requests in/.exec(out)
+      if (count === null) reject(new Error(`wrk said no count: ${out}`))
+      else resolve(Number(count[1]))
+    })
   })
 }
 
 async function main () {
   const servers = []
   for (let i = 0; i < 2; i++) {
-    const server = http.createServer((req, res) => res.end('hello')).listen(0, '127.0.0.1')
+    const server = http.createServer((req, res) => res.end(BODY)).listen(0, '127.0.0.1')
     await new Promise(resolve => server.once('listening', resolve))
     servers.push(server)
   }

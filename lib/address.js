@@ -41,4 +41,4 @@ function plainAddress (address) {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
 }
 
-module.exports = { formatAddress, specAddress, unixPath, isHostName, plainAddress, UNIX_PREFIX }
+module.exports = { formatAddress, specAddress, unixPath, isHostName, plainAddress }

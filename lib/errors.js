@@ -65,7 +65,7 @@ class UpgradeError extends LilaError {
   }
 }
 
-// A PROXY protocol header that is missing or malformed (proxy/proxy-protocol.js): the
+// A PROXY protocol header that is missing or malformed (wire/proxy-protocol.js): the
 // connection is refused.
 class ProxyHeaderError extends LilaError {
   constructor (message) {

@@ -120,7 +120,7 @@ t.test('the codec\'s client: concurrent streams, 1 MiB both ways, a reader that 
       s.conn.pause(s)
     }
   })
-  const sending = () => [...responder.connections].flatMap(socket => [...socket.h2.conn.streams.values()])
+  const sending = () => [...responder.codecs].flatMap(conn => [...conn.streams.values()])
   await until(() => call !== null && call.received === 65535 && sending().length === 1 && sending()[0].sendWindow === 0,
     'the stream window to be spent')
   const held = sending()[0]

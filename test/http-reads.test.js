@@ -96,7 +96,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
 // (into what READ.buffer() gave it, then READ.callback), its owner saying whether it
 // still holds the bytes it was handed.
 t.test('which buffer a pooled socket reads into next', async t => {
-  const { READ } = require('../lib/proxy/http1/connection-pool')
+  const { READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
   const SHARED = READ.buffer() // with no read in progress, the shared buffer
   const handed = []
   const owner = {
@@ -108,7 +108,7 @@ t.test('which buffer a pooled socket reads into next', async t => {
       if (this.release) conn.owner = null
     }
   }
-  const socket = { conn: { owner } }
+  const socket = { [CONNECTION]: { owner, readBuffer: null } }
   let into = READ.buffer()
   const read = (bytes, fill) => {
     into.fill(fill, 0, bytes)
@@ -141,7 +141,7 @@ t.test('which buffer a pooled socket reads into next', async t => {
   // it wrote after the write completed (http2/session.js holdsWrites).
   const { Http1Leg } = require('../lib/proxy/http1/leg')
   const { Http2Session } = require('../lib/proxy/http2/session')
-  socket.conn.owner = {
+  socket[CONNECTION].owner = {
     partial: null,
     x: { client: { holdsWrites: Http2Session.prototype.holdsWrites } },
     holdsRead: Http1Leg.prototype.holdsRead,

@@ -14,7 +14,7 @@ const {
 } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { parseCommandLine } = require('../lib/config/argv')
-const { Comparison, BodyDigest, DIVERGENT } = require('../lib/admin/compare')
+const { Comparison, BodyDigest, DIVERGENT } = require('../lib/proxy/http/mirror-compare')
 const { renderMetrics } = require('../lib/admin/metrics')
 const { renderPage } = require('../lib/admin/status-page')
 const { render } = require('../lib/admin/dashboard')

@@ -6,7 +6,7 @@
 
 const t = require('tap')
 const net = require('net')
-const { formatProxyHeader, parseProxyHeader, V2_SIGNATURE } = require('../lib/proxy/proxy-protocol')
+const { formatProxyHeader, parseProxyHeader, V2_SIGNATURE } = require('../lib/wire/proxy-protocol')
 const { tcpBackend, httpBackend, deadPort, spawnLila, within } = require('./fixtures/helpers')
 
 const v2 = (...bytes) => Buffer.concat([V2_SIGNATURE, Buffer.from(bytes.flat())])

@@ -9,7 +9,8 @@
 // Every byte a stalled client holds must still be what was written when it drains.
 
 const t = require('tap')
-const { TcpSession, READ } = require('../lib/proxy/tcp')
+const { TcpSession, READ, SESSION } = require('../lib/proxy/tcp')
+const { OWN_MAX } = require('../lib/proxy/read-buffers')
 
 // A small deterministic PRNG (mulberry32), so that a failure can be replayed.
 function random (seed) {
@@ -55,13 +56,14 @@ function fakeClient () {
 }
 
 const SHARED = READ.buffer() // with no read in progress, the shared buffer
-const seen = { shared: 0, own: 0, ownHeld: 0 } // reads into each, and own ones a stalled client kept
+const seen = { shared: 0, own: 0, ownHeld: 0, mostBound: 0 } // reads into each, own ones a stalled client
+// kept, and the most sockets bound to buffers of their own at once
 
 function fakeBackendSocket () {
   return {
     paused: false,
     bound: READ.buffer(), // what Node binds at connect
-    session: null,
+    [SESSION]: null,
     isPaused () { return this.paused },
     pause () { this.paused = true },
     resume () { this.paused = false },
@@ -72,7 +74,7 @@ function fakeBackendSocket () {
       READ.callback.call(this, n, this.bound)
       if (own) seen.own++
       else seen.shared++
-      if (own && this.session.client.stalled) seen.ownHeld++
+      if (own && this[SESSION].client.stalled) seen.ownHeld++
       this.bound = READ.buffer()
     }
   }
@@ -90,7 +92,7 @@ function pipingSession () {
     ownBuffer: null
   })
   session.client.session = session
-  session.upstream.session = session
+  session.upstream[SESSION] = session
   return session
 }
 
@@ -111,6 +113,8 @@ for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
         const size = rand() < 0.5 ? 16 * 1024 + Math.floor(rand() * 48 * 1024) : 1 + Math.floor(rand() * 4000)
         s.upstream.read(Math.min(size, s.upstream.bound.length), (fill = (fill + 1) % 256))
       }
+      const bound = sessions.reduce((n, s) => n + (s.upstream.bound !== SHARED), 0)
+      if (bound > seen.mostBound) seen.mostBound = bound
     }
     for (const s of sessions) s.client.drain()
     t.equal(sessions.reduce((n, s) => n + s.client.corrupted, 0), 0, 'no chunk changed while a client held it')
@@ -122,4 +126,5 @@ t.test('the runs above took every path', async t => {
   t.ok(seen.shared > 1000, `reads into the shared buffer: ${seen.shared}`)
   t.ok(seen.own > 1000, `reads into a socket's own buffer: ${seen.own}`)
   t.ok(seen.ownHeld > 100, `own-buffer reads written to a stalled client: ${seen.ownHeld}`)
+  t.equal(seen.mostBound, OWN_MAX, `at most ${OWN_MAX} sockets read into buffers of their own at once, and that many did`)
 })

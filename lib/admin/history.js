@@ -139,4 +139,4 @@ function totalsOf (backends, at, more = 0) {
   return { at, requests, errors, counts: counts === null ? histogram.createCounts() : counts }
 }
 
-module.exports = { History, EVERY_MS, POINTS }
+module.exports = { History }

@@ -150,7 +150,7 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     family(name, 'counter', help)
     for (const l of snapshot.listeners) byCause(out, name, { listener: l.name }, counts(l), label)
   }
-  // --mirror and --compare (proxy/mirror.js, compare.js): listeners that have one.
+  // --mirror and --compare (proxy/http/mirror.js, mirror-compare.js): listeners that have one.
   const mirrored = snapshot.listeners.filter(l => l.mirror)
   family('lila_mirror_requests_total', 'counter', 'http --mirror: copies of requests by outcome (sent: the ' +
     'mirror answered; failed: it could not; dropped: too many in flight; too-large: a body over 64 KiB).')

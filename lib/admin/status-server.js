@@ -3,7 +3,7 @@
 const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
-const { listen, descriptorOf } = require('../proxy/bind')
+const { listen, descriptorOf } = require('../net/bind')
 const { RuntimeError, UsageError, ControlError, reasonOf } = require('../errors')
 const { specAddress } = require('../address')
 const { renderPage } = require('./status-page')

@@ -64,4 +64,4 @@ function completionScript (shell) {
   throw new UsageError(`${given} for lila completion: expected ${SHELLS.join(' or ')}`)
 }
 
-module.exports = { completionScript, SHELLS }
+module.exports = { completionScript }

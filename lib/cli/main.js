@@ -423,4 +423,4 @@ async function reload (lb, reloadConfig, log, prepareReload) {
   }
 }
 
-module.exports = { main, serve }
+module.exports = { main }

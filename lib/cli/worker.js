@@ -5,7 +5,7 @@ const { createLogger } = require('../log')
 const { Certificates } = require('../proxy/tls')
 const { processStats } = require('../admin/process-stats')
 const { UsageError, RuntimeError, toPlain } = require('../errors')
-const { handleOf } = require('../proxy/bind')
+const { handleOf } = require('../net/bind')
 
 // --workers, a worker's side: it runs the config the primary sends it (workers.js says
 // the messages between them) as a single lila would, and answers the primary.

@@ -11,7 +11,7 @@ const { logReloaded, logRefused } = require('./reload-log')
 const { UsageError, UpgradeError } = require('../errors')
 const { WorkerRequests } = require('./worker-requests')
 const { sameAddress } = require('../config/changes')
-const { removeStaleSocket } = require('../proxy/socket-file')
+const { removeStaleSocket } = require('../net/socket-file')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto), the primary's side (worker.js is the workers'): a

@@ -255,8 +255,5 @@ function configFileCommand (values, positionals, environment = new Map()) {
 }
 
 module.exports = {
-  parseCommandLine,
-  normaliseArgv,
-  rethrowParseError,
-  configFileCommand
+  parseCommandLine
 }

@@ -183,7 +183,7 @@ function parseFault (text, flag) {
 
 // --mirror "127.0.0.1:9000,percent=10" -> { address, host, port, path, percent }: one
 // backend (host:port, a name, or unix:/path) sent a copy of every request, or of
-// `percent` % of them (proxy/mirror.js); `address` as /status.json shows it.
+// `percent` % of them (proxy/http/mirror.js); `address` as /status.json shows it.
 function parseMirror (text, flag) {
   const { spec, settings, subject } = backendThenSettings(text, flag, 'mirror', MIRROR_SYNTAX)
   if (spec.srv !== undefined || spec.range !== undefined) {
@@ -203,5 +203,5 @@ function parseMirror (text, flag) {
 }
 
 module.exports = {
-  parseBackend, looksLikeBackend, parseFault, parseFaultSettings, parseMirror, BACKEND_SYNTAX, MAX_RANGE_PORTS
+  parseBackend, looksLikeBackend, parseFault, parseFaultSettings, parseMirror, BACKEND_SYNTAX
 }

@@ -489,10 +489,8 @@ function isWildcard (host) {
 
 module.exports = {
   ROUTE_OPTIONS,
-  EDGE_OPTIONS,
   buildListener,
   buildGlobals,
   buildConfig,
-  jsonSource,
-  parseValue
+  jsonSource
 }

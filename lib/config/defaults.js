@@ -20,6 +20,16 @@ const NOT_GIVEN = Object.freeze({ host: false, port: false })
 
 const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.default]))
 
+// The options the builder gathers into one value (`tls`, `backendTls` in `parts`), and
+// those configFrom gathers into `status` and `acme`: every other option is a key of the
+// config as it is, its value as the option's parser returns it (options.js says what).
+const GATHERED = new Set(['tlsCert', 'tlsKey', 'tlsNames', 'tlsClientCa', 'tlsClientOptional',
+  'backendTlsCa', 'backendTlsInsecure',
+  'statusPort', 'statusHost', 'statusToken', 'statusBasicAuth',
+  'acmeEmail', 'acmeDirectory', 'acmeStaging', 'acmeCa'])
+const asGiven = (options, values) =>
+  Object.fromEntries(options.filter(o => !GATHERED.has(o.key)).map(o => [o.key, values[o.key]]))
+
 // `settings` has every listener option; `parts` what no single option says: the mode,
 // the backends (as parseBackend returns them), and TLS as the builder put it together
 // (tls: null, or { source: 'files', certificates, clientAuth } or { source: 'local' |
@@ -29,75 +39,22 @@ const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.defa
 // handed to lila, by systemd, must then match them: cli/inherited.js).
 function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [], given = NOT_GIVEN }) {
   return {
+    ...asGiven(LISTENER_OPTIONS, settings),
     name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
     port: unixPath(settings.host) !== null ? null : settings.port, // null on a Unix socket
-    host: settings.host,
     addressGiven: given, // { host, port }: each true when given, false when the default
-    protocol: settings.protocol,
     mode,
     backends,
-    connectTimeout: settings.connectTimeout,
-    idleTimeout: settings.idleTimeout,
-    retries: settings.retries,
-    retryOn: settings.retryOn,
-    retryBudget: settings.retryBudget,
-    maxConn: settings.maxConn,
-    rateLimit: settings.rateLimit,
-    maxConnPerClient: settings.maxConnPerClient,
-    timeout: settings.timeout,
-    headerTimeout: settings.headerTimeout,
-    drainGrace: settings.drainGrace, // a graceful close waits this long for an idle connection's next request
-    bodyTimeout: settings.bodyTimeout,
-    forwarded: settings.forwarded,
-    backendProtocol: settings.backendProtocol, // 'h1' or 'h2'
-    sticky: settings.sticky, // --sticky: { cookie: name } or null
-    // The header options (header-rules.js compiles them): the request ID's header name
-    // or null; [{ name, value }] to set and [name] to remove, on requests and responses;
-    // the Host backends get: null (the client's), 'backend' or a fixed value.
-    requestId: settings.requestId,
-    setHeader: settings.setHeader,
-    delHeader: settings.delHeader,
-    setResponseHeader: settings.setResponseHeader,
-    delResponseHeader: settings.delResponseHeader,
-    hostHeader: settings.hostHeader,
-    // Rules at the edge (proxy/edge/rules.js compiles them): networks ("10.0.0.0/8")
-    // let in and kept out, each list flat; an htpasswd file's path or null, its realm,
-    // whether backends get the Authorization; the codings offered in order (null: no
-    // --compress) and the types compressed; W3C trace context on or off.
+    // --allow, --deny: networks ("10.0.0.0/8") let in and kept out, each list flat
     allow: settings.allow.flat(),
     deny: settings.deny.flat(),
-    basicAuth: settings.basicAuth,
-    basicAuthRealm: settings.basicAuthRealm,
-    basicAuthPass: settings.basicAuthPass,
-    compress: settings.compress,
-    compressTypes: settings.compressTypes,
-    trace: settings.trace,
-    check: settings.check,
-    checkHost: settings.checkHost,
-    checkInterval: settings.checkInterval,
     // A probe gives up after this long: never longer than the interval (so probes
     // cannot pile up) nor than a real connection would wait.
     checkTimeout: Math.min(settings.checkInterval, settings.connectTimeout),
-    rise: settings.rise,
-    fall: settings.fall,
-    ejectAfter: settings.ejectAfter,
-    ejectOn: settings.ejectOn,
-    queueTimeout: settings.queueTimeout,
-    resolveInterval: settings.resolveInterval,
-    dnsServer: settings.dnsServer,
-    hashBalanceFactor: settings.hashBalanceFactor,
     // TLS termination: the first certificate is the default, the others are chosen by
     // the name the client asks for (SNI). Paths; tls.js reads them.
     tls,
-    // --redirect-http: a plain HTTP port for ACME's HTTP-01 and a 308 to https, or null
-    redirectHttp: settings.redirectHttp,
     backendTls,
-    proxyProtocol: settings.proxyProtocol,
-    acceptProxy: settings.acceptProxy,
-    // --mirror: { address, host, port, path, percent } or null; --compare its answers
-    mirror: settings.mirror,
-    compare: settings.compare,
-    fault: settings.fault, // [{ address, delay, status, reset, rate, duration }]: at start only
     // --route: [{ name, match: { host, wildcard, path }, pool, strip, allow, deny,
     // basicAuth }], each pool a listener's settings (this shape) for its own Upstream,
     // and the route's own rules at the edge (strip: its path prefix taken off); requests
@@ -108,11 +65,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [],
 
 function configFrom (globals, listeners) {
   return {
-    logLevel: globals.logLevel,
-    shutdownTimeout: globals.shutdownTimeout,
-    workers: globals.workers,
-    accessLog: globals.accessLog, // null (off), 'text' or 'json'
-    pidFile: globals.pidFile, // --pid-file: a path, or null
+    ...asGiven(GLOBAL_OPTIONS, globals),
     status: globals.statusPort === null
       ? null
       : {
@@ -121,10 +74,6 @@ function configFrom (globals, listeners) {
           token: globals.statusToken,
           basicAuth: globals.statusBasicAuth // an htpasswd file's path, or null
         },
-    dashboard: globals.dashboard,
-    // --tls local|acme: where lila keeps what it makes (null: the default folder, which
-    // tls/state.js finds from the environment), and the ACME server to ask
-    stateDir: globals.stateDir,
     acme: {
       directory: globals.acmeStaging ? BY_NAME.get('acme-staging').directory : globals.acmeDirectory,
       email: globals.acmeEmail,

@@ -70,4 +70,4 @@ function clientCertOf (socket) {
   return socket === null || socket === undefined ? null : socket[VERDICT] || null
 }
 
-module.exports = { HEADERS, NO_CERT, verdictOf, setClientCert, clientCertOf, distinguishedName }
+module.exports = { HEADERS, NO_CERT, verdictOf, setClientCert, clientCertOf }

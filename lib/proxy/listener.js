@@ -1,8 +1,9 @@
 'use strict'
 
 const net = require('net')
-const { listen, descriptorOf, setOrigin, clientAddress, UNIX_ORIGIN } = require('./bind')
-const { forget } = require('./socket-file')
+const { listen, descriptorOf } = require('../net/bind')
+const { setOrigin, clientAddress, UNIX_ORIGIN } = require('./origin')
+const { forget } = require('../net/socket-file')
 const { formatAddress, unixPath } = require('../address')
 const { defaultName } = require('../listener-names')
 const { startPrelude } = require('./prelude')

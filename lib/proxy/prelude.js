@@ -1,8 +1,8 @@
 'use strict'
 
 const tls = require('tls')
-const { parseProxyHeader } = require('./proxy-protocol')
-const { setOrigin, carryOrigin } = require('./bind')
+const { parseProxyHeader } = require('../wire/proxy-protocol')
+const { setOrigin, carryOrigin } = require('./origin')
 const { readClientHello, MAX_HELLO } = require('../wire/client-hello')
 const { verdictOf, setClientCert } = require('./client-cert')
 
@@ -14,7 +14,7 @@ const { verdictOf, setClientCert } = require('./client-cert')
 //   startPrelude(raw, { acceptProxy, tls, ALPNProtocols, timeout, log, refused }, done) -> { destroy }
 //
 // done(socket) with what the session should read: the raw socket, or the TLSSocket over
-// it; the client's address from the header is set on it (listen.js originOf). A
+// it; the client's address from the header is set on it (origin.js originOf). A
 // connection that fails the prelude is closed here, with a debug line, and done is
 // never called.
 // `tls` is a ListenerTls (tls.js). With --tls-client-ca the client is asked for a

@@ -8,7 +8,7 @@
 
 const http = require('http')
 const net = require('net')
-const { listen, descriptorOf } = require('./bind')
+const { listen, descriptorOf } = require('../net/bind')
 const { isHostName } = require('../address')
 const { challengeAnswer } = require('../tls/http01')
 
@@ -85,4 +85,4 @@ function hostOf (value) {
   return isHostName(host) ? host.toLowerCase() : null
 }
 
-module.exports = { RedirectListener, hostOf }
+module.exports = { RedirectListener }

@@ -1,7 +1,7 @@
 'use strict'
 
-const { listen } = require('./bind')
-const { forget } = require('./socket-file')
+const { listen } = require('../net/bind')
+const { forget } = require('../net/socket-file')
 const { throttled } = require('../log')
 const { reasonOf } = require('../errors')
 const {

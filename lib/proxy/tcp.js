@@ -2,82 +2,52 @@
 
 const { performance } = require('perf_hooks')
 const { reasonOf, isLocalShortage } = require('../errors')
-const { clientAddress, originOf } = require('./bind')
+const { clientAddress, originOf } = require('./origin')
 const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../upstream/dial')
-const { formatProxyHeader } = require('./proxy-protocol')
+const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
+const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
+// While a backend is being connected, what the client sends is held (and replayed to
+// the next backend if the connect fails). Past REPLAY_LIMIT, the client is paused.
+const { REPLAY_LIMIT } = require('../limits')
 
-// While a backend is being connected, what the client sends is held here (and replayed
-// to the next backend if the connect fails). Past this much, the client is paused.
-const EARLY_LIMIT = 64 * 1024
+// The TcpSession a client or backend socket serves.
+const SESSION = Symbol('lila.tcpSession')
 
 // Socket event handlers shared by every session (socket-events.js): `this` is the
 // socket and its session hangs off it.
 const CLIENT = handlers({
-  data (chunk) { this.session.fromClient(chunk) },
-  end () { this.session.onClientEnd() },
-  drain () { this.session.onClientDrain() },
-  error (err) { this.session.onClientError(err) },
-  close () { this.session.onClientClose() }
+  data (chunk) { this[SESSION].fromClient(chunk) },
+  end () { this[SESSION].onClientEnd() },
+  drain () { this[SESSION].onClientDrain() },
+  error (err) { this[SESSION].onClientError(err) },
+  close () { this[SESSION].onClientClose() }
 })
 // A plain backend socket reads through READ (below), not 'data'.
 const BACKEND = handlers({
-  connect () { this.session.onConnect(this) },
-  error (err) { this.session.onUpstreamError(this, err) },
-  close () { this.session.onUpstreamClose(this) },
-  end () { this.session.onUpstreamEnd(this) },
-  drain () { this.session.onUpstreamDrain() }
+  connect () { this[SESSION].onConnect(this) },
+  error (err) { this[SESSION].onUpstreamError(this, err) },
+  close () { this[SESSION].onUpstreamClose(this) },
+  end () { this[SESSION].onUpstreamEnd(this) },
+  drain () { this[SESSION].onUpstreamDrain() }
 })
 // --backend-tls: ready once the handshake is done; bytes come as 'data'.
 const BACKEND_TLS = handlers({
-  secureConnect () { this.session.onConnect(this) },
-  error (err) { this.session.onUpstreamError(this, err) },
-  close () { this.session.onUpstreamClose(this) },
-  data (chunk) { this.session.fromUpstream(this, chunk) },
-  end () { this.session.onUpstreamEnd(this) },
-  drain () { this.session.onUpstreamDrain() }
+  secureConnect () { this[SESSION].onConnect(this) },
+  error (err) { this[SESSION].onUpstreamError(this, err) },
+  close () { this[SESSION].onUpstreamClose(this) },
+  data (chunk) { this[SESSION].fromUpstream(this, chunk) },
+  end () { this[SESSION].onUpstreamEnd(this) },
+  drain () { this[SESSION].onUpstreamDrain() }
 })
 
-// Plain backend sockets read into buffers lila keeps (net.Socket's `onread` option) and
-// hand each read straight to the session: no buffer allocated per read, and none of the
-// Readable machinery ('data' events, a buffer list, a tick per read).
-//
-// Small reads (an answer, a redis reply) land in one buffer every socket shares. The
-// next read on any socket overwrites it, so they are copied out before being written
-// on: a write may wait in Node's queue or the kernel's. A socket whose reads fill a
-// good part of its buffer is moving bulk (a download): it gets a buffer of its own,
-// written on without a copy. That buffer is read into again only once no write holds
-// it: the write completed at once; or it waits, the socket is paused for back-pressure
-// (a bulk read is above the writable high-water mark), and the client drains before
-// the socket resumes. A write that waits without that pause keeps the buffer, and the
-// socket goes back to the shared one, as does a socket whose reads turn small. At most
-// OWN_MAX buffers of their own exist at a time (4 MiB); past that, bulk is copied too.
-const READ_SIZE = 64 * 1024
-const BULK = 16 * 1024
-const OWN_MAX = 64
-const SPARE_MAX = 8
-const SHARED = Buffer.allocUnsafe(READ_SIZE)
-const reads = {
-  own: 0, // buffers of their own, bound to a socket or held by a write
-  spare: [], // own buffers no longer needed, for the next bulk socket (SPARE_MAX kept)
-  next: SHARED // what the socket that just read reads into next (see `buffer` below)
-}
-const READ = Object.freeze({
-  // Called once when the socket connects and after every read, right after `callback`
-  // for that socket.
-  buffer () {
-    const next = reads.next
-    reads.next = SHARED
-    return next
-  },
-  callback (nread, buffer) { this.session.fromUpstreamRead(this, nread, buffer) }
-})
-
-function takeOwnBuffer () {
-  reads.own++
-  return reads.spare.length > 0 ? reads.spare.pop() : Buffer.allocUnsafeSlow(READ_SIZE)
-}
+// Plain backend sockets read into read-buffers.js's buffers: each read handed straight
+// to the session. A bulk socket's own buffer is read into again once its bytes are out:
+// the write to the client completed at once; or it waits, the socket is paused for
+// back-pressure (a bulk read is above the writable high-water mark), and the client
+// drains before the socket resumes. A write that waits without that pause keeps it.
+const READ = readsInto(function (nread, buffer) { this[SESSION].fromUpstreamRead(this, nread, buffer) })
 
 // L4 balancing, one client connection and its (current) backend connection: pick a
 // backend, connect (trying others when that fails), then pass bytes both ways until
@@ -113,7 +83,7 @@ class TcpSession {
     this.early = null
     this.earlyBytes = 0
     this.ownBuffer = null // the backend socket's own read buffer, while it moves bulk (READ)
-    client.session = this
+    client[SESSION] = this
     addListeners(client, CLIENT)
     // The client's address is asked of the kernel when something needs it (ip-hash,
     // per-client limits, a log line); now if the access log or debug lines will want it
@@ -131,7 +101,7 @@ class TcpSession {
     if (!this.piping) {
       ;(this.early ||= []).push(chunk)
       this.earlyBytes += chunk.length
-      if (this.earlyBytes >= EARLY_LIMIT) this.client.pause()
+      if (this.earlyBytes >= REPLAY_LIMIT) this.client.pause()
       return
     }
     if (this.sentAt === 0) this.sentAt = performance.now()
@@ -150,29 +120,27 @@ class TcpSession {
   fromUpstreamRead (socket, nread, buffer) {
     if (socket !== this.upstream) return
     if (buffer === SHARED) {
-      const chunk = Buffer.allocUnsafe(nread)
-      buffer.copy(chunk, 0, 0, nread)
-      if (nread >= BULK && reads.own < OWN_MAX) reads.next = this.ownBuffer = takeOwnBuffer()
+      const chunk = copied(nread)
+      if (nread >= BULK) this.ownBuffer = takeOwn()
       return this.fromUpstream(socket, chunk)
     }
     this.fromUpstream(socket, buffer.subarray(0, nread))
     if (this.client.writableLength === 0) {
       // Written: the buffer is free.
-      if (nread >= BULK) reads.next = buffer
+      if (nread >= BULK) readAgain(buffer)
       else this.dropOwnBuffer(true)
     } else if (nread >= BULK && socket.isPaused()) {
-      reads.next = buffer // read into only after the client drained
+      readAgain(buffer) // read into only after the client drained
     } else {
       this.dropOwnBuffer(false) // the waiting write keeps it
     }
   }
 
-  // Back to the shared buffer; the own one is reused when no write can hold it.
-  dropOwnBuffer (reusable) {
+  // Back to the shared buffer (`free`: no write holds the own one).
+  dropOwnBuffer (free) {
     if (this.ownBuffer === null) return
-    if (reusable && reads.spare.length < SPARE_MAX) reads.spare.push(this.ownBuffer)
+    letGo(this.ownBuffer, free)
     this.ownBuffer = null
-    reads.own--
   }
 
   // A FIN from the client: passed on once a backend is connected (half-close).
@@ -257,7 +225,7 @@ class TcpSession {
     })
     this.upstream = socket
     this.connectTicks = 0
-    socket.session = this
+    socket[SESSION] = this
     addListeners(socket, socket.encrypted ? BACKEND_TLS : BACKEND)
   }
 
@@ -432,4 +400,4 @@ function createTcpProtocol () {
   }
 }
 
-module.exports = { TcpSession, createTcpProtocol, READ } // READ: for test/tcp-reads.test.js
+module.exports = { TcpSession, createTcpProtocol, READ, SESSION } // READ, SESSION: for test/tcp-reads.test.js

@@ -256,4 +256,4 @@ function oneLine (text) {
   return String(text).split('\n')[0]
 }
 
-module.exports = { ListenerTls, Certificates, Challenges, loadBackendTls, loadListenerTls, factsOf }
+module.exports = { Certificates, loadListenerTls }

@@ -313,4 +313,4 @@ async function authorize (client, url, authz, { types, present, remove, log }) {
 
 const problemAfter = problem => problem && typeof problem === 'object' ? `: ${problemWords(problem)}` : ''
 
-module.exports = { AcmeClient, obtainCertificate, certId, validationName, identifierOf, retryAfterOf }
+module.exports = { AcmeClient, obtainCertificate, certId }

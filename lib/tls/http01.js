@@ -39,4 +39,4 @@ function challengeTypes (config, listeners) {
   return httpFirst ? ['http-01', 'tls-alpn-01'] : ['tls-alpn-01', 'http-01']
 }
 
-module.exports = { servesPlainHttp, challengeAnswer, challengeTypes, CHALLENGE_PATH }
+module.exports = { servesPlainHttp, challengeAnswer, challengeTypes }

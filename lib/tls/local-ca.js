@@ -104,4 +104,4 @@ class LocalCa {
   }
 }
 
-module.exports = { LocalCa, CA_NAME }
+module.exports = { LocalCa }

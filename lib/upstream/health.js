@@ -2,7 +2,7 @@
 
 const http = require('http')
 const { dial, readyEvent, backendReason } = require('./dial')
-const { formatProxyHeader } = require('../proxy/proxy-protocol')
+const { formatProxyHeader } = require('../wire/proxy-protocol')
 const VERSION = require('../version')
 const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
 const { HEALTH_PATH, healthRequest, healthStatus } = require('../wire/grpc-health')

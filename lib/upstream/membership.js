@@ -1,22 +1,22 @@
 'use strict'
 
-const net = require('net')
 const { Backend } = require('./backend')
-const { HealthChecker } = require('./health')
+const { Checks, thresholdsOf } = require('./checks')
 const { Discovery } = require('./discovery')
-const { PortRange } = require('./port-range')
-const { formatPorts } = require('../format')
-const { formatAddress, specAddress } = require('../address')
+const { Group } = require('./group')
+const { endpointsOf } = require('./endpoints')
+const { diffGroups } = require('./groups-diff')
+const { startupTable, answerLine, rangeLine, rangeCounts, connections, leftOpen } = require('./membership-words')
+const { specAddress } = require('../address')
 const { reasonOf } = require('../errors')
 
-// Who the backends of one listener are: the groups as given (an IP literal or a Unix
-// socket is one backend, a name as many as DNS says, an SRV name one per address of each
-// target its records give, a port range one per port that listens), the Backends made
-// from them, those retired but
-// still finishing connections, and the health checker that probes them. Membership
-// changes come from DNS, from probing a port range, from a reload (update) and from an
-// operator (add, remove); a backend that leaves is retired: no new traffic, its open
-// connections finish.
+// Who the backends of one listener are: the groups as given (group.js: an IP literal or
+// a Unix socket is one backend, a name as many as DNS says, an SRV name one per address
+// of each target its records give, a port range one per port that listens), the
+// Backends made from them, those retired but still finishing connections, and the
+// checks that probe them (checks.js). Membership changes come from DNS, from probing a
+// port range, from a reload (update) and from an operator (add, remove); a backend that
+// leaves is retired: no new traffic, its open connections finish.
 //
 // It decides nothing about traffic. The upstream (upstream.js) hears of changes through
 // two callbacks: changed() when the set of backends changed, and state(backend, state)
@@ -31,26 +31,25 @@ class Membership {
     this.changed = changed
     this.state = state
     this.thresholds = thresholdsOf(settings)
-    this.checker = settings.check === null ? null : new HealthChecker(checkerOptions(settings, tls))
+    this.checks = new Checks(settings, tls)
     this.resolveSrv = resolveSrv
     this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve, resolveSrv }
     this.discovery = null
     this.scanning = scanningOf(settings) // port ranges: { timeout, interval } of their probes
-    this.groups = settings.backends.map(newGroup)
+    this.groups = settings.backends.map(spec => new Group(spec))
     this.backends = [] // every group's, in the order given
     this.retired = new Set() // taken out (DNS, reload, operator), connections still open
-    this.checking = false // first checks started: new backends are probed at once
     this.closed = false
     for (const group of this.groups) {
-      if (!isWatched(group)) group.backends.push(this.#create(group.spec))
+      if (!group.watched) group.join(this.#create(group.spec))
     }
     this.#rebuild()
   }
 
   // Resolve names and scan port ranges, then probe every backend once.
   async start () {
-    await Promise.all(this.groups.filter(isWatched).map(group => this.#discover(group)))
-    this.checking = true
+    await Promise.all(this.groups.filter(group => group.watched).map(group => this.#discover(group)))
+    this.checks.start()
     await Promise.all(this.backends.map(b => this.watch(b)))
   }
 
@@ -93,26 +92,29 @@ class Membership {
     return backend.live === 0 && backend.retired && this.retired.delete(backend)
   }
 
-  // Probe a backend (unless there is nothing to probe with yet, or an operator disabled
-  // it: probes pause until it is enabled). Resolves once its first probe has reported.
+  // Are backends probed (not --check none)?
+  get checked () {
+    return this.checks.on
+  }
+
+  // Probe a backend (checks.js). Resolves once its first probe has reported.
   watch (backend) {
-    if (this.checker === null || this.closed || !this.checking || backend.admin === 'disabled') return Promise.resolve()
-    return this.checker.watch(backend)
+    return this.checks.watch(backend)
   }
 
   unwatch (backend) {
-    if (this.checker !== null) this.checker.unwatch(backend)
+    this.checks.unwatch(backend)
   }
 
   // Add a backend as given on the command line (an operator's). Resolves with its
   // backends once each was probed; null when it is already a backend.
   async add (spec) {
-    const group = newGroup(spec)
-    const label = groupKey(spec)
-    if (!isWatched(group) ? this.find(label) !== null : this.given(label)) return null
+    const group = new Group(spec)
+    const label = group.key
+    if (!group.watched ? this.find(label) !== null : this.given(label)) return null
     this.groups.push(group)
-    if (!isWatched(group)) {
-      group.backends.push(this.#revive(group, label, null) || this.#create(spec))
+    if (!group.watched) {
+      group.join(this.#revive(label, null) || this.#create(spec))
       this.#rebuild()
       this.log.info(`backend ${label} added (by an operator)`)
     } else {
@@ -135,7 +137,7 @@ class Membership {
     const [group] = this.groups.splice(i, 1)
     this.#rebuild()
     this.#removeGroup(group)
-    if (group.range !== null) this.log.info(`backend ${groupLabel(group)} removed (${rangeCounts(group.range)})`)
+    if (group.range !== null) this.log.info(`backend ${group.label} removed (${rangeCounts(group.range)})`)
     for (const backend of group.backends) this.log.info(`backend ${backend.address} removed${leftOpen(backend)}`)
     this.changed()
     return group.backends
@@ -149,7 +151,7 @@ class Membership {
     const changes = []
     this.thresholds = thresholdsOf(settings)
     for (const backend of this.all()) backend.setThresholds(this.thresholds)
-    this.#updateChecks(checkerOptions(settings, tls))
+    this.checks.update(settings, tls, this.backends)
     this.scanning = scanningOf(settings)
     const { resolveInterval, dnsServer } = settings
     if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
@@ -158,65 +160,38 @@ class Membership {
       if (this.discovery !== null) {
         this.discovery.close()
         this.discovery = null
-        for (const group of this.groups) if (isWatched(group)) this.#discover(group)
+        for (const group of this.groups) if (group.watched) this.#discover(group)
       }
     }
 
-    const old = new Map(this.groups.map(group => [groupKey(group.spec), group]))
-    const groups = []
+    const { matched, removed } = diffGroups(this.groups, settings.backends)
     const joined = []
-    for (const spec of settings.backends) {
-      const key = groupKey(spec)
-      let group = old.get(key)
-      if (group !== undefined) {
-        old.delete(key)
-        const what = specChanges(group.spec, spec)
-        if (what.length > 0) {
-          group.spec = spec
-          for (const backend of group.backends) backend.configure(settingsOf(group, backend.address))
-          changes.push(`backend ${key}: ${what.join(', ')}`)
-        }
-      } else {
-        group = newGroup(spec)
-        if (!isWatched(group)) group.backends.push(this.#revive(group, key, null) || this.#create(spec))
-        joined.push(group)
-        changes.push(`backend ${key} added`)
+    this.groups = matched.map(({ spec, key, group }) => {
+      if (group !== null) {
+        const what = group.reconfigure(spec)
+        if (what.length > 0) changes.push(`backend ${key}: ${what.join(', ')}`)
+        return group
       }
-      groups.push(group)
-    }
-    for (const group of joined) if (group.range !== null) adoptPorts(group, [...old.values()])
-    this.groups = groups
+      const joining = new Group(spec)
+      if (!joining.watched) joining.join(this.#revive(key, null) || this.#create(spec))
+      joined.push(joining)
+      changes.push(`backend ${key} added`)
+      return joining
+    })
+    for (const group of joined) if (group.range !== null) group.adoptPorts(removed)
     this.#rebuild()
-    for (const group of old.values()) {
+    for (const group of removed) {
       const left = this.#removeGroup(group)
-      changes.push(`backend ${groupKey(group.spec)} removed${left ? `, ${connections(left)} left to drain` : ''}`)
+      changes.push(`backend ${group.key} removed${left ? `, ${connections(left)} left to drain` : ''}`)
     }
-    if (this.checking) for (const group of joined) if (isWatched(group)) this.#discover(group)
+    if (this.checks.started) for (const group of joined) if (group.watched) this.#discover(group)
     this.changed()
     return changes
   }
 
-  // The start-up table: a row per backend (and per name that resolved to nothing), and
-  // per port range a row saying how many of its ports listen, above theirs: its idle
-  // ports are not backends, and have no row.
+  // The start-up table (membership-words.js).
   table () {
-    const rows = [['backend', 'state', 'check']]
-    for (const group of this.groups) {
-      if (group.range !== null) {
-        const { live, idle } = group.range
-        const ports = formatPorts(group.range.ports(false))
-        const watching = idle === 0 ? 'none idle' : `${idle} idle (${ports}): a port joins when it listens`
-        rows.push([groupLabel(group), `${live} live`, watching])
-      } else if (group.name !== null && group.backends.length === 0) {
-        rows.push([groupLabel(group), '-', `cannot resolve: ${group.error || 'no address'}`])
-      }
-      for (const b of group.backends) {
-        const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
-        const why = b.state === 'down' ? b.downReason : (b.lastCheck || 'not checked (--check none)')
-        rows.push([b.address + (notes.length ? ` (${notes.join(', ')})` : ''), b.state, why])
-      }
-    }
-    return rows
+    return startupTable(this.groups)
   }
 
   // Each port range: how many of its ports listen, for the snapshot.
@@ -234,7 +209,7 @@ class Membership {
   // Stop probing and resolving.
   close () {
     this.closed = true
-    if (this.checker !== null) this.checker.close()
+    this.checks.close()
     if (this.discovery !== null) this.discovery.close()
   }
 
@@ -243,7 +218,7 @@ class Membership {
   #create (spec) {
     const backend = new Backend(spec, {
       now: this.now,
-      checked: this.checker !== null,
+      checked: this.checks.on,
       ...this.thresholds,
       rampOnFirstUp: this.isStarted(),
       onFree: this.onFree
@@ -276,22 +251,21 @@ class Membership {
   // those of backends that stay, or the ports of a range that listen.
   #resolved (group, err, answer) {
     if (this.closed || group.removed) return
-    const label = groupLabel(group)
+    const label = group.label
     const shown = backend => group.srv ? backend.address : group.range !== null ? backend.port : backend.host
     if (err) {
       const reason = reasonOf(err)
-      if (group.error !== reason) {
+      if (group.failed(reason)) {
         const kept = group.backends.map(shown)
         const keeping = kept.length ? `keeping ${kept.join(', ')}` : 'no backend from it yet'
         this.log.warn(`cannot resolve ${label}: ${reason}; ${keeping}`)
       }
-      group.error = reason
       return
     }
-    group.error = null
-    const wanted = group.srv
-      ? this.#srvEndpoints(group, answer)
-      : group.range !== null ? rangeEndpoints(group, answer) : nameEndpoints(group, answer)
+    const wanted = endpointsOf(group, answer, (record, hosts) => {
+      const keeping = hosts.length ? `keeping ${hosts.join(', ')}` : 'no backend from it yet'
+      this.log.debug(`${label}: cannot resolve ${record.target}: ${reasonOf(record.error)}; ${keeping}`)
+    })
     const added = []
     const changed = []
     for (const [address, endpoint] of wanted) {
@@ -299,8 +273,7 @@ class Membership {
       const have = group.backends.find(b => b.address === address)
       if (have !== undefined) {
         // An SRV record's new weight or priority (an operator's weight stays until then).
-        const before = settingsOf(group, address)
-        const what = group.records.has(address) ? specChanges(before, { ...before, weight, backup }) : []
+        const what = group.recordChanges(address, endpoint)
         if (what.length > 0) {
           have.configure({ ...group.spec, weight, backup })
           changed.push(`${address} ${what.join(', ')}`)
@@ -312,73 +285,32 @@ class Membership {
         continue
       }
       const spec = { ...group.spec, host: endpoint.host, port: endpoint.port, name: endpoint.name, weight, backup }
-      const revived = this.#revive(group, address, endpoint.name)
+      const revived = this.#revive(address, endpoint.name)
       if (revived !== null) revived.configure(spec)
       const backend = revived || this.#create(spec)
-      group.backends.push(backend)
+      group.join(backend)
       added.push(shown(backend))
     }
-    if (group.srv) group.records = new Map([...wanted].map(([address, e]) => [address, recordOf(e)]))
-    const removed = group.backends.filter(backend => !wanted.has(backend.address))
-    group.backends = group.backends.filter(backend => wanted.has(backend.address))
+    const removed = group.answered(wanted)
     if (added.length === 0 && removed.length === 0 && changed.length === 0) return
     this.#rebuild()
     const left = this.#retire(removed, group.range !== null ? 'stopped listening' : null)
     if (this.isStarted() && group.range !== null) {
       this.log.info(rangeLine(group, added, removed.map(shown), left))
     } else if (this.isStarted()) {
-      const changes = []
-      if (added.length) changes.push(`added ${added.join(', ')}`)
-      if (removed.length) {
-        const draining = left ? `, ${connections(left)} left to drain` : ''
-        changes.push(`removed ${removed.map(shown).join(', ')}${draining}`)
-      }
-      if (changed.length) changes.push(changed.join(', '))
       const backup = b => group.srv && b.backup ? ' (backup)' : ''
-      const hosts = group.backends.map(b => shown(b) + backup(b)).join(', ') || 'nothing'
-      this.log.info(`${label} resolves to ${hosts} (${changes.join('; ')})`)
+      const hosts = group.backends.map(b => shown(b) + backup(b))
+      this.log.info(answerLine(label, hosts, { added, removed: removed.map(shown), changed, left }))
     }
     this.changed()
-  }
-
-  // An SRV name's records -> Map address -> { host, port, name, weight, backup }: each
-  // address of each target is a backend; the records of the lowest priority are
-  // primaries, the others backups (lila has one tier of them). A weight of 0 counts as 1
-  // (RFC 2782: the least chance, and an equal share when every record says 0). A target
-  // that could not be resolved this time (a timeout, not "no such name") keeps the
-  // backends it had.
-  #srvEndpoints (group, records) {
-    const wanted = new Map()
-    const first = Math.min(...records.map(r => r.priority))
-    for (const record of records) {
-      const settings = {
-        port: record.port,
-        name: record.target,
-        weight: record.weight === 0 ? 1 : record.weight,
-        backup: group.spec.backup || record.priority > first,
-        lowPriority: record.priority > first
-      }
-      const hosts = record.addresses !== null
-        ? record.addresses
-        : group.backends.filter(b => b.name === record.target && b.port === record.port).map(b => b.host)
-      if (record.addresses === null) {
-        const keeping = hosts.length ? `keeping ${hosts.join(', ')}` : 'no backend from it yet'
-        this.log.debug(`${groupLabel(group)}: cannot resolve ${record.target}: ${reasonOf(record.error)}; ${keeping}`)
-      }
-      for (const host of hosts) {
-        const address = formatAddress(host, record.port)
-        if (!wanted.has(address)) wanted.set(address, { host, ...settings })
-      }
-    }
-    return wanted
   }
 
   // A group taken out (reload, remove), once no longer in this.groups: its name is no
   // longer resolved (its range scanned), its backends retire. Returns how many
   // connections are left open.
   #removeGroup (group) {
-    group.removed = true
-    if (this.discovery !== null && isWatched(group)) this.discovery.unwatch(group)
+    group.remove()
+    if (this.discovery !== null && group.watched) this.discovery.unwatch(group)
     return this.#retire(group.backends)
   }
 
@@ -398,7 +330,7 @@ class Membership {
 
   // An address that comes back while its connections still finish is the same backend:
   // one max-conn, one set of counters. `name`: the DNS name it comes from now.
-  #revive (group, address, name) {
+  #revive (address, name) {
     for (const backend of this.retired) {
       if (backend.address !== address || backend.name !== name) continue
       this.retired.delete(backend)
@@ -409,38 +341,13 @@ class Membership {
     return null
   }
 
-  // Health checks on, off or changed by a reload. Turned off, a backend the probes had
-  // taken out is up again (passive health goes on); turned on, every backend is probed
-  // at once and keeps its state until the probes say otherwise.
-  #updateChecks (options) {
-    if (options.check === null) {
-      if (this.checker === null) return
-      this.checker.close()
-      this.checker = null
-      for (const backend of this.backends) backend.checksOff()
-      return
-    }
-    if (this.checker === null) {
-      this.checker = new HealthChecker(options)
-      for (const backend of this.backends) this.watch(backend)
-      return
-    }
-    this.checker.configure(options)
-  }
-
   #rebuild () {
     this.backends = this.groups.flatMap(g => g.backends)
   }
 
   #groupIndex (address) {
-    return this.groups.findIndex(g => groupKey(g.spec) === address)
+    return this.groups.findIndex(g => g.key === address)
   }
-}
-
-// What HealthChecker takes (constructor and configure).
-function checkerOptions ({ check, checkInterval, checkTimeout, checkHost, proxyProtocol, backendProtocol }, tls) {
-  const http2 = backendProtocol === 'h2' // --check http speaks HTTP/2 to them
-  return { check, interval: checkInterval, timeout: checkTimeout, host: checkHost, tls, proxyProtocol, http2 }
 }
 
 // What the port ranges' probes take (discovery.js watchRange): --check-timeout, and
@@ -449,119 +356,4 @@ function scanningOf ({ checkTimeout, checkInterval }) {
   return { timeout: checkTimeout, interval: checkInterval }
 }
 
-function newGroup (spec) {
-  const srv = spec.srv !== undefined
-  const range = spec.range !== undefined
-  return {
-    spec,
-    srv, // an SRV name: its records give the backends (#srvEndpoints)
-    // what is resolved: a name, an SRV name, or null (an IP address, a Unix socket, a
-    // port range: its host is dialled as written)
-    name: srv ? spec.srv : range || spec.path !== undefined || net.isIP(spec.host) ? null : spec.host,
-    range: range ? new PortRange(spec.host, spec.range) : null, // a port range: which of its ports listen
-    backends: [],
-    error: null, // the last resolution failure, while it lasts
-    records: new Map(), // SRV: address -> { weight, lowPriority }, as its records last said
-    removed: false // taken out (#removeGroup): its late answers are ignored
-  }
-}
-
-// Is the group's membership discovered (a name, an SRV name, a port range), rather than
-// one backend as given?
-function isWatched (group) {
-  return group.name !== null || group.range !== null
-}
-
-// A backend as it was given: what a reload matches old and new backends by.
-function groupKey (spec) {
-  return specAddress(spec)
-}
-
-// A group's name in log lines: "name:80", an SRV name as it is, a port range as given.
-function groupLabel (group) {
-  if (group.range !== null) return specAddress(group.spec)
-  return group.srv ? group.name : `${group.name}:${group.spec.port}`
-}
-
-// A name's addresses -> Map address -> { host, port, name, weight, backup }.
-function nameEndpoints (group, addresses) {
-  const { port, weight, backup } = group.spec
-  return new Map(addresses.map(host => [formatAddress(host, port), { host, port, name: group.name, weight, backup }]))
-}
-
-// A port range's ports that listen -> Map address -> { host, port, name, weight, backup }.
-function rangeEndpoints (group, ports) {
-  const { host, weight, backup } = group.spec
-  return new Map(ports.map(port => [formatAddress(host, port), { host, port, name: null, weight, backup }]))
-}
-
-// A reload that changed a port range (3000-3009 -> 3000-3019): a port listening in a
-// removed range of the same host and in the new one keeps its backend (its state,
-// counters and connections), with the new range's settings.
-function adoptPorts (group, removed) {
-  for (const other of removed) {
-    if (other.range === null || other.spec.host !== group.spec.host) continue
-    const kept = other.backends.filter(backend => group.range.adopt(backend.port))
-    other.backends = other.backends.filter(backend => !kept.includes(backend))
-    for (const backend of kept) backend.configure(group.spec)
-    group.backends.push(...kept)
-  }
-}
-
-// "range 127.0.0.1:3000-3009: 3001 listens, joining; 3002 stopped listening, leaving,
-// 1 connection left to drain (2 live, 8 idle)": what a scan changed.
-function rangeLine (group, joined, left, open) {
-  const changes = []
-  if (joined.length > 0) changes.push(`${joined.join(', ')} ${joined.length === 1 ? 'listens' : 'listen'}, joining`)
-  if (left.length > 0) {
-    const draining = open ? `, ${connections(open)} left to drain` : ''
-    changes.push(`${left.join(', ')} stopped listening, leaving${draining}`)
-  }
-  const what = changes.length > 0 ? `${changes.join('; ')} ` : ''
-  return `range ${groupLabel(group)}: ${what}(${rangeCounts(group.range)})`
-}
-
-// "2 live, 8 idle"
-function rangeCounts (range) {
-  return `${range.live} live, ${range.idle} idle`
-}
-
-// The settings of a group's backend at `address`: the group's, but an SRV name's
-// weights and backups are its records' (as last resolved).
-function settingsOf (group, address) {
-  const record = group.records.get(address)
-  if (!group.srv || record === undefined) return group.spec
-  return { ...group.spec, weight: record.weight, backup: group.spec.backup || record.lowPriority }
-}
-
-// What is kept of an SRV endpoint to see what the next answer changes.
-function recordOf ({ weight, lowPriority }) {
-  return { weight, lowPriority }
-}
-
-// "weight 1 -> 3, backup": what a reload changes in a backend's settings.
-function specChanges (before, after) {
-  const out = []
-  const ms = v => v === 0 ? 'off' : `${v / 1000}s`
-  if (before.weight !== after.weight) out.push(`weight ${before.weight} -> ${after.weight}`)
-  if (before.maxConn !== after.maxConn) out.push(`max-conn ${before.maxConn ?? 'none'} -> ${after.maxConn ?? 'none'}`)
-  if (before.slowStart !== after.slowStart) out.push(`slow-start ${ms(before.slowStart)} -> ${ms(after.slowStart)}`)
-  if (before.backup !== after.backup) out.push(after.backup ? 'now a backup' : 'no longer a backup')
-  return out
-}
-
-function connections (n) {
-  return `${n} connection${n === 1 ? '' : 's'}`
-}
-
-// "; 2 connections left open", or nothing.
-function leftOpen (backend) {
-  return backend.live === 0 ? '' : `; ${connections(backend.live)} left open`
-}
-
-// What health decides by: --rise, --fall (probes) and --eject-after (traffic).
-function thresholdsOf ({ rise, fall, ejectAfter }) {
-  return { rise, fall, ejectAfter }
-}
-
-module.exports = { Membership, leftOpen }
+module.exports = { Membership }

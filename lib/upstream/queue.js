@@ -21,6 +21,12 @@ class WaitQueue {
     this.again = false
   }
 
+  // A reload's --queue-timeout: for waiters that come from now on (those waiting keep
+  // the timer they have).
+  configure (timeout) {
+    this.timeout = timeout
+  }
+
   get size () {
     return this.waiters.size
   }

@@ -2,7 +2,8 @@
 
 const { createMode } = require('./balancers')
 const { WaitQueue } = require('./queue')
-const { Membership, leftOpen } = require('./membership')
+const { Membership } = require('./membership')
+const { leftOpen } = require('./membership-words')
 const { silentLogger, formatTable } = require('../log')
 const { specAddress } = require('../address')
 const { ConflictError } = require('../errors')
@@ -245,7 +246,7 @@ class Upstream {
       this.mode = mode
       this.hashBalanceFactor = hashBalanceFactor
     }
-    this.queue.timeout = config.queueTimeout
+    this.queue.configure(config.queueTimeout)
     this.#policy(config)
     return this.members.update(config, tls)
   }
@@ -295,7 +296,7 @@ class Upstream {
     if (was === null) return
     backend.setAdmin(null)
     this.log.info(`backend ${backend.address} enabled (by an operator)`)
-    const recheck = was === 'disabled' && this.members.checker !== null
+    const recheck = was === 'disabled' && this.members.checked
     if (recheck) backend.recheck()
     this.#changed()
     if (recheck) await this.members.watch(backend)

@@ -65,11 +65,8 @@ function integer (value) {
 }
 
 const boolean = value => element(TAG.BOOLEAN, Buffer.from([value ? 0xff : 0x00]))
-const nothing = () => element(TAG.NULL, Buffer.alloc(0))
 const octetString = bytes => element(TAG.OCTET_STRING, bytes)
 const utf8String = text => element(TAG.UTF8_STRING, Buffer.from(text, 'utf8'))
-const printableString = text => element(TAG.PRINTABLE_STRING, Buffer.from(text, 'latin1'))
-const ia5String = text => element(TAG.IA5_STRING, Buffer.from(text, 'latin1'))
 
 // A BIT STRING of whole bytes (a key, a signature).
 const bitString = bytes => element(TAG.BIT_STRING, Buffer.concat([Buffer.from([0]), bytes]))
@@ -205,16 +202,12 @@ function readTime (node) {
 
 module.exports = {
   TAG,
-  element,
   sequence,
   set,
   integer,
   boolean,
-  nothing,
   octetString,
   utf8String,
-  printableString,
-  ia5String,
   bitString,
   namedBits,
   oid,

@@ -220,12 +220,10 @@ function fromPem (text, label = 'CERTIFICATE') {
 }
 
 module.exports = {
-  OID,
   certificate,
   certificateRequest,
   certificateFacts,
   keyIdentifier,
-  randomSerial,
   ipv6Hex,
   toPem,
   fromPem

@@ -74,4 +74,4 @@ function typeMatcher (types) {
   }
 }
 
-module.exports = { compressible, compressedFields, typeMatcher, varyWith, MIN_LENGTH }
+module.exports = { compressible, compressedFields, typeMatcher, MIN_LENGTH }

@@ -14,4 +14,4 @@ function to64 (value, count) {
   return out
 }
 
-module.exports = { to64, ALPHABET }
+module.exports = { to64 }

@@ -118,4 +118,4 @@ function parsePasswords (text, file) {
   return new PasswordFile(users)
 }
 
-module.exports = { parsePasswords, PasswordFile, SLICE_MS }
+module.exports = { parsePasswords }

@@ -198,4 +198,4 @@ function compileEdge (config, loaded, stats) {
   return { gate: http ? null : listenerGate, own: rulesOf(base), routes }
 }
 
-module.exports = { loadEdge, compileEdge, readPasswords, Rules, REFUSALS }
+module.exports = { loadEdge, compileEdge, readPasswords, REFUSALS }

@@ -68,4 +68,4 @@ class EdgeStats {
   }
 }
 
-module.exports = { EdgeStats, REASONS }
+module.exports = { EdgeStats }

@@ -110,4 +110,4 @@ class ToClient {
   }
 }
 
-module.exports = { fieldOf, editedFields, editedRequest, editedResponse, CompressedBody }
+module.exports = { fieldOf, editedRequest, editedResponse, CompressedBody }

@@ -3,7 +3,6 @@
 const { performance } = require('perf_hooks')
 const { reasonOf } = require('../../errors')
 const { Attempt } = require('../../upstream/attempt')
-const { injectFault } = require('./injected')
 const { requestRecord } = require('./request-record')
 const { requestIdOf } = require('./request-id')
 const { callType, deadlineFor } = require('./grpc')
@@ -15,6 +14,9 @@ const { challengeAnswer } = require('../../tls/http01')
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
 const CLIENT_CLOSED = 499
+// Retry-After (seconds) on lila's own 503s: no backend could take the request, or lila
+// was short of descriptors or memory.
+const UNAVAILABLE_RETRY_AFTER = 5
 
 // What a response's body is to the client's codec (respond's `how`), one object per
 // combination so that a response allocates none: `bodyless`, none follows the head;
@@ -73,7 +75,7 @@ class Exchange {
     this.buffering = false // reading a small body before taking a backend (see start)
     this.continued = false // lila answered the client's Expect: 100-continue itself
     this.quietTicks = 0 // listener sweeps without a body byte from the client (--body-timeout)
-    this.shadow = null // its copy for --mirror (proxy/mirror.js), or null
+    this.shadow = null // its copy for --mirror (proxy/http/mirror.js), or null
 
     // Where it goes.
     this.route = listener.routeFor(head) // null: no route matches (404)
@@ -187,8 +189,8 @@ class Exchange {
     const { attempt } = this
     if (attempt.attempts === 0) {
       this.listener.countUnserved()
-      const detail = queueReason === null ? 'no backend available' : `no backend available (${queueReason})`
-      return this.answer(503, detail, { retryAfter: 5, exhausted })
+      const detail = queueReason === null ? '' : ` (${queueReason})`
+      return this.answer(503, `no backend available${detail}`, { retryAfter: UNAVAILABLE_RETRY_AFTER, exhausted })
     }
     this.answer(this.lastStatus, attempt.failure)
   }
@@ -199,14 +201,20 @@ class Exchange {
     this.leg.start()
   }
 
-  // A fault injected on the backend seated (attempt.js): lila answers `status` as that
-  // backend's answer (which the attempt judges, and may retry elsewhere), or resets the
-  // client (its connection, or its HTTP/2 stream).
-  injected (fault) {
-    injectFault(this, fault, () => {
+  // A fault injected on the backend seated (attempt.js, upstream/fault.js): lila answers
+  // `status` as that backend's answer (which the attempt judges, and may retry
+  // elsewhere), or resets the client (its connection, or its HTTP/2 stream), blaming
+  // nothing.
+  injected ({ status = 0, reset = false }) {
+    if (reset) {
+      this.releaseLease()
       this.client.reset(this)
-      this.finish(false)
-    })
+      return this.finish(false)
+    }
+    this.lastStatus = status
+    if (this.attempt.answered(status, { replayable: this.body.canRepeat(), bytesIn: this.bytesIn })) return
+    this.releaseLease()
+    this.answer(status, `a fault injected on backend ${this.attempt.backend.address}`, { quiet: true })
   }
 
   // The leg failed: `cause` says how (see Backend.failed; 'connect': before the request
@@ -255,7 +263,8 @@ class Exchange {
     this.leg = null
     this.attempt.shortage(this.bytesIn)
     this.listener.short(err, 'cannot open a backend connection')
-    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter: 5, quiet: true })
+    const retryAfter = UNAVAILABLE_RETRY_AFTER
+    this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter, quiet: true })
   }
 
   // The request will not be sent: its leg is dropped (a connection being opened for it
@@ -540,4 +549,4 @@ class Exchange {
   }
 }
 
-module.exports = { Exchange, CLIENT_CLOSED, HOW }
+module.exports = { Exchange, HOW }

@@ -1,7 +1,6 @@
 'use strict'
 
 const { performance } = require('perf_hooks')
-const { HEALTH_PATH, healthRequest, healthStatus } = require('../../wire/grpc-health')
 
 // What lila knows of gRPC (pure): which requests are gRPC calls, their deadline
 // (grpc-timeout), the status codes, and how lila's own answers (502, 503, 504, 429, ...)
@@ -182,13 +181,8 @@ function callExpired (exchange) {
 module.exports = {
   CODES,
   codeOf,
-  isGrpcType,
   encodeMessage,
   parseTimeout,
   callType,
-  deadlineOf,
-  deadlineFor,
-  HEALTH_PATH,
-  healthRequest,
-  healthStatus
+  deadlineFor
 }

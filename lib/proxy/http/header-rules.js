@@ -145,4 +145,4 @@ function compileHeaderRules (config) {
   }
 }
 
-module.exports = { compileHeaderRules, refusal, RuleSet, PLACEHOLDER, PLACEHOLDERS }
+module.exports = { compileHeaderRules, refusal, PLACEHOLDERS }

@@ -4,9 +4,9 @@ const http = require('http')
 const { performance } = require('perf_hooks')
 const { requestHead } = require('../http1/rewrite')
 const { ChunkedReader } = require('../http1/chunked')
-const { REPLAY_LIMIT } = require('./request-body')
+const { REPLAY_LIMIT } = require('../../limits')
 const { backendReason } = require('../../upstream/dial')
-const { Comparison, BodyDigest } = require('../../admin/compare')
+const { Comparison, BodyDigest } = require('./mirror-compare')
 
 // A request whose body is larger than this is not mirrored (counted too-large): a copy
 // goes whole once the client's body is in, and lila holds no more of a body than a
@@ -29,7 +29,7 @@ const GONE = 2
 
 // --mirror: a copy of each request of an HTTP listener (or of `percent` % of them) sent
 // to a shadow backend, whose answer is read and dropped, or, with --compare, compared
-// with the primary's (admin/compare.js). The client's request never waits for the
+// with the primary's (mirror-compare.js). The client's request never waits for the
 // mirror, nor is its answer changed by it: a copy is its own request, over Node's HTTP
 // client with a keep-alive agent of its own, sent once the client's body is in.
 //
@@ -267,4 +267,4 @@ function copiedFields (text) {
   return out
 }
 
-module.exports = { Mirror, MAX_BODY, MAX_IN_FLIGHT }
+module.exports = { Mirror }

@@ -178,4 +178,4 @@ function isForgotten (backend) {
   return backend.retired && backend.live === 0
 }
 
-module.exports = { createHttpProtocol, HttpProtocol }
+module.exports = { createHttpProtocol }

@@ -71,4 +71,4 @@ function bodyOf (status, reason, detail, ctx) {
   return text
 }
 
-module.exports = { answerOf, bodyOf, REASONS }
+module.exports = { answerOf, REASONS }

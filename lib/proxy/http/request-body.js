@@ -1,8 +1,8 @@
 'use strict'
 
-// Request body bytes kept for a replay on another connection. Past this, the request
-// can no longer be replayed and what was sent is let go.
-const REPLAY_LIMIT = 64 * 1024
+// Request body bytes kept for a replay on another connection (REPLAY_LIMIT). Past it,
+// the request can no longer be replayed and what was sent is let go.
+const { REPLAY_LIMIT } = require('../../limits')
 // A body whose length is known and at most this is read whole before a backend is
 // taken: a client that sends it slowly then holds no backend. Only with a length: a
 // chunked body, or an HTTP/2 one without content-length, may be a stream the client
@@ -106,4 +106,4 @@ class RequestBody {
   }
 }
 
-module.exports = { RequestBody, REPLAY_LIMIT, BUFFER_FIRST, IDEMPOTENT }
+module.exports = { RequestBody, BUFFER_FIRST }

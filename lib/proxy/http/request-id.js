@@ -29,4 +29,4 @@ function requestIdOf (head, lower) {
   return randomUUID()
 }
 
-module.exports = { requestIdOf, GOOD_ID }
+module.exports = { requestIdOf }

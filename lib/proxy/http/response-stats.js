@@ -70,4 +70,4 @@ function byClass (counts) {
   return out
 }
 
-module.exports = { ResponseStats, CLASSES }
+module.exports = { ResponseStats }

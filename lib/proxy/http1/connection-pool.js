@@ -2,6 +2,10 @@
 
 const { dial, readyEvent, connectTimedOut } = require('../../upstream/dial')
 const { handlers, addListeners } = require('../socket-events')
+const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+
+// The UpstreamConnection a pooled socket carries.
+const CONNECTION = Symbol('lila.upstreamConnection')
 
 // Keep-alive connections to one backend, reused last-in first-out so that the ones at
 // the bottom of the stack go idle long enough to expire. A connection is idle in the
@@ -28,82 +32,71 @@ function idleFromHint (hintMs) {
 // timeout while idle means it is no longer fit for reuse).
 function connConnect () {
   this.setTimeout(0) // the connect timeout is over; the listener's sweep takes it from here
-  const c = this.conn
+  const c = this[CONNECTION]
   c.ready = true
   if (c.owner !== null) c.owner.onUpstreamConnect(c)
 }
 function connData (chunk) {
-  const c = this.conn
+  const c = this[CONNECTION]
   if (c.owner !== null) c.owner.onUpstreamData(c, chunk)
   else c.destroy()
 }
 const CONN = handlers({
   data: connData, // TLS sockets, which cannot read into lila's buffers (READ)
   drain () {
-    const c = this.conn
+    const c = this[CONNECTION]
     if (c.owner !== null) c.owner.onUpstreamDrain(c)
   },
   timeout () {
-    const c = this.conn
+    const c = this[CONNECTION]
     if (c.owner === null) return c.destroy()
     if (c.ready) return c.owner.onUpstreamTimeout(c)
     connectTimedOut(() => !c.ready && !c.closed && c.owner !== null, () => c.owner.onUpstreamTimeout(c))
   },
   error (err) {
-    const c = this.conn
+    const c = this[CONNECTION]
     if (c.owner !== null) c.owner.onUpstreamError(c, err)
   },
   end () {
-    const c = this.conn
+    const c = this[CONNECTION]
     if (c.owner !== null) c.owner.onUpstreamEnd(c)
   },
   close () {
-    const c = this.conn
+    const c = this[CONNECTION]
     c.closed = true
+    letGoRead(c, false) // a write to the client may still hold it
     c.pool.removed(c)
     if (c.owner !== null) c.owner.onUpstreamClose(c)
   }
 })
 
-// Plain backend sockets read into buffers lila keeps (net.Socket's `onread` option) and
-// hand each read to the owner at once: no buffer allocated per read (V8 counts each as
-// external memory, and collects the more often), and none of the Readable machinery
-// ('data' event, a buffer list, a tick). Small reads land in one buffer every pooled
-// socket shares, so they are copied out into a Buffer of their own size (from Node's
-// pool: an answer costs a small copy) before they are handed on. A read that fills a
-// good part of it is bulk (a body moving in large pieces): it is copied too, and that
-// socket reads into a buffer of its own next, handed on without a copy. That buffer is
-// read into again only when the owner that read it still has the connection and holds
-// none of its bytes (owner.holdsRead(): its write to the client completed at once);
-// otherwise the socket gets a new one, and the old one stays with whatever holds it. A
-// socket whose reads turn small goes back to the shared buffer. Either way the owner
-// gets bytes no later read writes over, as with 'data'.
-const READ_SIZE = 64 * 1024
-const BULK = 16 * 1024
-const SHARED = Buffer.allocUnsafeSlow(READ_SIZE)
-let next = SHARED // what the socket that just read reads into next (see `buffer`)
-const READ = Object.freeze({
-  // Called once when the socket connects and after every read, right after `callback`
-  // for that socket.
-  buffer () {
-    const buffer = next
-    next = SHARED
-    return buffer
-  },
-  callback (nread, buffer) {
-    if (buffer === SHARED) {
-      const chunk = Buffer.allocUnsafe(nread)
-      buffer.copy(chunk, 0, 0, nread)
-      if (nread >= BULK) next = Buffer.allocUnsafeSlow(READ_SIZE)
-      return connData.call(this, chunk)
-    }
-    const owner = this.conn.owner
-    connData.call(this, buffer.subarray(0, nread))
-    if (nread < BULK) return // back to the shared buffer; this one goes with its bytes
-    const free = owner !== null && this.conn.owner === owner && !owner.holdsRead()
-    next = free ? buffer : Buffer.allocUnsafeSlow(READ_SIZE)
+// Plain backend sockets read into read-buffers.js's buffers, each read handed to the
+// owner at once, as bytes no later read writes over (as with 'data'). A bulk socket's
+// own buffer is read into again only when the owner that read it still has the
+// connection and holds none of its bytes (owner.holdsRead(): its write to the client
+// completed at once); otherwise the socket takes another (under the cap), and the old
+// one stays with whatever holds it.
+const READ = readsInto(function (nread, buffer) {
+  const c = this[CONNECTION]
+  if (buffer === SHARED) {
+    const chunk = copied(nread)
+    if (nread >= BULK) c.readBuffer = takeOwn()
+    return connData.call(this, chunk)
   }
+  const owner = c.owner
+  connData.call(this, buffer.subarray(0, nread))
+  const free = owner !== null && c.owner === owner && !owner.holdsRead()
+  if (nread >= BULK && free) return readAgain(buffer)
+  letGoRead(c, free)
+  if (nread >= BULK) c.readBuffer = takeOwn()
 })
+
+// The connection's socket no longer reads into its own buffer (`free`: nothing holds it).
+function letGoRead (c, free) {
+  if (c.readBuffer === null) return
+  letGo(c.readBuffer, free)
+  c.readBuffer = null
+}
 
 class UpstreamConnection {
   constructor (pool, socket) {
@@ -116,7 +109,8 @@ class UpstreamConnection {
     this.idleSince = 0
     this.ready = false // connected (and for TLS, the handshake done)
     this.closed = false
-    socket.conn = this
+    this.readBuffer = null // its socket's own read buffer, while it moves bulk (READ)
+    socket[CONNECTION] = this
     socket.on(readyEvent(socket), connConnect)
     addListeners(socket, CONN)
   }
@@ -224,4 +218,4 @@ class Pool {
   }
 }
 
-module.exports = { Pool, idleFromHint, DEFAULT_IDLE_MS, READ }
+module.exports = { Pool, idleFromHint, READ, CONNECTION } // READ, CONNECTION: for tests

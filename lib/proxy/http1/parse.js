@@ -322,7 +322,6 @@ module.exports = {
   parseRequestHead,
   parseResponseHead,
   parseKeepAlive,
-  hasToken,
   trimOws,
   TOKEN,
   BAD_VALUE,

@@ -28,7 +28,7 @@ function dropped (lower, listed) {
 }
 
 // RFC 7239 node: IPv6 in brackets and quotes, IPv4 bare; a Unix socket's client
-// ("unix:", bind.js) has no address: unknown.
+// ("unix:", origin.js) has no address: unknown.
 function forwardedNode (address) {
   if (address === 'unix:') return 'unknown'
   return address.includes(':') ? `"[${address}]"` : address
@@ -189,5 +189,5 @@ function viaLoops (head, via) {
 }
 
 module.exports = {
-  requestHead, responseHead, interimHead, viaLoops, trailerLines, fieldsOfTrailers, reasonOf, HOP_BY_HOP, NOT_TRAILERS
+  requestHead, responseHead, interimHead, viaLoops, trailerLines, fieldsOfTrailers, HOP_BY_HOP
 }

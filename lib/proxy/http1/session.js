@@ -1,6 +1,6 @@
 'use strict'
 
-const { clientAddress } = require('../bind')
+const { clientAddress } = require('../origin')
 const { resetOrDestroy } = require('../../upstream/dial')
 const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, view, MAX_HEAD } = require('./parse')
@@ -11,11 +11,11 @@ const { withCookieLine } = require('../http/sticky')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
 const { Exchange } = require('../http/exchange')
-
 // After lila's last response on a connection it shuts its side and reads (and drops)
-// what the client still sends for this long, so the client reads the response before
+// what the client still sends for LINGER_MS, so the client reads the response before
 // the connection is reset.
-const LINGER_MS = 2000
+const { LINGER_MS } = require('../../limits')
+
 // Body bytes up to this many are copied behind a head into one write (writeAfter).
 const JOIN_LIMIT = 16 * 1024
 const LAST_CHUNK = '0\r\n\r\n'
@@ -33,14 +33,17 @@ const LENGTH = 0 // as it comes: its length was said, or it has none
 const CHUNKS = 1 // lila frames each piece in a chunk (a body of unknown length)
 const UNTIL_CLOSE = 2 // as it comes, the connection's close ends it
 
+// The HttpSession a client socket serves.
+const SESSION = Symbol('lila.httpSession')
+
 // Client socket handlers shared by every session (socket-events.js): `this` is the
 // socket.
 const CLIENT = handlers({
-  data (chunk) { this.session.onData(chunk) },
-  end () { this.session.onEnd() },
-  error (err) { this.session.onError(err) },
-  close () { this.session.onClose() },
-  drain () { if (this.session.exchange !== null) this.session.exchange.onClientDrain() }
+  data (chunk) { this[SESSION].onData(chunk) },
+  end () { this[SESSION].onEnd() },
+  error (err) { this[SESSION].onError(err) },
+  close () { this[SESSION].onClose() },
+  drain () { if (this[SESSION].exchange !== null) this[SESSION].exchange.onClientDrain() }
 })
 
 // One client connection speaking HTTP/1.1: the codec of lila's own on the client's
@@ -80,7 +83,7 @@ class HttpSession {
     // The first bytes may be the HTTP/2 preface (prior knowledge; over TLS, HTTP/2 is
     // agreed by ALPN only): until the first request.
     this.mayBeHttp2 = listener.protocol.startHttp2 !== undefined && !client.encrypted
-    client.session = this
+    client[SESSION] = this
     addListeners(client, CLIENT)
   }
 
@@ -115,7 +118,7 @@ class HttpSession {
     this.buf = null
     this.client.pause()
     removeListeners(this.client, CLIENT)
-    this.client.session = null
+    this.client[SESSION] = null
     this.listener.protocol.startHttp2(this.listener, this, this.client, buf)
   }
 

@@ -129,4 +129,4 @@ function failureOf (s) {
   return failure === undefined ? null : failure
 }
 
-module.exports = { Http2Pool, failureOf, PING_MS, IDLE_MS, NOT_H2 }
+module.exports = { Http2Pool, failureOf }

@@ -21,4 +21,4 @@ function matchPreface (buf) {
   return n === HEAD ? HTTP2 : MAYBE
 }
 
-module.exports = { matchPreface, PREFACE, NOT_HTTP2, MAYBE, HTTP2 }
+module.exports = { matchPreface, MAYBE, HTTP2 }

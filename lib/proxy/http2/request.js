@@ -49,4 +49,4 @@ function trailersRefused (fields) {
   return null
 }
 
-module.exports = { refusalOf, trailersRefused, MAX_HEADERS }
+module.exports = { refusalOf, trailersRefused }

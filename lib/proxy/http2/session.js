@@ -1,6 +1,6 @@
 'use strict'
 
-const { clientAddress } = require('../bind')
+const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
 const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR } = require('../../wire/h2/constants')
@@ -330,4 +330,4 @@ function sizeOf (list) {
   return size
 }
 
-module.exports = { Http2Session, SERVER_OPTIONS }
+module.exports = { Http2Session }

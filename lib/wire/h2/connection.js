@@ -69,7 +69,7 @@ const RECENT = 128 // closed streams remembered: those lila reset have their lat
 class Connection {
   constructor (owner, role, options = {}) {
     this.owner = owner
-    this.transport = null // { flushSoon(), close() }, set by whoever carries the bytes
+    this.transport = null // { flushSoon(), close() }: whoever carries the bytes (start)
     this.server = role === 'server'
     const o = this.options = { ...DEFAULTS, ...options }
     this.output = new Output()
@@ -123,8 +123,10 @@ class Connection {
 
   // --- Starting, ending ---
 
-  // lila's preface (client side) and SETTINGS, and the connection's window raised.
-  start () {
+  // Carried by `transport` from now on: lila's preface (client side) and SETTINGS, and
+  // the connection's window raised.
+  start (transport) {
+    this.transport = transport
     const o = this.options
     if (!this.server) this.output.raw(C.PREFACE)
     const settings = [

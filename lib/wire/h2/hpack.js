@@ -324,4 +324,4 @@ function writeInteger (buf, at, bits, high, value) {
   return at + 1
 }
 
-module.exports = { HpackDecoder, encodeField, fieldBound, writeInteger, STATIC, OVERHEAD }
+module.exports = { HpackDecoder, encodeField, fieldBound, writeInteger, STATIC }

@@ -208,4 +208,4 @@ function lengthOf (stream, value, had) {
   return n
 }
 
-module.exports = { requestHead, responseHead, trailerFields, CONNECTION_SPECIFIC }
+module.exports = { requestHead, responseHead, trailerFields }

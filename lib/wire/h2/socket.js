@@ -14,18 +14,19 @@
 // The socket's listeners are shared by every connection (`this` is the socket), so a
 // connection costs no closures.
 
-const { CLOSED } = require('./connection')
-
 // After its last frames (a GOAWAY), a connection's socket is ended, then destroyed if
-// the peer has not closed its side within this long: it has what it needs by then,
-// and a peer that keeps its side open (Node's http2 server does) would hold it forever.
-const LINGER_MS = 2000
+// the peer has not closed its side within LINGER_MS: it has what it needs by then, and
+// a peer that keeps its side open (Node's http2 server does) would hold it forever.
+const { LINGER_MS } = require('../../limits')
+
+// The SocketTransport a socket carries.
+const TRANSPORT = Symbol('lila.h2Transport')
 
 const EVENTS = {
-  data (chunk) { this.h2.conn.receive(chunk) },
-  drain () { this.h2.conn.setCongested(false) },
+  data (chunk) { this[TRANSPORT].conn.receive(chunk) },
+  drain () { this[TRANSPORT].conn.setCongested(false) },
   error () {}, // 'close' follows
-  close () { this.h2.conn.destroy('the connection closed') }
+  close () { this[TRANSPORT].conn.destroy('the connection closed') }
 }
 
 class SocketTransport {
@@ -34,8 +35,7 @@ class SocketTransport {
     this.conn = conn
     this.scheduled = false
     this.ending = false
-    socket.h2 = this
-    conn.transport = this
+    socket[TRANSPORT] = this
     for (const name in EVENTS) socket.on(name, EVENTS[name])
   }
 
@@ -78,8 +78,8 @@ function linger () { this.destroy() }
 function attach (socket, conn) {
   socket.setNoDelay(true)
   const transport = new SocketTransport(socket, conn)
-  conn.start()
+  conn.start(transport)
   return transport
 }
 
-module.exports = { attach, SocketTransport, CLOSED }
+module.exports = { attach }

@@ -5,6 +5,11 @@ const { RuntimeError, reasonOf } = require('../errors')
 const { formatAddress, plainAddress, unixPath } = require('../address')
 const { temporaryName, place, own, removeStaleSocket, isSocket } = require('./socket-file')
 
+// Binding the servers lila listens with: the proxy's listeners, --redirect-http's, the
+// admin listener. Below proxy/ and admin/, which both use it.
+//   listen(server, { host, port, addressGiven }, given) -> the bound address, in words
+//   handleOf(server), descriptorOf(server)   to hand a listening socket on
+
 // A deep accept queue (the kernel caps it at net.core.somaxconn): a burst of connects
 // waits in it rather than having its SYNs dropped and retried seconds later.
 const BACKLOG = 4096
@@ -132,52 +137,4 @@ function boundAddress (server) {
   return formatAddress(address.address, address.port)
 }
 
-// A connection's two ends as a PROXY protocol header gave them (--accept-proxy), set by
-// the prelude on the socket a session reads.
-const ORIGIN = Symbol('lila.origin')
-// A client of a Unix socket listener: no address to forward (a PROXY header says
-// UNKNOWN/LOCAL); its address, for logs and hashing, is "unix:" (as nginx says it).
-const UNIX_ORIGIN = Object.freeze({ source: null, destination: null })
-const UNIX_CLIENT = 'unix:'
-
-function setOrigin (socket, origin) {
-  socket[ORIGIN] = origin
-}
-
-// The TLSSocket made over `raw` has its origin (the PROXY header's, or the Unix one).
-function carryOrigin (raw, socket) {
-  if (raw[ORIGIN] !== undefined) socket[ORIGIN] = raw[ORIGIN]
-}
-
-// The client's address as users write it (see plainAddress): the one a PROXY header
-// gave, or the socket's peer ("unix:" on a Unix socket).
-function clientAddress (socket) {
-  const origin = socket[ORIGIN]
-  if (origin === undefined) return plainAddress(socket.remoteAddress || '')
-  return origin.source === null ? UNIX_CLIENT : plainAddress(origin.source.address)
-}
-
-// { source, destination } ({ address, port } each) of a client connection: what a
-// PROXY header says to a backend. null when the socket no longer knows its peer.
-function originOf (socket) {
-  const origin = socket[ORIGIN]
-  if (origin !== undefined) return origin
-  if (!socket.remoteAddress || !socket.localAddress) return { source: null, destination: null }
-  return {
-    source: { address: plainAddress(socket.remoteAddress), port: socket.remotePort },
-    destination: { address: plainAddress(socket.localAddress), port: socket.localPort }
-  }
-}
-
-module.exports = {
-  listen,
-  handleOf,
-  descriptorOf,
-  mismatch,
-  clientAddress,
-  setOrigin,
-  carryOrigin,
-  originOf,
-  BACKLOG,
-  UNIX_ORIGIN
-}
+module.exports = { listen, handleOf, descriptorOf }

@@ -211,4 +211,4 @@ function parseV2 (buf) {
   return none
 }
 
-module.exports = { formatProxyHeader, parseProxyHeader, ProxyHeaderError, V2_SIGNATURE }
+module.exports = { formatProxyHeader, parseProxyHeader, V2_SIGNATURE }

@@ -1,12 +1,12 @@
 'use strict'
 
 const { createHash } = require('crypto')
-const histogram = require('../histogram')
-const { throttled } = require('../log')
-const { ChunkedReader } = require('../proxy/http1/chunked')
+const histogram = require('../../histogram')
+const { throttled } = require('../../log')
+const { ChunkedReader } = require('../http1/chunked')
 
 // --compare: what the primary answered against what the mirror answered
-// (proxy/mirror.js), request by request: the same, a different status, or the same
+// (mirror.js), request by request: the same, a different status, or the same
 // status with a different body (by a hash of it). It keeps the counts, the last
 // DIVERGENT method and path that diverged (each with its count and both answers), and
 // the time each side took, from the request's head to the end of its answer; each

@@ -1,0 +1,68 @@
+'use strict'
+
+// Where lila's plain backend sockets read into (net.Socket's `onread` option), tcp.js's
+// and http1/connection-pool.js's alike: no buffer allocated per read (V8 counts each as
+// external memory, and collects the more often), and none of the Readable machinery
+// ('data' events, a buffer list, a tick per read).
+//
+// Small reads (an answer, a redis reply) land in one buffer every socket shares. The
+// next read on any socket writes over it, so they are copied out before being handed
+// on (`copied`): a write may wait in Node's queue or the kernel's. A read that fills a
+// good part of it (BULK) is moving bulk (a download): that socket gets a buffer of its
+// own (`takeOwn`), handed on without a copy. It is read into again (`readAgain`) only
+// once no write holds what it read; else the socket lets it go with the write that
+// holds it (`letGo`) and takes another, or goes back to the shared one, as does a
+// socket whose reads turn small. At most OWN_MAX buffers are bound to sockets at a
+// time, for all sockets together (4 MiB); past that, bulk is copied too.
+//
+// Node calls the socket's `buffer()` right after its `callback()`: the socket that just
+// read takes what its callback chose (`next`), every other socket the shared buffer.
+
+const READ_SIZE = 64 * 1024
+const BULK = 16 * 1024
+const OWN_MAX = 64
+const SPARE_MAX = 8 // buffers let go that no write holds, kept for the next bulk socket
+const SHARED = Buffer.allocUnsafeSlow(READ_SIZE)
+const reads = { own: 0, spare: [], next: SHARED }
+
+function nextBuffer () {
+  const next = reads.next
+  reads.next = SHARED
+  return next
+}
+
+// The `onread` option of a socket whose reads go to `callback(nread, buffer)` (`this`
+// the socket); `buffer` is SHARED, or the socket's own.
+function readsInto (callback) {
+  return Object.freeze({ buffer: nextBuffer, callback })
+}
+
+// A read into the shared buffer, copied out.
+function copied (nread) {
+  const chunk = Buffer.allocUnsafe(nread)
+  SHARED.copy(chunk, 0, 0, nread)
+  return chunk
+}
+
+// A buffer of its own for the socket that just read, which reads into it next; null at
+// the cap (it stays on the shared buffer).
+function takeOwn () {
+  if (reads.own >= OWN_MAX) return null
+  reads.own++
+  reads.next = reads.spare.length > 0 ? reads.spare.pop() : Buffer.allocUnsafeSlow(READ_SIZE)
+  return reads.next
+}
+
+// The socket that just read reads into its own `buffer` again.
+function readAgain (buffer) {
+  reads.next = buffer
+}
+
+// A socket's own buffer is no longer read into (back to the shared one, or closed).
+// `free`: no write holds what was read into it, so another socket may have it.
+function letGo (buffer, free) {
+  reads.own--
+  if (free && reads.spare.length < SPARE_MAX) reads.spare.push(buffer)
+}
+
+module.exports = { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK, OWN_MAX }
