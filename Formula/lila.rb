@@ -7,11 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-<<<<<<< HEAD
   sha256 "8d2cb2b2b3134382faf113cb69ebed21e9e7ca7b04c9c390af59f425207d09f7"
-=======
-  sha256 "92eaa102d9ab28ae2955c208f22fe10153a1f7da22ac7187792cf3d80de5b630"
->>>>>>> layers
   license "MIT"
 
   depends_on "node"
