@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "706774f274aa5948433f79f9286e00c30f0d25362cbb1d401e0c77df58edc650"
+  sha256 "8d2cb2b2b3134382faf113cb69ebed21e9e7ca7b04c9c390af59f425207d09f7"
   license "MIT"
 
   depends_on "node"

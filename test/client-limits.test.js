@@ -58,6 +58,18 @@ t.test('connections per address: counted while open, forgotten at zero', async t
   t.equal(counter.size, 0, 'nothing kept for addresses with no connection')
 })
 
+t.test('connections per address: a reload\'s new max keeps the counts', async t => {
+  const counter = new ConnectionCounter(3)
+  for (let i = 0; i < 3; i++) t.ok(counter.open('a'))
+  counter.setMax(2)
+  t.notOk(counter.open('a'), 'three held, two allowed now: refused')
+  counter.close('a')
+  t.notOk(counter.open('a'), 'still two held')
+  counter.setMax(4)
+  t.ok(counter.open('a'), 'room again under the larger max')
+  t.equal(counter.max, 4)
+})
+
 t.test('--rate-limit: one line naming the bad value', async t => {
   t.same(PARSERS.rate('10/s', '--rate-limit'), { rate: 10, burst: 10 })
   t.same(PARSERS.rate('600/m,burst=50', '--rate-limit'), { rate: 10, burst: 50 })

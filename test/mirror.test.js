@@ -17,7 +17,8 @@ const { parseCommandLine } = require('../lib/config/argv')
 const { Comparison, BodyDigest, DIVERGENT } = require('../lib/proxy/http/mirror-compare')
 const { renderMetrics } = require('../lib/admin/metrics')
 const { renderPage } = require('../lib/admin/status-page')
-const { render, createView } = require('../lib/admin/dashboard')
+const { render } = require('../lib/admin/dashboard')
+const { createView } = require('../lib/admin/dashboard-keys')
 const { sumStats } = require('../lib/admin/sum-stats')
 
 // A shadow backend that records each copy (method, url, headers, body) as it comes in

@@ -291,7 +291,8 @@ t.test('the admin API adds a range as one entry and removes it as one', async t 
 t.test('the renderings: metrics, the page, the dashboard; summed over workers', async t => {
   const { renderMetrics } = require('../lib/admin/metrics')
   const { renderPage } = require('../lib/admin/status-page')
-  const { render, createView } = require('../lib/admin/dashboard')
+  const { render } = require('../lib/admin/dashboard')
+  const { createView } = require('../lib/admin/dashboard-keys')
   const { sumStats } = require('../lib/admin/sum-stats')
   const range = (live, listening) => ({ range: '127.0.0.1:3000-3009', ports: 10, live, idle: 10 - live, listening })
   const listener = ranges => ({

@@ -16,7 +16,8 @@ const { spawnSync } = require('child_process')
 const {
   spawnLila, runLila, exchange, curl, request, settled, within, until
 } = require('./fixtures/helpers')
-const { render, createView } = require('../lib/admin/dashboard')
+const { render } = require('../lib/admin/dashboard')
+const { createView } = require('../lib/admin/dashboard-keys')
 
 function tempDir (t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-unix-'))

@@ -1,6 +1,8 @@
 'use strict'
 
-const { createView, totals, rates, parseKeys, handleKey, frame } = require('./dashboard')
+const { frame } = require('./dashboard')
+const { totals, rates } = require('./dashboard-rows')
+const { createView, parseKeys, handleKey } = require('./dashboard-keys')
 
 // The live terminal view's thin I/O half: it owns the terminal while it runs (the
 // alternate screen, raw keys, a hidden cursor) and gives it back as it found it on

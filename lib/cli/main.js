@@ -16,6 +16,7 @@ const lazy = {
   get createBalancer () { return require('../index').createBalancer },
   get listeningLines () { return require('../index').listeningLines },
   get workers () { return require('./workers') },
+  get worker () { return require('./worker') },
   get help () { return require('./help') },
   get completionScript () { return require('./completion').completionScript },
   get runDemo () { return require('./demo').runDemo },
@@ -44,10 +45,10 @@ const lazy = {
 async function main (argv, io = {}) {
   const { stdout = process.stdout, signals = process, env = process.env } = io
   let { stderr = process.stderr } = io
-  // A worker of `--workers` takes its config from the primary (workers.js).
+  // A worker of `--workers` takes its config from the primary (worker.js).
   if (env.LILA_WORKER && require('cluster').isWorker) {
     if (io.collectIdle) lazy.heap.startIdleCollector()
-    return lazy.workers.runWorker({ stderr, signals })
+    return lazy.worker.runWorker({ stderr, signals })
   }
 
   // Sockets given by systemd or by the lila this one takes over from (inherited.js).

@@ -1,29 +1,28 @@
 'use strict'
 
 const os = require('os')
-const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
-const { loadListenerTls, Certificates } = require('../proxy/tls')
+const { loadListenerTls } = require('../proxy/tls')
 const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
-const { processStats } = require('../admin/process-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, RuntimeError, UpgradeError, toPlain, fromPlain } = require('../errors')
+const { UsageError, UpgradeError } = require('../errors')
+const { WorkerRequests } = require('./worker-requests')
 const { sameAddress } = require('../config/changes')
 const { removeStaleSocket } = require('../net/socket-file')
-const { handleOf } = require('../net/bind')
 const { unixPath } = require('../address')
 
-// All cores (--workers N|auto): a primary process forks N workers with Node's cluster
+// All cores (--workers N|auto), the primary's side (worker.js is the workers'): a
+// primary process forks N workers with Node's cluster
 // module; each worker runs every listener, and the primary hands them connections in
 // turn (cluster's round-robin). The primary serves no traffic: it starts workers,
 // starts another when one dies (after a back-off), reloads on SIGHUP, and on SIGTERM
 // or SIGINT lets every worker drain, then exits 0.
 //
 //   runPrimary(config, io) -> Promise of the exit code   (in the primary)
-//   runWorker(io)          -> Promise of the exit code   (in a worker)
+//   runWorker(io)          -> Promise of the exit code   (in a worker: worker.js)
 //
 // A worker re-runs the same file (the single `lila`, or lib/bin.js) and gets its config
 // from the primary over IPC rather than from argv, so that a worker started after a
@@ -100,7 +99,6 @@ function runPrimary (config, io) {
   let starting = true
   let handOver = null // once running (below)
   let stopping = false
-  let nextId = 1
   let startLines = [] // the first worker's listening lines
   const slots = Array.from({ length: count }, (_, i) => ({
     index: i + 1,
@@ -110,7 +108,7 @@ function runPrimary (config, io) {
     listeningAt: 0,
     failures: 0,
     timer: null,
-    pending: new Map(),
+    requests: new WorkerRequests(i + 1), // asked and not yet answered
     sockets: null // while handing the listening sockets up: those received
   }))
 
@@ -196,15 +194,9 @@ function runPrimary (config, io) {
           slot.failedCode = message.code
           if (starting) onFailed(message.message)
           break
-        case 'reply': {
-          const waiter = slot.pending.get(message.id)
-          if (waiter === undefined) return
-          slot.pending.delete(message.id)
-          clearTimeout(waiter.timer)
-          if (message.error !== undefined) waiter.reject(fromPlain(message.error))
-          else waiter.resolve(message.value)
+        case 'reply':
+          slot.requests.answer(message)
           break
-        }
       }
     }
 
@@ -224,11 +216,7 @@ function runPrimary (config, io) {
       if (worker !== slot.worker) return
       slot.worker = null
       slot.listening = false
-      for (const waiter of slot.pending.values()) {
-        clearTimeout(waiter.timer)
-        waiter.reject(new Error(`worker ${slot.index} exited`))
-      }
-      slot.pending.clear()
+      slot.requests.fail()
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
       if (starting && !stopping) {
         // A worker that cannot start (a port taken, a certificate unreadable) will not
@@ -367,18 +355,10 @@ function runPrimary (config, io) {
   // Ask one worker something: resolves with its reply's value, rejects on its error,
   // its exit or a timeout. `listening: false`: a worker still starting may be asked.
   function request (slot, message, timeout = REPLY_TIMEOUT_MS, { listening = true } = {}) {
-    return new Promise((resolve, reject) => {
-      if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
-        return reject(new Error(`worker ${slot.index} is not running`))
-      }
-      const id = nextId++
-      const timer = setTimeout(() => {
-        slot.pending.delete(id)
-        reject(new Error(`worker ${slot.index} did not answer in ${timeout}ms`))
-      }, timeout)
-      slot.pending.set(id, { resolve, reject, timer })
-      slot.worker.send({ ...message, id })
-    })
+    if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
+      return Promise.reject(new Error(`worker ${slot.index} is not running`))
+    }
+    return slot.requests.ask(slot.worker, message, timeout)
   }
 
   // The listening sockets, to hand to a new lila (upgrade.js): the primary holds none of
@@ -436,114 +416,4 @@ function keeperFor (config, log, publish) {
   return keeper
 }
 
-// A worker: tell the primary it is ready, take the config it sends, serve it, answer
-// its requests, and drain when told to stop (or when the primary is gone).
-// io: { stderr, channel (the process), signals }
-function runWorker (io) {
-  const { stderr, channel = process, signals = process } = io
-  return new Promise(resolve => {
-    let lb = null
-    let log = null
-    let stopped = null
-    let config = null
-    const certificates = new Certificates() // what the primary's keeper sends
-
-    const send = message => { if (channel.connected) channel.send(message) }
-    const reply = (id, fn) => {
-      Promise.resolve().then(fn).then(
-        value => send({ lila: 'reply', id, value }),
-        // A control error keeps its class and HTTP status across the channel.
-        err => send({ lila: 'reply', id, error: toPlain(err) })
-      )
-    }
-
-    // The listening sockets, each with its handle, up to the primary (for an upgrade).
-    const handUp = id => {
-      const sockets = lb.sockets()
-      for (const { server, fd, ...socket } of sockets) {
-        if (channel.connected) channel.send({ lila: 'socket', id, ...socket }, handleOf(server))
-      }
-      return sockets.length
-    }
-
-    let starting = null // while the listeners bind and the backends are checked
-    const stop = (destroyNow = false, handOver = false) => {
-      if (starting !== null) return starting.then(() => stop(destroyNow, handOver)) // then stop
-      if (lb === null) {
-        cleanUp()
-        return resolve(0)
-      }
-      if (destroyNow) lb.destroy()
-      if (stopped !== null) return
-      stopped = lb.close(config.shutdownTimeout, { handOver }).then(() => {
-        log.debug('stopped')
-        cleanUp()
-        resolve(0)
-      })
-    }
-
-    const start = async message => {
-      config = message.config
-      log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
-      try {
-        for (const update of message.certificates || []) certificates.apply(update)
-        lb = createBalancer(config, { log, via: message.via, table: message.table, certificates, keeper: null })
-        const given = new Map(Object.entries(message.sockets || {}))
-        const addresses = await lb.listen(given, new Map(Object.entries(message.redirectSockets || {})))
-        send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
-      } catch (err) {
-        if (!(err instanceof UsageError) && !(err instanceof RuntimeError)) throw err
-        log.error(err.message)
-        send({ lila: 'failed', code: err instanceof UsageError ? 2 : 1, message: err.message })
-        lb = null
-        cleanUp()
-        resolve(err instanceof UsageError ? 2 : 1)
-      }
-    }
-
-    const onMessage = message => {
-      if (message === null || typeof message !== 'object') return
-      switch (message.lila) {
-        case 'config':
-          starting = start(message).finally(() => { starting = null })
-          return
-        case 'stats': return reply(message.id, () => ({ ...lb.stats(), process: processStats() }))
-        case 'reload': return reply(message.id, async () => {
-          const lines = await lb.reload(message.config)
-          config = message.config
-          log.setLevel(config.logLevel)
-          return lines
-        })
-        case 'control': return reply(message.id, () => lb.control(message.action))
-        case 'sockets': return reply(message.id, () => handUp(message.id))
-        case 'certificates': return reply(message.id, () => {
-          for (const update of message.updates) certificates.apply(update)
-          return true
-        })
-        case 'stop': return stop(false, message.handOver === true)
-        case 'destroy': return stop(true)
-      }
-    }
-    // The primary forwards SIGINT and SIGHUP (a terminal sends them to every process of
-    // the group): the worker ignores its own. A SIGTERM to a worker alone drains it.
-    const ignore = () => {}
-    const onTerm = () => stop()
-    const onDisconnect = () => stop()
-    const cleanUp = () => {
-      channel.off('message', onMessage)
-      channel.off('disconnect', onDisconnect)
-      signals.off('SIGINT', ignore)
-      signals.off('SIGHUP', ignore)
-      signals.off('SIGTERM', onTerm)
-      if (channel.connected) channel.disconnect() // nothing keeps the worker alive then
-    }
-    channel.on('message', onMessage)
-    channel.on('disconnect', onDisconnect)
-    signals.on('SIGINT', ignore)
-    signals.on('SIGHUP', ignore)
-    signals.on('SIGTERM', onTerm)
-    send({ lila: 'ready' })
-  })
-}
-
-module.exports = { runPrimary, runWorker, workerCount }
+module.exports = { runPrimary, workerCount }

@@ -67,6 +67,12 @@ class ConnectionCounter {
     this.counts = new Map()
   }
 
+  // A reload's --max-conn-per-client: counts carry over; an address above the new max
+  // keeps its connections and opens no more until below it.
+  setMax (max) {
+    this.max = max
+  }
+
   // Count one more connection from `address`; false (and nothing counted) over `max`.
   open (address) {
     const count = this.counts.get(address) || 0

@@ -4,26 +4,22 @@ const net = require('net')
 const { listen, descriptorOf } = require('../net/bind')
 const { setOrigin, clientAddress, UNIX_ORIGIN } = require('./origin')
 const { forget } = require('../net/socket-file')
-const { throttled } = require('../log')
 const { formatAddress, unixPath } = require('../address')
 const { defaultName } = require('../listener-names')
 const { startPrelude } = require('./prelude')
-const { RateLimiter, ConnectionCounter } = require('./client-limits')
-const { Router } = require('./router')
+const { ClientAdmission } = require('./client-admission')
+const { Pools } = require('./pools')
+const { Shortage } = require('./shortage')
+const { Sweep } = require('./sweep')
+const { configureMirror } = require('./mirror-setup')
 const { loadEdge, compileEdge } = require('./edge/rules')
 const { EdgeStats } = require('./edge/stats')
-const { reasonOf } = require('../errors')
-const {
-  defaultMaxConn, holdable, isOutOfDescriptors, outOfDescriptors, reportOutOfDescriptors, onOutOfDescriptors, PAUSE_MS
-} = require('../descriptors')
+const { defaultMaxConn, holdable } = require('../descriptors')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot, at most
 // this many (fewer when the listener's share of descriptors runs out first); past that
-// the listener stops accepting for a while (see pauseAccepting).
+// the listener stops accepting for a while (shortage.js).
 const MAX_WAITING = 1024
-const NOT_ACCEPTING = `not accepting for ${PAUSE_MS / 1000}s`
-const TRYING = `trying again in ${PAUSE_MS / 1000}s`
-const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound again)'
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
@@ -37,7 +33,7 @@ const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound
 //   reconfigure(config, listener)  settings derived from the config: at the start and
 //                                on every reload (after the listener took the new ones)
 //   timeouts(config)             the ms the protocol's own timeouts need sweeps for
-//   sweep(listener)              those timeouts, run with every sweep (see startSweep)
+//   sweep(listener)              those timeouts, run with every sweep (sweep.js)
 //   drained()                    clean-up once every session is gone after close()
 //   snapshot()                   what the listener's snapshot adds, or null
 //   snapshotBackend(backend)     a backend as stats() shows it (balancer.js)
@@ -47,7 +43,7 @@ const STILL_ACCEPTING = 'still accepting (a socket given to lila cannot be bound
 // has `destroy()`, `drain(graceMs)` (a graceful close: end once what is in flight is
 // done, cutting nothing a client may be sending; HTTP/1.1 between requests waits up to
 // graceMs for one), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
-// move for `idleLimit` sweeps (--idle-timeout) closes itself (see startSweep). With
+// move for `idleLimit` sweeps (--idle-timeout) closes itself (sweep.js). With
 // --accept-proxy or TLS termination a connection first goes through its prelude
 // (prelude.js: the PROXY header, the TLS handshake); the session then reads the
 // TLSSocket, and the client's address is the one the header gave. A session may hand
@@ -72,12 +68,12 @@ class Listener {
     this.upstream = upstream // the listener's own backends: requests no route matches
     this.log = log
     // Rules at the edge (edge/rules.js): what they refused and compressed, counted
-    // across reloads; the gate each connection passes as it arrives, or null; each
-    // pool's Rules (`rules` of `own` and of each route: null when it has none).
+    // across reloads; the gate each connection passes as it arrives, or null; the
+    // pools requests go to (pools.js), each with its Rules.
     this.edgeStats = new EdgeStats(log)
     this.gate = null
-    this.configureEdge(config, edge === null ? loadEdge(config) : edge)
-    this.setRoutes(routes)
+    this.pools = null
+    this.configurePools(config, edge === null ? loadEdge(config) : edge, routes)
     this.protocol = protocol
     this.sessions = new Set()
     this.waiting = new Set() // held clients, oldest first (a Set keeps insertion order)
@@ -88,87 +84,26 @@ class Listener {
     this.closing = false
     this.serving = false // until open(): bound, but clients wait (backends not checked yet)
     this.drained = null
-    // lila short of descriptors or memory (short, pauseAccepting): each kind of shortage
-    // said once a second, so that one kind does not hide another (sayShortage).
-    this.shortages = new Map() // kind -> its throttled logger
-    this.sweep = null
-    this.sweepEvery = 1000
+    this.shortage = new Shortage(this) // short of descriptors or memory: words, pauses in accepting
+    this.sweeper = new Sweep()
     this.port = null // the port bound, to bind again after a pause; null on a Unix socket
     this.given = false // listening on a socket given to the process (systemd, an upgrade): it cannot be bound again
     this.unix = unixPath(config.host) !== null // listening on a Unix socket (a reload never changes it)
-    this.paused = null // the timer that ends a pause in accepting (pauseAccepting)
-    this.unsubscribe = null // from reports of running out of descriptors
-    // Per-client limits (client-limits.js), from --max-conn-per-client and --rate-limit.
-    this.perClient = null // ConnectionCounter, or null: no limit
-    this.counted = new Map() // session -> the address it is counted under
-    this.rate = null // RateLimiter, or null
-    this.limited = { 'max-conn-per-client': 0, 'rate-limit': 0 } // clients or requests turned away
+    this.admission = new ClientAdmission(config) // --max-conn-per-client, --rate-limit
     // --tls-client-ca: a handshake refused for the client's certificate (the prelude's)
     this.refusedClient = (reason, detail) => this.edgeStats.refused(reason, detail)
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
     this.server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true, ...serverOptions })
     this.server.on('connection', client => this.arrive(client))
-    this.configureLimits(config)
     protocol.reconfigure(config, this)
-    this.mirror = null // --mirror (mirror.js): copies of HTTP requests to a shadow backend; null: off
-    this.configureMirror(config)
-  }
-
-  // --mirror and --compare, at the start and on a reload (after the protocol's, whose
-  // head rewriting a copy shares): a new address makes a new Mirror, the old one's
-  // connections closed.
-  configureMirror ({ mirror, compare, timeout }) {
-    const settings = { compare, timeout, rewrite: this.protocol.rewrite }
-    if (this.mirror !== null && mirror && this.mirror.address === mirror.address) {
-      return this.mirror.configure(mirror, settings)
-    }
-    if (this.mirror !== null) this.mirror.close()
-    this.mirror = null
-    if (!mirror) return
-    const { Mirror } = require('./http/mirror') // loaded only when asked for
-    this.mirror = new Mirror(mirror, settings, { log: this.log })
-  }
-
-  // --max-conn-per-client and --rate-limit, at the start and on a reload. Connection
-  // counts carry over; a new rate starts with full buckets.
-  configureLimits ({ maxConnPerClient, rateLimit }) {
-    if (maxConnPerClient === null) this.perClient = null
-    else if (this.perClient === null) this.perClient = new ConnectionCounter(maxConnPerClient)
-    else this.perClient.max = maxConnPerClient
-    const same = this.rate !== null && rateLimit !== null &&
-      this.rate.rate === rateLimit.rate && this.rate.burst === rateLimit.burst
-    if (!same) this.rate = rateLimit === null ? null : new RateLimiter(rateLimit)
+    // --mirror (http/mirror.js): copies of HTTP requests to a shadow backend; null: off
+    this.mirror = configureMirror(null, config, protocol.rewrite, log)
   }
 
   // A request (http, either version) over --rate-limit: null when it may go on, else
   // what to answer with 429: { detail, retryAfter } (counted).
   rateLimited (address) {
-    if (this.rate === null) return null
-    const wait = this.rate.take(address)
-    if (wait === 0) return null
-    this.limited['rate-limit']++
-    return { detail: `${address} sends requests faster than --rate-limit`, retryAfter: wait }
-  }
-
-  // May this session's client be served? null, or why not: { limit, detail, retryAfter }.
-  // Over --max-conn-per-client, or (tcp, whose unit is the connection) --rate-limit.
-  admit (session) {
-    if (this.perClient === null && this.rate === null) return null // (the address may cost a system call)
-    const address = session.clientAddress
-    if (this.perClient !== null) {
-      if (!this.perClient.open(address)) {
-        this.limited['max-conn-per-client']++
-        const detail = `${address} already holds ${this.perClient.max} connections`
-        return { limit: 'max-conn-per-client', detail, retryAfter: 1 }
-      }
-      this.counted.set(session, address)
-    }
-    const limited = this.protocol.limitsRequests ? null : this.rateLimited(address)
-    if (limited !== null) {
-      const detail = `${address} opens connections faster than --rate-limit`
-      return { limit: 'rate-limit', detail, retryAfter: limited.retryAfter }
-    }
-    return null
+    return this.admission.rateLimited(address)
   }
 
   arrive (client) {
@@ -198,50 +133,46 @@ class Listener {
   } = {}) {
     this.config = config
     this.acme = acme
-    this.configureEdge(config, edge === null ? loadEdge(config) : edge)
-    this.setRoutes(routes)
-    this.configureLimits(config)
+    this.configurePools(config, edge === null ? loadEdge(config) : edge, routes)
+    this.admission.configure(config)
     this.descriptors = descriptors
     this.tls = tls
     this.backendTls = backendTls
     this.protocol.reconfigure(config, this)
-    this.configureMirror(config)
-    if (this.sweep !== null) this.startSweep() // timeouts may have changed
+    this.mirror = configureMirror(this.mirror, config, this.protocol.rewrite, this.log)
+    if (this.sweeper.running) this.startSweep() // timeouts may have changed
     this.serveWaiting() // --max-conn may have grown
   }
 
-  // The rules at the edge of a config, compiled: at the start and on every reload.
-  configureEdge (config, loaded) {
-    const { gate, own, routes } = compileEdge(config, loaded, this.edgeStats)
+  // The rules at the edge of a config, compiled, and the pools they apply to
+  // (--route: [{ name, match, upstream }], each route its own pool, balancer.js makes
+  // them): at the start and on every reload.
+  configurePools (config, loaded, routes) {
+    const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats)
     this.gate = gate
-    this.own = { name: null, match: null, upstream: this.upstream, rules: own } // as a pool routeFor() gives
-    this.routeRules = routes
+    this.pools = new Pools(this.upstream, own, routeRules, routes)
   }
 
-  // --route: [{ name, match, upstream }], each route its own pool (balancer.js makes them),
-  // given its rules at the edge here.
-  setRoutes (routes) {
-    this.routes = routes.map(({ name, match, upstream }) => ({
-      name, match, upstream, rules: this.routeRules.get(name) ?? null
-    }))
-    this.router = routes.length === 0 ? null : new Router(this.routes)
+  // This listener's own pool, as routeFor() gives it ({ name: null, upstream, rules }).
+  get own () {
+    return this.pools.own
   }
 
-  // The pool an HTTP request goes to: a route ({ name, match, upstream, rules }), or this
-  // listener's own (`own`, named null);
-  // null when no route matches and the listener has no backends of its own (answer 404
-  // with unrouted()).
+  // The routes: [{ name, match, upstream, rules }].
+  get routes () {
+    return this.pools.routes
+  }
+
+  // The pool an HTTP request goes to (pools.js): a route, or this listener's own; null
+  // when no route matches and the listener has no backends of its own (answer 404 with
+  // unrouted()).
   routeFor (head) {
-    if (this.router === null) return this.own
-    const route = this.router.match(head.host, head.path)
-    if (route !== null) return route
-    return this.config.backends.length === 0 ? null : this.own
+    return this.pools.routeFor(head, this.config.backends.length > 0)
   }
 
   // Why a request went nowhere (routeFor gave null), for the 404 page and the log.
   unrouted (head) {
-    const where = `${head.host || '(no host)'}${head.path}`
-    return `no route for ${where}; the routes are ${this.routes.map(r => r.name).join(', ')}`
+    return this.pools.unrouted(head)
   }
 
   // `given`: a socket the process was given to listen on (bind.js listen), or null.
@@ -249,56 +180,8 @@ class Listener {
     this.bound = await listen(this.server, this.config, given)
     this.given = given !== null
     this.port = this.unix ? null : this.server.address().port
-    this.onError = err => this.onAcceptError(err)
-    this.server.on('error', this.onError)
-    this.unsubscribe = onOutOfDescriptors((doing, kind) => this.onOutOfDescriptors(doing, kind))
+    this.shortage.watch()
     return this.bound
-  }
-
-  // accept() failed. Out of descriptors, libuv would accept and close every connection
-  // waiting in the kernel to keep the loop from spinning; lila stops accepting instead.
-  onAcceptError (err) {
-    if (!isOutOfDescriptors(err)) return this.short(err, 'accept failed')
-    this.pauseAccepting(this.outOf(NOT_ACCEPTING), 'accept')
-  }
-
-  // Stop accepting for PAUSE_MS, said (as `kind`) once a second: the listening socket is
-  // closed, so new clients are refused at once (nothing of theirs was read: they may try
-  // again) rather than accepted and closed; open and held connections go on. It is bound
-  // again by itself (resumeAccepting).
-  // A socket the process was given cannot be bound again once closed: it goes on
-  // accepting, and what libuv does out of descriptors happens.
-  pauseAccepting (message, kind) {
-    if (this.paused !== null || this.closing) return
-    if (this.given) return this.sayShortage(message.replace(NOT_ACCEPTING, STILL_ACCEPTING), kind)
-    this.sayShortage(message, kind)
-    this.server.close()
-    forget(this.server)
-    this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
-  }
-
-  resumeAccepting () {
-    this.paused = null
-    if (this.closing) return
-    if (this.full) {
-      this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS) // still full: not said again
-      return
-    }
-    const failed = err => {
-      if (this.closing) return
-      if (isOutOfDescriptors(err)) return this.pauseAccepting(this.outOf(`cannot listen again; ${TRYING}`), 'listen')
-      this.log.error(`cannot listen on ${this.bound} again: ${reasonOf(err)}; ${TRYING}`)
-      this.paused = setTimeout(() => this.resumeAccepting(), PAUSE_MS)
-    }
-    this.server.off('error', this.onError)
-    listen(this.server, { host: this.config.host, port: this.port }).then(() => {
-      this.server.on('error', this.onError)
-      if (this.closing) return this.server.close()
-      this.log.info(`accepting again on ${this.bound}`)
-    }, err => {
-      this.server.on('error', this.onError)
-      failed(err.cause || err)
-    })
   }
 
   // What status pages, metrics labels, the access log and control requests call this
@@ -318,70 +201,30 @@ class Listener {
     this.serveWaiting()
   }
 
-  // Timeouts by sweeping rather than per-socket timers: a timer per socket is re-armed
-  // on every read and write, a sweep costs a counter store per chunk. Each sweep tells
-  // every session (onIdleSweep), which counts its own idle sweeps. The protocol's
-  // sweep() keeps its own timeouts (HTTP: backends silent for --timeout, idle pooled connections). Sweeps
-  // come every eighth of the shortest timeout (10 ms to 1 s): a timeout fires between
-  // its time and one sweep later.
+  // Timeouts by sweeping (sweep.js): every session's idle sweeps, the protocol's own.
   startSweep () {
-    clearInterval(this.sweep)
-    this.sweep = null
-    const { protocol } = this
-    const timeouts = [this.config.idleTimeout, ...protocol.timeouts(this.config)].filter(ms => ms > 0)
-    if (timeouts.length === 0) return
-    this.sweepEvery = Math.min(1000, Math.max(10, Math.floor(Math.min(...timeouts, 8000) / 8)))
-    const idle = this.config.idleTimeout
-    const idleLimit = idle > 0 ? this.ticksFor(idle) : Infinity
-    this.sweep = setInterval(() => {
-      for (const session of this.sessions) {
-        session.onIdleSweep(idleLimit)
-      }
-      protocol.sweep(this)
-    }, this.sweepEvery)
-    this.sweep.unref()
+    this.sweeper.start(this.config, this.protocol, this.sessions, this)
+  }
+
+  // ms between sweeps.
+  get sweepEvery () {
+    return this.sweeper.every
+  }
+
+  // How many sweeps make `ms`: never fewer than it takes.
+  ticksFor (ms) {
+    return this.sweeper.ticksFor(ms)
   }
 
   // lila itself is short of something (descriptors, memory) for `doing`: no backend is
-  // to blame. Said once a second.
-  // Out of descriptors, accepting more clients would only make it worse (and libuv
-  // accepts and closes in silence what waits in the kernel once accept() fails): the
-  // listener stops accepting for a while.
+  // to blame (shortage.js).
   short (err, doing) {
-    if (!isOutOfDescriptors(err)) return this.sayShortage(`${doing}: ${reasonOf(err)}`, doing)
-    reportOutOfDescriptors(doing)
-  }
-
-  // lila ran out of descriptors `doing` something, here or elsewhere (descriptors.js).
-  onOutOfDescriptors (doing, kind) {
-    if (this.paused === null) this.pauseAccepting(this.outOf(`${doing}; ${NOT_ACCEPTING}`), kind)
-    else this.sayShortage(this.outOf(doing), kind)
-  }
-
-  // An error line about a shortage, at most once a second for each `kind` (the rest
-  // counted into the next line of that kind).
-  sayShortage (message, kind) {
-    let say = this.shortages.get(kind)
-    if (say === undefined) {
-      say = throttled(line => this.log.error(line))
-      this.shortages.set(kind, say)
-    }
-    say(message)
-  }
-
-  // "out of file descriptors (limit 256): <doing>"
-  outOf (doing) {
-    return outOfDescriptors(this.descriptors.limit, doing)
+    this.shortage.short(err, doing)
   }
 
   // A client (tcp) or request (http) that no backend could take.
   countUnserved () {
     this.unserved++
-  }
-
-  // How many sweeps make `ms`: never fewer than it takes.
-  ticksFor (ms) {
-    return Math.ceil(ms / this.sweepEvery) + 1
   }
 
   // --max-conn, or by default what the listener's share of descriptors allows (null:
@@ -422,7 +265,7 @@ class Listener {
   serve (client) {
     const session = new this.protocol.Session(this, client)
     this.sessions.add(session)
-    const refusal = this.admit(session)
+    const refusal = this.admission.admit(session, !this.protocol.limitsRequests)
     if (refusal === null) return session.start()
     this.log.debug(`client ${session.clientAddress} turned away by --${refusal.limit}: ${refusal.detail}`)
     session.turnAway(refusal)
@@ -431,12 +274,8 @@ class Listener {
   hold (client) {
     if (this.full) {
       client.destroy()
-      const waiting = this.waiting.size
-      const what = `${this.sessions.size} clients served (--max-conn ${this.maxConn}) and ${waiting} waiting`
-      const message = this.config.maxConn === null
-        ? this.outOf(`${what}, as many as it allows; ${NOT_ACCEPTING}`)
-        : `${what}: ${NOT_ACCEPTING}`
-      return this.pauseAccepting(message, 'full')
+      const what = `${this.sessions.size} clients served (--max-conn ${this.maxConn}) and ${this.waiting.size} waiting`
+      return this.shortage.full(what, this.config.maxConn !== null)
     }
     this.waiting.add(client)
     client.on('error', () => {})
@@ -450,19 +289,12 @@ class Listener {
     this.sessions.delete(session)
     this.sessions.add(next)
     if (this.closing) next.drain(this.config.drainGrace) // as the session it takes over from would
-    const address = this.counted.get(session)
-    if (address === undefined) return
-    this.counted.delete(session)
-    this.counted.set(next, address) // still the same client connection, counted once
+    this.admission.handOver(session, next)
   }
 
   sessionDone (session) {
     this.sessions.delete(session)
-    const address = this.counted.get(session)
-    if (address !== undefined) {
-      this.counted.delete(session)
-      if (this.perClient !== null) this.perClient.close(address)
-    }
+    this.admission.done(session)
     this.serveWaiting()
     if (this.drained !== null && this.sessions.size === 0) {
       const drained = this.drained
@@ -484,9 +316,7 @@ class Listener {
   // listens on the same socket now (an upgrade), so a Unix socket's file stays.
   close (timeout, { handOver = false } = {}) {
     this.closing = true
-    if (this.unsubscribe !== null) this.unsubscribe()
-    clearTimeout(this.paused)
-    this.paused = null
+    this.shortage.stop()
     if (this.server.listening) this.server.close()
     if (!handOver) forget(this.server)
     const held = [...this.waiting]
@@ -498,8 +328,7 @@ class Listener {
     for (const session of this.sessions) session.drain(this.config.drainGrace)
     // The sweep goes on while sessions drain: their timeouts still apply.
     const done = () => {
-      clearInterval(this.sweep)
-      this.sweep = null
+      this.sweeper.stop()
       this.protocol.drained()
       if (this.mirror !== null) this.mirror.close()
     }
@@ -537,14 +366,10 @@ class Listener {
       address: this.unix ? unixPath(this.config.host) : this.server.address(), // (bound at a temporary name: bind.js)
       active: this.sessions.size,
       maxConn: this.maxConn, // given or derived from the descriptor limit; null: none
-      accepting: this.paused === null && !this.closing,
+      accepting: this.shortage.accepting && !this.closing,
       waiting: this.waiting.size, // over --max-conn, unread in the kernel
       accepted: this.accepted,
-      limited: { ...this.limited }, // turned away by per-client limits
-      limitedClients: {
-        connections: this.perClient === null ? 0 : this.perClient.size,
-        rate: this.rate === null ? 0 : this.rate.size
-      }, // addresses tracked for them now
+      ...this.admission.snapshot(), // limited (turned away by per-client limits), limitedClients
       unserved: this.unserved, // no backend could take them (or none in time)
       ...this.edgeStats.snapshot(), // rules at the edge: refused (by reason), compression (by coding)
       mirror: this.mirror === null ? null : this.mirror.snapshot(), // --mirror, --compare

@@ -1,0 +1,36 @@
+'use strict'
+
+const { Router } = require('./router')
+
+// The pools a listener's HTTP requests go to: its own backends (`own`, named null) and
+// each --route's ({ name, match, upstream }, balancer.js makes them), each with the
+// rules at the edge compiled for it (edge/rules.js compileEdge: `rules`, null when it
+// has none). Made again at the start and on every reload.
+class Pools {
+  // own: the listener's Upstream; ownRules, routeRules: compileEdge's `own` and `routes`.
+  constructor (own, ownRules, routeRules, routes) {
+    this.own = { name: null, match: null, upstream: own, rules: ownRules } // as routeFor() gives it
+    this.routes = routes.map(({ name, match, upstream }) => ({
+      name, match, upstream, rules: routeRules.get(name) ?? null
+    }))
+    this.router = routes.length === 0 ? null : new Router(this.routes)
+  }
+
+  // The pool a request goes to: a route, or the listener's own; null when no route
+  // matches and the listener has no backends of its own (`hasOwn` false: answer 404
+  // with unrouted()).
+  routeFor (head, hasOwn) {
+    if (this.router === null) return this.own
+    const route = this.router.match(head.host, head.path)
+    if (route !== null) return route
+    return hasOwn ? this.own : null
+  }
+
+  // Why a request went nowhere (routeFor gave null), for the 404 page and the log.
+  unrouted (head) {
+    const where = `${head.host || '(no host)'}${head.path}`
+    return `no route for ${where}; the routes are ${this.routes.map(r => r.name).join(', ')}`
+  }
+}
+
+module.exports = { Pools }
