@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8d2cb2b2b3134382faf113cb69ebed21e9e7ca7b04c9c390af59f425207d09f7"
+  sha256 "ced16a8d86b7164b392c5f672a40b535b6560963f1a115e149f9fb55cf2cf8ef"
   license "MIT"
 
   depends_on "node"

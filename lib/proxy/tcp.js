@@ -165,7 +165,7 @@ class TcpSession {
 
   // The listener's sweep: no byte either way for --idle-timeout closes a connection
   // that is piping; a connect that lasts --connect-timeout fails (a sweep rather than
-  // a timer per connection: see listener.js startSweep).
+  // a timer per connection: see sweep.js).
   onIdleSweep (idleLimit) {
     if (this.piping) {
       if (++this.idleTicks >= idleLimit) this.destroy()
