@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ced16a8d86b7164b392c5f672a40b535b6560963f1a115e149f9fb55cf2cf8ef"
+  sha256 "a988040c883d2f7f52b82ebd5f306add423aa2710e063a86546be14e1fa72b6e"
   license "MIT"
 
   depends_on "node"
