@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a988040c883d2f7f52b82ebd5f306add423aa2710e063a86546be14e1fa72b6e"
+  sha256 "c295e46500d2641951acff188e8ab6387eddf3e1109bf4b38a0cec1cbfd8ed9b"
   license "MIT"
 
   depends_on "node"

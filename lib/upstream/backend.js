@@ -5,6 +5,7 @@ const { createHash } = require('crypto')
 const { hashString } = require('./balancers/hash')
 const { formatAddress } = require('../address')
 const histogram = require('../histogram')
+const { Lease } = require('./lease')
 
 // Passive health: --eject-after failures of real traffic in a row take a backend out
 // for a cool-off; after it, one trial connection is let through (half-open) and its
@@ -154,6 +155,16 @@ class Backend extends EventEmitter {
     const lease = new Lease(this)
     if (this.downSource === 'traffic' && this.trial === null) this.trial = lease
     return lease
+  }
+
+  // A lease ended (lease.js, once): its counts, and a trial that ended without a
+  // verdict (the client left first) frees the slot.
+  leaseEnded (lease, bytesIn, bytesOut) {
+    this.live--
+    this.bytesIn += bytesIn
+    this.bytesOut += bytesOut
+    if (this.trial === lease) this.trial = null
+    if (this.onFree !== null) this.onFree(this)
   }
 
   // --- passive health: real traffic, reported through the Lease ---
@@ -426,46 +437,6 @@ class Backend extends EventEmitter {
         counts
       }
     }
-  }
-}
-
-// One connection (tcp) or request (http) on a backend: counts it while it lasts and
-// carries its verdict to the backend's passive health.
-class Lease {
-  constructor (backend) {
-    this.backend = backend
-    this.released = false
-    this.verdict = null // 'succeeded' | 'failed': the first one counts
-  }
-
-  succeeded () {
-    if (this.verdict !== null) return
-    this.verdict = 'succeeded'
-    this.backend.succeeded()
-  }
-
-  // The one connection or request let through to an ejected backend.
-  get isTrial () {
-    return this.backend.trial === this
-  }
-
-  // See Backend.failed for `cause` and `client`.
-  failed (reason, cause, client = null) {
-    if (this.verdict !== null) return
-    this.verdict = 'failed'
-    this.backend.failed(reason, this, cause, client)
-  }
-
-  release (bytesIn = 0, bytesOut = 0) {
-    if (this.released) return
-    this.released = true
-    const backend = this.backend
-    backend.live--
-    backend.bytesIn += bytesIn
-    backend.bytesOut += bytesOut
-    // A trial that ended without a verdict (the client left first) frees the slot.
-    if (backend.trial === this) backend.trial = null
-    if (backend.onFree !== null) backend.onFree(backend)
   }
 }
 
