@@ -372,8 +372,19 @@ t.test('a first password check holds the request, its body unread; the body then
     '--data-binary', `@${small}`, '-o', '/dev/null', '-w', '%{http_code}', url])
   t.equal(continued.stdout, '200', 'a small body after 100 Continue: read once admitted')
   t.equal(backend.bodies.at(-1), 16 * 1024)
-  const h2 = await curl(['--http2-prior-knowledge', '-u', 'alice:nope', '--data-binary', `@${file}`, '-o', '/dev/null', '-w', '%{http_code}', url])
-  t.equal(h2.stdout, '401', 'a wrong password: 401, the body never read on')
+  // Over HTTP/2 the 401 may come while the body is still on its way: lila then
+  // resets the stream NO_ERROR (RFC 9113 8.1), as HAProxy and nginx do. curl 7.88
+  // calls that error 92 when its upload was cut short (HAProxy: always, here), so
+  // which curl sees depends on timing; Node's client keeps the answer either way.
+  const session = await h2connect(t, lila.port)
+  const wrong = await h2request(session, {
+    method: 'POST',
+    path: '/upload',
+    headers: { authorization: `Basic ${Buffer.from('alice:nope').toString('base64')}` },
+    body
+  })
+  t.equal(wrong.status, 401, 'a wrong password: 401, the body never read on')
+  t.equal(wrong.rstCode, 0, 'the stream ends without error')
   t.equal(backend.bodies.length, 2)
 })
 
