@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c295e46500d2641951acff188e8ab6387eddf3e1109bf4b38a0cec1cbfd8ed9b"
+  sha256 "ffc9ef8c5c57841d5c11fea623b1329d9668d6879805e0b0d61892f7fcfc4aa8"
   license "MIT"
 
   depends_on "node"

@@ -88,6 +88,23 @@ t.test('sockets named after listeners go to them (FileDescriptorName=), the stat
   t.equal((await lila.stop()).code, 0)
 })
 
+t.test('--redirect-http on a socket systemd gives: named redirect, or after the listeners', { skip: NO_ACTIVATE }, async t => {
+  const a = await httpBackend(t, 'a')
+  const [https, plain] = await restartablePorts(2)
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-activate-'))
+  t.teardown(() => fs.rmSync(state, { recursive: true, force: true }))
+  const args = ['rr', a.address, '--protocol', 'http', '--tls', 'local', '--state-dir', state, '--port', String(https), '--redirect-http', String(plain)]
+  for (const names of [null, ['redirect', 'unknown']]) {
+    const ports = names === null ? [https, plain] : [plain, https]
+    const lila = await spawnActivated(t, args, activated(ports, names), 2)
+    const res = await request(plain, { path: '/a?b=c', headers: { host: 'example.test' } }) // starts lila
+    t.equal(res.status, 308, `${names === null ? 'in order' : 'named redirect'}: the plain socket redirects`)
+    t.equal(res.headers.location, `https://example.test:${https}/a?b=c`)
+    await lila.waitForLine(new RegExp(`redirect-http on 127\\.0\\.0\\.1:${plain}: `))
+    t.equal((await lila.stop()).code, 0)
+  }
+})
+
 t.test('under systemd-socket-activate, restarts and upgrades refuse no client while wrk runs', { skip: NO_ACTIVATE || NO_WRK }, async t => {
   const a = await httpBackend(t, 'a')
   const port = await restartablePort()

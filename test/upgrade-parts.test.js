@@ -44,6 +44,22 @@ t.test('assign, from systemd: by name, then in order; a mismatch names both', as
   t.equal(named.listeners.get('tcp:4444').fd, 4)
   t.throws(() => assign(systemd('a', 'b', 'c'), one), new RuntimeError('systemd gave 3 sockets (LISTEN_FDS=3) for 1 listener and the status listener: the socket systemd gave as fd 5 (named "c") is for none of them; expected a listener for each socket'))
   t.same(assign({ from: null, sockets: [], upgrade: null }, one), { listeners: new Map(), redirects: new Map(), status: null }, 'none given')
+  // --redirect-http: named NAME-redirect or redirect, else after the status listener.
+  const redirecting = configOf(['rr', ':9001', '--protocol', 'http', '--tls', 'local', '--port', '8443', '--redirect-http', '8080'])
+  const byOrder = assign(systemd('unknown', 'unknown'), redirecting)
+  t.equal(byOrder.listeners.get('http:8443').fd, 3)
+  t.equal(byOrder.redirects.get('http:8443').fd, 4, 'the socket after the listeners\' goes to the redirect')
+  t.equal(byOrder.redirects.get('http:8443').check, true, 'its port is held to --redirect-http')
+  t.match(byOrder.redirects.get('http:8443').what, /^--redirect-http of listener http:8443: /)
+  const byName = assign(systemd('redirect', 'unknown'), redirecting)
+  t.equal(byName.redirects.get('http:8443').fd, 3, 'redirect: the socket named redirect')
+  t.equal(byName.listeners.get('http:8443').fd, 4)
+  t.equal(assign(systemd('unknown'), redirecting).redirects.size, 0, 'with no socket left the redirect binds its own')
+  const withStatus = configOf(['rr', ':9001', '--protocol', 'http', '--tls', 'local', '--redirect-http', '8080', '--status-port', '0'])
+  const three = assign(systemd('unknown', 'unknown', 'unknown'), withStatus)
+  t.same([three.listeners.get('http:4444').fd, three.status.fd, three.redirects.get('http:4444').fd], [3, 4, 5],
+    'in order: the listeners, the status listener, the redirects')
+  t.throws(() => assign(systemd('a', 'b', 'c', 'd'), withStatus), new RuntimeError('systemd gave 4 sockets (LISTEN_FDS=4) for 1 listener and the status listener and 1 --redirect-http: the socket systemd gave as fd 6 (named "d") is for none of them; expected a listener for each socket'))
 })
 
 t.test('assign, from an upgrade: a listener keeps its socket if it keeps its name and address', async t => {

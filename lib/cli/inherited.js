@@ -15,12 +15,14 @@ const { sameAddress } = require('../config/changes')
 //     before, or null. The variables leave the environment: workers and a later lila
 //     must not take the same descriptors again.
 //   assign(inherited, config) -> { listeners: Map name -> socket, redirects: Map listener
-//     name -> socket (its --redirect-http; from an upgrade only), status: socket | null }
+//     name -> socket (its --redirect-http), status: socket | null }
 //     a socket as bind.js listen() takes it: { fd, what, check, owned }. From systemd,
 //     every socket goes to a listener and every listener gets one: the listener of the
-//     socket's name (FileDescriptorName=; "status": the status listener), else the next
-//     in order (the listeners, then the status listener, which may also bind itself);
-//     a host or port given must be the socket's (check). From an upgrade, a socket goes
+//     socket's name (FileDescriptorName=; "status": the status listener; "NAME-redirect"
+//     or "redirect": listener NAME's --redirect-http, or the first one's), else the
+//     next in order (the listeners, then the status listener, then the --redirect-http
+//     ones, which may also bind themselves); a host or port given must be the socket's
+//     (check). From an upgrade, a socket goes
 //     to the listener of its name if it keeps its address (as a reload would keep it);
 //     other listeners bind themselves, other sockets are closed. Throws a RuntimeError
 //     naming the socket and the listener that do not match.
@@ -55,11 +57,15 @@ function assign (inherited, config) {
   let status = null
   if (inherited.from !== 'systemd') return { listeners, redirects, status }
   const n = inherited.sockets.length
-  const slots = config.listeners.map(l => ({ name: l.name, listener: l, socket: null }))
-  if (config.status !== null) slots.push({ name: 'status', listener: null, socket: null })
+  const slots = config.listeners.map(l => ({ name: l.name, listener: l, redirect: false, socket: null }))
+  if (config.status !== null) slots.push({ name: 'status', listener: null, redirect: false, socket: null })
+  for (const l of config.listeners) {
+    if (l.redirectHttp !== null) slots.push({ name: `${l.name}-redirect`, listener: l, redirect: true, socket: null })
+  }
   const left = []
   for (const socket of inherited.sockets) {
-    const slot = slots.find(s => s.socket === null && s.name === socket.name)
+    const slot = slots.find(s => s.socket === null && s.name === socket.name) ||
+      (socket.name === 'redirect' ? slots.find(s => s.socket === null && s.redirect) : undefined)
     if (slot !== undefined) slot.socket = socket
     else left.push(socket)
   }
@@ -67,15 +73,20 @@ function assign (inherited, config) {
     const slot = slots.find(s => s.socket === null)
     if (slot === undefined) {
       const count = config.listeners.length
+      const redirecting = slots.filter(s => s.redirect).length
+      const others = [config.status === null ? '' : 'the status listener',
+        redirecting === 0 ? '' : `${redirecting} --redirect-http`].filter(Boolean)
       throw new RuntimeError(`systemd gave ${n} socket${n === 1 ? '' : 's'} (LISTEN_FDS=${n}) for ${count} ` +
-        `listener${count === 1 ? '' : 's'}${config.status === null ? '' : ' and the status listener'}: ` +
+        `listener${count === 1 ? '' : 's'}${others.map(o => ` and ${o}`).join('')}: ` +
         `${described(socket)} is for none of them; expected a listener for each socket`)
     }
     slot.socket = socket
   }
-  for (const { name, listener, socket } of slots) {
-    if (listener === null) {
-      if (socket !== null) status = given(socket, 'the status listener', true)
+  for (const { name, listener, redirect, socket } of slots) {
+    if (listener === null || redirect) {
+      if (socket === null) continue // binds its own
+      if (redirect) redirects.set(listener.name, given(socket, `--redirect-http of listener ${listener.name}`, true))
+      else status = given(socket, 'the status listener', true)
       continue
     }
     if (socket === null) {
