@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ffc9ef8c5c57841d5c11fea623b1329d9668d6879805e0b0d61892f7fcfc4aa8"
+  sha256 "ffb90e96b9d8393bc449bd33c6618e78722f625674ec193a7a3fbaae33c2fd54"
   license "MIT"
 
   depends_on "node"

@@ -2,228 +2,20 @@
 
 // Validation and normalisation of everything a user can say, in one place. Two sources:
 // the command line (argv.js) and the JSON config file (file.js). Both go through the
-// same value parsers (parsers.js) and the same listener builder, buildListener(); what
-// comes out is a plain, fully checked config in the shape defaults.js gives it:
+// same value parsers (parsers.js, through given-values.js) and the same listener
+// builder, buildListener(), with its pool (build-pool.js) and routes (build-routes.js);
+// what comes out is a plain, fully checked config in the shape defaults.js gives it:
 //   { logLevel, shutdownTimeout, workers, listeners: [{ name, port, protocol, mode, backends, ... }] }
 // Every rejection is a UsageError with one line that names the bad value and what was
 // expected; a value from the file is named by its JSON path.
 
-const { UsageError } = require('../errors')
 const { specAddress, unixPath } = require('../address')
 const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
-const { PARSERS, NUMERIC, MODE_NAMES, MODE_WORDS } = require('./parsers')
 const { quote } = require('./values')
-const { parseBackend } = require('./backend-spec')
-const { parseRouteMatch } = require('./route-spec')
 const { listenerFrom, configFrom } = require('./defaults')
-const { didYouMean } = require('./suggest')
-const { DEFAULT_MODE, modeName, modeOf, modeWord, HASH_MODES } = require('../upstream/balancers')
-
-// Where values come from, for the wording of errors. Each value arrives as
-// { value, at }: `at` is null on the command line (a value is named by its flag; see
-// commandLineSource in argv.js) and the JSON path in the file ("listeners[1].connect-timeout"),
-// which leads the message.
-function jsonSource (file) {
-  return {
-    json: true,
-    file,
-    fail: (at, message) => new UsageError(`${file}: ${at}: ${message}`),
-    about: () => '',
-    setting: (name, value) => value === undefined ? `"${name}"` : `"${name}": ${JSON.stringify(value)}`
-  }
-}
-
-// A JSON value in an error: short, on one line.
-function shown (value) {
-  const text = JSON.stringify(value)
-  return text.length > 40 ? `${text.slice(0, 37)}...` : text
-}
-
-// One value, through its option's parser. From the file, a value must have the JSON
-// type the option implies: true/false for a switch, a number or a string for a number,
-// a string for everything else (durations need their unit: "3s", never 3000).
-function parseValue (option, { value, at }, src) {
-  if (!src.json) return PARSERS[option.type](value, option.flag, option)
-  let text = value
-  if (option.bare !== undefined && typeof value === 'boolean') { // "request-id": true
-    if (!value) return option.default
-    text = option.bare
-  } else if (option.type === 'flag') {
-    if (typeof value !== 'boolean') throw src.fail(at, `expected true or false, got ${shown(value)}`)
-  } else if (NUMERIC.has(option.type) && typeof value === 'number') {
-    text = String(value)
-  } else if (typeof value !== 'string') {
-    const expected = option.type === 'duration'
-      ? 'a duration with a unit, e.g. "3s"'
-      : NUMERIC.has(option.type) ? 'a number' : 'a string'
-    throw src.fail(at, `expected ${expected}, got ${shown(value)}`)
-  }
-  try {
-    return PARSERS[option.type](text, null, option)
-  } catch (err) {
-    if (err instanceof UsageError) throw src.fail(at, err.message)
-    throw err
-  }
-}
-
-// An option given more than once (`multiple`): a list from the command line, an array
-// (or one string) from the file, one value from the environment. Each is parsed; the
-// list frozen.
-function parseValues (option, { value, at }, src) {
-  if (!option.multiple) return parseValue(option, { value, at }, src)
-  if (src.json && typeof value !== 'string' && !Array.isArray(value)) {
-    throw src.fail(at, `expected a string or a list of strings, got ${shown(value)}`)
-  }
-  const list = Array.isArray(value) ? value : [value]
-  const atOf = i => src.json && Array.isArray(value) ? `${at}[${i}]` : at
-  return Object.freeze(list.map((item, i) => parseValue(option, { value: item, at: atOf(i) }, src)))
-}
-
-const isHashMode = mode => modeOf(mode).hash === true
-const HASH_WORDS = HASH_MODES.map(name => modeWord(modeOf(name))).join(', ')
-
-// The mode, checked against the protocol and hash-balance-factor. `at(name)` is where
-// an option was given.
-function buildMode (modeEntry, settings, at, src) {
-  let mode = DEFAULT_MODE
-  if (modeEntry !== undefined) {
-    if (src.json && typeof modeEntry.value !== 'string') {
-      throw src.fail(modeEntry.at, `expected a mode name, got ${shown(modeEntry.value)}`)
-    }
-    mode = modeName(modeEntry.value)
-    const meant = modeOf(modeEntry.value)
-    if (mode === null && meant !== undefined && meant.arg) {
-      const message = `invalid mode ${quote(modeEntry.value)}: expected ${modeWord(meant)}, ` +
-        `NAME ${meant.argHelp} (letters, digits, - _ . and the like), e.g. ${meant.example}`
-      throw src.fail(modeEntry.at, message)
-    }
-    if (mode === null) {
-      const hint = didYouMean(modeEntry.value, MODE_WORDS) || `expected one of ${MODE_NAMES}`
-      throw src.fail(modeEntry.at, `unknown mode ${quote(modeEntry.value)}: ${hint}`)
-    }
-  }
-  const needs = modeOf(mode).protocol
-  const kind = settings.protocol === 'grpc' ? 'http' : settings.protocol // gRPC is HTTP
-  if (needs && kind !== needs) {
-    throw src.fail(modeEntry.at, `mode ${mode} needs ${src.setting('protocol', needs)}`)
-  }
-  if (settings.hashBalanceFactor !== null && !isHashMode(mode)) {
-    const subject = src.about(BY_NAME.get('hash-balance-factor'))
-    const message = `${subject}does not apply to mode ${quote(mode)}: expected a hash mode (${HASH_WORDS})`
-    throw src.fail(at('hash-balance-factor'), message)
-  }
-  return mode
-}
-
-// [{ value, at }] backend strings -> backends as parseBackend returns them, each once.
-function buildBackends (entries, src) {
-  const backends = []
-  const seen = new Set()
-  for (const { value, at } of entries) {
-    if (typeof value !== 'string') {
-      throw src.fail(at, `expected a backend such as "10.0.0.1:80,weight=2", got ${shown(value)}`)
-    }
-    let backend
-    try {
-      backend = parseBackend(value)
-    } catch (err) {
-      throw src.fail(at, err.message)
-    }
-    const address = specAddress(backend)
-    if (seen.has(address)) {
-      const message = `duplicate backend ${quote(address)}: expected each backend once (use weight=N to send it more)`
-      throw src.fail(at, message)
-    }
-    seen.add(address)
-    backends.push(backend)
-  }
-  return backends
-}
-
-// Options a route may set for its own pool (in the config file): how its backends are
-// chosen, retried and checked. Timeouts and limits stay the listener's.
-const POOL_OPTIONS = LISTENER_OPTIONS.filter(o => (o.group === 'balancing' || o.group === 'health') &&
-  o.name !== 'connect-timeout')
-// Rules at the edge a route may add to its listener's (`route` in OPTIONS): judged
-// after the listener's, never inherited from them.
-const EDGE_OPTIONS = LISTENER_OPTIONS.filter(o => o.route)
-const ROUTE_OPTIONS = [...POOL_OPTIONS, ...EDGE_OPTIONS]
-
-// Routes (--route, "routes"): each its own pool, with the listener's settings (and
-// mode, unless it has one) but for its own mode, backends and POOL_OPTIONS; and its own
-// rules at the edge (EDGE_OPTIONS, strip). `entries`: [{ at, match, name, mode,
-// backends, values, strip }], each part { value, at } as for a listener (name, mode and
-// strip may be undefined; values a Map of ROUTE_OPTIONS given).
-//   -> [{ name, match: { host, wildcard, path }, pool, strip, allow, deny, basicAuth }],
-//      `pool` a listener's settings as an Upstream takes them (listenerFrom's shape,
-//      named after the route)
-function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
-  const routes = []
-  for (const entry of entries) {
-    if (settings.protocol !== 'http' && settings.protocol !== 'grpc') {
-      throw src.fail(entry.at, `routes need ${src.setting('protocol', 'http')}: they match a request's Host and path`)
-    }
-    let match
-    try {
-      match = parseRouteMatch(entry.match.value)
-    } catch (err) {
-      throw src.fail(entry.match.at, err.message)
-    }
-    const name = entry.name === undefined ? entry.match.value : entry.name.value
-    if (entry.name !== undefined && (typeof name !== 'string' || !ROUTE_NAME.test(name))) {
-      throw src.fail(entry.name.at, `invalid route name ${shown(name)}: expected letters, digits and . _ - (up to 64)`)
-    }
-    const same = routes.find(r => r.name === name || sameMatch(r.match, match))
-    if (same !== undefined) {
-      throw src.fail(entry.at, `duplicate route ${quote(name)}: expected each match once`)
-    }
-    const values = new Map([...listenerValues].filter(([key]) => POOL_OPTIONS.some(o => o.name === key)))
-    for (const [key, value] of entry.values) values.set(key, value)
-    // A hash-balance-factor of the listener's applies to a route only in a hash mode.
-    const routeSettings = { ...settings, hashBalanceFactor: null }
-    for (const o of POOL_OPTIONS) {
-      if (entry.values.has(o.name)) routeSettings[o.key] = parseValue(o, entry.values.get(o.name), src)
-    }
-    const edge = {}
-    for (const o of EDGE_OPTIONS) {
-      edge[o.key] = entry.values.has(o.name) ? parseValues(o, entry.values.get(o.name), src) : o.default
-    }
-    const strip = buildStrip(entry.strip, match, name, src)
-    const at = key => values.get(key).at
-    const mode = entry.mode === undefined ? listenerMode : buildMode(entry.mode, routeSettings, at, src)
-    if (routeSettings.hashBalanceFactor === null && isHashMode(mode)) {
-      routeSettings.hashBalanceFactor = settings.hashBalanceFactor
-    }
-    if (entry.backends.length === 0) {
-      const example = quote(`${entry.match.value}=10.0.0.1:80`)
-      throw src.fail(entry.at, `route ${quote(name)} has no backend: expected at least one, e.g. ${example}`)
-    }
-    const backends = buildBackends(entry.backends, src)
-    // --fault names the listener's own backends only.
-    const pool = listenerFrom({ ...routeSettings, name, fault: [] }, {
-      mode, backends, tls: null, backendTls: null, routes: []
-    })
-    routes.push({
-      name, match, pool, strip, allow: edge.allow.flat(), deny: edge.deny.flat(), basicAuth: edge.basicAuth
-    })
-  }
-  return routes
-}
-
-// A route's strip ({ value, at } or undefined): true takes its path prefix off, so it
-// needs one.
-function buildStrip (entry, match, name, src) {
-  if (entry === undefined) return false
-  if (typeof entry.value !== 'boolean') throw src.fail(entry.at, `expected true or false, got ${shown(entry.value)}`)
-  if (entry.value && (match.path === null || match.path === '/')) {
-    const example = match.host === null ? '/api' : `${match.host}/api`
-    throw src.fail(entry.at, `route ${quote(name)} has no path prefix to strip: expected a match such as ${example}`)
-  }
-  return entry.value
-}
-
-const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
-const sameMatch = (a, b) => a.host === b.host && a.wildcard === b.wildcard && a.path === b.path
+const { parseValue, parseValues } = require('./given-values')
+const { buildMode, buildBackends } = require('./build-pool')
+const { buildRoutes } = require('./build-routes')
 
 // The one place a listener is put together and checked, whichever source it came from.
 //   values        Map option name -> { value, at } (what was given; the rest defaults)
@@ -488,9 +280,7 @@ function isWildcard (host) {
 }
 
 module.exports = {
-  ROUTE_OPTIONS,
   buildListener,
   buildGlobals,
-  buildConfig,
-  jsonSource
+  buildConfig
 }

@@ -16,7 +16,9 @@ const path = require('path')
 const { UsageError } = require('../errors')
 const { parseJson, JsonError } = require('./json')
 const { OPTIONS, BY_NAME, LISTENER_OPTIONS } = require('./options')
-const { buildListener, buildGlobals, buildConfig, jsonSource, ROUTE_OPTIONS } = require('./builder')
+const { buildListener, buildGlobals, buildConfig } = require('./builder')
+const { jsonSource } = require('./given-values')
+const { ROUTE_OPTIONS } = require('./build-routes')
 const { didYouMean } = require('./suggest')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
