@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ffb90e96b9d8393bc449bd33c6618e78722f625674ec193a7a3fbaae33c2fd54"
+  sha256 "e4a23270843f5e5cbe369d2e7d0fa64876ad8a069c92c424816bd30126d2575b"
   license "MIT"
 
   depends_on "node"

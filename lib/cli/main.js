@@ -1,12 +1,9 @@
 'use strict'
 
 const { parseCommandLine } = require('../config/argv')
-const { parseBackend, parseFaultSettings } = require('../config/backend-spec')
-const { UsageError, RuntimeError, ControlError, fromPlain } = require('../errors')
+const { UsageError, RuntimeError } = require('../errors')
+const { PARSERS, NOTHING_INHERITED, statusPasswords, statusSocket, usageError } = require('./service-parts')
 const VERSION = require('../version')
-
-// What the status listener parses a backend and a fault's settings with.
-const PARSERS = { parseBackend, parseFault: parseFaultSettings }
 
 // The rest is required where it is used: `lila --version` and usage errors then load
 // none of the balancer (nor net, tls, cluster, crypto...), which keeps start-up short.
@@ -16,13 +13,13 @@ const lazy = {
   get createBalancer () { return require('../index').createBalancer },
   get listeningLines () { return require('../index').listeningLines },
   get workers () { return require('./workers') },
+  get primary () { return require('./primary').primary },
   get worker () { return require('./worker') },
   get help () { return require('./help') },
   get completionScript () { return require('./completion').completionScript },
   get runDemo () { return require('./demo').runDemo },
   get control () { return require('../admin/control') },
   get createStatusServer () { return require('../admin/status-server').createStatusServer },
-  get readPasswords () { return require('../proxy/edge/rules').readPasswords },
   get startDashboard () { return require('../admin/terminal').startDashboard },
   get reloadLog () { return require('./reload-log') },
   get signals () { return require('./signals') },
@@ -114,133 +111,10 @@ async function run (argv, io) {
       if (io.collectIdle) lazy.heap.startIdleCollector()
       if (lazy.workers.workerCount(config.workers) > 1) {
         const cluster = io.cluster || require('cluster')
-        return primary(config, { ...io, stderr, signals, cluster, reloadConfig, argv })
+        return lazy.primary(config, { ...io, stderr, signals, cluster, reloadConfig, argv })
       }
       return serve(config, { ...io, stdout, stderr, signals, reloadConfig, args: argv })
   }
-}
-
-// The --workers primary. The status listener runs here, over the workers: statistics
-// summed from their snapshots, control actions sent to each of them. SIGUSR2 hands the
-// sockets to a new primary (upgrade.js), which starts workers of its own.
-async function primary (config, io) {
-  const { stderr, signals, cluster, reloadConfig, program = null, inherited = NOTHING_INHERITED, channel = null } = io
-  const log = lazy.createLogger({ level: config.logLevel, stderr })
-  // The workers write their log lines straight to stderr, which would tear the view.
-  if (config.dashboard) log.warn('--dashboard does not run with --workers; running without it')
-  let given
-  try {
-    given = lazy.inherited.assign(inherited, config)
-  } catch (err) {
-    if (!(err instanceof RuntimeError)) throw err
-    log.error(err.message)
-    return 1
-  }
-  let status = null
-  let passwords
-  try {
-    passwords = statusPasswords(config)
-  } catch (err) {
-    return usageError(err, stderr)
-  }
-  let entered = false
-  let handedOver = false
-  const journal = new lazy.Journal()
-  let upgrader = null
-  const onReady = async ({ gatherStats, broadcast, sockets, handOver }) => {
-    if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
-    const perform = journal.recording(action => everyWorker(broadcast, action))
-    if (program !== null) {
-      upgrader = lazy.upgrade.createUpgrader({
-        program,
-        args: io.argv,
-        pidFile: config.pidFile,
-        log,
-        sockets: async () => {
-          const handed = await sockets()
-          handed.push(...statusSocket(status, config))
-          return handed
-        },
-        state: () => journal.entries(),
-        handOver: () => {
-          handedOver = true
-          if (status !== null) status.close({ handOver: true })
-          handOver()
-        }
-      })
-    }
-    if (config.status !== null) {
-      const control = lazy.control.controlFrom(perform)
-      status = lazy.createStatusServer({ ...config.status, passwords, stats: gatherStats, control, ...PARSERS, log })
-      try {
-        await status.listen(given.status)
-      } catch (err) {
-        log.error(err.message)
-        signals.emit('SIGTERM')
-        return
-      }
-    }
-    if (inherited.upgrade === null) return
-    entered = await lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
-    if (entered) return
-    handedOver = true // the sockets go on serving in the lila before
-    handOver()
-  }
-  const prepareReload = next => {
-    const file = statusPasswords(next)
-    return () => { if (status !== null) status.setPasswords(file) }
-  }
-  const code = await lazy.workers.runPrimary(config, {
-    prepareReload,
-    stderr,
-    signals,
-    cluster,
-    reloadConfig,
-    exec: io.exec,
-    args: io.args,
-    given: given.listeners,
-    givenRedirects: given.redirects,
-    upgrade: program === null
-      ? null
-      : () => upgrader === null
-          ? lazy.upgrade.refuseUpgrade({ pidFile: config.pidFile, log }, 'the workers are still starting')
-          : upgrader.upgrade(),
-    onFailed: io.onFailed,
-    // Started afresh, the PID file is written before the line a script waits for.
-    onListening: () => {
-      if (inherited.upgrade !== null) return true
-      entered = lazy.upgrade.writePid(config.pidFile, log)
-      return entered
-    },
-    onReady
-  })
-  if (upgrader !== null) upgrader.cancel()
-  if (status !== null) await status.close({ handOver: handedOver })
-  if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
-  return entered ? code : code || 1
-}
-
-// One control action on every worker: the first worker's answer, or its error (each
-// applies the same change to the same config, so they answer alike). An error that is
-// not a control error (a worker gone, a timeout) is answered 500 with its message.
-async function everyWorker (broadcast, action) {
-  const answers = await broadcast(action)
-  const done = answers.find(a => a.error === undefined)
-  if (done !== undefined) return done.value
-  const { error, code, status = 500 } = answers[0] || { error: 'no worker to ask' }
-  const err = fromPlain({ code, message: error, status })
-  throw err instanceof ControlError ? err : new ControlError(status, error)
-}
-
-// --status-basic-auth: its htpasswd file, read (a UsageError when it cannot be used), or null.
-function statusPasswords (config) {
-  return config.status === null || config.status.basicAuth === null ? null : lazy.readPasswords(config.status.basicAuth)
-}
-
-function usageError (err, stderr) {
-  if (!(err instanceof UsageError)) throw err
-  stderr.write(`lila: ${err.message}\nTry 'lila --help'.\n`)
-  return 2
 }
 
 // Run the balancer until SIGTERM or SIGINT, then drain and resolve with the exit code.
@@ -367,17 +241,9 @@ async function serve (config, io, onListening = () => {}) {
   return entered ? code : 1
 }
 
-const NOTHING_INHERITED = Object.freeze({ from: null, sockets: [], upgrade: null })
-
 // The signals a process acts on besides SIGTERM and SIGINT.
 function handled (reloadConfig, program) {
   return [...(reloadConfig === null ? [] : ['SIGHUP']), ...(program === null ? [] : ['SIGUSR2'])]
-}
-
-// The status listener's socket, to hand over (upgrade.js).
-function statusSocket (status, config) {
-  if (status === null) return []
-  return [{ role: 'status', name: 'status', host: config.status.host, port: config.status.port, fd: status.descriptor }]
 }
 
 // First SIGTERM/SIGINT (or stop(), from the dashboard's quit, or a new lila that took
