@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e4a23270843f5e5cbe369d2e7d0fa64876ad8a069c92c424816bd30126d2575b"
+  sha256 "f68a98748fcc6bef223310983b17d95d134cf4c1ca50308e91675f7a351e5ab2"
   license "MIT"
 
   depends_on "node"

@@ -7,7 +7,8 @@
 // A connection lila is done with: its side is ended, and it waits this long for the
 // peer to close its own (reading and dropping what still comes) before destroying it,
 // so that the peer reads the last bytes before a reset could discard them.
-// (proxy/http1/session.js after its last response; wire/h2/socket.js after a GOAWAY.)
+// (proxy/http1/session.js after its last response; wire/h2/socket.js after a GOAWAY;
+// proxy/http2/session.js for a stream answered before its request's body ended.)
 const LINGER_MS = 2000
 
 // What lila holds of what a client sent, to send it again to another backend if the

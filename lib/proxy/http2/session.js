@@ -4,6 +4,8 @@ const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
 const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR } = require('../../wire/h2/constants')
+const { IGNORE } = require('../../wire/h2/stream')
+const { LINGER_MS } = require('../../limits')
 const { Exchange } = require('../http/exchange')
 const { callType } = require('../http/grpc')
 const { refusalOf, trailersRefused } = require('./request')
@@ -115,8 +117,8 @@ class Http2Session {
     const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD' })
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)
-    if (!endStream && s.endSent && !s.closed) this.conn.reset(s, NO_ERROR) // its body is not wanted
-    return IGNORED
+    if (!endStream && s.endSent && !s.closed) this.finishBody(s) // its body is not wanted
+    return IGNORE
   }
 
   // The client reset the stream, or the connection ended under it.
@@ -226,12 +228,20 @@ class Http2Session {
     this.idleTicks = 0
   }
 
-  // RFC 9113 8.1: a response complete before the client's body lets the server reset
-  // the rest (NO_ERROR), once the response's end went out.
   exchangeDone (x) {
     this.exchanges.delete(x)
     const s = x.stream
-    if (!s.closed && !s.endReceived && s.endSent) this.conn.reset(s, NO_ERROR)
+    if (!s.closed && !s.endReceived && s.endSent) this.finishBody(s)
+  }
+
+  // A response went out whole before the request's body ended (a refusal, a 401).
+  // RFC 9113 8.1 lets the server reset the rest NO_ERROR at once, but a client may then
+  // report an error instead of the answer (curl 7.88 does while it uploads). So, as an
+  // HTTP/1.1 session lingers, what still comes is read and dropped for LINGER_MS; a
+  // body not ended by then is reset NO_ERROR. On this path only: no cost otherwise.
+  finishBody (s) {
+    this.conn.drop(s)
+    setTimeout(() => { if (!s.closed) this.conn.reset(s, NO_ERROR) }, LINGER_MS).unref()
   }
 
   // --- The listener's session (listener.js) ---
@@ -319,9 +329,6 @@ const STREAM = Object.freeze({
   onReset (s) { s.user.client.streamGone(s.user) },
   onDrain (s) { s.user.onClientDrain() }
 })
-
-// A refused request's stream: what still comes of it is dropped.
-const IGNORED = Object.freeze({ onHead () {}, onData () {}, onTrailers () {}, onReset () {}, onDrain () {} })
 
 // A header list's size as HTTP/1.1 writes it (the access log counts it).
 function sizeOf (list) {

@@ -6,7 +6,7 @@
 // trailers behind it), resets, pause and resume of what comes in, PING, and the
 // transport's congestion. Methods of Connection, kept in a file of their own.
 
-const { Stream } = require('./stream')
+const { Stream, IGNORE } = require('./stream')
 const C = require('./constants')
 
 const PING_PAYLOAD = Buffer.from('lila-h2!', 'latin1')
@@ -179,6 +179,13 @@ class Outbound {
     if (s.closed) return
     this.remove(s)
     this.rst(s.id, code)
+  }
+
+  // What still comes on s is read and dropped, its window given back as it comes (a
+  // server that answered before the request's body ended lets the client finish it).
+  drop (s) {
+    s.handler = IGNORE
+    this.resume(s)
   }
 
   // Inbound flow control: stop giving back window for s, then give back what came.

@@ -31,4 +31,7 @@ class Stream {
   }
 }
 
-module.exports = { Stream }
+// A handler that hears nothing: what still comes on its stream is dropped.
+const IGNORE = Object.freeze({ onHead () {}, onData () {}, onTrailers () {}, onReset () {}, onDrain () {} })
+
+module.exports = { Stream, IGNORE }
