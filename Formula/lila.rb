@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f68a98748fcc6bef223310983b17d95d134cf4c1ca50308e91675f7a351e5ab2"
+  sha256 "9d4730987d14583c3ecdfa4ea0dbbc03e400f01743fa79df57c8691b3b079a17"
   license "MIT"
 
   depends_on "node"

@@ -22,10 +22,10 @@ const { sameAddress } = require('../config/changes')
 //     or "redirect": listener NAME's --redirect-http, or the first one's), else the
 //     next in order (the listeners, then the status listener, then the --redirect-http
 //     ones, which may also bind themselves); a host or port given must be the socket's
-//     (check). From an upgrade, a socket goes
-//     to the listener of its name if it keeps its address (as a reload would keep it);
-//     other listeners bind themselves, other sockets are closed. Throws a RuntimeError
-//     naming the socket and the listener that do not match.
+//     (check). From an upgrade, a socket goes to the listener of its name if it keeps
+//     its address (as a reload would keep it); other listeners bind themselves, other
+//     sockets are closed. Throws a RuntimeError naming the socket and the listener
+//     that do not match.
 
 const FIRST_FD = 3 // SD_LISTEN_FDS_START
 const UPGRADE = 'LILA_UPGRADE'

@@ -34,7 +34,8 @@
 //   onDrain(stream)                   write() said false; there is room again
 // Flow control: what the peer sends is given back (WINDOW_UPDATE) as the handler takes
 // it, unless the stream is paused (pause/resume): then the peer can send at most the
-// stream's window, which is all lila ever holds for it.
+// stream's window, which is all lila ever holds for it. drop(s): what still comes on
+// s goes nowhere, its window given back as it comes.
 
 const { Output } = require('./output')
 const { HpackDecoder } = require('./hpack')
