@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9d4730987d14583c3ecdfa4ea0dbbc03e400f01743fa79df57c8691b3b079a17"
+  sha256 "6bafe5cce0af2d590340251911bed91b39ef8b562ddcca3eb343f2d37634f2d0"
   license "MIT"
 
   depends_on "node"

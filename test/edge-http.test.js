@@ -11,6 +11,7 @@ const os = require('os')
 const path = require('path')
 const zlib = require('zlib')
 const http = require('http')
+const http2 = require('http2')
 const { spawnSync } = require('child_process')
 const { httpBackend, spawnLila, curl, within } = require('./fixtures/helpers')
 const { h2connect, h2request } = require('./fixtures/h2')
@@ -401,6 +402,29 @@ t.test('a first password check holds the request, its body unread; the body then
   t.equal(endless.status, 401)
   t.equal(endless.rstCode, 0, 'reset NO_ERROR once lila stopped waiting for the rest')
   t.equal(backend.bodies.length, 2)
+})
+
+t.test('an HTTP/2 client that reads none of its 401 but sends on is not held: its connection idles out', async t => {
+  const backend = await backendFor(t)
+  const users = writeUsers(t)
+  if (users === null) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
+  const lila = await lilaFor(t, backend, ['--basic-auth', users, '--idle-timeout', '1s'])
+  // A window of 0: the 401's body cannot go out, so the stream stays open after lila
+  // is done with the request, and the client trickles on.
+  const session = http2.connect(`http://127.0.0.1:${lila.port}`, { settings: { initialWindowSize: 0 } })
+  session.on('error', () => {})
+  t.teardown(() => session.destroy())
+  const closed = new Promise(resolve => session.once('close', resolve))
+  const stream = session.request({
+    ':method': 'POST', ':path': '/upload', 'content-length': String(2 ** 30), authorization: `Basic ${Buffer.from('alice:nope').toString('base64')}`
+  }, { endStream: false })
+  stream.on('error', () => {})
+  const status = await within(10000, 'the 401', new Promise(resolve => stream.once('response', h => resolve(h[':status']))))
+  t.equal(status, 401)
+  const trickle = setInterval(() => stream.write(Buffer.alloc(100, 'x')), 100)
+  t.teardown(() => clearInterval(trickle))
+  await within(15000, 'lila to close the idle connection', closed)
+  t.pass('closed by --idle-timeout, the trickle notwithstanding')
 })
 
 t.test('--compress with an HTTP/2 backend and a chunked HTTP/1.1 one with trailers', async t => {

@@ -117,7 +117,7 @@ class Http2Session {
     const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD' })
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)
-    if (!endStream && s.endSent && !s.closed) this.finishBody(s) // its body is not wanted
+    if (!endStream && !s.closed && (s.endSent || s.endQueued)) this.finishBody(s) // its body is not wanted
     return IGNORE
   }
 
@@ -231,17 +231,24 @@ class Http2Session {
   exchangeDone (x) {
     this.exchanges.delete(x)
     const s = x.stream
-    if (!s.closed && !s.endReceived && s.endSent) this.finishBody(s)
+    if (!s.closed && !s.endReceived && (s.endSent || s.endQueued)) this.finishBody(s)
   }
 
-  // A response went out whole before the request's body ended (a refusal, a 401).
-  // RFC 9113 8.1 lets the server reset the rest NO_ERROR at once, but a client may then
-  // report an error instead of the answer (curl 7.88 does while it uploads). So, as an
-  // HTTP/1.1 session lingers, what still comes is read and dropped for LINGER_MS; a
-  // body not ended by then is reset NO_ERROR. On this path only: no cost otherwise.
+  // A response whole (sent, or queued behind the client's window) before the
+  // request's body ended: a refusal, a 401. RFC 9113 8.1 lets the server reset the rest
+  // NO_ERROR once the response is out, but a client may then report an error instead
+  // of the answer (curl 7.88 does while it uploads). So, as an HTTP/1.1 session
+  // lingers, what still comes is dropped (nor does it count as the connection's
+  // activity) until LINGER_MS after the response is out; a body not ended by then is
+  // reset NO_ERROR. On this path only: no cost otherwise.
   finishBody (s) {
     this.conn.drop(s)
-    setTimeout(() => { if (!s.closed) this.conn.reset(s, NO_ERROR) }, LINGER_MS).unref()
+    const linger = () => {
+      if (s.closed) return
+      if (s.endSent) this.conn.reset(s, NO_ERROR)
+      else setTimeout(linger, LINGER_MS).unref() // the client has not taken it all yet
+    }
+    setTimeout(linger, LINGER_MS).unref()
   }
 
   // --- The listener's session (listener.js) ---
