@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6bafe5cce0af2d590340251911bed91b39ef8b562ddcca3eb343f2d37634f2d0"
+  sha256 "0c35f0fea14862737f99c7f70c79b6391a175d44028012da4be1088177b549f1"
   license "MIT"
 
   depends_on "node"
