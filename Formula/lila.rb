@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0c35f0fea14862737f99c7f70c79b6391a175d44028012da4be1088177b549f1"
+  sha256 "09021b3202217f05f318c9f2e1f6c4d1adc6e55d8a6ee29b8ef83c2418ad2982"
   license "MIT"
 
   depends_on "node"

@@ -42,7 +42,7 @@ const GROUPS = [
     ['docs/http2.md'], ['grpc']],
   ['routes', 'Routes', 'a pool of its own for a host or a path',
     ['docs/routes.md'], []],
-  ['limits', 'Limits', 'client connections, and each client\'s connections and rate',
+  ['limits', 'Limits', 'connections overall and per client, rates, request bodies',
     ['docs/limits.md'], []],
   ['edge', 'Rules at the edge', 'allow and deny by address, basic auth, compression, tracing',
     ['docs/edge.md'], []],
@@ -473,6 +473,16 @@ const OPTIONS = [
     default: null,
     shown: 'none',
     help: 'connections one client address may hold; more: 429 (http) or closed (tcp)'
+  },
+  {
+    name: 'max-body-size',
+    arg: 'SIZE',
+    type: 'size',
+    group: 'limits',
+    default: null,
+    shown: 'none',
+    only: 'http',
+    help: 'http: answer 413 to a request body over this many bytes (k, m, g: KiB, MiB, GiB)'
   },
   {
     name: 'queue-timeout',

@@ -144,9 +144,21 @@ function parseCidr (text, whole, flag) {
 }
 
 // One parser per option `type` in options.js: (text, flag, option) -> value.
+const SIZE_UNITS = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }
+
 const PARSERS = {
   port: (text, flag) => parseInteger(text, flag, 0, 65535, 'a port number from 0 to 65535'),
   count: (text, flag) => parseInteger(text, flag, 0, 100, 'a whole number from 0 to 100'),
+  // Bytes, or KiB, MiB, GiB with k, m, g (as nginx reads sizes): "1048576", "512k", "10m".
+  size: (text, flag) => {
+    const match = /^([1-9][0-9]{0,14})([kmg]?)$/i.exec(text)
+    const bytes = match === null ? NaN : Number(match[1]) * SIZE_UNITS[match[2].toLowerCase()]
+    if (!(bytes <= Number.MAX_SAFE_INTEGER)) {
+      const expected = 'a size in bytes, or with k, m or g (KiB, MiB, GiB), e.g. 10m'
+      throw new UsageError(`invalid value ${quote(text)}${forFlag(flag)}: expected ${expected}`)
+    }
+    return bytes
+  },
   positive: (text, flag) => parseInteger(text, flag, 1, 1e9, 'a whole number of at least 1'),
   threshold: (text, flag) => parseInteger(text, flag, 1, 100, 'a whole number from 1 to 100'),
   duration: (text, flag, option) => parseDuration(text, flag, option.min || 0),
@@ -391,7 +403,7 @@ function parseStatusList (text, flag) {
 }
 
 // Option types whose JSON value may be a number as well as a string.
-const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers'])
+const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers', 'size'])
 
 module.exports = {
   LOG_LEVELS,

@@ -25,6 +25,9 @@ const UNAVAILABLE_RETRY_AFTER = 5
 const HOW = []
 for (let i = 0; i < 8; i++) HOW.push({ bodyless: (i & 4) !== 0, framed: (i & 2) !== 0, untilClose: (i & 1) !== 0 })
 
+// lila's words for a request body over --max-body-size.
+const overSize = max => `the request body is over --max-body-size (${max} bytes)`
+
 // One request and its response, whichever protocol the client and the backend speak:
 // the one place that knows a request's life. It balances it (an Attempt: pick, queue,
 // retry, blame), sends it on through a leg to the backend seated, and passes the
@@ -70,6 +73,7 @@ class Exchange {
     // framing checked, not taken apart.
     const framed = head.chunked && client.chunkedPieces && protocol.backendProtocol === 'h1'
     this.body = new RequestBody(head.method, head.bodyLength, head.bodyLength === 0, this.grpc !== null, framed)
+    this.maxBody = listener.config.maxBodySize ?? Infinity // --max-body-size
     this.clientTrailers = null // the request's trailers: fields as in a head, or null
     this.reading = !this.body.done // the client's body (or a tunnel's bytes) still to come
     this.buffering = false // reading a small body before taking a backend (see start)
@@ -155,6 +159,9 @@ class Exchange {
 
   admitted () {
     const { head, body, listener, rules } = this
+    // A body said to be too large is refused before any of it is read (and before a
+    // client waiting for 100 Continue sends it); one of unknown length, as it comes (onBody).
+    if (body.length > this.maxBody) return this.answer(413, overSize(this.maxBody))
     if (rules !== null) {
       const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name))
       if (edits !== null) {
@@ -293,12 +300,14 @@ class Exchange {
   // The request body, from the client's codec: pieces as it framed them (see
   // RequestBody's `framed`), then its end with the trailers (fields as in a head).
 
-  onBody (piece) {
+  // `payload`: the piece's bytes less any chunked framing it carries.
+  onBody (piece, payload = piece.length) {
     if (this.done) return
     this.quietTicks = 0
     const { body, leg } = this
+    if (body.payload + payload > this.maxBody) return this.clientBodyFailed(overSize(this.maxBody), 413)
     if (this.shadow !== null) this.shadow.body(piece)
-    const holdingEnough = body.add(piece)
+    const holdingEnough = body.add(piece, payload)
     if (leg === null || !leg.connected) {
       // Still reading a small body, connecting or queued: held, and the client paused
       // once holding enough.

@@ -18,6 +18,7 @@ const REASONS = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',
+  413: 'Content Too Large', // RFC 9110 15.5.14 (was Payload Too Large)
   414: 'URI Too Long',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',

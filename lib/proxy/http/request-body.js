@@ -32,6 +32,7 @@ class RequestBody {
     this.framed = framed
     this.call = call
     this.received = 0 // bytes read from the client (framing included when framed)
+    this.payload = 0 // the body's own bytes among them (--max-body-size)
     this.kept = true // every byte sent so far is still held: a replay is possible
     this.first = null // the first piece held: a body that came in one piece needs no array
     this.rest = null // the pieces after it
@@ -39,10 +40,11 @@ class RequestBody {
     this.started = false // some byte of it went to a backend
   }
 
-  // A piece came. True once more is held than a replay may keep: a caller still
-  // connecting stops reading then.
-  add (piece) {
+  // A piece came (`payload` of its bytes the body's own, less any framing). True once
+  // more is held than a replay may keep: a caller still connecting stops reading then.
+  add (piece, payload) {
     this.received += piece.length
+    this.payload += payload
     if (this.kept) {
       if (this.first === null) this.first = piece
       else (this.rest ||= []).push(piece)

@@ -51,6 +51,7 @@ class ChunkedReader {
     this.digits = 0 // significant digits of the chunk size so far
     this.length = 0 // all of them, leading zeros included
     this.remaining = 0
+    this.data = 0 // the body's bytes so far, framing not counted
     this.extra = 0 // bytes of extension or trailers so far
   }
 
@@ -67,6 +68,7 @@ class ChunkedReader {
       if (state === DATA) {
         const n = Math.min(this.remaining, end - i)
         if (onData !== null) onData(buf, i, i + n)
+        this.data += n
         this.remaining -= n
         i += n
         if (this.remaining === 0) this.state = DATA_CR

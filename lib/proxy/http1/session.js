@@ -433,6 +433,7 @@ class HttpSession {
     let end = buf.length
     let trailers = null
     if (this.chunks !== null) {
+      const before = this.chunks.data
       let bodyEnd
       try {
         bodyEnd = this.chunks.read(buf, start, end, this.decoded)
@@ -441,7 +442,7 @@ class HttpSession {
         return x.clientBodyFailed(err.message)
       }
       if (bodyEnd !== -1) end = bodyEnd
-      if (this.decoded === null && end > start) x.onBody(view(buf, start, end))
+      if (this.decoded === null && end > start) x.onBody(view(buf, start, end), this.chunks.data - before)
       if (bodyEnd === -1) return
       if (this.decoded !== null) trailers = fieldsOfTrailers(this.chunks.trailers)
     } else {

@@ -191,7 +191,7 @@ class Http2Session {
   // carried (the stream is malformed: reset).
   refuseBody (x, status, detail) {
     this.listener.log.debug(`HTTP/2 stream from ${this.clientAddress}: ${status} ${detail}`)
-    if (status === 408) return this.answer(x, status, detail, { retryAfter: 0, exhausted: false })
+    if (status === 408 || status === 413) return this.answer(x, status, detail, { retryAfter: 0, exhausted: false })
     this.conn.reset(x.stream, PROTOCOL_ERROR)
     return 0
   }
