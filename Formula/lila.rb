@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "09021b3202217f05f318c9f2e1f6c4d1adc6e55d8a6ee29b8ef83c2418ad2982"
+  sha256 "d26cf55d3f86aa4c2850734a784fb9926d4b388ecebc8af45d1d9aa39c87df4a"
   license "MIT"
 
   depends_on "node"

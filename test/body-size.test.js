@@ -97,3 +97,56 @@ t.test('--max-body-size: a size it cannot read is a usage error; it needs http',
   t.equal(tcp.code, 2)
   t.equal(tcp.stderr.split('\n')[0], 'lila: option --max-body-size needs --protocol http')
 })
+
+t.test('--max-body-size per route: a route\'s own in place of the listener\'s, which the others keep', async t => {
+  const { backend, seen } = await countingBackend(t)
+  const lila = await spawnLila(t, [backend.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    '--max-body-size', '1k',
+    '--route', `/upload=max-body-size=1m ${backend.address}`,
+    '--route', `/tiny=max-body-size=10 ${backend.address}`,
+    '--route', `/api=${backend.address}`])
+  const post = async (where, size) => (await curl(['--data-binary', `@${bodyFile(t, size)}`, '-o', '/dev/null', '-w', '%{http_code}',
+    `http://127.0.0.1:${lila.port}${where}`])).stdout
+  t.equal(await post('/upload', 512 * 1024), '200', '/upload: 512 KiB under its own 1m')
+  t.equal(await post('/upload', 1024 * 1024 + 1), '413', '/upload: past its 1m')
+  t.equal(await post('/tiny', 11), '413', '/tiny: past its 10 bytes')
+  t.equal(await post('/tiny', 10), '200')
+  t.equal(await post('/api', 2048), '413', '/api, a route without its own: the listener\'s 1k')
+  t.equal(await post('/other', 2048), '413', 'the listener\'s own backends: 1k')
+  t.equal(await post('/other', 1024), '200')
+  t.same(seen.whole, [512 * 1024, 10, 1024])
+})
+
+t.test('--max-body-size per route in the config file, inherited from the listener otherwise', async t => {
+  const { backend } = await countingBackend(t)
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-body-size-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'lila.json')
+  fs.writeFileSync(file, JSON.stringify({
+    listeners: [{
+      protocol: 'http',
+      host: '127.0.0.1',
+      port: 0,
+      check: 'none',
+      'max-body-size': 100,
+      backends: [backend.address],
+      routes: [{ match: '/upload', 'max-body-size': '1k', backends: [backend.address] }, { match: '/api', backends: [backend.address] }]
+    }]
+  }))
+  const lila = await spawnLila(t, ['--config', file])
+  const post = async (where, size) => (await curl(['--data-binary', `@${bodyFile(t, size)}`, '-o', '/dev/null', '-w', '%{http_code}',
+    `http://127.0.0.1:${lila.port}${where}`])).stdout
+  t.equal(await post('/upload', 1024), '200')
+  t.equal(await post('/upload', 1025), '413')
+  t.equal(await post('/api', 101), '413', 'a route without its own has the listener\'s')
+  t.equal(await post('/api', 100), '200')
+})
+
+// A file of `size` bytes, removed with the test.
+function bodyFile (t, size) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-body-size-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'body')
+  fs.writeFileSync(file, Buffer.alloc(size, 'b'))
+  return file
+}

@@ -10,13 +10,15 @@ const { listenerFrom } = require('./defaults')
 const { parseValue, parseValues, shown } = require('./given-values')
 const { buildMode, buildBackends, isHashMode } = require('./build-pool')
 
-// Options a route may set for its own pool (in the config file): how its backends are
-// chosen, retried and checked. Timeouts and limits stay the listener's.
-const POOL_OPTIONS = LISTENER_OPTIONS.filter(o => (o.group === 'balancing' || o.group === 'health') &&
-  o.name !== 'connect-timeout')
-// Rules at the edge a route may add to its listener's (`route` in OPTIONS): judged
+// Options a route may set for its own pool, in place of its listener's: how its
+// backends are chosen, retried and checked (in the config file), and those marked
+// `route: 'instead'` in OPTIONS (--max-body-size; also a --route word). Timeouts and
+// the other limits stay the listener's.
+const POOL_OPTIONS = LISTENER_OPTIONS.filter(o => ((o.group === 'balancing' || o.group === 'health') &&
+  o.name !== 'connect-timeout') || o.route === 'instead')
+// Rules at the edge a route may add to its listener's (`route: true` in OPTIONS): judged
 // after the listener's, never inherited from them.
-const EDGE_OPTIONS = LISTENER_OPTIONS.filter(o => o.route)
+const EDGE_OPTIONS = LISTENER_OPTIONS.filter(o => o.route === true)
 const ROUTE_OPTIONS = [...POOL_OPTIONS, ...EDGE_OPTIONS]
 
 // Routes (--route, "routes"): each its own pool, with the listener's settings (and

@@ -19,7 +19,8 @@
 // in its LILA_ variable); `bare`: the value of the option given without one
 // (--access-log, --request-id; true in the config file and LILA_ variable). `route`:
 // a route may set it for itself too (--route '/admin=allow=10.0.0.0/8 ...', a route's
-// key in the config file), on top of the listener's.
+// key in the config file): true, on top of the listener's (a rule at the edge, judged
+// after the listener's); 'instead', in place of the listener's (which it has otherwise).
 
 // The help topics, in the order `lila help all` and the README list them. `summary`: its
 // line in `lila --help`'s list of topics; `docs`: where it is told in full; `words`: what
@@ -478,6 +479,7 @@ const OPTIONS = [
     name: 'max-body-size',
     arg: 'SIZE',
     type: 'size',
+    route: 'instead',
     group: 'limits',
     default: null,
     shown: 'none',

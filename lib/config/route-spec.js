@@ -8,7 +8,8 @@ const { isModeWord } = require('../upstream/balancers')
 const { OPTIONS } = require('./options')
 const { quote, forFlag } = require('./values')
 
-// What a route may set for itself on the command line: allow=, deny=, basic-auth=.
+// What a route may set for itself on the command line: allow=, deny=, basic-auth=,
+// max-body-size=.
 const ROUTE_SETTINGS = OPTIONS.filter(o => o.route).map(o => o.name)
 
 // A route's MATCH (--route, "routes"): a host (api.example.com), a wildcard host
@@ -45,7 +46,7 @@ function parseRouteMatch (text) {
 // strip, settings, mode, backends }: texts, checked by the builder (mode null: the
 // listener's default mode). `strip` takes the matched path prefix off (proxy/edge);
 // `settings`: [[name, value]] of options a route may set for itself (`route` in
-// OPTIONS: allow=, deny=, basic-auth=), which no backend or mode looks like.
+// OPTIONS: allow=, deny=, basic-auth=, max-body-size=), which no backend or mode looks like.
 function parseRouteOption (text, flag) {
   const eq = text.indexOf('=')
   const words = eq === -1 ? [] : text.slice(eq + 1).trim().split(/\s+/).filter(Boolean)

@@ -150,7 +150,7 @@ class Listener {
   configurePools (config, loaded, routes) {
     const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats)
     this.gate = gate
-    this.pools = new Pools(this.upstream, own, routeRules, routes)
+    this.pools = new Pools(this.upstream, own, routeRules, routes, config)
   }
 
   // This listener's own pool, as routeFor() gives it ({ name: null, upstream, rules }).

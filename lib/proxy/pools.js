@@ -5,13 +5,18 @@ const { Router } = require('./router')
 // The pools a listener's HTTP requests go to: its own backends (`own`, named null) and
 // each --route's ({ name, match, upstream }, balancer.js makes them), each with the
 // rules at the edge compiled for it (edge/rules.js compileEdge: `rules`, null when it
-// has none). Made again at the start and on every reload.
+// has none) and its --max-body-size (`maxBody`, bytes; Infinity: none). Made again at
+// the start and on every reload.
 class Pools {
-  // own: the listener's Upstream; ownRules, routeRules: compileEdge's `own` and `routes`.
-  constructor (own, ownRules, routeRules, routes) {
-    this.own = { name: null, match: null, upstream: own, rules: ownRules } // as routeFor() gives it
+  // own: the listener's Upstream; ownRules, routeRules: compileEdge's `own` and `routes`;
+  // config: the listener's (a route's pool settings are in config.routes).
+  constructor (own, ownRules, routeRules, routes, config) {
+    const maxBody = settings => settings.maxBodySize ?? Infinity
+    const pools = new Map(config.routes.map(route => [route.name, route.pool]))
+    // As routeFor() gives it.
+    this.own = { name: null, match: null, upstream: own, rules: ownRules, maxBody: maxBody(config) }
     this.routes = routes.map(({ name, match, upstream }) => ({
-      name, match, upstream, rules: routeRules.get(name) ?? null
+      name, match, upstream, rules: routeRules.get(name) ?? null, maxBody: maxBody(pools.get(name))
     }))
     this.router = routes.length === 0 ? null : new Router(this.routes)
   }

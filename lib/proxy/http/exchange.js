@@ -73,7 +73,6 @@ class Exchange {
     // framing checked, not taken apart.
     const framed = head.chunked && client.chunkedPieces && protocol.backendProtocol === 'h1'
     this.body = new RequestBody(head.method, head.bodyLength, head.bodyLength === 0, this.grpc !== null, framed)
-    this.maxBody = listener.config.maxBodySize ?? Infinity // --max-body-size
     this.clientTrailers = null // the request's trailers: fields as in a head, or null
     this.reading = !this.body.done // the client's body (or a tunnel's bytes) still to come
     this.buffering = false // reading a small body before taking a backend (see start)
@@ -83,13 +82,16 @@ class Exchange {
 
     // Where it goes.
     this.route = listener.routeFor(head) // null: no route matches (404)
-    // The rules at the edge of the pool it goes to (edge/rules.js), or null: none.
-    this.rules = (this.route || listener.own).rules
+    // The rules at the edge of the pool it goes to (edge/rules.js), or null: none; and
+    // its --max-body-size (bytes; Infinity: none).
+    const pool = this.route || listener.own
+    this.rules = pool.rules
+    this.maxBody = pool.maxBody
     this.sent = head // the head as it goes on: a copy a rule edited, or the client's
     this.traceId = null // --trace: the request's trace ID
     this.plan = null // what a rule does to the response: responseTransform's
     this.compressed = null // its body on the way compressed (edge-calls.js CompressedBody)
-    this.attempt = new Attempt((this.route || listener.own).upstream, this, this, { perRequest: true })
+    this.attempt = new Attempt(pool.upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend seated
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.tunnel = null // a Tunnel (http1/tunnel.js), once an HTTP/1.1 backend switched protocols
