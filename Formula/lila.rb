@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d26cf55d3f86aa4c2850734a784fb9926d4b388ecebc8af45d1d9aa39c87df4a"
+  sha256 "53b98389b460a697535ef52ee0ee229d009a18f92e4fe5a2063dda3860c16608"
   license "MIT"
 
   depends_on "node"

@@ -70,11 +70,12 @@ const ABOUT = {
       'their own: a host (api.example.com), a wildcard host (*.example.com), a path prefix (/static) or ' +
       'both (api.example.com/v1). The most specific match wins; the other requests go to the backends ' +
       'given before the options. Before the mode, a route may take strip (its prefix taken off), allow=, ' +
-      'deny= and basic-auth= of its own (lila help edge).'
+      'deny= and basic-auth= of its own (lila help edge), and max-body-size= in place of the listener\'s.'
   ],
   limits: [
     'Per client address, over --rate-limit or --max-conn-per-client, an http client is answered 429 ' +
-      'with Retry-After, a tcp connection is closed.'
+      'with Retry-After, a tcp connection is closed. A request body over --max-body-size is answered 413; ' +
+      'a route may have its own.'
   ],
   edge: [
     'Rules judged before a request or connection reaches a backend, and the compression of what comes ' +
