@@ -79,7 +79,7 @@ class Http2Session {
   onStream (conn, s, head, endStream) {
     this.idleTicks = 0
     const refused = refusalOf(head)
-    if (refused !== null) return this.refuse(s, head, endStream, refused[0], refused[1])
+    if (refused !== null) return this.refuse(s, head, refused[0], refused[1])
     const x = new Exchange(this, head, head.size, s)
     s.user = x
     this.exchanges.add(x)
@@ -109,7 +109,7 @@ class Http2Session {
 
   // A request lila will not forward (CONNECT, too large, Host against :authority):
   // answered on its stream; the connection and its other streams go on.
-  refuse (s, head, endStream, status, detail) {
+  refuse (s, head, status, detail) {
     const { listener } = this
     listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
     listener.protocol.stats.refused(status)
@@ -117,7 +117,7 @@ class Http2Session {
     const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD' })
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)
-    if (!endStream && !s.closed && (s.endSent || s.endQueued)) this.finishBody(s) // its body is not wanted
+    this.finishBody(s) // its body, if any still comes, is not wanted
     return IGNORE
   }
 
@@ -231,7 +231,7 @@ class Http2Session {
   exchangeDone (x) {
     this.exchanges.delete(x)
     const s = x.stream
-    if (!s.closed && !s.endReceived && (s.endSent || s.endQueued)) this.finishBody(s)
+    this.finishBody(s)
   }
 
   // A response whole (sent, or queued behind the client's window) before the
@@ -240,8 +240,10 @@ class Http2Session {
   // of the answer (curl 7.88 does while it uploads). So, as an HTTP/1.1 session
   // lingers, what still comes is dropped (nor does it count as the connection's
   // activity) until LINGER_MS after the response is out; a body not ended by then is
-  // reset NO_ERROR. On this path only: no cost otherwise.
+  // reset NO_ERROR. On this path only: no cost otherwise. (Nothing to do for a stream
+  // closed, whose body ended, or whose response is not whole.)
   finishBody (s) {
+    if (s.closed || s.endReceived || !(s.endSent || s.endQueued)) return
     this.conn.drop(s)
     const linger = () => {
       if (s.closed) return
