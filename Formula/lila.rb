@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "952705f9c2068979f1c0ef3dff05f296bcba9273f5122a442b474c98ce2a03c0"
+  sha256 "7df6d44505c669bf455899156308fb1f0f378af06b93d086028c13657e228bb4"
   license "MIT"
 
   depends_on "node"

@@ -96,11 +96,14 @@ class App {
     return () => this.subscribers.delete(subscriber)
   }
 
+  // The ports of the instances ready: each slot's, and those replaced that do not drain
+  // yet (their replacements' backends are not up yet).
   readyPorts () {
     const ports = []
     for (const slot of this.slots) {
       if (slot.instance !== null && slot.instance.state === 'ready') ports.push(slot.instance.port)
     }
+    for (const instance of this.leaving) if (instance.state === 'ready') ports.push(instance.port)
     return ports.sort((a, b) => a - b)
   }
 
@@ -160,9 +163,10 @@ class App {
   }
 
   // The roll gives `slot` its new, ready instance; returns the one it replaces (null
-  // when the slot had none running).
+  // when the slot had none running), which serves on until retire().
   takeOver (slot, instance, reason) {
     const old = slot.instance
+    if (old !== null && old.running) this.leaving.add(old)
     if (slot.timer !== null) clearTimeout(slot.timer) // waiting to start again: no need
     slot.timer = null
     slot.instance = instance
@@ -264,7 +268,9 @@ class App {
   // An instance exited. Unless lila stopped it, that is a crash (or a failed start):
   // out of its upstream at once, started again after its backoff.
   #exited (slot, instance, exit) {
-    if (this.stopped || slot.instance !== instance || this.leaving.has(instance)) return
+    if (this.stopped) return
+    if (this.leaving.has(instance)) return this.announce() // replaced, and gone before it drained
+    if (slot.instance !== instance) return
     const upFor = instance.readyAt === null ? 0 : this.now() - instance.readyAt
     if (instance.readyAt !== null) this.announce() // its port is no longer ready
     this.restarts.crash = (this.restarts.crash || 0) + 1
