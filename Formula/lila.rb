@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7df6d44505c669bf455899156308fb1f0f378af06b93d086028c13657e228bb4"
+  sha256 "7d1d17aa7d8c9ddffb72302d3bbea2349535defe8162a0ddd50e0e24f7dc5092"
   license "MIT"
 
   depends_on "node"

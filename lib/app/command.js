@@ -27,8 +27,8 @@ function checkRun ({ command, appCwd, watch }, env) {
   }
   for (const given of watch) {
     if (!fs.existsSync(path.resolve(cwd, given))) {
-      throw new UsageError(`invalid value ${JSON.stringify(given)} for --watch: no such file or folder ` +
-        `(from ${cwd}): expected paths that exist`)
+      throw new UsageError(`invalid value ${JSON.stringify(given)} for --watch: no such file or folder: ` +
+        'expected paths that exist (relative to --app-cwd)')
     }
   }
   return cwd

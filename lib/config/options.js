@@ -92,7 +92,7 @@ const OPTIONS = [
     group: 'listen',
     common: true,
     default: 'tcp',
-    help: 'tcp pipes whole connections; http balances each request; grpc: http to h2 backends, errors as gRPC statuses'
+    help: 'tcp pipes connections; http balances requests; grpc: http to h2 backends'
   },
   {
     name: 'connect-timeout',
@@ -837,7 +837,7 @@ const OPTIONS = [
     type: 'portRange',
     group: 'run',
     default: null,
-    shown: 'free ports lila chooses',
+    shown: 'free ports',
     scope: 'run',
     help: 'the ports instances get in PORT; leave room for a replacement (--surge) and an upgrade'
   },
