@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7d1d17aa7d8c9ddffb72302d3bbea2349535defe8162a0ddd50e0e24f7dc5092"
+  sha256 "6f5d014d97ae8789fcae196fd56a4cbd8907b1d051c69c84a6bd35ef3a4b8f63"
   license "MIT"
 
   depends_on "node"

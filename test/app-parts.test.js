@@ -6,7 +6,7 @@
 const t = require('tap')
 const { LineReader, MAX_LINE } = require('../lib/app/log-lines')
 const { Backoff, MAX_DELAY } = require('../lib/app/backoff')
-const { programOf } = require('../lib/app/command')
+const { programOf, execForm } = require('../lib/app/command')
 
 function read (chunks) {
   const lines = []
@@ -53,4 +53,14 @@ t.test('the program a command starts, when lila can tell', async t => {
   t.equal(programOf('"my app" start'), null, 'quoted: left to the shell')
   t.equal(programOf('$HOME/bin/app'), null, 'expanded: left to the shell')
   t.equal(programOf('python3 -m http.server $PORT'), 'python3')
+})
+
+t.test('the command as exec runs it, so that lila holds the app\'s own pid', async t => {
+  t.equal(execForm('node server.js'), 'exec node server.js')
+  t.equal(execForm('NODE_ENV=production node a.js'), 'NODE_ENV=production exec node a.js')
+  t.equal(execForm('python3 -m http.server $PORT'), 'exec python3 -m http.server $PORT')
+  t.equal(execForm('node -e "a  b"'), 'exec node -e "a  b"', 'its spaces kept')
+  for (const command of ['cd src && node a.js', 'node a.js | tee log', 'node a.js > log', 'A="x y" node a.js', 'exec node a']) {
+    t.equal(execForm(command), null, `${command}: the shell runs it`)
+  }
 })

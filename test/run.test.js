@@ -35,6 +35,8 @@ t.test('three rolling restarts (SIGHUP) under wrk: no failed request, every pid 
   const lila = await runApp(t, ['-i', '3'])
   await settled(lila, 3)
   const before = (await instances(lila)).map(i => i.pid)
+  const [, pid] = /pid (\d+)/.exec(String((await request(lila.port)).body))
+  t.ok(before.includes(Number(pid)), 'the pid lila shows is the app\'s own')
   const url = `http://127.0.0.1:${lila.port}/`
   const loads = [startWrk(url), startWrk(url, ['-H', 'Connection: close'])]
   t.teardown(() => loads.forEach(load => load.kill()))

@@ -45,6 +45,20 @@ function programOf (command) {
   return word
 }
 
+// The command as `exec` would run it, for the shell to eval, so that the process lila
+// holds is the app's own (dash does not exec the last command of `sh -c` itself):
+// "PORT=1 exec node server.js". Null for a command the shell must run itself: one with
+// ; & | ( ) < > or a backquote, or led by a word of the shell's own or an assignment
+// whose value is quoted or expanded.
+function execForm (command) {
+  if (/[;&|()<>`\n]/.test(command)) return null
+  const [prefix] = /^\s*(?:[A-Za-z_][A-Za-z0-9_]*=[^\s"'\\$`]*\s+)*/.exec(command)
+  const rest = command.slice(prefix.length)
+  const first = rest.split(/\s/)[0]
+  if (first === '' || SHELL_WORDS.has(first) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(first)) return null
+  return `${prefix.trim()}${prefix.trim() === '' ? '' : ' '}exec ${rest}`
+}
+
 function pathProblem (program, searchPath = '') {
   for (const dir of String(searchPath).split(':')) {
     if (dir !== '' && fileProblem(path.join(dir, program)) === null) return null
@@ -76,4 +90,4 @@ function isFolder (dir) {
   }
 }
 
-module.exports = { checkRun, programOf }
+module.exports = { checkRun, programOf, execForm }

@@ -1,13 +1,15 @@
 'use strict'
 
 const { spawn } = require('child_process')
+const { execForm } = require('./command')
 
 // An instance's process, started so that it cannot outlive lila. Node has no
 // PR_SET_PDEATHSIG, so the instance is started as `sh -c` in a process group of its
 // own (detached), with one end of a pipe from lila as its descriptor 3. The shell
 // leaves a watcher behind in the background, then closes its descriptor 3 and execs
-// the user's command (through `sh -c` again, which execs a simple command in turn):
-// the pid lila holds is the app's own, and so is the exit status it sees.
+// the user's command (command.js execForm: `eval "exec node server.js"`): the pid lila
+// holds is the app's own, and so is the exit status it sees. A command the shell must
+// run itself (`cd src && node a.js`) is run by `sh -c`, whose pid lila then holds.
 //
 // The watcher ignores the stop signals and blocks reading the pipe, which lila never
 // writes: the read returns at end of file, when lila's end is closed, that is when lila
@@ -23,6 +25,7 @@ const SCRIPT = [
   '  i=0; while kill -0 $$ 2>/dev/null && [ "$i" -lt "$2" ]; do sleep 0.1; i=$((i+1)); done',
   '  kill -KILL 0; } </dev/null >/dev/null 2>&1 &',
   'exec 3<&-',
+  'if [ -n "$3" ]; then eval "$3"; fi',
   'exec /bin/sh -c "$1"'
 ].join('\n')
 
@@ -30,7 +33,7 @@ const SCRIPT = [
 // stdio[3] lila's end of the lifeline (letGo closes it).
 function spawnWithLifeline (command, { cwd, env, stopTimeout }) {
   const grace = String(Math.max(1, Math.ceil(stopTimeout / 100)))
-  return spawn('/bin/sh', ['-c', SCRIPT, 'lila-app', command, grace], {
+  return spawn('/bin/sh', ['-c', SCRIPT, 'lila-app', command, grace, execForm(command) || ''], {
     cwd,
     env,
     detached: true, // a process group of its own: stopped as a whole
