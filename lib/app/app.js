@@ -8,11 +8,11 @@ const { createOutput } = require('./log-lines')
 const { watchFiles } = require('./watch-files')
 const { checkRun } = require('./command')
 const { rollingRestart } = require('./roll')
+const { Listeners } = require('./listeners')
 const { RuntimeError } = require('../errors')
 const { formatDuration } = require('../format')
 
 const SAMPLE_EVERY = 1000 // --max-rss, --max-age and staying up are looked at this often
-const POLL = 25 // how often the upstreams are asked whether a backend is up, or drained
 
 // `lila run`: the app's command started `instances` times, each instance a process
 // (instance.js) on a port of its own. An instance is a backend of its listener only
@@ -49,7 +49,7 @@ class App {
     this.slots = [] // { number, generation, instance, backoff, timer }
     this.running = new Set() // every instance not yet exited
     this.leaving = new Set() // replaced instances, draining then stopping
-    this.subscribers = new Set() // { onResult, live(port), up(port) }: membership's
+    this.listeners = new Listeners(now) // the memberships told of the ready ports
     this.restarts = {} // reason -> instances replaced or started again for it
     this.rolling = null // the rolling restart under way (a promise)
     this.nextRoll = null // { reason, why } asked for meanwhile: done after it
@@ -90,10 +90,9 @@ class App {
   // `live(port)`: the connections its backend still has; `up(port)`: may it take
   // traffic. Returns the function that ends the subscription.
   watch (onResult, { live, up }) {
-    const subscriber = { onResult, live, up }
-    this.subscribers.add(subscriber)
+    const unwatch = this.listeners.add({ onResult, live, up })
     onResult(null, this.readyPorts())
-    return () => this.subscribers.delete(subscriber)
+    return unwatch
   }
 
   // The ports of the instances ready: each slot's, and those replaced that do not drain
@@ -108,23 +107,12 @@ class App {
   }
 
   announce () {
-    const ports = this.readyPorts()
-    for (const { onResult } of this.subscribers) onResult(null, ports)
+    this.listeners.tell(this.readyPorts())
   }
 
-  // Resolves once every upstream has the backends of `ports` up (a first check passed),
-  // or after --ready-timeout.
+  // Resolves once the backends of `ports` are up, or after --ready-timeout.
   upstreamsUp (ports) {
-    const all = () => [...this.subscribers].every(s => ports.every(port => s.up(port)))
-    return this.#until(all, this.settings.readyTimeout)
-  }
-
-  // Resolves once no upstream has a connection open to `port`, or after --stop-timeout:
-  // then true when some are still open.
-  async drained (port) {
-    const live = () => [...this.subscribers].reduce((sum, s) => sum + s.live(port), 0)
-    await this.#until(() => live() === 0, this.settings.stopTimeout)
-    return live()
+    return this.listeners.up(ports, this.settings.readyTimeout)
   }
 
   // --- rolling restarts ---
@@ -182,7 +170,7 @@ class App {
     this.leaving.add(instance)
     instance.state = 'draining'
     this.announce()
-    const left = await this.drained(instance.port)
+    const left = await this.listeners.drained(instance.port, this.settings.stopTimeout)
     if (left > 0) {
       const timeout = formatDuration(this.settings.stopTimeout)
       this.log.warn(`app.${instance.number}: ${left} connection${left === 1 ? '' : 's'} still open after ${timeout}; ` +
@@ -320,18 +308,6 @@ class App {
         this.roll('max-age', `app.${slot.number} is older than --max-age ${formatDuration(maxAge)}`, [slot])
       }
     }
-  }
-
-  // `test` true (polled), or `timeout` passed.
-  #until (test, timeout) {
-    return new Promise(resolve => {
-      const deadline = this.now() + timeout
-      const poll = () => {
-        if (test() || this.now() >= deadline) return resolve()
-        setTimeout(poll, POLL)
-      }
-      poll()
-    })
   }
 
   // --- the whole app ---
