@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6f5d014d97ae8789fcae196fd56a4cbd8907b1d051c69c84a6bd35ef3a4b8f63"
+  sha256 "90f3bde3704aab91e8f8bf889ba45f90633c4ceddcb6ecda1d9e27d5a8b9ea69"
   license "MIT"
 
   depends_on "node"

@@ -64,3 +64,40 @@ t.test('the command as exec runs it, so that lila holds the app\'s own pid', asy
     t.equal(execForm(command), null, `${command}: the shell runs it`)
   }
 })
+
+t.test('lila run in a config file: a listener\'s "run", its options, LILA_ variables', async t => {
+  const { parseConfigFile } = require('../lib/config/file')
+  const text = JSON.stringify({
+    listeners: [{ port: 3000, protocol: 'http', run: { command: 'node server.js', instances: 3, 'app-env': ['A=1'], 'app-cwd': 'app' } }]
+  })
+  const env = new Map([['stop-timeout', { value: '3s', variable: 'LILA_STOP_TIMEOUT', option: require('../lib/config/options').BY_NAME.get('stop-timeout') }]])
+  const [listener] = parseConfigFile(text, '/etc/lila/lila.json', env).listeners
+  t.match(listener.run, { command: 'node server.js', instances: 3, appEnv: [['A', '1']], appCwd: '/etc/lila/app', stopTimeout: 3000 })
+  t.same(listener.backends, [{ host: '127.0.0.1', port: null, app: true, weight: 1, maxConn: null, slowStart: 0, backup: false }])
+  t.throws(() => parseConfigFile(JSON.stringify({ listeners: [{ run: { command: 'x', surge: 0 } }] }), 'f.json'),
+    /^f\.json: listeners\[0\]\.run\.surge: invalid value "0": expected a whole number of at least 1$/)
+})
+
+t.test('the dashboard shows the app\'s instances under its listener', async t => {
+  const { listenerLines } = require('../lib/admin/dashboard-table')
+  const listener = {
+    name: 'http:3000',
+    protocol: 'http',
+    mode: 'random',
+    active: 0,
+    queued: 0,
+    unserved: 0,
+    app: {
+      command: 'node server.js',
+      rolling: true,
+      restarts: { signal: 2 },
+      list: [
+        { number: 1, pid: 41, port: 12001, generation: 2, state: 'ready' },
+        { number: 2, pid: 42, port: 12002, generation: 1, state: 'draining' }
+      ]
+    }
+  }
+  const lines = listenerLines(listener, false, 200)
+  t.equal(lines[1], 'app node server.js · rolling · ready 1, draining 1 · restarts signal 2 · ' +
+    'app.1 pid 41 :12001 gen 2 ready, app.2 pid 42 :12002 gen 1 draining')
+})
