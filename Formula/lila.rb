@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "90f3bde3704aab91e8f8bf889ba45f90633c4ceddcb6ecda1d9e27d5a8b9ea69"
+  sha256 "30a8d8c54c40d1cdef6a528113c12d7f6a0fd7bdfd2e3cc593509869fcab7956"
   license "MIT"
 
   depends_on "node"
