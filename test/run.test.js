@@ -188,3 +188,10 @@ t.test('--exit-on-crash-loop: lila exits 1 once every instance is crash-looping;
   const [first] = lila.stdout.split('\n')
   t.match(JSON.parse(first), { app: 'app', instance: 1, stream: 'stdout', line: /^listening on \d+$/ })
 })
+
+t.test('an app that never listens on PORT is said as such, and lila exits 1', async t => {
+  const lila = await runApp(t, ['-i', '1', '--ready-timeout', '1s'], { env: { APP_START_DELAY: '600000' }, waitForListening: false })
+  const { code } = await within(30000, 'lila to exit', lila.exited)
+  t.equal(code, 1)
+  t.match(lila.stderr, /lila: app did not start: app\.1 never listened on \d+ within 1s/)
+})

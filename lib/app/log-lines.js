@@ -66,15 +66,13 @@ class LineReader {
 // (coloured when `colour`) or as JSON lines ({ time, app, instance, stream, line }).
 // `app` names the listener when there are several.
 function createOutput ({ stdout, stderr, format = 'text', colour = false, app = null }) {
-  const paused = new Set() // readable streams waiting for a stream of lila's to drain
-  const waiting = new Set() // lila's streams that are full
-  const onDrain = target => () => {
-    waiting.delete(target)
+  const paused = new Set() // the instances' pipes, not read until lila's stream drains
+  const onDrain = () => {
     for (const source of paused) source.resume()
     paused.clear()
   }
   for (const target of new Set([stdout, stderr])) {
-    if (typeof target.on === 'function') target.on('drain', onDrain(target))
+    if (typeof target.on === 'function') target.on('drain', onDrain)
   }
   const prefixOf = number => {
     const name = app === null ? `app.${number}` : `${app}.${number}`
@@ -101,7 +99,6 @@ function createOutput ({ stdout, stderr, format = 'text', colour = false, app = 
           flowing = target.write(render(number, name, text, cut))
         } catch {}
         if (!flowing && !paused.has(source)) {
-          waiting.add(target)
           paused.add(source)
           source.pause()
         }
