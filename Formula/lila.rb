@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7173abea1e74f24474e0d5e8a4dd764b95990d9650c3e1f521549c6a0d5a4700"
+  sha256 "6369578eb94a16f0c9ee6fbbb525da116c1a0b1429c003c4ab322e6214899453"
   license "MIT"
 
   depends_on "node"

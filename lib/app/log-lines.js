@@ -98,7 +98,8 @@ function createOutput ({ stdout, stderr, format = 'text', colour = false, app = 
         try {
           flowing = target.write(render(number, name, text, cut))
         } catch {}
-        if (!flowing && !paused.has(source)) {
+        // (A stream without 'drain', as the logger's sink, is never waited for.)
+        if (!flowing && typeof target.on === 'function' && !paused.has(source)) {
           paused.add(source)
           source.pause()
         }
