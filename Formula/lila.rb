@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3c4657a483656cfc7ee4154c2f7d71c9b2fa1bf35c059842987528ca16e47cd0"
+  sha256 "6369578eb94a16f0c9ee6fbbb525da116c1a0b1429c003c4ab322e6214899453"
   license "MIT"
 
   depends_on "node"

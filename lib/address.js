@@ -14,9 +14,11 @@ function formatAddress (host, port) {
 
 // A backend as it was written, without its settings (config/backend-spec.js parseBackend):
 // "10.0.0.1:80", "[::1]:80", "name:80", "unix:/run/app.sock", an SRV name
-// ("_http._tcp.example.com") or a port range ("127.0.0.1:3000-3009"). What a reload
+// ("_http._tcp.example.com"), a port range ("127.0.0.1:3000-3009") or the instances
+// of `lila run` ("app"). What a reload
 // and the control API match backends by.
 function specAddress (spec) {
+  if (spec.app === true) return 'app'
   if (spec.path != null) return UNIX_PREFIX + spec.path
   if (spec.srv != null) return spec.srv
   if (spec.range != null) return formatAddress(spec.host, `${spec.range.first}-${spec.range.last}`)

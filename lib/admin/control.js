@@ -23,6 +23,8 @@ const { describeFault } = require('../format')
 //   fault({ backend, listener, fault })     a fault on its traffic (upstream/fault.js;
 //                                           fault as parseFaultSettings() returns it)
 //   clearFault({ backend, listener })       its fault ends now
+//   restartApp({ listener })                lila run: a rolling restart of the app (of
+//                                           each listener that runs one, without listener)
 //
 // `backend` is an address as in /status.json ("10.0.0.1:80", "[::1]:80"; for remove,
 // a name:port as given is accepted too, removing every address of it); `listener`
@@ -160,6 +162,16 @@ function createControl (lb) {
       const result = done(backends)
       return { ...result, message: `added ${result.message}` }
     },
+    // lila run: resolves once the rolling restart is over, with its line.
+    async restartApp ({ listener: qualifier }) {
+      const running = listenersFor(qualifier).filter(listener => lb.apps.of(listener) !== null)
+      if (running.length === 0) {
+        throw new ControlError(404, 'no listener runs an app: expected lila run \'CMD\' (or "run" in the config file)')
+      }
+      const roll = listener => lb.apps.of(listener).roll('control', 'POST /app/restart')
+      const lines = await Promise.all(running.map(roll))
+      return { message: lines.join('; '), backends: [] }
+    },
     async remove ({ backend: address, listener: qualifier, route }) {
       const hits = poolsFor(qualifier, route).filter(pool => pool.upstream.given(address))
       if (hits.length === 0) {
@@ -181,7 +193,7 @@ function createControl (lb) {
   }
 }
 
-const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove', 'fault', 'clearFault']
+const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove', 'fault', 'clearFault', 'restartApp']
 
 // The same functions made from one that takes { op, ...request }: for a process that
 // passes actions on rather than doing them (the --workers primary, over IPC).

@@ -38,8 +38,20 @@ function listenerLines (listener, several, width) {
   const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
   const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
     `${counts}${limited(listener)}${refused(listener)}${sticky(listener)}${ranges}${panic}`
-  const mirror = mirrorLine(listener)
-  return mirror === null ? wrap(line, width) : [...wrap(line, width), ...wrap(mirror, width)]
+  const more = [appLine(listener), mirrorLine(listener)].filter(text => text !== null)
+  return [...wrap(line, width), ...more.flatMap(text => wrap(text, width))]
+}
+
+// lila run: "app node server.js · ready 3 · restarts signal 3 · app.1 pid 4242 :12001
+// gen 2 ready, ...": the app's instances under its listener's line, or null.
+function appLine ({ app }) {
+  if (!app) return null
+  const states = {}
+  for (const i of app.list) states[i.state] = (states[i.state] || 0) + 1
+  const counts = Object.entries(states).map(([state, n]) => `${state} ${n}`).join(', ')
+  const restarts = Object.entries(app.restarts).map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none'
+  const each = app.list.map(i => `app.${i.number} pid ${i.pid ?? '-'} :${i.port} gen ${i.generation} ${i.state}`)
+  return `app ${app.command}${app.rolling ? ' · rolling' : ''} · ${counts} · restarts ${restarts} · ${each.join(', ')}`
 }
 
 function limited (listener) {

@@ -207,6 +207,8 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     }
   }
 
+  appFamilies(out, family, snapshot.listeners)
+
   const backends = []
   for (const l of snapshot.listeners) {
     for (const b of l.backends) backends.push([{ listener: l.name, backend: b.address }, b])
@@ -252,6 +254,22 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     }
   }
   return out.join('\n') + '\n'
+}
+
+// --- lila run (app/): the app's instances by state, and how many were started again, by reason ---
+const APP_STATES = ['starting', 'ready', 'draining', 'stopping', 'backoff']
+
+function appFamilies (out, family, listeners) {
+  const apps = listeners.filter(l => l.app)
+  family('lila_app_instances', 'gauge', `lila run: the app's instances by state (${APP_STATES.join(', ')}).`)
+  for (const l of apps) {
+    const counts = Object.fromEntries(APP_STATES.map(state => [state, 0]))
+    for (const instance of l.app.list) if (counts[instance.state] !== undefined) counts[instance.state]++
+    byCause(out, 'lila_app_instances', { listener: l.name }, counts, 'state')
+  }
+  family('lila_app_restarts_total', 'counter', 'lila run: instances started again or replaced, by reason (crash, ' +
+    'signal, control, watch, max-rss, max-age).')
+  for (const l of apps) byCause(out, 'lila_app_restarts_total', { listener: l.name }, l.app.restarts, 'reason')
 }
 
 // A histogram in ms ({ count, sum, bounds, counts }: cumulative counts) as seconds.

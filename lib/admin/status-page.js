@@ -144,6 +144,7 @@ function listenerSection (l, history, now) {
   return `<h2>${esc(l.name)} <small>${esc(l.protocol)} · ${esc(l.mode)}</small></h2>
 <p class="facts">${facts}${l.panic ? ' · <span class="panic">PANIC</span>' : ''}${notAccepting(l)}</p>
 ${(l.ranges || []).map(rangeLine).join('\n')}
+${l.app ? appSection(l.app) : ''}
 ${l.mirror ? mirrorSection(l.mirror, now) : ''}
 ${charts(history.points, now, perSecond(l))}
 ${own}
@@ -170,6 +171,22 @@ function mirrorSection (m, now) {
     : '<table><tr><th>diverged</th><th class="st">in</th><th>primary</th><th>mirror</th><th>times</th>' +
       `<th>last</th></tr>\n${rows}\n</table>`
   return `<p class="facts">${copies}</p>\n<p class="facts">${compared}</p>\n${table}`
+}
+
+// --- lila run (app/): the app's command, its restarts, and a row per instance ---
+function appSection (app) {
+  const restarts = Object.keys(app.restarts).length === 0 ? 'none' : byCause(app.restarts)
+  const facts = `app <code>${esc(app.command)}</code> · ${app.instances} instances` +
+    `${app.rolling ? ' · rolling restart under way' : ''} · restarts ${restarts}`
+  const rows = app.list.map(i => `<tr><td>app.${i.number}</td><td>${i.pid ?? '–'}</td><td>${i.port}</td>` +
+    `<td>${i.generation}</td><td class="st">${esc(i.state)}${i.crashLooping ? ' (crash loop)' : ''}</td>` +
+    `<td>${i.uptime > 0 ? duration(i.uptime) : '–'}</td><td>${i.rss === null ? '–' : bytes(i.rss)}</td>` +
+    `<td>${i.exit === null ? '' : esc(i.exit)}</td></tr>`).join('\n')
+  return `<p class="facts">${facts}</p>
+<table><tr><th>instance</th><th>pid</th><th>port</th><th>generation</th><th class="st">state</th><th>uptime</th>` +
+  `<th>memory</th><th>last exit</th></tr>
+${rows}
+</table>`
 }
 
 // --route: a route's pool, under its listener.

@@ -118,6 +118,20 @@ function createStatusServer ({
       return send(res, 200, json, { 'Content-Type': 'application/json' })
     }
 
+    // lila run: POST /app/restart[?listener=NAME], a rolling restart of the app
+    if (path === '/app/restart') {
+      if (req.method !== 'POST') return notAllowed(res, req.method, path, 'POST')
+      const refusal = refuse(req)
+      if (refusal !== null) return send(res, 403, refusal, {}, true)
+      try {
+        const { message } = await control.restartApp({ listener: query.get('listener') })
+        return send(res, 200, message, {}, true)
+      } catch (err) {
+        if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
+        throw err
+      }
+    }
+
     // /backends, /backends/ADDRESS, /backends/ADDRESS/ACTION
     const parts = path.split('/')
     if (

@@ -22,6 +22,7 @@ const { createControl, OPS } = require('../admin/control')
 const { createAccessLog } = require('../admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
 const { planReload, planRedirects } = require('./plan')
+const { Apps } = require('./apps')
 const { listeningOn, matchText, leftToDrain, plural } = require('./words')
 
 // One factory per protocol (config.protocol), each making the protocol object a new
@@ -46,7 +47,10 @@ class Balancer {
     random = Math.random,
     certificates = new Certificates(),
     keeper,
-    keeperOptions = {}
+    keeperOptions = {},
+    stderr = process.stderr,
+    env = process.env,
+    onAppGiveUp = () => {}
   } = {}) {
     this.log = log
     this.now = now
@@ -60,6 +64,8 @@ class Balancer {
     this.ownKeeper = keeper === undefined // made here, when a config wants one
     this.keeper = this.ownKeeper ? null : keeper
     this.keeperOptions = keeperOptions
+    this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
+    this.closing = false
     this.current = config
     this.retiring = new Map() // listener removed by a reload -> Promise, while it drains
     this.redirects = new Map() // listener name -> RedirectListener (--redirect-http)
@@ -97,6 +103,8 @@ class Balancer {
         const { name, redirectHttp } = listener.config
         if (redirectHttp !== null) await this.startRedirect(listener, redirectsGiven.get(name))
       }
+      // lila run: listening waits for an instance of each app to be ready.
+      await this.apps.startAll()
       await Promise.all(this.running.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start())))
       for (const listener of this.running) listener.open()
     } catch (err) {
@@ -119,6 +127,7 @@ class Balancer {
   // changed, as log lines.
   async reload (next) {
     if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
+    this.apps.checkKept(this.running, next)
     const loaded = next.listeners.map(config => this.material(config)) // may throw: nothing has changed yet
     const plan = planReload(this.current, next, this.runningShape())
     // Certificates lila gets itself: new ones are made (local) or loaded before the
@@ -142,6 +151,7 @@ class Balancer {
       const { tls, backendTls, edge } = loaded[index]
       this.certificates.use(config.name, tls)
       const changes = listener.upstream.update(config, { tls: backendTls })
+      if (this.apps.of(listener) !== null) changes.push(...this.apps.of(listener).update(config.run))
       const applied = this.applyRoutes(listener, routes, backendTls)
       routesStarted.push(...applied.started)
       const acme = this.acmeOf(config)
@@ -164,6 +174,7 @@ class Balancer {
       }
     }
     const fresh = bound.map(([listener]) => listener)
+    await this.apps.start(fresh, lines)
     const starts = fresh.flatMap(listener => upstreamsOf(listener).map(upstream => upstream.start()))
     await Promise.all([...routesStarted, ...starts])
     for (const listener of fresh) listener.open()
@@ -191,6 +202,7 @@ class Balancer {
   // last lines are written before it resolves: a process may exit right after.
   // `handOver`: another process listens on the same sockets now (cli/upgrade.js).
   close (timeout = this.current.shutdownTimeout, { handOver = false } = {}) {
+    this.closing = true
     if (this.keeper !== null && this.ownKeeper) this.keeper.close()
     const open = this.running.filter(listener => !this.retiring.has(listener))
     const all = open.map(listener => this.retire(listener, timeout, handOver))
@@ -203,6 +215,7 @@ class Balancer {
 
   destroy () {
     for (const listener of new Set([...this.running, ...this.retiring.keys()])) listener.destroy()
+    this.apps.killAll()
   }
 
   // A fresh plain snapshot (README: "Status, metrics and control"). A backend is as its
@@ -216,8 +229,10 @@ class Balancer {
       certificates: this.running.filter(l => l.tls !== null).flatMap(l => l.tls.snapshot(l.name, now)),
       listeners: this.running.map(listener => {
         const backendsOf = upstream => upstream.all().map(backend => listener.protocol.snapshotBackend(backend))
+        const app = this.apps.of(listener)
         return {
           ...listener.snapshot(),
+          app: app === null ? null : app.snapshot(), // lila run: the instances
           backends: backendsOf(listener.upstream),
           // --route: each route's pool, as a listener shows its own
           routes: listener.routes.map(({ name, match, upstream }) => ({
@@ -309,7 +324,9 @@ class Balancer {
   make (listenerConfig, { tls, backendTls, edge }, descriptors) {
     const named = () => logsName(listenerConfig, this.current.listeners.length)
     const log = prefixed(this.log, () => named() ? listenerConfig.name : null)
-    const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls })
+    const several = this.current.listeners.filter(l => l.run !== null).length > 1
+    const app = listenerConfig.run === null ? null : this.apps.make(listenerConfig, log, several)
+    const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls, app })
     const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
     const acme = this.acmeOf(listenerConfig)
@@ -317,6 +334,7 @@ class Balancer {
     const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog }
     const listener = new Listener({ config: listenerConfig, ...parts })
     this.certificates.use(listenerConfig.name, tls)
+    if (app !== null) this.apps.attach(listener, app)
     return listener
   }
 
@@ -325,6 +343,11 @@ class Balancer {
     const { random, ...options } = this.pools // (a route's pool draws with Math.random)
     const log = prefixed(listenerLog, () => `route ${name}`)
     return { name, match, upstream: new Upstream(pool, { ...options, log, tls: backendTls }) }
+  }
+
+  // lila run: a rolling restart of every app (SIGHUP, the control API). -> its lines.
+  rollApps (reason, why) {
+    return this.apps.roll(reason, why)
   }
 
   // New listeners bound, all or none: -> [[listener, address]].
@@ -368,7 +391,10 @@ class Balancer {
 
   retire (listener, timeout, handOver = false) {
     for (const upstream of upstreamsOf(listener)) upstream.close()
-    const closed = listener.close(timeout, { handOver }).then(() => { this.retiring.delete(listener) })
+    // lila run: the app's instances stop once the listener has drained (an upgrade's
+    // new lila runs its own).
+    const stopApp = () => this.running.includes(listener) && !this.closing ? null : this.apps.stop(listener)
+    const closed = listener.close(timeout, { handOver }).then(stopApp).then(() => { this.retiring.delete(listener) })
     this.retiring.set(listener, closed)
     return closed
   }

@@ -102,6 +102,18 @@ const ABOUT = {
     'lila upgrade PID (or --pid-file FILE) has a running lila hand its listening sockets to a new one, ' +
       'which refuses nothing in between. Sockets from systemd (LISTEN_FDS) are served as they are.'
   ],
+  run: [
+    'lila run \'CMD\' starts the app\'s command --instances times, each from a shell in a process group of ' +
+      'its own, with PORT (a port of its own) and LILA_INSTANCE (1 to N) in its environment: the app ' +
+      'listens on PORT itself, in any language. An instance is a backend once its port accepts (or ' +
+      '--check passes); lila listens once one is ready. Its lines reach lila\'s stdout and stderr whole, ' +
+      'led by "app.N | ".',
+    'A rolling restart (SIGHUP, --watch, POST /app/restart, --max-rss, --max-age) starts a new instance, ' +
+      'waits until it is ready, then drains the one it replaces and stops its process group (SIGKILL ' +
+      'after --stop-timeout): no request is lost, and a new version that fails stops the roll. An ' +
+      'instance that exits is started again after 100ms, doubling to 30s; a crash loop is said once. ' +
+      'When lila ends, even by kill -9, so do the instances.'
+  ],
   config: [
     'lila --config lila.json runs the listeners of a JSON file (comments allowed): each option is a key ' +
       'without its dashes, at the top for every listener or in one. SIGHUP reads it again. Each option ' +
@@ -113,7 +125,7 @@ const ABOUT = {
 
 const SIGNALS = [
   ['SIGTERM, SIGINT', 'stop accepting; open connections finish within --shutdown-timeout; a second one cuts them'],
-  ['SIGHUP', 'with --config: read the file again and apply what changed'],
+  ['SIGHUP', 'with --config: read the file again and apply what changed; under lila run, then a rolling restart'],
   ['SIGUSR2', 'a new lila takes over the listening sockets (what lila upgrade sends)']
 ]
 
@@ -134,6 +146,10 @@ const EXAMPLES = [
     'lila rr :3000 :3001 --protocol http --tls'],
   ['tls', 'HTTPS on 443 with a certificate lila gets from Let\'s Encrypt and renews itself',
     'lila app:8080 --protocol http -p 443 --tls acme --tls-names example.com'],
+  ['run', 'your app three times on port 3000, each instance on a PORT of its own; SIGHUP restarts them in turn',
+    'lila run \'node server.js\' -i 3 -p 3000 --protocol http'],
+  ['run', 'any language; a rolling restart when a file under src changes',
+    'lila run \'python3 -m http.server $PORT\' -i 2 -p 8000 --watch src'],
   ['process', 'one worker process per core, all on port 80',
     'lila app1:8080 app2:8080 -p 80 --workers auto'],
   ['config', 'several listeners from a file; SIGHUP reloads it',
@@ -187,6 +203,7 @@ function usage (width) {
     ...table([
       ['lila [mode] <backend>... [options]'],
       ['lila --config lila.json', 'listeners from a JSON file; SIGHUP reloads it'],
+      ['lila run \'CMD\' [options]', 'your app, N instances behind lila: lila help run'],
       ['lila demo [mode] [options]', 'three local demo backends behind lila'],
       ['lila upgrade PID', 'a new lila takes over its listening sockets'],
       ['lila help [TOPIC|all]', 'a topic below; all: every option; lila version'],
@@ -209,8 +226,8 @@ function helpText (columns) {
     ...table(modeRows(), width),
     '',
     ...paragraph(`Backend: ${BACKEND_SYNTAX}`, width),
-    ...paragraph('":8080" is 127.0.0.1:8080; names, unix:/path, port ranges (host:3000-3009) and SRV ' +
-      'records too: lila help backends.', width, '  '),
+    ...paragraph('":8080" is 127.0.0.1:8080; names, unix:, port ranges, SRV: lila help backends.',
+      width, '  '),
     '',
     'Options:',
     ...optionRows(common, width, leftWidth),

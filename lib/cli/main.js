@@ -128,7 +128,7 @@ async function run (argv, io) {
 async function serve (config, io, onListening = () => {}) {
   const {
     stdout = process.stdout, stderr = process.stderr, stdin = process.stdin, signals = process, reloadConfig = null,
-    listenHint = () => null, program = null, inherited = NOTHING_INHERITED, channel = null
+    listenHint = () => null, program = null, inherited = NOTHING_INHERITED, channel = null, env = process.env
   } = io
   // The logger writes through this, so the dashboard can hold its lines while it runs.
   const logOut = { target: stderr, write: text => logOut.target.write(text) }
@@ -136,9 +136,18 @@ async function serve (config, io, onListening = () => {}) {
   let lb
   let given
   let passwords
+  // lila run with --exit-on-crash-loop: every instance crash-looping ends lila, exit 1.
+  let gaveUp = false
+  let stopper = null
+  const onAppGiveUp = reason => {
+    log.error(`${reason}: exiting`)
+    gaveUp = true
+    if (stopper !== null) stopper.stop('crash loop')
+  }
   try {
     given = lazy.inherited.assign(inherited, config)
-    lb = lazy.createBalancer(config, { log, stdout }) // with the access log config asks for
+    // with the access log config asks for; lila run's app prints through logOut too
+    lb = lazy.createBalancer(config, { log, stdout, stderr: logOut, env, onAppGiveUp })
     passwords = statusPasswords(config)
   } catch (err) {
     // a certificate or htpasswd file that cannot be read or used
@@ -159,7 +168,8 @@ async function serve (config, io, onListening = () => {}) {
     : lazy.createStatusServer({ ...config.status, passwords, stats: lb.stats, control, ...PARSERS, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP or SIGUSR2 while starting is kept for when it can be acted on, not fatal.
-  const early = lazy.signals.holdSignals(signals, handled(reloadConfig, program))
+  const runsApp = lb.apps.size > 0
+  const early = lazy.signals.holdSignals(signals, handled(reloadConfig, program, runsApp))
   try {
     if (status !== null) await status.listen(given.status)
     addresses = await lb.listen(given.listeners, given.redirects).catch(err => {
@@ -201,7 +211,7 @@ async function serve (config, io, onListening = () => {}) {
     const file = statusPasswords(next)
     return () => { if (status !== null) status.setPasswords(file) }
   }
-  const stopper = untilStopped(lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver })
+  stopper = untilStopped(lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp })
   early.release(true)
   // Started afresh, the PID file is written before the line a script waits for; taking
   // over from the lila before, once that one lets go.
@@ -238,20 +248,25 @@ async function serve (config, io, onListening = () => {}) {
   }
   if (status !== null) await status.close({ handOver: handingOver() })
   if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
-  return entered ? code : 1
+  return entered && !gaveUp ? code : 1
 }
 
 // The signals a process acts on besides SIGTERM and SIGINT.
-function handled (reloadConfig, program) {
-  return [...(reloadConfig === null ? [] : ['SIGHUP']), ...(program === null ? [] : ['SIGUSR2'])]
+function handled (reloadConfig, program, runsApp) {
+  return [...(reloadConfig === null && !runsApp ? [] : ['SIGHUP']), ...(program === null ? [] : ['SIGUSR2'])]
 }
 
 // First SIGTERM/SIGINT (or stop(), from the dashboard's quit, or a new lila that took
 // over): stop accepting and drain for up to shutdownTimeout. A second one: cut every
 // connection now. SIGHUP (with a config file): reload it; one reload at a time, an
-// invalid file changes nothing. SIGUSR2 (with an upgrader): a new lila takes over; one
+// invalid file changes nothing; under lila run, then a rolling restart of the app (a
+// changed command or environment takes effect through it). SIGUSR2 (with an upgrader): a new lila takes over; one
 // under way is stopped with this one. (signals.js)
-function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver }) {
+function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp }) {
+  const onHup = async () => {
+    if (reloadConfig !== null) await reload(lb, reloadConfig, log, prepareReload)
+    if (runsApp) await lb.rollApps('signal', 'SIGHUP')
+  }
   let handle
   const done = new Promise(resolve => {
     handle = lazy.signals.onSignals(signals, log, {
@@ -267,7 +282,7 @@ function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader
         })
       },
       destroy: () => lb.destroy(),
-      reload: reloadConfig === null ? null : () => reload(lb, reloadConfig, log, prepareReload),
+      reload: reloadConfig === null && !runsApp ? null : onHup,
       upgrade: upgrader === null ? null : () => upgrader.upgrade()
     })
   })

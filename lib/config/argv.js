@@ -5,7 +5,7 @@
 
 const { parseArgs } = require('util')
 const { UsageError } = require('../errors')
-const { OPTIONS, BY_NAME, parseArgsOptions } = require('./options')
+const { OPTIONS, BY_NAME, RUN_OPTIONS, parseArgsOptions } = require('./options')
 const { PARSERS, MODE_NAMES, MODE_WORDS } = require('./parsers')
 const { BACKEND_SYNTAX, looksLikeBackend } = require('./backend-spec')
 const { quote } = require('./values')
@@ -16,7 +16,7 @@ const { environmentValues, variableOf } = require('./environment')
 
 // Words that name a command rather than a mode or a backend: `lila help` and
 // `lila version` do what --help and --version do.
-const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade']
+const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade', 'run']
 const LONG_FLAGS = OPTIONS.map(o => o.flag)
 
 // The command line as a source of values (builder.js jsonSource() is the file): a
@@ -148,6 +148,13 @@ function parseCommandLine (argv, env = {}) {
 
   const words = positionals.slice()
   const command = words[0] === 'demo' ? 'demo' : 'run'
+  const run = words[0] === 'run' ? runEntry(words, entries) : null
+  if (run === null) {
+    const given = RUN_OPTIONS.find(o => values[o.name] !== undefined)
+    if (given !== undefined) {
+      throw new UsageError(`option ${given.flag} applies to lila run only: expected lila run 'CMD' ${given.flag} ...`)
+    }
+  }
   if (command === 'demo') {
     words.shift()
     // The demo shows per-request balancing unless told otherwise.
@@ -174,15 +181,31 @@ function parseCommandLine (argv, env = {}) {
     const listeners = [buildListener({ values: entries, mode, backends: [] }, source)]
     return { command, config: buildConfig(globals, listeners, source) }
   }
+  if (run !== null && words.length > 0) {
+    throw new UsageError(`unexpected argument ${quote(words[0])}: lila run's backends are the app's instances ` +
+      '(a command of several words is quoted: lila run \'node server.js\')')
+  }
   // Options are checked before backends are missed: "--port x" says what is wrong with it.
   const routes = (values.route || []).map(routeEntry)
   const listener = buildListener({
-    values: entries, mode, backends: words.map(value => ({ value, at: null })), routes
+    values: entries, mode, backends: words.map(value => ({ value, at: null })), routes, run
   }, source)
-  if (words.length === 0 && routes.length === 0) {
+  if (words.length === 0 && routes.length === 0 && run === null) {
     throw new UsageError(`no backend given: expected lila [mode] ${BACKEND_SYNTAX}...`)
   }
   return { command, config: buildConfig(globals, [listener], source) }
+}
+
+// `lila run 'CMD' [mode] [options]`: the command (taken off `words`, with `run`) and
+// lila run's options among `entries`, for buildListener.
+function runEntry (words, entries) {
+  words.shift()
+  const command = words.shift()
+  if (command === undefined || command.trim() === '') {
+    throw new UsageError('no command given: expected lila run \'CMD\' [options], e.g. lila run \'node server.js\' -i 3')
+  }
+  const values = new Map(RUN_OPTIONS.filter(o => entries.has(o.name)).map(o => [o.name, entries.get(o.name)]))
+  return { command: { value: command, at: null }, values, at: null }
 }
 
 // `lila upgrade PID` or `lila upgrade --pid-file FILE`, and --exec PATH: which running

@@ -10,7 +10,7 @@
 // expected; a value from the file is named by its JSON path.
 
 const { specAddress, unixPath } = require('../address')
-const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS } = require('./options')
+const { BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, RUN_OPTIONS } = require('./options')
 const { quote } = require('./values')
 const { listenerFrom, configFrom } = require('./defaults')
 const { parseValue, parseValues } = require('./given-values')
@@ -23,8 +23,10 @@ const { buildRoutes } = require('./build-routes')
 //   backends      [{ value, at }]: backend strings
 //   routes        [{ at, match, name, mode, backends, values }]: see buildRoutes
 //   certificates  [{ cert, key, certAt, keyAt }] from the file (beyond --tls-cert/--tls-key)
+//   run           lila run: { command: { value, at }, values: Map of its options, at },
+//                 or null; its instances are then the listener's backends
 function buildListener ({
-  values, mode: modeEntry, backends: backendEntries, routes: routeEntries = [], certificates = []
+  values, mode: modeEntry, backends: backendEntries, routes: routeEntries = [], certificates = [], run: runEntry = null
 }, src) {
   const settings = {}
   for (const o of LISTENER_OPTIONS) {
@@ -54,7 +56,8 @@ function buildListener ({
   checkHeaderRules(settings, given, at, src)
 
   const mode = buildMode(modeEntry, settings, at, src)
-  const backends = buildBackends(backendEntries, src)
+  const run = buildRun(runEntry, src)
+  const backends = run === null ? buildBackends(backendEntries, src) : [APP_BACKEND]
 
   // --fault names a backend as given, once.
   const seen = new Set(backends.map(specAddress))
@@ -151,7 +154,41 @@ function buildListener ({
   const routes = buildRoutes(routeEntries, values, settings, mode, src)
   for (const route of routes) route.pool.backendTls = backendTls
   const addressGiven = { host: given('host'), port: given('port') }
-  return listenerFrom(settings, { mode, backends, tls, backendTls, routes, given: addressGiven })
+  return listenerFrom(settings, { mode, backends, tls, backendTls, routes, given: addressGiven, run })
+}
+
+// --- lila run (app/) ---
+
+// The backend a `lila run` listener is given: the app's instances, on loopback, each a
+// backend once it is ready (upstream/group.js, app/app.js).
+const APP_BACKEND = Object.freeze({
+  host: '127.0.0.1', port: null, app: true, weight: 1, maxConn: null, slowStart: 0, backup: false
+})
+
+// lila run's settings: the command and its options (RUN_OPTIONS), checked together.
+function buildRun (entry, src) {
+  if (entry === null) return null
+  const { command, values, at } = entry
+  if (command === undefined || typeof command.value !== 'string' || command.value.trim() === '') {
+    const where = command === undefined ? at : command.at
+    const what = command === undefined ? 'no command given' : `invalid command ${JSON.stringify(command.value)}`
+    const example = src.json ? '"run": { "command": "node server.js" }' : 'lila run \'node server.js\' --instances 3'
+    throw src.fail(where, `${what}: expected the app's command line, e.g. ${example}`)
+  }
+  const run = { command: command.value.trim() }
+  for (const o of RUN_OPTIONS) {
+    const given = values.get(o.name)
+    run[o.key] = given === undefined ? o.default : parseValues(o, given, src)
+  }
+  const { appPorts, instances, surge } = run
+  if (appPorts !== null && appPorts.last - appPorts.first + 1 < instances + surge) {
+    const size = appPorts.last - appPorts.first + 1
+    const subject = src.about(BY_NAME.get('app-ports'))
+    throw src.fail(values.get('app-ports').at, `${subject}has ${size} port${size === 1 ? '' : 's'} for ` +
+      `${instances} instance${instances === 1 ? '' : 's'}: expected at least ${instances + surge} ` +
+      '(--instances, and --surge more for a rolling restart; twice --instances for lila upgrade)')
+  }
+  return run
 }
 
 // The TLS options together: one source of certificates (files, or --tls local|acme),
@@ -259,6 +296,11 @@ function buildConfig (globals, listeners, src, listenerAt = () => null) {
           `duplicate listener name ${quote(b.name)}: expected each listener to have its own (set "name")`)
       }
     }
+  }
+  // lila run's instances are processes of lila's own: one lila runs them.
+  if (globals.workers !== 1 && listeners.some(l => l.run !== null)) {
+    throw src.fail('workers', `${src.about(BY_NAME.get('workers'))}does not apply to lila run: ` +
+      'lila runs in one process in front of the app\'s instances (--instances is the app\'s)')
   }
   // A --redirect-http port is a listener too.
   const taken = listeners.map(l => ({ name: l.name, host: l.host, port: l.port }))

@@ -37,7 +37,7 @@ const asGiven = (options, values) =>
 // { ca, caAt, insecure } or null).
 // `given`: whether the host and the port were given rather than defaults (a socket
 // handed to lila, by systemd, must then match them: cli/inherited.js).
-function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [], given = NOT_GIVEN }) {
+function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [], given = NOT_GIVEN, run = null }) {
   return {
     ...asGiven(LISTENER_OPTIONS, settings),
     name: settings.name === null ? defaultName(settings.protocol, settings.port, settings.host) : settings.name,
@@ -59,7 +59,9 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [],
     // basicAuth }], each pool a listener's settings (this shape) for its own Upstream,
     // and the route's own rules at the edge (strip: its path prefix taken off); requests
     // matching none go to `backends`
-    routes
+    routes,
+    // lila run: { command, instances, appPorts, ... } (app/app.js), or null
+    run
   }
 }
 

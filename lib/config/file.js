@@ -15,17 +15,20 @@ const fs = require('fs')
 const path = require('path')
 const { UsageError } = require('../errors')
 const { parseJson, JsonError } = require('./json')
-const { OPTIONS, BY_NAME, LISTENER_OPTIONS } = require('./options')
+const { OPTIONS, BY_NAME, LISTENER_OPTIONS, RUN_OPTIONS } = require('./options')
 const { buildListener, buildGlobals, buildConfig } = require('./builder')
 const { jsonSource } = require('./given-values')
 const { ROUTE_OPTIONS } = require('./build-routes')
 const { didYouMean } = require('./suggest')
 
 // Keys that are not options: the listeners, and what the command line says without a flag.
-const LISTENER_KEYS = new Set([...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'routes', 'certificates'])
+const LISTENER_KEYS = new Set([
+  ...LISTENER_OPTIONS.map(o => o.name), 'mode', 'backends', 'routes', 'certificates', 'run'
+])
+const RUN_KEYS = new Set([...RUN_OPTIONS.map(o => o.name), 'command'])
 const ROUTE_KEYS = new Set([...ROUTE_OPTIONS.map(o => o.name), 'match', 'name', 'mode', 'backends', 'strip'])
 const TOP_KEYS = new Set([
-  ...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own').map(o => o.name),
+  ...OPTIONS.filter(o => o.scope !== 'cli' && o.scope !== 'own' && o.scope !== 'run').map(o => o.name),
   'mode', 'certificates', 'listeners'
 ])
 const INHERITED = new Set([
@@ -120,7 +123,8 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
     checkKey(key, keyPath(where, key), LISTENER_KEYS, src, 'listener')
     values.set(key, { value: raw[key], at: keyPath(where, key) })
   }
-  for (const [name, entry] of fromEnvironment) values.set(name, entry)
+  const run = runFrom(values.get('run'), src, fromEnvironment)
+  for (const [name, entry] of fromEnvironment) if (BY_NAME.get(name).scope !== 'run') values.set(name, entry)
   const mode = values.get('mode')
   const backends = values.get('backends')
   const certificates = values.get('certificates')
@@ -129,8 +133,12 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
   values.delete('backends')
   values.delete('certificates')
   values.delete('routes')
+  values.delete('run')
+  if (run !== null && backends !== undefined) {
+    throw src.fail(backends.at, 'contradicts "run": a listener that runs the app has its instances as backends')
+  }
   // With routes, the listener's own backends (for requests no route matches) may be left out.
-  if (backends === undefined && routes === undefined) {
+  if (backends === undefined && routes === undefined && run === null) {
     throw src.fail(where, 'missing "backends": expected a list such as ["10.0.0.1:80", "10.0.0.2:80,weight=2"]')
   }
   if (backends !== undefined && (!Array.isArray(backends.value) || backends.value.length === 0)) {
@@ -144,8 +152,11 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
       ? []
       : backends.value.map((value, i) => ({ value, at: `${backends.at}[${i}]` })),
     routes: routes === undefined ? [] : routesFrom(routes, src),
-    certificates: certificates === undefined ? [] : certificatesFrom(certificates, src)
+    certificates: certificates === undefined ? [] : certificatesFrom(certificates, src),
+    run
   }, src)
+  // The app's folder is relative to the config file.
+  if (listener.run !== null) listener.run.appCwd = path.resolve(dir, listener.run.appCwd || '.')
   // File names are relative to the config file.
   if (listener.tls !== null && listener.tls.source === 'files') {
     for (const c of listener.tls.certificates) {
@@ -164,6 +175,30 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
     if (route.basicAuth !== null) route.basicAuth = path.resolve(dir, route.basicAuth)
   }
   return listener
+}
+
+// "run": { "command": "node server.js", "instances": 3, ...lila run's options }: the
+// listener runs the app (app/app.js), whose instances are its backends. LILA_ variables
+// of lila run's options apply to every listener that runs an app.
+function runFrom (entry, src, fromEnvironment) {
+  if (entry === undefined) return null
+  const { value, at } = entry
+  if (!isObject(value)) {
+    const example = '{ "command": "node server.js", "instances": 3 }'
+    throw src.fail(at, `expected an object such as ${example}, got ${typeName(value)}`)
+  }
+  const values = new Map()
+  for (const key of Object.keys(value)) {
+    if (!RUN_KEYS.has(key)) {
+      const hint = didYouMean(key, RUN_KEYS) || 'expected "command" or an option of lila help run'
+      throw src.fail(keyPath(at, key), `unknown key ${JSON.stringify(key)} in "run": ${hint}`)
+    }
+    values.set(key, { value: value[key], at: keyPath(at, key) })
+  }
+  for (const [name, given] of fromEnvironment) if (BY_NAME.get(name).scope === 'run') values.set(name, given)
+  const command = values.get('command')
+  values.delete('command')
+  return { command, values, at }
 }
 
 // "routes": [{ "match": "api.example.com", "mode": "lc", "backends": [...], ...options }]:
@@ -261,6 +296,10 @@ function checkKey (key, at, allowed, src, level) {
     }
     if (option.scope === 'global') {
       throw src.fail(at, 'applies to the whole process: expected it at the top level, not in a listener')
+    }
+    if (option.scope === 'run') {
+      throw src.fail(at, 'is lila run\'s: expected it in a listener\'s "run" object, e.g. "run": { "command": ' +
+        `"node server.js", ${JSON.stringify(option.name)}: ... }`)
     }
   }
   if (key === 'listeners') throw src.fail(at, 'listeners do not nest: expected it at the top level only')

@@ -12,6 +12,8 @@
 //   'own'                     per listener only (port, name)
 //   'global'                  top level only: it is about the process, not a listener
 //   'cli'                     the command line only (--config, --help, --version)
+//   'run'                     lila run's: on the command line after lila run 'CMD', in
+//                             the file in a listener's "run" object
 // `group` names the topic it belongs to (GROUPS, in order): its heading in `lila help all`
 // and the README, and the page `lila help TOPIC` shows it on. `common`: also listed in the
 // short `lila --help`, the options most people need.
@@ -31,6 +33,8 @@ const GROUPS = [
     ['docs/tcp.md', 'docs/proxy-protocol.md'], ['proxy']],
   ['backends', 'Backends', 'addresses, weights, backups, DNS and SRV, port ranges, the queue',
     ['docs/backends.md'], ['dns', 'srv', 'queue']],
+  ['run', 'Running the app', 'lila run: your app started N times behind lila, rolling restarts',
+    ['docs/run.md'], ['app', 'instances', 'pm2']],
   ['balancing', 'Balancing and retries', 'the modes in full, bounded loads, retries and their budget',
     ['README.md#modes'], ['modes']],
   ['health', 'Health', 'active checks, ejection on failed traffic',
@@ -88,7 +92,7 @@ const OPTIONS = [
     group: 'listen',
     common: true,
     default: 'tcp',
-    help: 'tcp pipes whole connections; http balances each request; grpc: http to h2 backends, errors as gRPC statuses'
+    help: 'tcp pipes connections; http balances requests; grpc: http to h2 backends'
   },
   {
     name: 'connect-timeout',
@@ -816,6 +820,137 @@ const OPTIONS = [
     scope: 'own',
     help: 'rehearse a failure from the start: ADDR,error=503 (or delay=2s, reset), [rate=R], [for=60s]; repeatable'
   },
+  // --- lila run 'CMD' (app/): in the config file, a listener's "run" object ---
+  {
+    name: 'instances',
+    short: 'i',
+    arg: 'N|auto',
+    type: 'instances',
+    group: 'run',
+    default: 2,
+    scope: 'run',
+    help: 'instances of the app to run; auto: one per core'
+  },
+  {
+    name: 'app-ports',
+    arg: 'FIRST-LAST',
+    type: 'portRange',
+    group: 'run',
+    default: null,
+    shown: 'free ports',
+    scope: 'run',
+    help: 'the ports instances get in PORT; leave room for a replacement (--surge) and an upgrade'
+  },
+  {
+    name: 'app-cwd',
+    arg: 'DIR',
+    type: 'file',
+    group: 'run',
+    default: null,
+    shown: 'lila\'s own',
+    scope: 'run',
+    help: 'the folder the app runs in'
+  },
+  {
+    name: 'app-env',
+    arg: 'NAME=VALUE',
+    type: 'appEnv',
+    multiple: true,
+    group: 'run',
+    default: Object.freeze([]),
+    shown: 'none',
+    scope: 'run',
+    help: 'a variable for the app, beside lila\'s own environment, PORT and LILA_INSTANCE; repeatable'
+  },
+  {
+    name: 'ready-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1,
+    group: 'run',
+    default: 30000,
+    scope: 'run',
+    help: 'a new instance must listen (or pass --check) within this long'
+  },
+  {
+    name: 'stop-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1,
+    group: 'run',
+    default: 10000,
+    scope: 'run',
+    help: 'an instance leaving: its requests finish within this long, then the stop signal; SIGKILL this long after'
+  },
+  {
+    name: 'stop-signal',
+    arg: 'SIG',
+    type: 'signal',
+    group: 'run',
+    default: 'SIGTERM',
+    scope: 'run',
+    help: 'what an instance\'s process group is sent to stop'
+  },
+  {
+    name: 'surge',
+    arg: 'N',
+    type: 'positive',
+    group: 'run',
+    default: 1,
+    scope: 'run',
+    help: 'a rolling restart starts this many new instances at once'
+  },
+  {
+    name: 'watch',
+    arg: 'PATH',
+    type: 'file',
+    multiple: true,
+    group: 'run',
+    default: Object.freeze([]),
+    shown: 'none',
+    scope: 'run',
+    help: 'a rolling restart when a file under PATH changes (not node_modules, .git); repeatable'
+  },
+  {
+    name: 'max-rss',
+    arg: 'SIZE',
+    type: 'size',
+    group: 'run',
+    default: null,
+    shown: 'none',
+    scope: 'run',
+    help: 'an instance using more memory is replaced through a rolling restart, e.g. 500m'
+  },
+  {
+    name: 'max-age',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1000,
+    group: 'run',
+    default: null,
+    shown: 'none',
+    scope: 'run',
+    help: 'an instance running longer is replaced through a rolling restart, e.g. 24h'
+  },
+  {
+    name: 'exit-on-crash-loop',
+    type: 'flag',
+    group: 'run',
+    default: false,
+    shown: 'off',
+    scope: 'run',
+    help: 'exit 1 when every instance is crash-looping, rather than keep trying'
+  },
+  {
+    name: 'app-log-format',
+    arg: 'text|json',
+    type: 'appLogFormat',
+    group: 'run',
+    default: 'text',
+    scope: 'run',
+    help: 'the app\'s lines on lila\'s stdout and stderr: led by "app.N | ", or as JSON lines'
+  },
+  // --- end of lila run's options ---
   {
     name: 'help',
     short: 'h',
@@ -846,6 +981,8 @@ for (const group of GROUPS) group.options = OPTIONS.filter(o => o.group === grou
 // The options of a listener (everything but the process-wide and command-line ones).
 const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
 const GLOBAL_OPTIONS = OPTIONS.filter(o => o.scope === 'global')
+// lila run's options: in the config file, the keys of a listener's "run" object.
+const RUN_OPTIONS = OPTIONS.filter(o => o.scope === 'run')
 
 // The shape util.parseArgs wants. Every valued option is parsed as a string here and
 // validated by parsers.js, so error messages stay ours.
@@ -860,4 +997,4 @@ function parseArgsOptions () {
   return spec
 }
 
-module.exports = { OPTIONS, GROUPS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, parseArgsOptions }
+module.exports = { OPTIONS, GROUPS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, RUN_OPTIONS, parseArgsOptions }

@@ -7,6 +7,7 @@
 // builder.js): the running balancer takes values already parsed.
 
 const net = require('net')
+const os = require('os')
 const { UsageError } = require('../errors')
 const { formatAddress, isHostName, unixPath } = require('../address')
 const { MODES, modeWord } = require('../upstream/balancers')
@@ -23,6 +24,9 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/
 // A cookie's name (RFC 6265: an RFC 9110 token), up to 64 characters.
 const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/
 const MAX_WORKERS = 256
+const MAX_INSTANCES = 256 // lila run --instances
+// What lila run may stop an instance with (--stop-signal); SIGKILL follows anyway.
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGUSR1', 'SIGUSR2', 'SIGWINCH']
 const ACCESS_LOG_FORMATS = ['text', 'json', 'combined']
 // What --compress offers (proxy/edge/compressor.js).
 const ENCODINGS = ['gzip', 'br']
@@ -376,6 +380,44 @@ const PARSERS = {
     }
     return Object.freeze(list)
   },
+  // --- lila run (app/) ---
+  instances: (text, flag) => {
+    if (text === 'auto') return os.availableParallelism()
+    const expected = `a whole number from 1 to ${MAX_INSTANCES}, or auto (one per core)`
+    return parseInteger(text, flag, 1, MAX_INSTANCES, expected)
+  },
+  // "3001-3020": the ports instances are given.
+  portRange: (text, flag) => {
+    const match = /^(\d{1,5})-(\d{1,5})$/.exec(text)
+    const range = match === null ? null : { first: Number(match[1]), last: Number(match[2]) }
+    if (range === null || range.first < 1 || range.last > 65535 || range.first > range.last) {
+      const expected = 'FIRST-LAST, ports from 1 to 65535, low to high, e.g. 3001-3020'
+      throw new UsageError(`invalid port range ${quote(text)}${forFlag(flag)}: expected ${expected}`)
+    }
+    return Object.freeze(range)
+  },
+  // "NODE_ENV=production": a variable of the app's environment.
+  appEnv: (text, flag) => {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(text)
+    if (match === null || match[2].includes('\0')) {
+      const expected = 'NAME=VALUE, e.g. NODE_ENV=production'
+      throw new UsageError(`invalid variable ${quote(text)}${forFlag(flag)}: expected ${expected}`)
+    }
+    return Object.freeze([match[1], match[2]])
+  },
+  signal: (text, flag) => {
+    const name = /^SIG/.test(text) ? text : `SIG${text}`
+    if (!STOP_SIGNALS.includes(name)) {
+      throw new UsageError(`invalid signal ${quote(text)}${forFlag(flag)}: expected one of ${STOP_SIGNALS.join(', ')}`)
+    }
+    return name
+  },
+  appLogFormat: (text, flag) => {
+    if (text !== 'text' && text !== 'json') {
+      throw new UsageError(`invalid app log format ${quote(text)}${forFlag(flag)}: expected text or json`)
+    }
+    return text
+  },
   flag: value => value === true,
   logLevel: (text, flag) => {
     if (!LOG_LEVELS.includes(text)) {
@@ -403,7 +445,7 @@ function parseStatusList (text, flag) {
 }
 
 // Option types whose JSON value may be a number as well as a string.
-const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers', 'size'])
+const NUMERIC = new Set(['port', 'count', 'positive', 'threshold', 'factor', 'workers', 'size', 'instances'])
 
 module.exports = {
   LOG_LEVELS,

@@ -4,12 +4,13 @@ const { formatAddress } = require('../address')
 
 // A group's answer (membership.js) as the backends it stands for (pure):
 //   endpointsOf(group, answer, onUnresolved) -> Map address -> { host, port, name, weight, backup }
-// `answer`: the addresses of a name, the ports of a port range that listen, or the
+// `answer`: the addresses of a name, the ports of a port range that listen (or of the
+// app's instances that are ready), or the
 // records of an SRV name (discovery.js watchService). onUnresolved(record, hosts): an
 // SRV target that could not be resolved this time, and the hosts it keeps.
 function endpointsOf (group, answer, onUnresolved) {
   if (group.srv) return srvEndpoints(group, answer, onUnresolved)
-  return group.range !== null ? rangeEndpoints(group, answer) : nameEndpoints(group, answer)
+  return group.range !== null || group.app ? rangeEndpoints(group, answer) : nameEndpoints(group, answer)
 }
 
 // A name's addresses.
@@ -18,7 +19,7 @@ function nameEndpoints (group, addresses) {
   return new Map(addresses.map(host => [formatAddress(host, port), { host, port, name: group.name, weight, backup }]))
 }
 
-// A port range's ports that listen.
+// A port range's ports that listen; the app's that are ready.
 function rangeEndpoints (group, ports) {
   const { host, weight, backup } = group.spec
   return new Map(ports.map(port => [formatAddress(host, port), { host, port, name: null, weight, backup }]))

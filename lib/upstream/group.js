@@ -8,17 +8,20 @@ const { specChanges } = require('./membership-words')
 // One backend as it was given (on the command line, in the file, by an operator: its
 // spec) and the Backends it stands for: one for an IP address or a Unix socket, as many
 // as DNS says for a name, one per address of each target of an SRV name's records, one
-// per port of a port range that listens. Membership (membership.js) makes the Backends;
+// per port of a port range that listens, one per ready instance of the app `lila run`
+// started. Membership (membership.js) makes the Backends;
 // the group keeps which are its own and what its last answer said.
 class Group {
   constructor (spec) {
     const srv = spec.srv !== undefined
     const range = spec.range !== undefined
     this.spec = spec
+    this.app = spec.app === true // `lila run`: the app's ready instances (app/app.js) give the backends
+    this.unwatchApp = null // ends membership's subscription to the app
     this.srv = srv // an SRV name: its records give the backends (endpoints.js)
     // what is resolved: a name, an SRV name, or null (an IP address, a Unix socket, a
     // port range: its host is dialled as written)
-    this.name = srv ? spec.srv : range || spec.path !== undefined || net.isIP(spec.host) ? null : spec.host
+    this.name = srv ? spec.srv : range || this.app || spec.path !== undefined || net.isIP(spec.host) ? null : spec.host
     this.range = range ? new PortRange(spec.host, spec.range) : null // a port range: which of its ports listen
     this.backends = []
     this.error = null // the last resolution failure, while it lasts
@@ -34,14 +37,14 @@ class Group {
 
   // Its name in log lines: "name:80", an SRV name as it is, a port range as given.
   get label () {
-    if (this.range !== null) return specAddress(this.spec)
+    if (this.range !== null || this.app) return specAddress(this.spec)
     return this.srv ? this.name : `${this.name}:${this.spec.port}`
   }
 
   // Is its membership discovered (a name, an SRV name, a port range), rather than one
   // backend as given?
   get watched () {
-    return this.name !== null || this.range !== null
+    return this.name !== null || this.range !== null || this.app
   }
 
   // The settings of its backend at `address`: the group's, but an SRV name's weights and

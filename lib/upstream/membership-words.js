@@ -7,7 +7,8 @@ const { formatPorts } = require('../format')
 
 // The start-up table: a row per backend (and per name that resolved to nothing), and
 // per port range a row saying how many of its ports listen, above theirs: its idle
-// ports are not backends, and have no row.
+// ports are not backends, and have no row. The app of `lila run` likewise: how many of
+// its instances are ready, above theirs.
 function startupTable (groups) {
   const rows = [['backend', 'state', 'check']]
   for (const group of groups) {
@@ -16,6 +17,8 @@ function startupTable (groups) {
       const ports = formatPorts(group.range.ports(false))
       const watching = idle === 0 ? 'none idle' : `${idle} idle (${ports}): a port joins when it listens`
       rows.push([group.label, `${live} live`, watching])
+    } else if (group.app) {
+      rows.push([group.label, `${group.backends.length} ready`, 'an instance joins when it is ready'])
     } else if (group.name !== null && group.backends.length === 0) {
       rows.push([group.label, '-', `cannot resolve: ${group.error || 'no address'}`])
     }

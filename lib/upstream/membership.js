@@ -22,8 +22,9 @@ const { reasonOf } = require('../errors')
 // two callbacks: changed() when the set of backends changed, and state(backend, state)
 // when a backend went up or down.
 class Membership {
-  constructor (settings, { now, log, resolve, resolveSrv = null, tls, started, onFree, changed, state }) {
+  constructor (settings, { now, log, resolve, resolveSrv = null, tls, started, onFree, changed, state, app = null }) {
     this.now = now
+    this.app = app // `lila run`: the App (app/app.js) whose ready instances the app group stands for
     this.log = log
     this.resolve = resolve
     this.isStarted = started // () -> bool: start-up is done, changes are logged
@@ -160,7 +161,7 @@ class Membership {
       if (this.discovery !== null) {
         this.discovery.close()
         this.discovery = null
-        for (const group of this.groups) if (group.watched) this.#discover(group)
+        for (const group of this.groups) if (group.watched && !group.app) this.#discover(group)
       }
     }
 
@@ -209,6 +210,7 @@ class Membership {
   // Stop probing and resolving.
   close () {
     this.closed = true
+    for (const group of this.groups) if (group.unwatchApp !== null) group.unwatchApp()
     this.checks.close()
     if (this.discovery !== null) this.discovery.close()
   }
@@ -231,8 +233,10 @@ class Membership {
   }
 
   // Resolve a group's name (A and AAAA, or SRV) now and every --resolve-interval; scan
-  // a port range now and every --check-interval.
+  // a port range now and every --check-interval; hear from the app which of its
+  // instances are ready, now and on every change.
   #discover (group) {
+    if (group.app) return this.#follow(group)
     if (this.discovery === null) this.discovery = new Discovery(this.discoveryOptions)
     const onResult = (err, answer) => this.#resolved(group, err, answer)
     if (group.range !== null) {
@@ -245,6 +249,26 @@ class Membership {
     return this.discovery.watch(group.name, onResult, group)
   }
 
+  // The app group: its ports are those of the app's ready instances; the app asks, per
+  // port, whether its backend is up and how many connections it still has.
+  #follow (group) {
+    if (this.app === null) throw new Error('an app group needs the app') // (the builder makes both)
+    const { host } = group.spec
+    const backendAt = port => this.backends.find(b => b.port === port && b.host === host) || null
+    group.unwatchApp = this.app.watch((err, ports) => this.#resolved(group, err, ports), {
+      up: port => {
+        const backend = backendAt(port)
+        return backend !== null && backend.state === 'up'
+      },
+      live: port => {
+        let sum = 0
+        for (const backend of this.all()) if (backend.port === port && backend.host === host) sum += backend.live
+        return sum
+      }
+    })
+    return Promise.resolve()
+  }
+
   // A name was resolved (or failed to be), or a port range scanned: join the new
   // addresses, retire the gone ones. `answer`: the addresses of a name, the records of
   // an SRV name (discovery.js watchService), whose weights and priorities may change
@@ -252,7 +276,8 @@ class Membership {
   #resolved (group, err, answer) {
     if (this.closed || group.removed) return
     const label = group.label
-    const shown = backend => group.srv ? backend.address : group.range !== null ? backend.port : backend.host
+    const byPort = group.range !== null || group.app
+    const shown = backend => group.srv ? backend.address : byPort ? backend.port : backend.host
     if (err) {
       const reason = reasonOf(err)
       if (group.failed(reason)) {
@@ -294,8 +319,12 @@ class Membership {
     const removed = group.answered(wanted)
     if (added.length === 0 && removed.length === 0 && changed.length === 0) return
     this.#rebuild()
-    const left = this.#retire(removed, group.range !== null ? 'stopped listening' : null)
-    if (this.isStarted() && group.range !== null) {
+    const why = group.range !== null ? 'stopped listening' : group.app ? 'its instance is leaving' : null
+    const left = this.#retire(removed, why)
+    if (group.app) {
+      // The app says what its instances do (app/app.js).
+      this.log.debug(`app: backends ${group.backends.map(shown).join(', ') || 'none'}`)
+    } else if (this.isStarted() && group.range !== null) {
       this.log.info(rangeLine(group, added, removed.map(shown), left))
     } else if (this.isStarted()) {
       const backup = b => group.srv && b.backup ? ' (backup)' : ''
@@ -310,6 +339,7 @@ class Membership {
   // connections are left open.
   #removeGroup (group) {
     group.remove()
+    if (group.unwatchApp !== null) group.unwatchApp()
     if (this.discovery !== null && group.watched) this.discovery.unwatch(group)
     return this.#retire(group.backends)
   }

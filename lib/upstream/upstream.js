@@ -33,7 +33,7 @@ class Upstream {
   // config: a listener's settings as the config builds them (every field present).
   constructor (config, {
     now = Date.now, log = silentLogger, resolve = null, resolveSrv = null, balancerOptions = {}, tls = null,
-    table = true, random = Math.random
+    table = true, random = Math.random, app = null
   } = {}) {
     this.mode = config.mode
     this.hashBalanceFactor = config.hashBalanceFactor
@@ -64,6 +64,7 @@ class Upstream {
       resolve,
       resolveSrv,
       tls,
+      app,
       started: () => this.started,
       onFree: backend => this.#freed(backend),
       changed: () => this.#changed(),
