@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6369578eb94a16f0c9ee6fbbb525da116c1a0b1429c003c4ab322e6214899453"
+  sha256 "cf6b7033bac55fe46fa996bbb9aa255609bb58a43edbfc030240be4d7fc931d8"
   license "MIT"
 
   depends_on "node"
