@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cf6b7033bac55fe46fa996bbb9aa255609bb58a43edbfc030240be4d7fc931d8"
+  sha256 "f045726c9e6e0c4c32e1416243588fb4bebc58e0411eab90d8bf714d7ede8e41"
   license "MIT"
 
   depends_on "node"

@@ -544,7 +544,7 @@ const OPTIONS = [
     common: true,
     default: null,
     shown: 'none',
-    help: 'terminate TLS with this certificate chain (PEM), with --tls-key'
+    help: 'serve TLS with this chain (PEM)'
   },
   {
     name: 'tls-key',
