@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f045726c9e6e0c4c32e1416243588fb4bebc58e0411eab90d8bf714d7ede8e41"
+  sha256 "c885f486b73775d9ad1da58d3345311f847f2a27b6f135fda846e6a8445fc80f"
   license "MIT"
 
   depends_on "node"
