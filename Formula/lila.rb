@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c885f486b73775d9ad1da58d3345311f847f2a27b6f135fda846e6a8445fc80f"
+  sha256 "b8634ce0b7ecf0339a994c0bbe9c9b6051a78391952a893e8475b09f0f7f30ec"
   license "MIT"
 
   depends_on "node"

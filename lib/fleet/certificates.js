@@ -22,6 +22,7 @@ const { runScript } = require('./scripts')
 
 const LOCK_TTL_MS = 10000 // a lock not renewed this long is free again
 const RENEW_LOCK_EVERY_MS = 3000
+const STARTING_MS = 2000
 
 class SharedCertificates {
   constructor (client, prefix, { id, log, secret = null }) {
@@ -36,6 +37,7 @@ class SharedCertificates {
   }
 
   async lock (key) {
+    await this.client.whenUp(STARTING_MS) // a lila just started: its connection is on its way
     const name = `${this.prefix}lock:${key}`
     const taken = await this.client.command(['SET', name, this.id, 'NX', 'PX', LOCK_TTL_MS])
     if (taken !== 'OK') return null

@@ -54,6 +54,7 @@ class RedisClient {
     this.roundTrips = 0
     this.roundTripMs = 0
     this.errors = 0
+    this.upWaiters = [] // whenUp()'s
     this.corked = false
     this.uncork = () => {
       this.corked = false
@@ -66,6 +67,15 @@ class RedisClient {
   start () {
     this.connect()
     return this
+  }
+
+  // Resolves once connected, or after `ms` (then `up` says which).
+  whenUp (ms) {
+    if (this.ready) return Promise.resolve()
+    return new Promise(resolve => {
+      this.upWaiters.push(resolve)
+      setTimeout(resolve, ms).unref()
+    })
   }
 
   close () {
@@ -120,6 +130,7 @@ class RedisClient {
     this.ready = true
     this.backoff = BACKOFF_MIN_MS
     this.pinger = setInterval(() => this.ping(), PING_EVERY_MS).unref()
+    for (const resolve of this.upWaiters.splice(0)) resolve()
     this.onUp()
   }
 
