@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b8634ce0b7ecf0339a994c0bbe9c9b6051a78391952a893e8475b09f0f7f30ec"
+  sha256 "ce0b33325550dc29089baa39b7a35f96bb4b05251ced2a42e581105993acec84"
   license "MIT"
 
   depends_on "node"

@@ -76,7 +76,8 @@ class Fleet {
   async close () {
     clearInterval(this.announcer)
     if (this.client.up) {
-      await Promise.race([this.members.leave().catch(() => {}), new Promise(resolve => setTimeout(resolve, CLOSE_MS))])
+      const waited = new Promise(resolve => setTimeout(resolve, CLOSE_MS).unref())
+      await Promise.race([this.members.leave().catch(() => {}), waited])
     }
     this.client.close()
     this.subscriber.close()
