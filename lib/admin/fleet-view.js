@@ -47,7 +47,8 @@ function fleetMetrics (fleet, { family, sample, byCause }) {
 function fleetSection (fleet, esc) {
   if (!fleet) return ''
   const state = fleet.up ? 'shared' : '<b>Redis unavailable: this lila goes on alone</b>'
-  const master = fleet.master !== null && fleet.master !== undefined ? ` (master ${esc(fleet.master)})` : ''
+  const sentinel = fleet.redis.startsWith('redis-sentinel:') && fleet.master
+  const master = sentinel ? ` (master ${esc(fleet.master)})` : ''
   const self = m => m.self ? ' <small>(this lila)</small>' : ''
   const rows = fleet.members.map(m => `<tr><td class="st">${esc(m.host)}${self(m)}</td>` +
     `<td>${m.pid}</td><td class="st">${esc(m.version)}</td><td class="st">${esc(m.listeners.join(', '))}</td>` +
