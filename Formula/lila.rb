@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5b863450217d3671b5fd395177059788f990d9d55e17345fe4cf56a1e6db8901"
+  sha256 "3f2431ed870ede9e663da474c976a7aa3cba9267fc44756057a2049eabb63781"
   license "MIT"
 
   depends_on "node"

@@ -131,3 +131,33 @@ t.test('TLS: rediss:// with the CA that signed Redis', { skip: MISSING }, async 
   await untrusting.next(() => untrusting.events.downs.length > 0, 'refused')
   t.match(untrusting.events.downs[0], /certificate/)
 })
+
+t.test('--fleet from the command line, the config file and LILA_FLEET: the URL read, its password never said', async t => {
+  const { parseCommandLine } = require('../lib/config/argv')
+  const { parseConfigFile } = require('../lib/config/file')
+  const { config } = parseCommandLine([':8080', '--fleet', 'redis-sentinel://lila:p%40ss@a:26380,[::1]/shop/2', '--fleet-name', 'x'])
+  t.match(config.fleet, { name: 'x', ca: null, key: null })
+  t.match(config.fleet.target, {
+    scheme: 'redis-sentinel',
+    username: 'lila',
+    password: 'p@ss',
+    db: 2,
+    master: 'shop',
+    tls: false,
+    hosts: [{ host: 'a', port: 26380 }, { host: '::1', port: 26379 }],
+    display: 'redis-sentinel://lila:***@a:26380,[::1]/shop/2'
+  })
+  t.equal(parseCommandLine([':8080', '--fleet', 'redis://h']).config.fleet.target.hosts[0].port, 6379)
+  t.equal(parseCommandLine([':8080']).config.fleet, null)
+  const file = parseConfigFile('{ "fleet": "rediss://:pw@h:6380", "fleet-name": "shop", "listeners": [{ "backends": [":8080"] }] }', 'lila.json')
+  t.match(file.fleet, { name: 'shop', target: { tls: true, password: 'pw', display: 'rediss://:***@h:6380' } })
+  t.throws(() => parseConfigFile('{ "fleet": "redis://u:secret@h/x", "listeners": [{ "backends": [":8080"] }] }', 'lila.json'),
+    { message: /^lila\.json: fleet: invalid URL "redis:\/\/u:\*\*\*@h\/x": a database number "x"/ })
+  const env = parseCommandLine([':8080'], { LILA_FLEET: 'redis://h:7000' }).config.fleet
+  t.equal(env.target.hosts[0].port, 7000)
+  t.throws(() => parseCommandLine([':8080'], { LILA_FLEET: 'redis://:secret@h:0' }),
+    {
+      message: 'invalid LILA_FLEET URL "redis://:***@h:0": a port "0", where 1 to 65535 goes; expected ' +
+      'redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... (TLS) or redis-sentinel://HOST[:PORT],.../MASTER[/DB]'
+    })
+})

@@ -23,7 +23,7 @@ const MAX_DB = 1_000_000 // Redis's "databases" may be set that high; 16 by defa
 
 function parseFleetUrl (text, flag = '--fleet') {
   const display = redact(String(text))
-  const fail = why => new UsageError(`invalid ${flag} URL ${quote(display)}: ${why}; ${EXPECTED}`)
+  const fail = why => new UsageError(`invalid ${flag ? `${flag} ` : ''}URL ${quote(display)}: ${why}; ${EXPECTED}`)
   const match = /^([a-z-]+:)\/\/(.*)$/i.exec(String(text))
   if (match === null) throw fail('not a URL')
   const scheme = match[1].toLowerCase()
