@@ -19,7 +19,7 @@ const ACL = ['--user', 'default', 'off', '--user', USER, 'on', `>${PASSWORD}`, '
 
 const backendOf = (snapshot, address) => snapshot.listeners[0].backends.find(b => b.address === address)
 
-t.test('drain on one lila drains on all, and on one started later; enable undoes it', { skip: MISSING }, async t => {
+t.test('drain on one lila drains on all, and on one started later; enable undoes it; weight, fault, add too', { skip: MISSING }, async t => {
   const redis = await redisServer(t, { args: ACL })
   const x = await httpBackend(t, 'x')
   const y = await httpBackend(t, 'y')
@@ -70,6 +70,21 @@ t.test('drain on one lila drains on all, and on one started later; enable undoes
     await lila.waitForLine(/fleet: enable from/)
     t.equal(backendOf(await statusJson(lila), x.address).status, 'up', 'enabled everywhere')
     t.notMatch(lila.stderr, PASSWORD)
+  }
+
+  // A weight, a fault and a backend added through B: made on A and C.
+  t.equal((await request(b.statusPort, { method: 'POST', path: `/backends/${y.address}/weight?value=7` })).status, 200)
+  t.equal((await request(b.statusPort, { method: 'POST', path: `/backends/${y.address}/fault?error=503&for=60s` })).status, 200)
+  const z = await httpBackend(t, 'z')
+  t.equal((await request(b.statusPort, { method: 'POST', path: '/backends', body: z.address })).status, 200)
+  for (const lila of [a, c]) {
+    await lila.waitForLine(/fleet: add from/)
+    await lila.waitForLine(/fleet: fault from/)
+    await lila.waitForLine(/fleet: weight from/)
+    const snapshot = await statusJson(lila)
+    t.equal(backendOf(snapshot, y.address).weight, 7, 'the weight everywhere')
+    t.ok(backendOf(snapshot, y.address).fault, 'the fault everywhere')
+    t.ok(backendOf(snapshot, z.address), 'the backend added everywhere')
   }
 })
 
