@@ -170,9 +170,6 @@ function createHttpProtocol ({ via, grpc = false }) {
   return new HttpProtocol({ via, grpc })
 }
 
-// A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
-// upstream has forgotten it, and an address that comes back is a new Backend. With no
-// lease left, its pool holds only idle connections no one will ask for.
 // Over --rate-limit (429: `limited`, the listener's verdict), else no route (404).
 function refusalOf ({ listener, route, head }, limited) {
   if (limited !== null) return [429, limited.detail, limited]
@@ -180,6 +177,9 @@ function refusalOf ({ listener, route, head }, limited) {
   return null
 }
 
+// A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
+// upstream has forgotten it, and an address that comes back is a new Backend. With no
+// lease left, its pool holds only idle connections no one will ask for.
 function isForgotten (backend) {
   return backend.retired && backend.live === 0
 }
