@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6369578eb94a16f0c9ee6fbbb525da116c1a0b1429c003c4ab322e6214899453"
+  sha256 "2fedf7a59b18e988ee7384806c0c4c7db7f0b1f2f77ff234d4b29030c388b1db"
   license "MIT"
 
   depends_on "node"

@@ -5,10 +5,12 @@
 // lila's CPU time per request read from /proc. On a shared machine the two suffer the
 // same neighbours, so their ratio holds where two runs one after the other do not.
 // Linux only (needs wrk and /proc). W3's shape: --body 1048576 --connections 8; either
-// through lila's tcp mode: --protocol tcp.
+// through lila's tcp mode: --protocol tcp. --old-args and --new-args add options to
+// one side only (the same executable twice: an option's cost, e.g. --fleet).
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
 //        [--protocol http|tcp] [--body BYTES] [--connections N]
+//        [--old-args='OPTIONS'] [--new-args='OPTIONS']
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
@@ -18,7 +20,13 @@ const { parseArgs } = require('util')
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { protocol: { type: 'string', default: 'http' }, body: { type: 'string', default: '5' }, connections: { type: 'string', default: '50' } }
+  options: {
+    protocol: { type: 'string', default: 'http' },
+    body: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
+    'old-args': { type: 'string', default: '' },
+    'new-args': { type: 'string', default: '' }
+  }
 })
 const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
@@ -34,9 +42,10 @@ function cpuSeconds (pid) {
   return (Number(fields[11]) + Number(fields[12])) / TICKS
 }
 
-function startLila (exe, backend) {
+function startLila (exe, backend, extra) {
   return new Promise((resolve, reject) => {
-    const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none']
+    const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+      ...extra.split(' ').filter(Boolean)]
     const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     let err = ''
     child.stderr.on('data', chunk => {
@@ -70,7 +79,8 @@ async function main () {
     await new Promise(resolve => server.once('listening', resolve))
     servers.push(server)
   }
-  const [a, b] = await Promise.all([A, B].map((exe, i) => startLila(exe, `127.0.0.1:${servers[i].address().port}`)))
+  const extras = [flags['old-args'], flags['new-args']]
+  const [a, b] = await Promise.all([A, B].map((exe, i) => startLila(exe, `127.0.0.1:${servers[i].address().port}`, extras[i])))
   await Promise.all([wrk(a.port, 2), wrk(b.port, 2)]) // warm-up
   const ratios = []
   for (let round = 1; round <= Number(rounds); round++) {

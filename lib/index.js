@@ -24,7 +24,8 @@
 // through `certificates`, the board its listeners take them from (proxy/tls.js): by
 // default this balancer's own keeper; `keeper: null` when another process keeps them
 // (a --workers worker: the primary does, and feeds `certificates`). `keeperOptions`
-// go to the Keeper (tests: a short localLifetime).
+// go to the Keeper (tests: a short localLifetime). `fleet` (fleet/fleet.js), with
+// --fleet: the listeners' --rate-limit is decided fleet-wide, and stats() shows it.
 
 const { Balancer } = require('./balancer/balancer')
 const { listeningLines } = require('./balancer/words')

@@ -6,6 +6,8 @@
 // with its HELP and TYPE, then one sample per listener or backend. Names follow
 // Prometheus' conventions: counters end in _total, units are seconds and bytes.
 
+const { fleetMetrics } = require('./fleet-view')
+
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 const STATUSES = ['up', 'down', 'pending', 'draining', 'drained', 'disabled']
 
@@ -182,6 +184,13 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     const base = { listener: c.listener, names: c.names.join(','), source: c.source }
     if (c.source !== 'files') sample(out, 'lila_tls_certificate_renewal_failing', base, c.lastError ? 1 : 0)
   }
+
+  // --fleet (fleet-view.js)
+  fleetMetrics(snapshot.fleet, {
+    family,
+    sample: (name, base, value) => sample(out, name, base, value),
+    byCause: (name, base, counts, label) => byCause(out, name, base, counts, label)
+  })
 
   const requests = 'lila_listener_request_duration_seconds'
   family(requests, 'histogram', 'http: time from a request\'s head to the end of its response.')

@@ -9,6 +9,8 @@
 
 const { describeFault, describeMirror, formatPorts } = require('../format')
 
+const { fleetSection } = require('./fleet-view')
+
 const REFRESH_S = 2
 
 const STYLE = '\n' + [
@@ -76,6 +78,9 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
     else if (c.notAfter <= now) problems.push(`<li>${what}: <b>expired</b> ${duration(now - c.notAfter)} ago</li>`)
     if (c.lastError) problems.push(`<li>${what}: renewal failing: ${esc(c.lastError)}</li>`)
   }
+  if (snapshot.fleet && !snapshot.fleet.up) {
+    problems.push(`<li>fleet ${esc(snapshot.fleet.name)}: <b>Redis unavailable</b>; this lila goes on alone</li>`)
+  }
   const uptime = snapshot.startedAt !== undefined ? ` · up ${duration(now - snapshot.startedAt)}` : ''
   const listeners = snapshot.listeners.length
   const summary = `${listeners} listener${listeners === 1 ? '' : 's'}, ` +
@@ -91,6 +96,7 @@ ${viewport}<title>lila: ${esc(summary)}</title><style>${STYLE}</style></head>
 ${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class="ok">Every backend is up.</p>'}
 ${snapshot.listeners.map(l => listenerSection(l, history[l.name] || NO_HISTORY, now)).join('\n')}
 ${certificateSection(snapshot.certificates || [], now)}
+${fleetSection(snapshot.fleet, esc)}
 <footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
 </body></html>
 `

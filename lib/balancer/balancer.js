@@ -50,7 +50,8 @@ class Balancer {
     keeperOptions = {},
     stderr = process.stderr,
     env = process.env,
-    onAppGiveUp = () => {}
+    onAppGiveUp = () => {},
+    fleet = null
   } = {}) {
     this.log = log
     this.now = now
@@ -66,6 +67,8 @@ class Balancer {
     this.keeperOptions = keeperOptions
     this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
     this.closing = false
+    // --fleet (fleet/fleet.js): its listeners' --rate-limit decided fleet-wide; shown in stats
+    this.fleet = fleet
     this.current = config
     this.retiring = new Map() // listener removed by a reload -> Promise, while it drains
     this.redirects = new Map() // listener name -> RedirectListener (--redirect-http)
@@ -243,7 +246,8 @@ class Balancer {
             backends: backendsOf(upstream)
           }))
         }
-      })
+      }),
+      fleet: this.fleet === null ? null : this.fleet.snapshot() // --fleet: Redis, the members
     }
   }
 
@@ -293,7 +297,8 @@ class Balancer {
   makeKeeper (config) {
     const { Keeper } = require('../tls/keeper') // tls/ is loaded only for --tls local|acme
     const publish = update => { this.certificates.apply(update); return Promise.resolve() }
-    this.keeper = new Keeper(config, { log: this.log, now: this.now, ...this.keeperOptions, publish })
+    const fleet = this.fleet === null ? null : this.fleet.certificates // --fleet: one order for the fleet
+    this.keeper = new Keeper(config, { log: this.log, now: this.now, ...this.keeperOptions, publish, fleet })
     return this.keeper
   }
 
@@ -331,7 +336,8 @@ class Balancer {
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
     const acme = this.acmeOf(listenerConfig)
     const accessLog = this.accessLog
-    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog }
+    const sharedLimits = this.fleet === null ? null : this.fleet.limits.forListener(listenerConfig.name)
+    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
     const listener = new Listener({ config: listenerConfig, ...parts })
     this.certificates.use(listenerConfig.name, tls)
     if (app !== null) this.apps.attach(listener, app)

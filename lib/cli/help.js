@@ -114,6 +114,12 @@ const ABOUT = {
       'instance that exits is started again after 100ms, doubling to 30s; a crash loop is said once. ' +
       'When lila ends, even by kill -9, so do the instances.'
   ],
+  fleet: [
+    'Several lilas with one --fleet URL act as one through Redis: --rate-limit and --max-conn-per-client ' +
+      'count per client for the whole fleet, a change through one lila\'s control API (drain, weight, ' +
+      'add, a fault...) is made on all, and each lila is listed on the others\' status pages. Redis is ' +
+      'never in a request\'s way: while it is down or slow, each lila goes on alone and says so once.'
+  ],
   config: [
     'lila --config lila.json runs the listeners of a JSON file (comments allowed): each option is a key ' +
       'without its dashes, at the top for every listener or in one. SIGHUP reads it again. Each option ' +
@@ -152,6 +158,8 @@ const EXAMPLES = [
     'lila run \'python3 -m http.server $PORT\' -i 2 -p 8000 --watch src'],
   ['process', 'one worker process per core, all on port 80',
     'lila app1:8080 app2:8080 -p 80 --workers auto'],
+  ['fleet', 'on each lila of a fleet: rate limits and run-time changes shared through Redis',
+    'lila :8080 --protocol http --rate-limit 20/s --fleet redis://10.0.0.5'],
   ['config', 'several listeners from a file; SIGHUP reloads it',
     'lila --config /etc/lila/lila.json']
 ]

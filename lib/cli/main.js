@@ -28,7 +28,8 @@ const lazy = {
   get upgrade () { return require('./upgrade') },
   get upgradeCommand () { return require('./upgrade-command') },
   get pidFile () { return require('./pid-file') },
-  get Journal () { return require('../admin/journal').Journal }
+  get Journal () { return require('../admin/journal').Journal },
+  get Fleet () { return require('../fleet/fleet').Fleet }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -144,11 +145,15 @@ async function serve (config, io, onListening = () => {}) {
     gaveUp = true
     if (stopper !== null) stopper.stop('crash loop')
   }
+  let fleet = null
   try {
     given = lazy.inherited.assign(inherited, config)
+    // --fleet: Redis is tried from now on, never waited for (fleet/fleet.js).
+    if (config.fleet !== null) fleet = new lazy.Fleet(config.fleet, { log, version: VERSION, about: () => aboutOf(lb) })
     // with the access log config asks for; lila run's app prints through logOut too
-    lb = lazy.createBalancer(config, { log, stdout, stderr: logOut, env, onAppGiveUp })
+    lb = lazy.createBalancer(config, { log, stdout, stderr: logOut, env, onAppGiveUp, fleet })
     passwords = statusPasswords(config)
+    if (fleet !== null) fleet.start()
   } catch (err) {
     // a certificate or htpasswd file that cannot be read or used
     if (!(err instanceof RuntimeError)) return usageError(err, stderr)
@@ -159,9 +164,10 @@ async function serve (config, io, onListening = () => {}) {
   // The status listener and the dashboard act through the balancer's own control, as
   // the --workers primary's act through the workers'; what they change is kept for an
   // upgrade (journal.js).
+  // With --fleet, what they change is shared, and what other lilas change is made here.
   const journal = new lazy.Journal()
   const perform = journal.recording(lb.control)
-  const control = lazy.control.controlFrom(perform)
+  const control = lazy.control.controlFrom(fleet === null ? perform : fleet.changes.sharing(perform))
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
@@ -180,6 +186,7 @@ async function serve (config, io, onListening = () => {}) {
   } catch (err) {
     early.release(false)
     if (status !== null) await status.close()
+    if (fleet !== null) await fleet.close()
     if (!(err instanceof RuntimeError)) throw err
     log.error(err.message)
     return 1
@@ -216,6 +223,7 @@ async function serve (config, io, onListening = () => {}) {
   // Started afresh, the PID file is written before the line a script waits for; taking
   // over from the lila before, once that one lets go.
   const enter = () => lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
+  if (fleet !== null) fleet.applyChanges(perform) // once the backends were checked
   if (inherited.upgrade === null) entered = await enter()
   for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
   if (inherited.upgrade !== null) entered = await enter()
@@ -247,8 +255,17 @@ async function serve (config, io, onListening = () => {}) {
     logOut.target = stderr
   }
   if (status !== null) await status.close({ handOver: handingOver() })
+  if (fleet !== null) await fleet.close()
   if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
   return entered && !gaveUp ? code : 1
+}
+
+// What a fleet's member says of itself (fleet/members.js): where it listens, and its
+// requests (or tcp connections) so far.
+function aboutOf (lb) {
+  const { listeners } = lb.stats()
+  const requests = listeners.reduce((sum, l) => sum + l.backends.reduce((n, b) => n + b.total, 0), 0)
+  return { listeners: lb.listeners.map(l => l.bound || l.name), requests }
 }
 
 // The signals a process acts on besides SIGTERM and SIGINT.

@@ -267,6 +267,22 @@ function buildGlobals (values, src) {
       throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('status-port')}`)
     }
   }
+  for (const name of ['fleet-name', 'fleet-ca', 'fleet-key']) {
+    const entry = values.get(name)
+    if (entry !== undefined && globals.fleet === null) {
+      throw src.fail(entry.at, `${src.about(BY_NAME.get(name))}needs ${src.setting('fleet')}`)
+    }
+  }
+  // A fleet's member is one process: its limits, changes and certificates are shared
+  // from the process that serves (workers would each be a member of their own).
+  if (globals.fleet !== null && globals.workers !== 1) {
+    throw src.fail(values.get('fleet').at, `${src.about(BY_NAME.get('fleet'))}contradicts ` +
+      `${src.setting('workers', globals.workers)}: a lila of a fleet runs as one process for now; expected one of them`)
+  }
+  if (globals.fleetCa !== null && !globals.fleet.tls) {
+    throw src.fail(values.get('fleet-ca').at, `${src.about(BY_NAME.get('fleet-ca'))}needs a rediss:// ` +
+      `${src.setting('fleet')} (TLS to Redis)`)
+  }
   // Both would be sent in the one Authorization header.
   if (globals.statusToken !== null && globals.statusBasicAuth !== null) {
     const subject = src.about(BY_NAME.get('status-basic-auth'))

@@ -26,7 +26,8 @@ const defaultsOf = options => Object.fromEntries(options.map(o => [o.key, o.defa
 const GATHERED = new Set(['tlsCert', 'tlsKey', 'tlsNames', 'tlsClientCa', 'tlsClientOptional',
   'backendTlsCa', 'backendTlsInsecure',
   'statusPort', 'statusHost', 'statusToken', 'statusBasicAuth',
-  'acmeEmail', 'acmeDirectory', 'acmeStaging', 'acmeCa'])
+  'acmeEmail', 'acmeDirectory', 'acmeStaging', 'acmeCa',
+  'fleet', 'fleetName', 'fleetCa', 'fleetKey'])
 const asGiven = (options, values) =>
   Object.fromEntries(options.filter(o => !GATHERED.has(o.key)).map(o => [o.key, values[o.key]]))
 
@@ -81,6 +82,11 @@ function configFrom (globals, listeners) {
       email: globals.acmeEmail,
       ca: globals.acmeCa
     },
+    // --fleet: { target (config/fleet-url.js), name, ca: a PEM file's path or null, key:
+    // --fleet-key's path or null }, or null
+    fleet: globals.fleet === null
+      ? null
+      : { target: globals.fleet, name: globals.fleetName, ca: globals.fleetCa, key: globals.fleetKey },
     listeners
   }
 }

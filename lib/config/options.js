@@ -59,6 +59,8 @@ const GROUPS = [
     ['docs/development.md', 'docs/faults.md'], ['faults']],
   ['process', 'The process', 'workers, signals, reload, graceful shutdown, lila upgrade',
     ['docs/operations.md', 'docs/workers.md'], ['upgrade', 'signals', 'reload']],
+  ['fleet', 'A fleet of lilas', 'rate limits, ACME and run-time changes shared through Redis',
+    ['docs/several.md'], ['redis', 'sentinel', 'cluster']],
   ['config', 'The config file and the command line', 'the JSON config file, LILA_* variables, durations, exit codes',
     ['docs/config.md'], ['environment']]
 ].map(([name, title, summary, docs, words]) => ({ name, title, summary, docs, words }))
@@ -542,7 +544,7 @@ const OPTIONS = [
     common: true,
     default: null,
     shown: 'none',
-    help: 'terminate TLS with this certificate chain (PEM), with --tls-key'
+    help: 'serve TLS with this chain (PEM)'
   },
   {
     name: 'tls-key',
@@ -951,6 +953,48 @@ const OPTIONS = [
     help: 'the app\'s lines on lila\'s stdout and stderr: led by "app.N | ", or as JSON lines'
   },
   // --- end of lila run's options ---
+  // A fleet (lib/fleet/): what several lilas share through Redis.
+  {
+    name: 'fleet',
+    arg: 'URL',
+    type: 'fleetUrl',
+    group: 'fleet',
+    default: null,
+    shown: 'alone',
+    scope: 'global',
+    help: 'share rate limits, certificates and run-time changes with the lilas on this Redis: ' +
+      'redis://[USER:PASS@]HOST[:PORT][/DB], rediss://..., redis-sentinel://HOST:PORT,.../MASTER'
+  },
+  {
+    name: 'fleet-name',
+    arg: 'NAME',
+    type: 'name',
+    group: 'fleet',
+    default: null,
+    shown: 'default',
+    scope: 'global',
+    help: 'with --fleet: the fleet\'s name, its keys\' prefix in Redis (several fleets on one Redis)'
+  },
+  {
+    name: 'fleet-ca',
+    arg: 'FILE',
+    type: 'file',
+    group: 'fleet',
+    default: null,
+    shown: 'system CAs',
+    scope: 'global',
+    help: 'with a rediss:// --fleet: trust these CAs (PEM) for Redis'
+  },
+  {
+    name: 'fleet-key',
+    arg: 'FILE',
+    type: 'file',
+    group: 'fleet',
+    default: null,
+    shown: 'none',
+    scope: 'global',
+    help: 'with --fleet and --tls acme: seal the keys kept in Redis with this secret (the same file on every lila)'
+  },
   {
     name: 'help',
     short: 'h',

@@ -16,6 +16,7 @@ const { refusal, PLACEHOLDERS } = require('../proxy/http/header-rules')
 const { quote, forFlag, parseDuration, parseInteger, socketPathProblem, range } = require('./values')
 const { parseFault, parseMirror } = require('./backend-spec')
 const { parseRouteOption } = require('./route-spec')
+const { parseFleetUrl } = require('./fleet-url')
 
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
@@ -249,6 +250,7 @@ const PARSERS = {
     }
     return text
   },
+  fleetUrl: (text, flag) => parseFleetUrl(text, flag),
   token: (text, flag) => {
     if (!/^[\x21-\x7e]{8,256}$/.test(text)) {
       throw new UsageError(`invalid token${forFlag(flag)}: expected 8 to 256 printable ASCII characters without spaces`)

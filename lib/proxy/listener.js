@@ -55,7 +55,7 @@ class Listener {
   // rules at the edge read from files (edge/rules.js loadEdge; null: read them now).
   constructor ({
     config, upstream, routes = [], log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
-    descriptors = { limit: null, share: null }, edge = null, acme = null
+    descriptors = { limit: null, share: null }, edge = null, acme = null, sharedLimits = null
   }) {
     this.config = config
     // A plain-HTTP listener's ACME HTTP-01 tokens (tls.js Challenges, the process's
@@ -89,7 +89,8 @@ class Listener {
     this.port = null // the port bound, to bind again after a pause; null on a Unix socket
     this.given = false // listening on a socket given to the process (systemd, an upgrade): it cannot be bound again
     this.unix = unixPath(config.host) !== null // listening on a Unix socket (a reload never changes it)
-    this.admission = new ClientAdmission(config) // --max-conn-per-client, --rate-limit
+    // --max-conn-per-client, --rate-limit; sharedLimits: a fleet's decider (client-admission.js), or null
+    this.admission = new ClientAdmission(config, sharedLimits)
     // --tls-client-ca: a handshake refused for the client's certificate (the prelude's)
     this.refusedClient = (reason, detail) => this.edgeStats.refused(reason, detail)
     // pauseOnConnect: a client waiting for a --max-conn slot stays unread in the kernel.
@@ -101,7 +102,8 @@ class Listener {
   }
 
   // A request (http, either version) over --rate-limit: null when it may go on, else
-  // what to answer with 429: { detail, retryAfter } (counted).
+  // what to answer with 429: { detail, retryAfter } (counted); with --fleet, a Promise
+  // of either.
   rateLimited (address) {
     return this.admission.rateLimited(address)
   }
@@ -267,6 +269,20 @@ class Listener {
     this.sessions.add(session)
     const refusal = this.admission.admit(session, !this.protocol.limitsRequests)
     if (refusal === null) return session.start()
+    if (typeof refusal.then === 'function') return refusal.then(later => this.admitted(session, client, later))
+    this.turnAway(session, refusal)
+  }
+
+  // A fleet's verdict came (in BUDGET_MS at most, fleet/limits.js): the client, unread
+  // meanwhile, is served or turned away, unless it or the listener went meanwhile.
+  admitted (session, client, refusal) {
+    if (!this.sessions.has(session)) return
+    if (client.destroyed) return this.sessionDone(session) // never started: nothing else says it is over
+    if (refusal === null) return session.start()
+    this.turnAway(session, refusal)
+  }
+
+  turnAway (session, refusal) {
     this.log.debug(`client ${session.clientAddress} turned away by --${refusal.limit}: ${refusal.detail}`)
     session.turnAway(refusal)
   }

@@ -13,6 +13,7 @@ const RENEW_AT = 2 / 3 // of a certificate's lifetime
 const BACKOFF_MS = [60000, 120000, 300000, 600000, 1200000, 2400000, 3600000, 7200000, 14400000, 21600000]
 const ARI_EVERY_MS = 6 * 3600000 // ask for renewal information this often unless told
 const MAX_TIMER_MS = 2147483647
+const FLEET_WAIT_MS = 5000 // --fleet: another lila orders, or Redis is away: look again this soon
 
 class Entry {
   constructor (keeper, key, { source, names, listeners, types }) {
@@ -32,6 +33,7 @@ class Entry {
     this.running = null
     this.stopped = false
     this.ari = null // { start, end, checkAt } from the ACME server's renewal information
+    this.waiting = null // --fleet: why it waits for the fleet, once said
   }
 
   what () {
@@ -137,7 +139,66 @@ class Entry {
     this.schedule()
   }
 
+  // --fleet (keeper.fleet, fleet/certificates.js): one order for the fleet, under its
+  // lock; a certificate another lila got first is taken rather than ordered again.
   async renewAcme () {
+    const { fleet } = this.keeper
+    if (fleet === null) return this.orderAcme()
+    let lock
+    try {
+      lock = await fleet.lock(this.key)
+      if (lock !== null) {
+        const kept = await fleet.current(this.key)
+        if (kept !== null && this.adopt(kept)) return lock.release()
+      }
+    } catch (err) {
+      if (lock) lock.release()
+      return this.waitForFleet(`the fleet's Redis is unavailable (${oneLine(err.message)})`)
+    }
+    if (lock === null) return this.waitForFleet('another lila of the fleet is getting it')
+    this.waiting = null
+    try {
+      await this.orderAcme(material => fleet.keep(this.key, material))
+    } finally {
+      lock.release()
+    }
+  }
+
+  // Said once while it lasts; looked at again in FLEET_WAIT_MS.
+  waitForFleet (why) {
+    if (this.waiting !== why) this.keeper.log.info(`${this.what()}: ${why}; waiting for it`)
+    this.waiting = why
+    this.nextRenewal = this.keeper.now() + FLEET_WAIT_MS
+    this.schedule()
+  }
+
+  // A certificate another lila of the fleet got: taken when it is newer than this one's.
+  // -> whether it was.
+  adopt (material) {
+    let x
+    try {
+      x = new crypto.X509Certificate(material.cert)
+      if (!x.checkPrivateKey(crypto.createPrivateKey(material.key))) return false
+    } catch {
+      return false
+    }
+    if (this.stopped || (this.x509 !== null && Date.parse(x.validTo) <= this.notAfter())) return false
+    const kept = { cert: material.cert, key: material.key }
+    this.store(kept)
+    this.take(kept, true)
+    this.failures = 0
+    this.lastError = null
+    this.waiting = null
+    this.ari = null
+    this.planRenewal()
+    this.keeper.log.info(`${this.what()} taken from the fleet (issued by ${issuerOf(this.x509)}), valid until ` +
+      `${iso(this.notAfter())}; renewal from ${iso(this.nextRenewal)}`)
+    this.announce().then(() => this.schedule())
+    return true
+  }
+
+  // `kept(material)`: what else is done with a new certificate before it is served.
+  async orderAcme (kept = null) {
     const keeper = this.keeper
     const renewing = this.material !== null
     const types = [...this.types]
@@ -162,6 +223,7 @@ class Entry {
       })
       if (client.kid !== kid) account.remember(client.kid)
       if (this.stopped) return
+      if (kept !== null) await kept(material)
       this.store(material)
       this.take(material, true)
       this.failures = 0

@@ -35,9 +35,11 @@ const { UsageError } = require('../errors')
 const LOCAL_LIFETIME_MS = 7 * 86400000 // --tls local: a week, renewed after about 4.7 days
 
 class Keeper {
-  // options: { log, publish, now, localLifetime (ms), sleep (the ACME polls'), env }
+  // options: { log, publish, now, localLifetime (ms), sleep (the ACME polls'), env,
+  // fleet }. `fleet`: with --fleet, where ACME orders are locked and certificates and
+  // challenges shared (fleet/certificates.js's interface), or null.
   constructor (config, {
-    log, publish, now = Date.now, localLifetime = LOCAL_LIFETIME_MS, sleep, env = process.env
+    log, publish, now = Date.now, localLifetime = LOCAL_LIFETIME_MS, sleep, env = process.env, fleet = null
   } = {}) {
     this.log = log
     this.publish = publish
@@ -53,7 +55,14 @@ class Keeper {
     this.challenges = new Map() // a key per challenge -> its 'add' update (for workers that start)
     this.begun = false
     this.closed = false
+    this.fleet = fleet
     this.setConfig(config)
+    if (fleet !== null) {
+      fleet.listen({
+        certificate: (key, material) => this.entries.has(key) && this.entries.get(key).adopt(material),
+        challenge: update => this.publish(update) // another lila's order: answered here too
+      })
+    }
   }
 
   setConfig (config) {
@@ -183,13 +192,16 @@ class Keeper {
     const id = `${challenge.type} ${challenge.name} ${challenge.token}`
     this.challenges.set(id, update)
     await this.publish(update)
+    if (this.fleet !== null) await this.fleet.present(update)
   }
 
   async withdraw (challenge) {
     const id = `${challenge.type} ${challenge.name} ${challenge.token}`
     const update = this.challenges.get(id)
     this.challenges.delete(id)
-    if (update !== undefined) await this.publish({ ...update, op: 'remove', cert: undefined, key: undefined })
+    if (update === undefined) return
+    await this.publish({ ...update, op: 'remove', cert: undefined, key: undefined })
+    if (this.fleet !== null) await this.fleet.withdraw(update).catch(() => {})
   }
 }
 

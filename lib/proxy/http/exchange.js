@@ -171,9 +171,23 @@ class Exchange {
         this.traceId = edits.traceId
       }
     }
+    const refused = listener.protocol.refusal(this)
+    if (refused === null) return this.proceed()
+    if (typeof refused.then !== 'function') return this.answer(...refused)
+    // --fleet: the fleet decides --rate-limit (within a few ms, fleet/limits.js).
+    if (this.reading) this.client.pauseBody(this)
+    refused.then(later => {
+      if (this.done) return
+      if (this.reading) this.client.resumeBody(this)
+      if (later !== null) return this.answer(...later)
+      this.proceed()
+    })
+  }
+
+  // Admitted, not refused: a backend, or the body first.
+  proceed () {
+    const { head, body, listener } = this
     const { protocol } = listener
-    const refused = protocol.refusal(this)
-    if (refused !== null) return this.answer(...refused)
     if (head.isUpgrade && protocol.backendProtocol === 'h2') {
       return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     }

@@ -69,12 +69,11 @@ class HttpProtocol {
     return [508, `request already passed through this lila (Via: ${this.via})`]
   }
 
+  // With --fleet a Promise of either, when the fleet decides --rate-limit.
   refusal (exchange) {
-    const { head, listener } = exchange
-    const limited = listener.rateLimited(exchange.clientAddress)
-    if (limited !== null) return [429, limited.detail, limited]
-    if (exchange.route === null) return [404, listener.unrouted(head)]
-    return null
+    const limited = exchange.listener.rateLimited(exchange.clientAddress)
+    if (limited !== null && typeof limited.then === 'function') return limited.then(later => refusalOf(exchange, later))
+    return refusalOf(exchange, limited)
   }
 
   // The timeouts (ms) sweep() keeps: --timeout, --body-timeout, and pooled idle expiry.
@@ -169,6 +168,13 @@ class HttpProtocol {
 
 function createHttpProtocol ({ via, grpc = false }) {
   return new HttpProtocol({ via, grpc })
+}
+
+// Over --rate-limit (429: `limited`, the listener's verdict), else no route (404).
+function refusalOf ({ listener, route, head }, limited) {
+  if (limited !== null) return [429, limited.detail, limited]
+  if (route === null) return [404, listener.unrouted(head)]
+  return null
 }
 
 // A backend taken away (by DNS, a reload, removeBackend) whose last request is over: the
