@@ -1,0 +1,239 @@
+'use strict'
+
+// OTLP (OpenTelemetry's protocol, opentelemetry-proto v1): the two requests lila sends
+// a collector, ExportTraceServiceRequest and ExportMetricsServiceRequest, as protobuf
+// (protobuf.js) or as OTLP/JSON. Pure: plain data in, a Buffer out. Only the fields
+// lila fills are written; field numbers are the .proto's, in their order, and proto3's
+// defaults are left out, so the bytes are what protobufjs writes for the same message
+// (test/otlp-wire.test.js decodes them with the real .proto files).
+//
+//   encodeTraces({ resource, scope, spans }, json) -> Buffer
+//   encodeMetrics({ resource, scope, start, time, metrics }, json) -> Buffer
+//
+// resource: attributes; scope: { name, version }. Attributes are flat [key, value, ...]
+// with a string, a boolean or a number (an integer is an int, else a double). Times
+// are milliseconds since the epoch, to the microsecond (nanoseconds on the wire).
+//   span: { traceId, spanId (hex), parentId (hex or null), traceState (or null), flags,
+//           name, kind (KIND), start, end, attributes, events: null or [{ time, name,
+//           attributes }], status (STATUS), message (or null) }
+//   metric: { name, description, unit, type: 'sum' | 'gauge' | 'histogram', points }
+//           a sum is cumulative and monotonic (a counter); a point is { attributes,
+//           value }, or for a histogram { attributes, count, sum, bounds, counts }
+//           (counts per bucket, one more than bounds)
+
+const { ProtoWriter } = require('./protobuf')
+
+const KIND = Object.freeze({ internal: 1, server: 2, client: 3 })
+const STATUS = Object.freeze({ unset: 0, ok: 1, error: 2 })
+// Span.flags: the W3C trace flags in the low byte, and whether the parent is remote.
+const FLAGS = Object.freeze({ sampled: 0x01, hasIsRemote: 0x100, isRemote: 0x200 })
+const CUMULATIVE = 2
+const CONTENT_TYPES = Object.freeze({ protobuf: 'application/x-protobuf', json: 'application/json' })
+
+// Milliseconds (a double: a fraction past the microsecond is noise) -> nanoseconds.
+function nanos (ms) {
+  const seconds = Math.floor(ms / 1000)
+  const micros = Math.min(999999, Math.round((ms - seconds * 1000) * 1000))
+  return BigInt(seconds) * 1000000000n + BigInt(micros) * 1000n
+}
+
+function encodeTraces (batch, json = false) {
+  if (json) return Buffer.from(JSON.stringify(tracesJson(batch)))
+  const w = new ProtoWriter(256 + batch.spans.length * 512)
+  w.begin(1) // ResourceSpans
+  resource(w, batch.resource)
+  w.begin(2) // ScopeSpans
+  scope(w, batch.scope)
+  for (const span of batch.spans) {
+    w.begin(2)
+    w.hex(1, span.traceId)
+    w.hex(2, span.spanId)
+    if (span.traceState) w.string(3, span.traceState)
+    if (span.parentId) w.hex(4, span.parentId)
+    w.string(5, span.name)
+    w.uint(6, span.kind)
+    w.fixed64Big(7, nanos(span.start))
+    w.fixed64Big(8, nanos(span.end))
+    attributes(w, 9, span.attributes)
+    if (span.events !== null) {
+      for (const event of span.events) {
+        w.begin(11)
+        w.fixed64Big(1, nanos(event.time))
+        w.string(2, event.name)
+        attributes(w, 3, event.attributes)
+        w.end()
+      }
+    }
+    if (span.status !== STATUS.unset || span.message) {
+      w.begin(15)
+      if (span.message) w.string(2, span.message)
+      if (span.status !== STATUS.unset) w.uint(3, span.status)
+      w.end()
+    }
+    if (span.flags !== 0) w.fixed32(16, span.flags)
+    w.end()
+  }
+  w.end()
+  w.end()
+  return w.finish()
+}
+
+function encodeMetrics (batch, json = false) {
+  if (json) return Buffer.from(JSON.stringify(metricsJson(batch)))
+  const start = nanos(batch.start)
+  const time = nanos(batch.time)
+  const w = new ProtoWriter(16384)
+  w.begin(1) // ResourceMetrics
+  resource(w, batch.resource)
+  w.begin(2) // ScopeMetrics
+  scope(w, batch.scope)
+  for (const metric of batch.metrics) {
+    w.begin(2)
+    w.string(1, metric.name)
+    if (metric.description) w.string(2, metric.description)
+    if (metric.unit) w.string(3, metric.unit)
+    const histogram = metric.type === 'histogram'
+    w.begin(histogram ? 9 : metric.type === 'sum' ? 7 : 5)
+    for (const point of metric.points) {
+      w.begin(1)
+      w.fixed64Big(2, start)
+      w.fixed64Big(3, time)
+      if (histogram) {
+        w.fixed64(4, point.count)
+        w.double(5, point.sum)
+        w.packedFixed64(6, point.counts)
+        w.packedDoubles(7, point.bounds)
+        attributes(w, 9, point.attributes)
+      } else {
+        if (Number.isInteger(point.value)) w.sfixed64(6, point.value)
+        else w.double(4, point.value)
+        attributes(w, 7, point.attributes)
+      }
+      w.end()
+    }
+    if (metric.type !== 'gauge') w.uint(2, CUMULATIVE)
+    if (metric.type === 'sum') w.bool(3, true)
+    w.end()
+    w.end()
+  }
+  w.end()
+  w.end()
+  return w.finish()
+}
+
+function resource (w, attrs) {
+  w.begin(1)
+  attributes(w, 1, attrs)
+  w.end()
+}
+
+function scope (w, { name, version }) {
+  w.begin(1)
+  w.string(1, name)
+  if (version) w.string(2, version)
+  w.end()
+}
+
+// KeyValue { key = 1; AnyValue value = 2 }, AnyValue's one of string 1, bool 2, int 3,
+// double 4.
+function attributes (w, field, flat) {
+  for (let i = 0; i < flat.length; i += 2) {
+    const value = flat[i + 1]
+    w.begin(field)
+    w.string(1, flat[i])
+    w.begin(2)
+    if (typeof value === 'string') w.string(1, value)
+    else if (typeof value === 'boolean') w.bool(2, value)
+    else if (Number.isInteger(value)) w.int64(3, value)
+    else w.double(4, value)
+    w.end()
+    w.end()
+  }
+}
+
+// OTLP/JSON (the protobuf's JSON mapping, as OTLP specifies it): lowerCamelCase names,
+// IDs in hex, enums as numbers, 64-bit integers as decimal strings.
+
+function tracesJson ({ resource, scope, spans }) {
+  return {
+    resourceSpans: [{
+      resource: { attributes: attributesJson(resource) },
+      scopeSpans: [{ scope: scopeJson(scope), spans: spans.map(spanJson) }]
+    }]
+  }
+}
+
+function spanJson (span) {
+  const out = { traceId: span.traceId, spanId: span.spanId }
+  if (span.traceState) out.traceState = span.traceState
+  if (span.parentId) out.parentSpanId = span.parentId
+  out.flags = span.flags
+  out.name = span.name
+  out.kind = span.kind
+  out.startTimeUnixNano = String(nanos(span.start))
+  out.endTimeUnixNano = String(nanos(span.end))
+  out.attributes = attributesJson(span.attributes)
+  if (span.events !== null) {
+    out.events = span.events.map(e =>
+      ({ timeUnixNano: String(nanos(e.time)), name: e.name, attributes: attributesJson(e.attributes) }))
+  }
+  if (span.status !== STATUS.unset || span.message) {
+    out.status = { code: span.status }
+    if (span.message) out.status.message = span.message
+  }
+  return out
+}
+
+function metricsJson ({ resource, scope, start, time, metrics }) {
+  const startTimeUnixNano = String(nanos(start))
+  const timeUnixNano = String(nanos(time))
+  const pointJson = point => {
+    const out = { attributes: attributesJson(point.attributes), startTimeUnixNano, timeUnixNano }
+    if (point.counts === undefined) {
+      if (Number.isInteger(point.value)) out.asInt = String(point.value)
+      else out.asDouble = point.value
+      return out
+    }
+    out.count = String(point.count)
+    out.sum = point.sum
+    out.bucketCounts = point.counts.map(String)
+    out.explicitBounds = point.bounds
+    return out
+  }
+  const metricJson = metric => {
+    const out = { name: metric.name }
+    if (metric.description) out.description = metric.description
+    if (metric.unit) out.unit = metric.unit
+    const dataPoints = metric.points.map(pointJson)
+    if (metric.type === 'gauge') out.gauge = { dataPoints }
+    else if (metric.type === 'sum') out.sum = { dataPoints, aggregationTemporality: CUMULATIVE, isMonotonic: true }
+    else out.histogram = { dataPoints, aggregationTemporality: CUMULATIVE }
+    return out
+  }
+  return {
+    resourceMetrics: [{
+      resource: { attributes: attributesJson(resource) },
+      scopeMetrics: [{ scope: scopeJson(scope), metrics: metrics.map(metricJson) }]
+    }]
+  }
+}
+
+function scopeJson ({ name, version }) {
+  return version ? { name, version } : { name }
+}
+
+function attributesJson (flat) {
+  const out = []
+  for (let i = 0; i < flat.length; i += 2) {
+    const value = flat[i + 1]
+    let any
+    if (typeof value === 'string') any = { stringValue: value }
+    else if (typeof value === 'boolean') any = { boolValue: value }
+    else if (Number.isInteger(value)) any = { intValue: String(value) }
+    else any = { doubleValue: value }
+    out.push({ key: flat[i], value: any })
+  }
+  return out
+}
+
+module.exports = { encodeTraces, encodeMetrics, KIND, STATUS, FLAGS, CONTENT_TYPES }

@@ -1,0 +1,172 @@
+'use strict'
+
+// A protobuf writer (proto3 wire format), just what OTLP's messages take: varints,
+// fixed64, double, length-delimited strings, bytes and nested messages. Pure. One
+// growing buffer per message: a nested message is written in place and its length put
+// in front of it when it ends (the bytes moved by the length's size), so a request of
+// thousands of spans allocates a few buffers, not one per field. Fields are written in
+// the order the caller gives them; what proto3 leaves out (an empty string, a zero) is
+// the caller's to leave out, so that the output is what protobufjs and Go write.
+//
+//   const w = new ProtoWriter()
+//   w.begin(1); w.string(1, 'x'); w.end()   a message in field 1 of the outer one
+//   w.finish() -> Buffer
+
+const VARINT = 0
+const FIXED64 = 1
+const DELIMITED = 2
+const FIXED32 = 5
+
+const TWO_32 = 2 ** 32
+
+class ProtoWriter {
+  constructor (size = 4096) {
+    this.buf = Buffer.allocUnsafe(size)
+    this.pos = 0
+    this.starts = [] // where each open nested message's content begins
+  }
+
+  room (n) {
+    if (this.pos + n <= this.buf.length) return
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n))
+    this.buf.copy(next, 0, 0, this.pos)
+    this.buf = next
+  }
+
+  // A non-negative integer up to 2^53.
+  varint (n) {
+    this.room(10)
+    const { buf } = this
+    while (n >= 0x80) {
+      buf[this.pos++] = (n % 0x80) | 0x80
+      n = Math.floor(n / 0x80)
+    }
+    buf[this.pos++] = n
+  }
+
+  tag (field, wireType) {
+    this.varint(field * 8 + wireType)
+  }
+
+  uint (field, n) {
+    this.tag(field, VARINT)
+    this.varint(n)
+  }
+
+  // int64 as a varint: a negative one is its two's complement, ten bytes.
+  int64 (field, n) {
+    if (n >= 0) return this.uint(field, n)
+    this.tag(field, VARINT)
+    let v = BigInt.asUintN(64, BigInt(n))
+    this.room(10)
+    while (v >= 0x80n) {
+      this.buf[this.pos++] = Number(v & 0x7fn) | 0x80
+      v >>= 7n
+    }
+    this.buf[this.pos++] = Number(v)
+  }
+
+  bool (field, value) {
+    this.uint(field, value ? 1 : 0)
+  }
+
+  double (field, value) {
+    this.tag(field, FIXED64)
+    this.room(8)
+    this.buf.writeDoubleLE(value, this.pos)
+    this.pos += 8
+  }
+
+  fixed32 (field, n) {
+    this.tag(field, FIXED32)
+    this.room(4)
+    this.buf.writeUInt32LE(n, this.pos)
+    this.pos += 4
+  }
+
+  // fixed64 (or sfixed64) of a non-negative integer up to 2^53.
+  fixed64 (field, n) {
+    this.tag(field, FIXED64)
+    this.raw64(n % TWO_32, Math.floor(n / TWO_32))
+  }
+
+  // sfixed64 of an integer within +-2^53: a negative one as its two's complement.
+  sfixed64 (field, n) {
+    if (n >= 0) return this.fixed64(field, n)
+    const v = BigInt.asUintN(64, BigInt(n))
+    this.tag(field, FIXED64)
+    this.raw64(Number(v & 0xffffffffn), Number(v >> 32n))
+  }
+
+  // fixed64 of a BigInt (nanoseconds since the epoch are past 2^53).
+  fixed64Big (field, v) {
+    this.tag(field, FIXED64)
+    this.raw64(Number(v & 0xffffffffn), Number(v >> 32n))
+  }
+
+  raw64 (low, high) {
+    this.room(8)
+    this.buf.writeUInt32LE(low, this.pos)
+    this.buf.writeUInt32LE(high, this.pos + 4)
+    this.pos += 8
+  }
+
+  string (field, text) {
+    const length = Buffer.byteLength(text)
+    this.tag(field, DELIMITED)
+    this.varint(length)
+    this.room(length)
+    this.pos += this.buf.write(text, this.pos)
+  }
+
+  // bytes given as hex (trace and span IDs).
+  hex (field, text) {
+    const length = text.length >> 1
+    this.tag(field, DELIMITED)
+    this.varint(length)
+    this.room(length)
+    this.pos += this.buf.write(text, this.pos, 'hex')
+  }
+
+  // A packed repeated field of doubles, or of fixed64s (non-negative integers).
+  packedDoubles (field, values) {
+    this.tag(field, DELIMITED)
+    this.varint(values.length * 8)
+    this.room(values.length * 8)
+    for (const v of values) {
+      this.buf.writeDoubleLE(v, this.pos)
+      this.pos += 8
+    }
+  }
+
+  packedFixed64 (field, values) {
+    this.tag(field, DELIMITED)
+    this.varint(values.length * 8)
+    for (const v of values) this.raw64(v % TWO_32, Math.floor(v / TWO_32))
+  }
+
+  // A nested message in `field`: its content follows, until end().
+  begin (field) {
+    this.tag(field, DELIMITED)
+    this.starts.push(this.pos)
+  }
+
+  end () {
+    const start = this.starts.pop()
+    const length = this.pos - start
+    let size = 1
+    for (let n = length; n >= 0x80; n = Math.floor(n / 0x80)) size++
+    this.room(size)
+    this.buf.copyWithin(start + size, start, this.pos)
+    const end = this.pos + size
+    this.pos = start
+    this.varint(length)
+    this.pos = end
+  }
+
+  finish () {
+    return Buffer.from(this.buf.subarray(0, this.pos))
+  }
+}
+
+module.exports = { ProtoWriter }
