@@ -1,0 +1,140 @@
+'use strict'
+
+// --otlp: one exchange's spans (telemetry/tracer.js), with OpenTelemetry's HTTP
+// semantic conventions. The request is a SERVER span, its parent the client's
+// traceparent when it sent one; each attempt at a backend is a CLIENT span under it (a
+// retry is a second one, the first ended with an error), and a --mirror copy one of its
+// own; the traceparent a backend gets names its attempt's CLIENT span, so that the app's
+// spans hang under it. Events on the SERVER span: a retry, a backend ejected, lila's own
+// refusal (413, 429, ...). The exchange holds one (`trace`, null without --otlp) and
+// calls it where its events are; nothing here writes the exchange's fields.
+
+const { KIND } = require('../../wire/otlp')
+const { epochOf } = require('../../telemetry/span')
+const { fieldOf, editedRequest } = require('./edge-calls')
+
+// lila's own answers that are a refusal of the request, not a failure: an event.
+const REFUSALS = new Set([400, 401, 403, 404, 408, 413, 429, 431, 508])
+const VERSIONS = ['1.0', '1.1', '2']
+
+class ExchangeTrace {
+  constructor (tracer, x) {
+    const { head } = x
+    const route = x.route === null ? null : x.route.match
+    const name = route === null ? head.method : `${head.method} ${route}`
+    const span = this.span = tracer.serverSpan(
+      fieldOf(head.fields, 'traceparent'), fieldOf(head.fields, 'tracestate'), name, epochOf(x.openedAt))
+    this.tracer = tracer
+    this.attempt = null // the CLIENT span of the attempt under way
+    this.seats = [] // { backend, wasDown, said } per attempt, for the ejections it led to
+    this.traceId = span.traceId
+    if (!span.recording) return
+    span.set('http.request.method', head.method)
+    span.set('url.path', head.path)
+    span.set('url.scheme', x.listener.protocol.rewrite.proto)
+    if (head.host !== null) span.set('server.address', head.host)
+    span.set('network.peer.address', x.clientAddress)
+    span.set('network.protocol.version', VERSIONS[head.version] || String(head.version))
+    const agent = fieldOf(head.fields, 'user-agent')
+    if (agent !== undefined) span.set('user_agent.original', agent)
+    if (route !== null) span.set('http.route', route)
+    if (x.grpc !== null) span.set('rpc.system', 'grpc')
+    span.set('lila.listener', x.listener.name)
+  }
+
+  // The request as the attempt seated on `lease` sends it: `sent` with the traceparent
+  // of the attempt's new CLIENT span (and the client's tracestate only with its trace).
+  seated (x, lease, sent) {
+    this.closeAttempt()
+    const { backend } = lease
+    const span = this.attempt = this.tracer.childSpan(this.span, KIND.client, x.head.method)
+    if (span.recording) {
+      this.seats.push({ backend, wasDown: backend.state === 'down', said: false })
+      span.set('http.request.method', x.head.method)
+      if (backend.host !== null) span.set('server.address', backend.host)
+      if (backend.port !== null) span.set('server.port', backend.port)
+      span.set('network.peer.address', backend.address)
+      span.set('lila.backend', backend.address)
+      span.set('lila.attempt', x.attempt.attempts)
+      span.set('lila.queue_ms', x.attempt.queuedMs)
+    }
+    const fields = [['traceparent', span.traceparent]]
+    if (span.traceState === null && fieldOf(sent.fields, 'tracestate') !== undefined) fields.push(['tracestate', null])
+    return editedRequest(sent, { path: null, fields })
+  }
+
+  // A --mirror copy (mirror.js start: a Shadow, or null): a CLIENT span of its own, its
+  // traceparent on the copy's head; mirror.js ends the span.
+  mirror (x, mirror, bodyDone) {
+    const span = this.tracer.childSpan(this.span, KIND.client, x.head.method)
+    span.set('http.request.method', x.head.method)
+    span.set('lila.mirror', mirror.address)
+    const head = editedRequest(x.sent, { path: null, fields: [['traceparent', span.traceparent]] })
+    return mirror.start(head, x, bodyDone, span)
+  }
+
+  // The attempt's backend answered `status`; `retried`: the answer is dropped for
+  // another backend (--retry-on).
+  answered (x, status, retried) {
+    const span = this.attempt
+    if (span === null) return
+    span.set('http.response.status_code', status)
+    if (status >= 400) span.fail(`answered ${status}`)
+    if (retried) this.retried(x, `answered ${status}`)
+  }
+
+  // The attempt failed (`reason`): its span ends with an error; `retried`: another
+  // backend has the request.
+  failed (x, reason, retried) {
+    if (this.attempt === null) return
+    this.attempt.fail(reason)
+    if (retried) this.retried(x, reason)
+    else this.closeAttempt()
+    this.ejections()
+  }
+
+  retried (x, reason) {
+    this.closeAttempt()
+    this.span.event('retry', ['lila.backend', x.attempt.lastBackend, 'lila.reason', reason])
+  }
+
+  // lila answered the request itself.
+  answeredByLila (status, detail) {
+    if (REFUSALS.has(status)) this.span.event('refused', ['http.response.status_code', status, 'lila.reason', detail])
+  }
+
+  // The exchange is over (logged): the attempt under way and the request's span end.
+  ended (x) {
+    this.closeAttempt()
+    const span = this.span
+    if (!span.recording) return span.finish()
+    this.ejections()
+    const status = x.status
+    span.set('http.response.status_code', status)
+    if (x.res === null && x.tunnel === null) span.set('lila.answer', 'lila') // lila's own, or none (499)
+    if (x.attempt.attempts > 0) span.set('lila.attempts', x.attempt.attempts)
+    if (status >= 500) span.fail(x.res === null && x.attempt.attempts > 0 ? x.attempt.failure : `answered ${status}`)
+    if (status === 499) span.set('error.type', 'client closed the request')
+    span.finish()
+  }
+
+  closeAttempt () {
+    const span = this.attempt
+    if (span === null) return
+    this.attempt = null
+    span.finish()
+  }
+
+  // Backends this request was seated on that traffic took out since (passive health:
+  // perhaps once the next backend's verdict blamed them): an event each, once.
+  ejections () {
+    for (const seat of this.seats) {
+      const { backend } = seat
+      if (seat.said || seat.wasDown || backend.state !== 'down' || backend.downSource !== 'traffic') continue
+      seat.said = true
+      this.span.event('ejection', ['lila.backend', backend.address, 'lila.reason', backend.downReason || ''])
+    }
+  }
+}
+
+module.exports = { ExchangeTrace }
