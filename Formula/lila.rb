@@ -7,11 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-<<<<<<< HEAD
-  sha256 "2fedf7a59b18e988ee7384806c0c4c7db7f0b1f2f77ff234d4b29030c388b1db"
-=======
-  sha256 "ae493ba72443459767fd3fdc49b3b9bd5be1314e26fff21d257d9d382306e05a"
->>>>>>> ce84912 (--otlp: spans per request and attempt, metrics pushed over OTLP/HTTP)
+  sha256 "7ceccfa037427bf4020973f314a6471007f980424b48b18f6217179e2fd49eee"
   license "MIT"
 
   depends_on "node"

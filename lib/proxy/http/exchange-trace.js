@@ -20,7 +20,9 @@ const VERSIONS = ['1.0', '1.1', '2']
 class ExchangeTrace {
   constructor (tracer, x) {
     const { head } = x
-    const route = x.route === null ? null : x.route.match
+    // http.route: the route's path prefix (a --route of a host alone has none)
+    const routed = x.route !== null && x.route.match !== null // a --route's, not the listener's own
+    const route = routed ? x.route.match.path : null
     const name = route === null ? head.method : `${head.method} ${route}`
     const span = this.span = tracer.serverSpan(
       fieldOf(head.fields, 'traceparent'), fieldOf(head.fields, 'tracestate'), name, epochOf(x.openedAt))
@@ -32,12 +34,17 @@ class ExchangeTrace {
     span.set('http.request.method', head.method)
     span.set('url.path', head.path)
     span.set('url.scheme', x.listener.protocol.rewrite.proto)
-    if (head.host !== null) span.set('server.address', head.host)
+    if (head.host !== null) {
+      const [host, port] = hostAndPort(head.host)
+      span.set('server.address', host)
+      if (port !== null) span.set('server.port', port)
+    }
     span.set('network.peer.address', x.clientAddress)
     span.set('network.protocol.version', VERSIONS[head.version] || String(head.version))
     const agent = fieldOf(head.fields, 'user-agent')
     if (agent !== undefined) span.set('user_agent.original', agent)
     if (route !== null) span.set('http.route', route)
+    if (routed) span.set('lila.route', x.route.name)
     if (x.grpc !== null) span.set('rpc.system', 'grpc')
     span.set('lila.listener', x.listener.name)
   }
@@ -73,29 +80,28 @@ class ExchangeTrace {
     return mirror.start(head, x, bodyDone, span)
   }
 
-  // The attempt's backend answered `status`; `retried`: the answer is dropped for
-  // another backend (--retry-on).
-  answered (x, status, retried) {
+  // The attempt's backend answered `status` (before the attempt judges it: a retry
+  // seats the next attempt at once).
+  answered (status) {
     const span = this.attempt
     if (span === null) return
     span.set('http.response.status_code', status)
     if (status >= 400) span.fail(`answered ${status}`)
-    if (retried) this.retried(x, `answered ${status}`)
   }
 
-  // The attempt failed (`reason`): its span ends with an error; `retried`: another
-  // backend has the request.
-  failed (x, reason, retried) {
+  // The attempt failed (`reason`; before the attempt judges it): its span ends with an
+  // error.
+  failed (reason) {
     if (this.attempt === null) return
     this.attempt.fail(reason)
-    if (retried) this.retried(x, reason)
-    else this.closeAttempt()
-    this.ejections()
+    this.closeAttempt()
   }
 
-  retried (x, reason) {
-    this.closeAttempt()
-    this.span.event('retry', ['lila.backend', x.attempt.lastBackend, 'lila.reason', reason])
+  // The attempt judged what happened: `retried`, another backend has the request; a
+  // backend may have been taken out.
+  judged (x, reason, retried) {
+    if (retried) this.span.event('retry', ['lila.backend', x.attempt.lastBackend, 'lila.reason', reason])
+    this.ejections()
   }
 
   // lila answered the request itself.
@@ -135,6 +141,14 @@ class ExchangeTrace {
       this.span.event('ejection', ['lila.backend', backend.address, 'lila.reason', backend.downReason || ''])
     }
   }
+}
+
+// A Host field's name and port ("[::1]:8080" -> ['::1', 8080]); null: no port said.
+function hostAndPort (host) {
+  const colon = host.lastIndexOf(':')
+  if (colon < 0 || host.indexOf(']', colon) >= 0) return [host.replace(/^\[|\]$/g, ''), null]
+  const port = Number(host.slice(colon + 1))
+  return [host.slice(0, colon).replace(/^\[|\]$/g, ''), Number.isInteger(port) ? port : null]
 }
 
 module.exports = { ExchangeTrace }

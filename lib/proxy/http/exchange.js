@@ -267,7 +267,7 @@ class Exchange {
       const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
       log.warn(`${request}: backend ${backend.address} ${reason}; response cut`)
       attempt.blame(reason, cause)
-      if (this.trace !== null) this.trace.failed(this, reason, false)
+      if (this.trace !== null) this.trace.failed(reason)
       this.releaseLease()
       this.client.cut(this)
       this.finish(false)
@@ -284,8 +284,9 @@ class Exchange {
     }
     this.lastStatus = status
     const sent = cause !== 'connect'
+    if (this.trace !== null) this.trace.failed(reason)
     const retried = attempt.failed(reason, { cause, sent, replayable, bytesIn: this.bytesIn })
-    if (this.trace !== null) this.trace.failed(this, reason, retried)
+    if (this.trace !== null) this.trace.judged(this, reason, retried)
     if (retried) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
     else this.answer(status, attempt.failure)
   }
@@ -295,8 +296,8 @@ class Exchange {
   // let its connection go.
   shortOf (err) {
     this.leg = null
+    if (this.trace !== null) this.trace.failed(`lila is short of resources (${reasonOf(err)})`)
     this.attempt.shortage(this.bytesIn)
-    if (this.trace !== null) this.trace.failed(this, `lila is short of resources (${reasonOf(err)})`, false)
     this.listener.short(err, 'cannot open a backend connection')
     const retryAfter = UNAVAILABLE_RETRY_AFTER
     this.answer(503, `lila is short of resources (${reasonOf(err)})`, { retryAfter, quiet: true })
@@ -430,8 +431,9 @@ class Exchange {
     const leg = this.leg
     const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs }
     this.lastStatus = status // what the client gets if no other backend answers
+    if (this.trace !== null) this.trace.answered(status)
     const retried = this.attempt.answered(status, how)
-    if (this.trace !== null) this.trace.answered(this, status, retried)
+    if (this.trace !== null) this.trace.judged(this, `answered ${status}`, retried)
     if (!retried) {
       const { rules, head } = this
       if (rules !== null) {
