@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7ceccfa037427bf4020973f314a6471007f980424b48b18f6217179e2fd49eee"
+  sha256 "3e9aeccb6b72d0431b51cf997e53fab1853970b7e23b4838eadc9bc44f822eec"
   license "MIT"
 
   depends_on "node"

@@ -53,10 +53,9 @@ const GROUPS = [
     ['docs/edge.md'], []],
   ['tls', 'TLS', 'files, lila\'s own CA or Let\'s Encrypt; mutual TLS; TLS to backends',
     ['docs/tls.md'], ['acme', 'https']],
-  ['admin', 'Watching and steering', 'status page, metrics, control API, dashboard, logs',
-    ['docs/operations.md#status-metrics-and-control'], ['status', 'metrics']],
-  ['telemetry', 'OpenTelemetry', 'every request a span, and the metrics, pushed over OTLP to a collector',
-    ['docs/observability.md'], ['otlp', 'opentelemetry', 'otel', 'tracing', 'spans']],
+  ['admin', 'Watching and steering', 'status page, metrics, control API, dashboard, logs, OTLP',
+    ['docs/operations.md#status-metrics-and-control', 'docs/observability.md'],
+    ['status', 'metrics', 'otlp', 'opentelemetry', 'otel', 'tracing']],
   ['devtools', 'Developer tools', 'shadow traffic, its answers compared; failures rehearsed',
     ['docs/development.md', 'docs/faults.md'], ['faults']],
   ['process', 'The process', 'workers, signals, reload, graceful shutdown, lila upgrade',
@@ -769,7 +768,7 @@ const OPTIONS = [
     arg: '[URL]',
     type: 'otlpUrl',
     bare: 'env', // OTEL_EXPORTER_OTLP_ENDPOINT (and the rest of OTEL_*), else the collector's own port
-    group: 'telemetry',
+    group: 'admin',
     default: null,
     shown: 'off',
     scope: 'global',
@@ -781,7 +780,7 @@ const OPTIONS = [
     arg: 'DUR',
     type: 'duration',
     min: 1000,
-    group: 'telemetry',
+    group: 'admin',
     default: 15000,
     scope: 'global',
     help: '--otlp: push the metrics of /metrics this often'
@@ -790,9 +789,9 @@ const OPTIONS = [
     name: 'trace-sample',
     arg: 'RATIO',
     type: 'ratio',
-    group: 'telemetry',
+    group: 'admin',
     default: 1,
-    shown: '1 (all)',
+    shown: 'all',
     scope: 'global',
     help: '--otlp: the share of requests without a sampling decision that are traced, 0 to 1 ' +
       '(a client\'s traceparent decides for its own)'

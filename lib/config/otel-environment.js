@@ -153,4 +153,4 @@ function headersOf (text, variable, warnings) {
   return out
 }
 
-module.exports = { otlpSettings, DEFAULT_ENDPOINT }
+module.exports = { otlpSettings }
