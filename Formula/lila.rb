@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3e9aeccb6b72d0431b51cf997e53fab1853970b7e23b4838eadc9bc44f822eec"
+  sha256 "92907a630d8867057e198f951a690d5c0b89414668a098a3ce7892f8fabac3ef"
   license "MIT"
 
   depends_on "node"

@@ -7,7 +7,8 @@
 
 const t = require('tap')
 const path = require('path')
-const protobuf = require('protobufjs')
+// protobufjs as @grpc/proto-loader (a dev dependency) has it
+const protobuf = require(require.resolve('protobufjs', { paths: [path.dirname(require.resolve('@grpc/proto-loader'))] }))
 const { encodeTraces, encodeMetrics, KIND, STATUS, FLAGS } = require('../lib/wire/otlp')
 const { ProtoWriter } = require('../lib/wire/protobuf')
 
