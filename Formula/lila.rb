@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "92907a630d8867057e198f951a690d5c0b89414668a098a3ce7892f8fabac3ef"
+  sha256 "12c94b04961ad6c25137189a1ae370445273b3127c006e9a423cfbd679aea6df"
   license "MIT"
 
   depends_on "node"

@@ -30,7 +30,8 @@ const FLAGS = Object.freeze({ sampled: 0x01, hasIsRemote: 0x100, isRemote: 0x200
 const CUMULATIVE = 2
 const CONTENT_TYPES = Object.freeze({ protobuf: 'application/x-protobuf', json: 'application/json' })
 
-// Milliseconds (a double: a fraction past the microsecond is noise) -> nanoseconds.
+// Milliseconds (a double: a fraction past the microsecond is noise) -> nanoseconds, for
+// OTLP/JSON (the protobuf writer has its own: protobuf.js nanos).
 function nanos (ms) {
   const seconds = Math.floor(ms / 1000)
   const micros = Math.min(999999, Math.round((ms - seconds * 1000) * 1000))
@@ -52,13 +53,13 @@ function encodeTraces (batch, json = false) {
     if (span.parentId) w.hex(4, span.parentId)
     w.string(5, span.name)
     w.uint(6, span.kind)
-    w.fixed64Big(7, nanos(span.start))
-    w.fixed64Big(8, nanos(span.end))
+    w.nanos(7, span.start)
+    w.nanos(8, span.end)
     attributes(w, 9, span.attributes)
     if (span.events !== null) {
       for (const event of span.events) {
         w.begin(11)
-        w.fixed64Big(1, nanos(event.time))
+        w.nanos(1, event.time)
         w.string(2, event.name)
         attributes(w, 3, event.attributes)
         w.end()
@@ -80,8 +81,6 @@ function encodeTraces (batch, json = false) {
 
 function encodeMetrics (batch, json = false) {
   if (json) return Buffer.from(JSON.stringify(metricsJson(batch)))
-  const start = nanos(batch.start)
-  const time = nanos(batch.time)
   const w = new ProtoWriter(16384)
   w.begin(1) // ResourceMetrics
   resource(w, batch.resource)
@@ -96,8 +95,8 @@ function encodeMetrics (batch, json = false) {
     w.begin(histogram ? 9 : metric.type === 'sum' ? 7 : 5)
     for (const point of metric.points) {
       w.begin(1)
-      w.fixed64Big(2, start)
-      w.fixed64Big(3, time)
+      w.nanos(2, batch.start)
+      w.nanos(3, batch.time)
       if (histogram) {
         w.fixed64(4, point.count)
         w.double(5, point.sum)
@@ -135,20 +134,37 @@ function scope (w, { name, version }) {
 }
 
 // KeyValue { key = 1; AnyValue value = 2 }, AnyValue's one of string 1, bool 2, int 3,
-// double 4.
+// double 4. Most attributes repeat from span to span (the method, the backend, the
+// status): each key's KeyValues are kept encoded, up to PER_KEY values a key (then
+// that key's start afresh), so a batch copies bytes rather than encoding them again.
+const ENCODED = new Map() // key -> Map(value -> the KeyValue's bytes)
+const PER_KEY = 256
+
 function attributes (w, field, flat) {
   for (let i = 0; i < flat.length; i += 2) {
+    const key = flat[i]
     const value = flat[i + 1]
-    w.begin(field)
-    w.string(1, flat[i])
-    w.begin(2)
-    if (typeof value === 'string') w.string(1, value)
-    else if (typeof value === 'boolean') w.bool(2, value)
-    else if (Number.isInteger(value)) w.int64(3, value)
-    else w.double(4, value)
-    w.end()
-    w.end()
+    let values = ENCODED.get(key)
+    if (values === undefined) ENCODED.set(key, values = new Map())
+    let bytes = values.get(value)
+    if (bytes === undefined) {
+      if (values.size >= PER_KEY) values.clear()
+      values.set(value, bytes = keyValue(key, value))
+    }
+    w.message(field, bytes)
   }
+}
+
+function keyValue (key, value) {
+  const w = new ProtoWriter(64)
+  w.string(1, key)
+  w.begin(2)
+  if (typeof value === 'string') w.string(1, value)
+  else if (typeof value === 'boolean') w.bool(2, value)
+  else if (Number.isInteger(value)) w.int64(3, value)
+  else w.double(4, value)
+  w.end()
+  return w.finish()
 }
 
 // OTLP/JSON (the protobuf's JSON mapping, as OTLP specifies it): lowerCamelCase names,

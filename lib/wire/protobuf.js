@@ -18,6 +18,8 @@ const DELIMITED = 2
 const FIXED32 = 5
 
 const TWO_32 = 2 ** 32
+const HEX = new Uint8Array(128)
+for (let i = 0; i < 16; i++) HEX['0123456789abcdef'.charCodeAt(i)] = HEX['0123456789ABCDEF'.charCodeAt(i)] = i
 
 class ProtoWriter {
   constructor (size = 4096) {
@@ -98,10 +100,21 @@ class ProtoWriter {
     this.raw64(Number(v & 0xffffffffn), Number(v >> 32n))
   }
 
-  // fixed64 of a BigInt (nanoseconds since the epoch are past 2^53).
-  fixed64Big (field, v) {
+  // fixed64 of nanoseconds since the epoch, from milliseconds to the microsecond: past
+  // 2^53, so in 32-bit halves, exactly (ms = high * 2^32 + low; low * 1e6 < 2^53).
+  nanos (field, ms) {
+    let whole = Math.floor(ms)
+    let micros = Math.round((ms - whole) * 1000)
+    if (micros === 1000) {
+      whole++
+      micros = 0
+    }
+    const high = Math.floor(whole / TWO_32)
+    const low = whole - high * TWO_32
+    const x = low * 1e6 + micros * 1000
+    const carry = Math.floor(x / TWO_32)
     this.tag(field, FIXED64)
-    this.raw64(Number(v & 0xffffffffn), Number(v >> 32n))
+    this.raw64(x - carry * TWO_32, high * 1e6 + carry)
   }
 
   raw64 (low, high) {
@@ -111,9 +124,28 @@ class ProtoWriter {
     this.pos += 8
   }
 
+  // A short ASCII string is copied here, char by char: cheaper than a call into
+  // Buffer's C++ for the many small keys and values of a batch of spans.
   string (field, text) {
-    const length = Buffer.byteLength(text)
     this.tag(field, DELIMITED)
+    const n = text.length
+    if (n < 128) {
+      this.room(n + 1)
+      const { buf } = this
+      const start = this.pos
+      buf[start] = n
+      let i = 0
+      for (; i < n; i++) {
+        const c = text.charCodeAt(i)
+        if (c >= 0x80) break
+        buf[start + 1 + i] = c
+      }
+      if (i === n) {
+        this.pos = start + 1 + n
+        return
+      }
+    }
+    const length = Buffer.byteLength(text)
     this.varint(length)
     this.room(length)
     this.pos += this.buf.write(text, this.pos)
@@ -125,7 +157,25 @@ class ProtoWriter {
     this.tag(field, DELIMITED)
     this.varint(length)
     this.room(length)
-    this.pos += this.buf.write(text, this.pos, 'hex')
+    const { buf } = this
+    for (let i = 0; i < length; i++) {
+      buf[this.pos++] = (HEX[text.charCodeAt(2 * i)] << 4) | HEX[text.charCodeAt(2 * i + 1)]
+    }
+  }
+
+  // An embedded message already encoded (its content): `field`, its length, its bytes.
+  message (field, bytes) {
+    this.tag(field, DELIMITED)
+    const n = bytes.length
+    this.varint(n)
+    this.room(n)
+    const { buf } = this
+    if (n > 64) {
+      buf.set(bytes, this.pos)
+      this.pos += n
+      return
+    }
+    for (let i = 0; i < n; i++) buf[this.pos++] = bytes[i]
   }
 
   // A packed repeated field of doubles, or of fixed64s (non-negative integers).

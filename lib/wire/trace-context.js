@@ -38,20 +38,23 @@ function traceparentOf (traceId, spanId, sampled) {
 const randomTraceId = () => randomHex(16, ZEROS_32)
 const randomSpanId = () => randomHex(8, ZEROS_16)
 
-// Random IDs from a pool refilled a few KiB at a time: crypto's generator, without a
-// call into it per request.
+// Random IDs from a pool refilled a few KiB at a time, kept as hex: crypto's generator
+// and one conversion per refill, not a call into either per ID.
 const POOL = Buffer.alloc(4096)
-let used = POOL.length
+let hex = ''
+let used = 0
 
 function randomHex (bytes, zeros) {
+  const chars = bytes * 2
   for (;;) {
-    if (used + bytes > POOL.length) {
+    if (used + chars > hex.length) {
       crypto.randomFillSync(POOL)
+      hex = POOL.toString('hex')
       used = 0
     }
-    const hex = POOL.toString('hex', used, used + bytes)
-    used += bytes
-    if (hex !== zeros) return hex // all zeros is no ID
+    const id = hex.slice(used, used + chars)
+    used += chars
+    if (id !== zeros) return id // all zeros is no ID
   }
 }
 

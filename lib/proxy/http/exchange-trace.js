@@ -11,7 +11,7 @@
 
 const { KIND } = require('../../wire/otlp')
 const { epochOf } = require('../../telemetry/span')
-const { fieldOf, editedRequest } = require('./edge-calls')
+const { editedRequest } = require('./edge-calls')
 
 // lila's own answers that are a refusal of the request, not a failure: an event.
 const REFUSALS = new Set([400, 401, 403, 404, 408, 413, 429, 431, 508])
@@ -24,11 +24,22 @@ class ExchangeTrace {
     const routed = x.route !== null && x.route.match !== null // a --route's, not the listener's own
     const route = routed ? x.route.match.path : null
     const name = route === null ? head.method : `${head.method} ${route}`
-    const span = this.span = tracer.serverSpan(
-      fieldOf(head.fields, 'traceparent'), fieldOf(head.fields, 'tracestate'), name, epochOf(x.openedAt))
+    // the fields read, in one pass
+    let traceparent, tracestate, agent
+    const { fields } = head
+    for (let i = 1; i < fields.length; i += 3) {
+      const lower = fields[i]
+      const value = fields[i + 1]
+      if (lower === 'traceparent') traceparent = traceparent === undefined ? value : null // twice: none
+      else if (lower === 'tracestate') tracestate = tracestate === undefined ? value : `${tracestate},${value}`
+      else if (lower === 'user-agent') agent = value
+    }
+    const span = this.span = tracer.serverSpan(traceparent ?? undefined, tracestate, name, epochOf(x.openedAt))
     this.tracer = tracer
     this.attempt = null // the CLIENT span of the attempt under way
     this.seats = [] // { backend, wasDown, said } per attempt, for the ejections it led to
+    this.copy = null // the head as sent, with the traceparent at fields[at] (traced)
+    this.at = -1
     this.traceId = span.traceId
     if (!span.recording) return
     span.set('http.request.method', head.method)
@@ -41,7 +52,6 @@ class ExchangeTrace {
     }
     span.set('network.peer.address', x.clientAddress)
     span.set('network.protocol.version', VERSIONS[head.version] || String(head.version))
-    const agent = fieldOf(head.fields, 'user-agent')
     if (agent !== undefined) span.set('user_agent.original', agent)
     if (route !== null) span.set('http.route', route)
     if (routed) span.set('lila.route', x.route.name)
@@ -65,9 +75,29 @@ class ExchangeTrace {
       span.set('lila.attempt', x.attempt.attempts)
       span.set('lila.queue_ms', x.attempt.queuedMs)
     }
-    const fields = [['traceparent', span.traceparent]]
-    if (span.traceState === null && fieldOf(sent.fields, 'tracestate') !== undefined) fields.push(['tracestate', null])
-    return editedRequest(sent, { path: null, fields })
+    return this.traced(sent, span.traceparent)
+  }
+
+  // `sent` with `traceparent` for its field of that name: a copy of the head the first
+  // time (the client's traceparent out, and its tracestate when the trace is lila's),
+  // whose value a retry then replaces: the copy is this trace's own.
+  traced (sent, traceparent) {
+    if (sent === this.copy) {
+      sent.fields[this.at] = traceparent
+      return sent
+    }
+    const dropState = this.span.traceState === null
+    const fields = []
+    const from = sent.fields
+    for (let i = 0; i < from.length; i += 3) {
+      const lower = from[i + 1]
+      if (lower === 'traceparent' || (dropState && lower === 'tracestate')) continue
+      fields.push(from[i], lower, from[i + 2])
+    }
+    this.at = fields.length + 2
+    fields.push('traceparent', 'traceparent', traceparent)
+    this.copy = { ...sent, fields }
+    return this.copy
   }
 
   // A --mirror copy (mirror.js start: a Shadow, or null): a CLIENT span of its own, its
@@ -144,7 +174,17 @@ class ExchangeTrace {
 }
 
 // A Host field's name and port ("[::1]:8080" -> ['::1', 8080]); null: no port said.
+// Clients of a listener mostly say the same Host: the last one's is kept.
+let lastHost = null
+let lastParts = null
 function hostAndPort (host) {
+  if (host === lastHost) return lastParts
+  lastHost = host
+  lastParts = splitHost(host)
+  return lastParts
+}
+
+function splitHost (host) {
   const colon = host.lastIndexOf(':')
   if (colon < 0 || host.indexOf(']', colon) >= 0) return [host.replace(/^\[|\]$/g, ''), null]
   const port = Number(host.slice(colon + 1))
