@@ -38,7 +38,7 @@ t.test('HTTP/1.1: a SERVER span under the client\'s, a CLIENT span under it, nam
   const backend = await httpBackend(t, 'a')
   const deadBackend = `127.0.0.1:${await deadPort()}`
   const lila = await spawnLila(t, args([backend.address], col, '--route', `/api=${backend.address}`, '--route', `/dead=${deadBackend}`, '--retries', '0'),
-    { env: { ...ENV, OTEL_SERVICE_NAME: 'edge', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test' } })
+    { env: { ...ENV, OTEL_SERVICE_NAME: 'edge', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test', OTEL_EXPORTER_OTLP_COMPRESSION: 'gzip' } })
   const res = await curl(['-H', `traceparent: 00-${TRACE}-${PARENT}-01`, '-H', 'tracestate: congo=t61', `http://127.0.0.1:${lila.port}/api/items?x=1`])
   t.equal(res.stdout, 'a\n')
   const sent = parseTraceparent(backend.last.headers.traceparent)

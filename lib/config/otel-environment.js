@@ -9,7 +9,7 @@
 //     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  (--otlp URL is both signals' base, over these)
 //   OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]HEADERS      k=v,k2=v2, values percent-decoded
 //   OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]TIMEOUT      ms per export request (10000)
-//   OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]COMPRESSION  gzip (lila's default) or none
+//   OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]COMPRESSION  gzip, or none (the default, as the SDKs')
 //   OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL     http/protobuf (default) or http/json
 //   OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER       none: that signal is not sent
 //   OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES       the resource (service.name: lila)
@@ -69,7 +69,7 @@ function otlpSettings (config, env = {}) {
     const timeout = either('TIMEOUT', wholeMs, 'milliseconds, a whole number above 0', SDK_DEFAULTS.timeout,
       `${SDK_DEFAULTS.timeout}`)
     const compression = either('COMPRESSION', text => ['gzip', 'none'].includes(text) ? text : undefined,
-      'gzip or none', 'gzip')
+      'gzip or none', 'none')
     const protocol = either('PROTOCOL', text => text in PROTOCOLS ? text : undefined,
       'http/protobuf or http/json (lila does not speak OTLP over gRPC)', 'http/protobuf')
     return { url, headers, compression, timeout, json: PROTOCOLS[protocol] }

@@ -1,7 +1,7 @@
 'use strict'
 
 // OTLP/HTTP export, as the OpenTelemetry SDKs do it: a POST of one encoded request
-// (wire/otlp.js) to a collector's /v1/traces or /v1/metrics, gzip when asked, the
+// (wire/otlp.js) to a collector's /v1/traces or /v1/metrics, gzip when asked (level 1), the
 // headers given (OTEL_EXPORTER_OTLP_HEADERS), a timeout per try, and retries with
 // backoff (1 s, growing to 5 s, jittered; a Retry-After said by the collector taken,
 // up to 30 s) on what may pass: 429, 502, 503, 504, and a connection that failed. At
