@@ -224,6 +224,9 @@ t.test('the collector stopped, then started under load: no request fails, drops 
   t.ok(down.telemetry.spans.dropped > 0, `spans past the queue dropped and counted (${down.telemetry.spans.dropped})`)
   const metrics = (await request(lila.statusPort, { path: '/metrics' })).body.toString()
   t.match(metrics, /lila_otlp_dropped_total\{signal="spans",reason="queue-full"\} [1-9]/, '/metrics counts them')
+  const page = (await request(lila.statusPort, { path: '/status' })).body.toString()
+  t.match(page, /<h2>OpenTelemetry<\/h2>/, 'the status page says where spans go')
+  t.match(page, new RegExp(`${own.endpoint}/v1/traces`))
 
   await own.start()
   // Under load again until a traced request's spans come through: the queue the outage
