@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ff7637b2e27fd9659daf4559696f9962c50ec4384e0eeaa234f4ef8ed0d0cab7"
+  sha256 "889afe62fb5f4bb26ef26c23d6b31aaf8825cd16b27a6eaabdb69526fdb91dc8"
   license "MIT"
 
   depends_on "node"
