@@ -207,6 +207,27 @@ t.test('the metrics reach the collector: the request counters, after N requests'
   t.equal(Number(histogram.histogram.dataPoints[0].count), 7)
 })
 
+t.test('--workers: each worker exports its spans; the primary pushes the metrics summed', async t => {
+  const backend = await httpBackend(t, 'a')
+  const lila = await spawnLila(t, args([backend.address], col, '--workers', '2', '--otlp-interval', '1s', '--status-port', '0'),
+    { env: { ...ENV, OTEL_SERVICE_NAME: 'workers-edge' } })
+  const traces = []
+  for (let i = 0; i < 6; i++) {
+    const trace = randomTrace()
+    traces.push(trace)
+    t.equal((await request(lila.port, { headers: { traceparent: `00-${trace}-${PARENT}-01` } })).status, 200)
+  }
+  await until(() => traces.every(trace => spansOf(col, trace).length === 2), 'every request\'s two spans', { timeout: 15000, every: 50 })
+  const pids = new Set(traces.map(trace => spansOf(col, trace)[0].resource['process.pid']))
+  t.ok(pids.size >= 1 && !pids.has(lila.child.pid), 'the spans come from the workers')
+  const counter = () => {
+    const metric = col.metrics('workers-edge').find(m => m.name === 'lila_backend_requests_total')
+    return metric === undefined ? -1 : Number(metric.sum.dataPoints[0].asInt)
+  }
+  await until(() => counter() === 6, 'the requests of both workers summed at the collector', { timeout: 15000, every: 50 })
+  await until(async () => (await statusJson(lila)).telemetry.spans.sent >= 12, 'the spans sent, summed over the workers')
+})
+
 t.test('the collector stopped, then started under load: no request fails, drops are counted, export resumes', async t => {
   const own = await startCollector(t)
   const backend = await httpBackend(t, 'a')
