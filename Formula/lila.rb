@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "889afe62fb5f4bb26ef26c23d6b31aaf8825cd16b27a6eaabdb69526fdb91dc8"
+  sha256 "d571616bb3c2c5cc004985e52e835bc1629d0bbdab38dae4956b91d3d0cf87ad"
   license "MIT"
 
   depends_on "node"

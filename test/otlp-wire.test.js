@@ -9,7 +9,7 @@ const t = require('tap')
 const path = require('path')
 // protobufjs as @grpc/proto-loader (a dev dependency) has it
 const protobuf = require(require.resolve('protobufjs', { paths: [path.dirname(require.resolve('@grpc/proto-loader'))] }))
-const { encodeTraces, encodeMetrics, KIND, STATUS, FLAGS } = require('../lib/wire/otlp')
+const { encodeTraces, encodeMetrics, EncodedSpans, KIND, STATUS, FLAGS } = require('../lib/wire/otlp')
 const { ProtoWriter } = require('../lib/wire/protobuf')
 
 const root = new protobuf.Root()
@@ -250,4 +250,19 @@ t.test('the writer: long varints, a nested message past 127 bytes, growth', asyn
   const innermost = protobuf.Reader.create(inner.bytes())
   innermost.uint32()
   t.equal(innermost.string().length, 20000)
+})
+
+t.test('EncodedSpans: spans encoded as they end, taken by batches: the bytes of encodeTraces', async t => {
+  const spans = new EncodedSpans({ resource: resourceAttrs, scope })
+  const many = Array.from({ length: 5 }, (_, i) => ({ ...client, spanId: `${i}`.repeat(16), name: `GET ${i}` }))
+  for (const span of [server, ...many]) spans.add(span)
+  t.equal(spans.count, 6)
+  const first = spans.take(2)
+  t.equal(first.toString('hex'), encodeTraces({ resource: resourceAttrs, scope, spans: [server, many[0]] }).toString('hex'))
+  t.equal(spans.count, 4, 'the rest wait')
+  spans.add(server)
+  const rest = spans.take(5)
+  t.equal(rest.toString('hex'), encodeTraces({ resource: resourceAttrs, scope, spans: [...many.slice(1), server] }).toString('hex'))
+  t.equal(toObject(TraceRequest, rest).resourceSpans[0].scopeSpans[0].spans.length, 5, 'protobufjs reads them')
+  t.equal(spans.count, 0)
 })

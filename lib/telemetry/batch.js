@@ -8,17 +8,18 @@
 // (exporter.js retries it), the queue filling meanwhile. close() sends what is left,
 // once, within the export's timeout.
 //
-//   const batch = new SpanBatch(exporter, encode, { maxQueue, size, delay })
-//   batch.add(span)       from the request path: one comparison and a push
+//   const batch = new SpanBatch(exporter, spans, { maxQueue, size, delay })
+//                         spans: wire/otlp.js EncodedSpans (protobuf: each span encoded
+//                         as it ends), or JsonSpans here; { add, count, take(n) }
+//   batch.add(span)       from the request path: a comparison and the span encoded
 //   batch.snapshot() -> { queued, dropped, ...exporter.snapshot() }
 
 class SpanBatch {
-  constructor (exporter, encode, { maxQueue, size, delay }) {
+  constructor (exporter, spans, { maxQueue, size, delay }) {
     this.exporter = exporter
-    this.encode = encode // spans -> the request's bytes
+    this.queue = spans // what waits: { add, count, take(n) -> the request's bytes }
     this.maxQueue = maxQueue
     this.size = size
-    this.queue = []
     this.dropped = 0 // over the queue's bound
     this.exporting = null // the export under way: a Promise
     this.soon = false // an export asked for at the next turn
@@ -27,12 +28,12 @@ class SpanBatch {
   }
 
   add (span) {
-    if (this.queue.length >= this.maxQueue) {
+    if (this.queue.count >= this.maxQueue) {
       this.dropped++
       return
     }
-    this.queue.push(span)
-    if (this.queue.length >= this.size && this.exporting === null && !this.soon) {
+    this.queue.add(span)
+    if (this.queue.count >= this.size && this.exporting === null && !this.soon) {
       this.soon = true
       setImmediate(() => {
         this.soon = false
@@ -42,12 +43,11 @@ class SpanBatch {
   }
 
   flush () {
-    if (this.exporting !== null || this.queue.length === 0) return this.exporting
-    const spans = this.queue.length <= this.size ? this.queue : this.queue.slice(0, this.size)
-    this.queue = spans === this.queue ? [] : this.queue.slice(this.size)
-    this.exporting = this.exporter.send(this.encode(spans), spans.length).then(() => {
+    if (this.exporting !== null || this.queue.count === 0) return this.exporting
+    const n = Math.min(this.queue.count, this.size)
+    this.exporting = this.exporter.send(this.queue.take(n), n).then(() => {
       this.exporting = null
-      if (this.queue.length >= this.size) this.flush()
+      if (this.queue.count >= this.size) this.flush()
     })
     return this.exporting
   }
@@ -63,8 +63,28 @@ class SpanBatch {
   }
 
   snapshot () {
-    return { queued: this.queue.length, dropped: this.dropped, ...this.exporter.snapshot() }
+    return { queued: this.queue.count, dropped: this.dropped, ...this.exporter.snapshot() }
   }
 }
 
-module.exports = { SpanBatch }
+// OTLP/JSON's spans wait as objects, encoded when they go (wire/otlp.js encodeTraces).
+class JsonSpans {
+  constructor (encode) {
+    this.encode = encode // spans -> the request's bytes
+    this.spans = []
+  }
+
+  get count () {
+    return this.spans.length
+  }
+
+  add (span) {
+    this.spans.push(span)
+  }
+
+  take (n) {
+    return this.encode(this.spans.splice(0, n))
+  }
+}
+
+module.exports = { SpanBatch, JsonSpans }

@@ -14,9 +14,9 @@ const os = require('os')
 const crypto = require('crypto')
 const VERSION = require('../version')
 const { Tracer } = require('./tracer')
-const { SpanBatch } = require('./batch')
+const { SpanBatch, JsonSpans } = require('./batch')
 const { OtlpExporter } = require('./exporter')
-const { encodeTraces } = require('../wire/otlp')
+const { encodeTraces, EncodedSpans } = require('../wire/otlp')
 
 const SCOPE = Object.freeze({ name: 'lila', version: VERSION })
 const INSTANCE = crypto.randomUUID() // service.instance.id: this process
@@ -44,9 +44,10 @@ function createTelemetry (settings, { log }) {
   let tracer = null
   if (settings.traces !== null) {
     const exporter = new OtlpExporter(settings.traces, { what: 'spans', log })
-    const { json } = settings.traces
-    const encode = spans => encodeTraces({ resource, scope: SCOPE, spans }, json)
-    batch = new SpanBatch(exporter, encode, settings.batch)
+    const spans = settings.traces.json
+      ? new JsonSpans(list => encodeTraces({ resource, scope: SCOPE, spans: list }, true))
+      : new EncodedSpans({ resource, scope: SCOPE })
+    batch = new SpanBatch(exporter, spans, settings.batch)
     tracer = new Tracer({ sample: settings.sample, batch })
   }
   return {

@@ -8,6 +8,7 @@
 // (test/otlp-wire.test.js decodes them with the real .proto files).
 //
 //   encodeTraces({ resource, scope, spans }, json) -> Buffer
+//   new EncodedSpans({ resource, scope }): spans encoded as they end, taken by batches
 //   encodeMetrics({ resource, scope, start, time, metrics }, json) -> Buffer
 //
 // resource: attributes; scope: { name, version }. Attributes are flat [key, value, ...]
@@ -40,43 +41,102 @@ function nanos (ms) {
 
 function encodeTraces (batch, json = false) {
   if (json) return Buffer.from(JSON.stringify(tracesJson(batch)))
-  const w = new ProtoWriter(256 + batch.spans.length * 512)
+  const w = new ProtoWriter(16384)
   w.begin(1) // ResourceSpans
   resource(w, batch.resource)
   w.begin(2) // ScopeSpans
   scope(w, batch.scope)
-  for (const span of batch.spans) {
-    w.begin(2)
-    w.hex(1, span.traceId)
-    w.hex(2, span.spanId)
-    if (span.traceState) w.string(3, span.traceState)
-    if (span.parentId) w.hex(4, span.parentId)
-    w.string(5, span.name)
-    w.uint(6, span.kind)
-    w.nanos(7, span.start)
-    w.nanos(8, span.end)
-    attributes(w, 9, span.attributes)
-    if (span.events !== null) {
-      for (const event of span.events) {
-        w.begin(11)
-        w.nanos(1, event.time)
-        w.string(2, event.name)
-        attributes(w, 3, event.attributes)
-        w.end()
-      }
-    }
-    if (span.status !== STATUS.unset || span.message) {
-      w.begin(15)
-      if (span.message) w.string(2, span.message)
-      if (span.status !== STATUS.unset) w.uint(3, span.status)
-      w.end()
-    }
-    if (span.flags !== 0) w.fixed32(16, span.flags)
-    w.end()
-  }
+  for (const span of batch.spans) writeSpan(w, span)
   w.end()
   w.end()
   return w.finish()
+}
+
+// Span { ... } as field 2 of ScopeSpans.
+function writeSpan (w, span) {
+  w.begin(2)
+  w.hex(1, span.traceId)
+  w.hex(2, span.spanId)
+  if (span.traceState) w.string(3, span.traceState)
+  if (span.parentId) w.hex(4, span.parentId)
+  w.string(5, span.name)
+  w.uint(6, span.kind)
+  w.nanos(7, span.start)
+  w.nanos(8, span.end)
+  attributes(w, 9, span.attributes)
+  if (span.events !== null) {
+    for (const event of span.events) {
+      w.begin(11)
+      w.nanos(1, event.time)
+      w.string(2, event.name)
+      attributes(w, 3, event.attributes)
+      w.end()
+    }
+  }
+  if (span.status !== STATUS.unset || span.message) {
+    w.begin(15)
+    if (span.message) w.string(2, span.message)
+    if (span.status !== STATUS.unset) w.uint(3, span.status)
+    w.end()
+  }
+  if (span.flags !== 0) w.fixed32(16, span.flags)
+  w.end()
+}
+
+// Spans encoded as they end, so that a batch waiting for its export holds bytes, not
+// objects (which would live long enough to cost the garbage collector a copy or two);
+// the request is made around the first `n` of them when the batch goes. The same bytes
+// as encodeTraces of the same spans.
+//   const spans = new EncodedSpans({ resource, scope })
+//   spans.add(span); spans.count
+//   spans.take(n) -> the ExportTraceServiceRequest of the first n (the rest stay)
+class EncodedSpans {
+  constructor ({ resource: attrs, scope: scopeOf }) {
+    const w = new ProtoWriter(1024)
+    resource(w, attrs)
+    this.resource = w.finish() // ResourceSpans' field 1, whole
+    const s = new ProtoWriter(256)
+    scope(s, scopeOf)
+    this.scope = s.finish() // ScopeSpans' field 1, whole
+    this.w = new ProtoWriter(65536, false) // its own buffer: kept while spans wait
+    this.ends = [] // where each span's bytes end
+  }
+
+  get count () {
+    return this.ends.length
+  }
+
+  add (span) {
+    writeSpan(this.w, span)
+    this.ends.push(this.w.pos)
+  }
+
+  take (n) {
+    const { w, ends } = this
+    const length = ends[n - 1]
+    const scopeSpans = this.scope.length + length
+    const resourceSpans = this.resource.length + 1 + varintSize(scopeSpans) + scopeSpans
+    const out = new ProtoWriter(1 + varintSize(resourceSpans) + resourceSpans, false)
+    out.tag(1, 2)
+    out.varint(resourceSpans)
+    out.raw(this.resource)
+    out.tag(2, 2)
+    out.varint(scopeSpans)
+    out.raw(this.scope)
+    out.raw(w.buf.subarray(0, length))
+    // what is left moves to the start
+    w.buf.copyWithin(0, length, w.pos)
+    w.pos -= length
+    ends.splice(0, n)
+    for (let i = 0; i < ends.length; i++) ends[i] -= length
+    return out.buf.subarray(0, out.pos)
+  }
+}
+
+function varintSize (n) {
+  let size = 1
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) size++
+  return size
 }
 
 function encodeMetrics (batch, json = false) {
@@ -252,4 +312,4 @@ function attributesJson (flat) {
   return out
 }
 
-module.exports = { encodeTraces, encodeMetrics, KIND, STATUS, FLAGS, CONTENT_TYPES }
+module.exports = { encodeTraces, encodeMetrics, EncodedSpans, KIND, STATUS, FLAGS, CONTENT_TYPES }

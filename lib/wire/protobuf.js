@@ -21,9 +21,17 @@ const TWO_32 = 2 ** 32
 const HEX = new Uint8Array(128)
 for (let i = 0; i < 16; i++) HEX['0123456789abcdef'.charCodeAt(i)] = HEX['0123456789ABCDEF'.charCodeAt(i)] = i
 
+// A large message (a batch of spans) is written into one scratch buffer kept from batch
+// to batch, and only its bytes copied out: no fresh buffer of hundreds of KiB a batch.
+// (Writing is synchronous, and a large writer's finish() comes before the next starts.)
+const LARGE = 16384
+let scratch = Buffer.allocUnsafe(LARGE)
+
 class ProtoWriter {
-  constructor (size = 4096) {
-    this.buf = Buffer.allocUnsafe(size)
+  // shared: a large message may write into the scratch buffer (false: its own)
+  constructor (size = 4096, shared = true) {
+    this.large = shared && size >= LARGE
+    this.buf = this.large ? scratch : Buffer.allocUnsafe(size)
     this.pos = 0
     this.starts = [] // where each open nested message's content begins
   }
@@ -33,6 +41,7 @@ class ProtoWriter {
     const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n))
     this.buf.copy(next, 0, 0, this.pos)
     this.buf = next
+    if (this.large) scratch = next
   }
 
   // A non-negative integer up to 2^53.
@@ -193,6 +202,13 @@ class ProtoWriter {
     this.tag(field, DELIMITED)
     this.varint(values.length * 8)
     for (const v of values) this.raw64(v % TWO_32, Math.floor(v / TWO_32))
+  }
+
+  // Bytes as they are (an encoded part of a message).
+  raw (bytes) {
+    this.room(bytes.length)
+    this.buf.set(bytes, this.pos)
+    this.pos += bytes.length
   }
 
   // A nested message in `field`: its content follows, until end().
