@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d571616bb3c2c5cc004985e52e835bc1629d0bbdab38dae4956b91d3d0cf87ad"
+  sha256 "630cfd79b9da95e141bbb3383e79f3832232ed7997d5a08906afb89257157dbb"
   license "MIT"
 
   depends_on "node"

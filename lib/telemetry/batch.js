@@ -3,7 +3,7 @@
 // Spans on their way out, as OpenTelemetry's BatchSpanProcessor holds them: a bounded
 // queue (OTEL_BSP_MAX_QUEUE_SIZE, 2048) that a request's end only appends to; a span
 // past it is dropped and counted, never memory without bound. A batch (up to
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512) is encoded and exported every
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE, 512) is exported every
 // OTEL_BSP_SCHEDULE_DELAY (5 s), or as soon as a batch is full; one export at a time
 // (exporter.js retries it), the queue filling meanwhile. close() sends what is left,
 // once, within the export's timeout.
