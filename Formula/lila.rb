@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2fedf7a59b18e988ee7384806c0c4c7db7f0b1f2f77ff234d4b29030c388b1db"
+  sha256 "df0573bd8c71941286cb8b55bc5124b54fc14875888c56fcc33b6ca6b49eda8a"
   license "MIT"
 
   depends_on "node"

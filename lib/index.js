@@ -19,7 +19,8 @@
 // false leaves out the start-up table (workers after the first print none).
 // `accessLog` (access-log.js) writes a line per connection or request; by default the
 // one config.accessLog asks for, on `stdout`; null: none. `fileLimit`: the limit on
-// open files (descriptors.js).
+// open files (descriptors.js). `tracer` (telemetry/tracer.js, --otlp): the spans its
+// listeners make; null: none.
 // Certificates lila gets itself (--tls local|acme) come from a Keeper (tls/keeper.js)
 // through `certificates`, the board its listeners take them from (proxy/tls.js): by
 // default this balancer's own keeper; `keeper: null` when another process keeps them

@@ -246,6 +246,20 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     'Response time: http, until the response head; tcp, the connect plus the wait for the first byte.')
   for (const [base, b] of backends) histogramSamples(out, histogram, base, b.responseTime)
 
+  // --otlp (telemetry/, admin/metrics-push.js): what reached the collector, what did not.
+  const telemetry = snapshot.telemetry || {}
+  const signals = [['spans', telemetry.spans], ['metrics', telemetry.metrics]].filter(([, s]) => s)
+  if (signals.length > 0) {
+    family('lila_otlp_exported_total', 'counter', '--otlp: spans and metric points the collector took.')
+    for (const [signal, s] of signals) sample(out, 'lila_otlp_exported_total', { signal }, s.sent)
+    family('lila_otlp_dropped_total', 'counter', '--otlp: spans and metric points that never reached the ' +
+      'collector, by reason (queue-full: past the span queue; export-failed: given up after retries).')
+    for (const [signal, s] of signals) {
+      if (s.dropped !== undefined) sample(out, 'lila_otlp_dropped_total', { signal, reason: 'queue-full' }, s.dropped)
+      sample(out, 'lila_otlp_dropped_total', { signal, reason: 'export-failed' }, s.failed)
+    }
+  }
+
   if (process !== null) {
     for (const [suffix, type, help, value] of PROCESS_FAMILIES) {
       if (value(process) === null) continue

@@ -8,6 +8,7 @@
 // left of it, among what is wrong and in its backend's row.
 
 const { describeFault, describeMirror, formatPorts } = require('../format')
+const { telemetrySection } = require('./status-telemetry')
 
 const { fleetSection } = require('./fleet-view')
 
@@ -97,6 +98,7 @@ ${problems.length ? `<ul class="problems">${problems.join('')}</ul>` : '<p class
 ${snapshot.listeners.map(l => listenerSection(l, history[l.name] || NO_HISTORY, now)).join('\n')}
 ${certificateSection(snapshot.certificates || [], now)}
 ${fleetSection(snapshot.fleet, esc)}
+${telemetrySection(snapshot.telemetry, esc)}
 <footer><a href="/status.json">/status.json</a> · <a href="/metrics">/metrics</a></footer>
 </body></html>
 `

@@ -51,7 +51,8 @@ class Balancer {
     stderr = process.stderr,
     env = process.env,
     onAppGiveUp = () => {},
-    fleet = null
+    fleet = null,
+    tracer = null
   } = {}) {
     this.log = log
     this.now = now
@@ -60,6 +61,7 @@ class Balancer {
     this.via = via
     this.table = table
     this.accessLog = accessLog
+    this.tracer = tracer
     this.fileLimit = fileLimit
     this.certificates = certificates
     this.ownKeeper = keeper === undefined // made here, when a config wants one
@@ -335,9 +337,11 @@ class Balancer {
     const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
     const acme = this.acmeOf(listenerConfig)
-    const accessLog = this.accessLog
+    const { accessLog, tracer } = this
     const sharedLimits = this.fleet === null ? null : this.fleet.limits.forListener(listenerConfig.name)
-    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
+    const parts = {
+      upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits, tracer
+    }
     const listener = new Listener({ config: listenerConfig, ...parts })
     this.certificates.use(listenerConfig.name, tls)
     if (app !== null) this.apps.attach(listener, app)

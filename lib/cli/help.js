@@ -89,7 +89,12 @@ const ABOUT = {
   admin: [
     '--status-port serves /status (a page), /status.json, /metrics (Prometheus) and a control API: ' +
       'drain, enable, reweight, add or remove a backend, inject a fault. Log lines go to stderr, the ' +
-      'access log to stdout.'
+      'access log to stdout.',
+    '--otlp sends OpenTelemetry: each request a SERVER span (under the client\'s traceparent), each ' +
+      'attempt at a backend a CLIENT span whose traceparent the backend gets, and the metrics of /metrics ' +
+      'every --otlp-interval, over OTLP/HTTP to a collector (Jaeger, Tempo, the OTel Collector). ' +
+      'OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _PROTOCOL, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES ' +
+      'are read as the SDKs read them.'
   ],
   devtools: [
     'A port range (host:3000-3009, lila help backends) follows dev servers as they start and stop. ' +
@@ -138,6 +143,8 @@ const SIGNALS = [
 // Commands a newcomer can paste, each with what it shows and its topic; a test parses
 // every one.
 const EXAMPLES = [
+  ['admin', 'spans and metrics to the OpenTelemetry collector OTEL_EXPORTER_OTLP_ENDPOINT names (else ' +
+    'localhost:4318); a tenth of the new traces', 'lila rr :3000 :3001 --protocol http --otlp --trace-sample 0.1'],
   ['health', 'HTTP requests in turns; each backend checked with GET /health every 2s',
     'lila rr app1:8080 app2:8080 --protocol http --check http:/health'],
   ['backends', 'local ports, one weighted 3, a backup; a status page on 127.0.0.1:9000',

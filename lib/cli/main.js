@@ -29,7 +29,9 @@ const lazy = {
   get upgradeCommand () { return require('./upgrade-command') },
   get pidFile () { return require('./pid-file') },
   get Journal () { return require('../admin/journal').Journal },
-  get Fleet () { return require('../fleet/fleet').Fleet }
+  get Fleet () { return require('../fleet/fleet').Fleet },
+  get startTelemetry () { return require('./telemetry-parts').startTelemetry },
+  get processStats () { return require('../admin/process-stats').processStats }
 }
 
 // The command line, apart from the process: argv in, exit code out. It never calls
@@ -146,12 +148,17 @@ async function serve (config, io, onListening = () => {}) {
     if (stopper !== null) stopper.stop('crash loop')
   }
   let fleet = null
+  // --otlp: spans from the listeners, the metrics pushed (telemetry-parts.js)
+  const telemetry = lazy.startTelemetry(config, { env, log })
+  const stats = () => telemetry.withTelemetry(lb.stats())
   try {
     given = lazy.inherited.assign(inherited, config)
     // --fleet: Redis is tried from now on, never waited for (fleet/fleet.js).
     if (config.fleet !== null) fleet = new lazy.Fleet(config.fleet, { log, version: VERSION, about: () => aboutOf(lb) })
     // with the access log config asks for; lila run's app prints through logOut too
-    lb = lazy.createBalancer(config, { log, stdout, stderr: logOut, env, onAppGiveUp, fleet })
+    lb = lazy.createBalancer(config, {
+      log, stdout, stderr: logOut, env, onAppGiveUp, fleet, tracer: telemetry.tracer
+    })
     passwords = statusPasswords(config)
     if (fleet !== null) fleet.start()
   } catch (err) {
@@ -171,7 +178,7 @@ async function serve (config, io, onListening = () => {}) {
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
-    : lazy.createStatusServer({ ...config.status, passwords, stats: lb.stats, control, ...PARSERS, log })
+    : lazy.createStatusServer({ ...config.status, passwords, stats, control, ...PARSERS, log })
   // Its line comes before the listening line, and a script may signal on either: a
   // SIGHUP or SIGUSR2 while starting is kept for when it can be acted on, not fatal.
   const runsApp = lb.apps.size > 0
@@ -187,6 +194,7 @@ async function serve (config, io, onListening = () => {}) {
     early.release(false)
     if (status !== null) await status.close()
     if (fleet !== null) await fleet.close()
+    await telemetry.close()
     if (!(err instanceof RuntimeError)) throw err
     log.error(err.message)
     return 1
@@ -249,7 +257,9 @@ async function serve (config, io, onListening = () => {}) {
     logOut.target = dashboard.logSink
   }
   onListening(addresses, log) // after the dashboard took the log, so that it shows what is said here
+  telemetry.pushMetrics(stats, lazy.processStats)
   const code = await stopper.done
+  await telemetry.close() // the last spans and metrics
   if (dashboard !== null) {
     dashboard.stop()
     logOut.target = stderr

@@ -14,6 +14,8 @@ const { assign } = require('./inherited')
 const upgrade = require('./upgrade')
 const { runPrimary } = require('./workers')
 const { removePidFile } = require('./pid-file')
+const { startTelemetry } = require('./telemetry-parts')
+const { processStats } = require('../admin/process-stats')
 const { PARSERS, NOTHING_INHERITED, statusPasswords, statusSocket, usageError } = require('./service-parts')
 
 // The --workers primary. The status listener runs here, over the workers: statistics
@@ -39,12 +41,16 @@ async function primary (config, io) {
   } catch (err) {
     return usageError(err, stderr)
   }
+  // --otlp: the workers make the spans; the primary pushes the metrics summed over them
+  const telemetry = startTelemetry(config, { env: io.env || process.env, log, spans: false })
   let entered = false
   let handedOver = false
   const journal = new Journal()
   let upgrader = null
   const onReady = async ({ gatherStats, broadcast, sockets, handOver }) => {
     if (io.onWorkersReady) io.onWorkersReady({ gatherStats, broadcast })
+    const stats = async () => telemetry.withTelemetry(await gatherStats())
+    telemetry.pushMetrics(stats, processStats)
     const perform = journal.recording(action => everyWorker(broadcast, action))
     if (program !== null) {
       upgrader = upgrade.createUpgrader({
@@ -67,7 +73,7 @@ async function primary (config, io) {
     }
     if (config.status !== null) {
       const control = controlFrom(perform)
-      status = createStatusServer({ ...config.status, passwords, stats: gatherStats, control, ...PARSERS, log })
+      status = createStatusServer({ ...config.status, passwords, stats, control, ...PARSERS, log })
       try {
         await status.listen(given.status)
       } catch (err) {
@@ -111,6 +117,7 @@ async function primary (config, io) {
     onReady
   })
   if (upgrader !== null) upgrader.cancel()
+  await telemetry.close()
   if (status !== null) await status.close({ handOver: handedOver })
   if (config.pidFile !== null) removePidFile(config.pidFile, process.pid)
   return entered ? code : code || 1

@@ -4,6 +4,7 @@ const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
 const { Certificates } = require('../proxy/tls')
 const { processStats } = require('../admin/process-stats')
+const { startTelemetry } = require('./telemetry-parts')
 const { UsageError, RuntimeError, toPlain } = require('../errors')
 const { handleOf } = require('../net/bind')
 
@@ -20,6 +21,7 @@ function runWorker (io) {
     let log = null
     let stopped = null
     let config = null
+    let telemetry = null // --otlp (telemetry-parts.js), once started
     const certificates = new Certificates() // what the primary's keeper sends
 
     const send = message => { if (channel.connected) channel.send(message) }
@@ -49,7 +51,7 @@ function runWorker (io) {
       }
       if (destroyNow) lb.destroy()
       if (stopped !== null) return
-      stopped = lb.close(config.shutdownTimeout, { handOver }).then(() => {
+      stopped = lb.close(config.shutdownTimeout, { handOver }).then(() => telemetry.close()).then(() => {
         log.debug('stopped')
         cleanUp()
         resolve(0)
@@ -61,7 +63,11 @@ function runWorker (io) {
       log = createLogger({ level: config.logLevel, stderr, prefix: `worker ${message.index}` })
       try {
         for (const update of message.certificates || []) certificates.apply(update)
-        lb = createBalancer(config, { log, via: message.via, table: message.table, certificates, keeper: null })
+        // --otlp: a worker makes spans; the primary pushes the metrics and says the warnings
+        telemetry = startTelemetry(config, { log, metrics: false, say: false })
+        lb = createBalancer(config, {
+          log, via: message.via, table: message.table, certificates, keeper: null, tracer: telemetry.tracer
+        })
         const given = new Map(Object.entries(message.sockets || {}))
         const addresses = await lb.listen(given, new Map(Object.entries(message.redirectSockets || {})))
         send({ lila: 'listening', lines: listeningLines(lb, addresses, `, ${message.workers} workers`) })
@@ -81,7 +87,8 @@ function runWorker (io) {
         case 'config':
           starting = start(message).finally(() => { starting = null })
           return
-        case 'stats': return reply(message.id, () => ({ ...lb.stats(), process: processStats() }))
+        case 'stats':
+          return reply(message.id, () => ({ ...telemetry.withTelemetry(lb.stats()), process: processStats() }))
         case 'reload': return reply(message.id, async () => {
           const lines = await lb.reload(message.config)
           config = message.config

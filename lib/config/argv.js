@@ -67,6 +67,8 @@ function rethrowParseError (err) {
 // which parseArgs cannot express: a bare `--access-log` becomes `--access-log=text`,
 // and `--access-log json` (or any word that is neither an option, a mode nor a
 // backend, so that a typo is named as a bad format) `--access-log=json`.
+// A URL (--otlp's) is a value, never a backend: a backend has no "://".
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i
 const BARE = new Map(OPTIONS.filter(o => o.bare !== undefined).map(o => [o.flag, o.bare]))
 
 function normaliseArgv (argv) {
@@ -82,7 +84,7 @@ function normaliseArgv (argv) {
       continue
     }
     const next = argv[i + 1]
-    const isValue = next !== undefined && !next.startsWith('-') && !looksLikeBackend(next) &&
+    const isValue = next !== undefined && !next.startsWith('-') && (!looksLikeBackend(next) || URL_LIKE.test(next)) &&
       !isModeWord(next) && !COMMANDS.includes(next)
     out.push(`${arg}=${isValue ? next : BARE.get(arg)}`)
     if (isValue) i++

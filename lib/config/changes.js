@@ -24,6 +24,11 @@ function describeChanges (before, after) {
   if (before.workers !== after.workers) {
     lines.push(`workers ${before.workers} -> ${after.workers}: takes a restart; the running workers stay`)
   }
+  // --otlp is taken at the start
+  const otlp = [['otlp', 'otlp'], ['otlpInterval', 'otlp-interval'], ['traceSample', 'trace-sample']]
+  for (const [key, name] of otlp) {
+    if (before[key] !== undefined && before[key] !== after[key]) lines.push(`${name}: takes a restart`)
+  }
   const old = new Map(before.listeners.map(l => [l.name, l]))
   for (const listener of after.listeners) {
     const was = old.get(listener.name)

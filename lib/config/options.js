@@ -53,8 +53,9 @@ const GROUPS = [
     ['docs/edge.md'], []],
   ['tls', 'TLS', 'files, lila\'s own CA or Let\'s Encrypt; mutual TLS; TLS to backends',
     ['docs/tls.md'], ['acme', 'https']],
-  ['admin', 'Watching and steering', 'status page, metrics, control API, dashboard, logs',
-    ['docs/operations.md#status-metrics-and-control'], ['status', 'metrics']],
+  ['admin', 'Watching and steering', 'status page, metrics, control API, dashboard, logs, OTLP',
+    ['docs/operations.md#status-metrics-and-control', 'docs/observability.md'],
+    ['status', 'metrics', 'otlp', 'opentelemetry', 'otel', 'tracing']],
   ['devtools', 'Developer tools', 'shadow traffic, its answers compared; failures rehearsed',
     ['docs/development.md', 'docs/faults.md'], ['faults']],
   ['process', 'The process', 'workers, signals, reload, graceful shutdown, lila upgrade',
@@ -761,6 +762,39 @@ const OPTIONS = [
     shown: 'off',
     scope: 'global',
     help: 'a line per connection (tcp) or request (http) on stdout: text, json or combined'
+  },
+  {
+    name: 'otlp',
+    arg: '[URL]',
+    type: 'otlpUrl',
+    bare: 'env', // OTEL_EXPORTER_OTLP_ENDPOINT (and the rest of OTEL_*), else the collector's own port
+    group: 'admin',
+    default: null,
+    shown: 'off',
+    scope: 'global',
+    help: 'OpenTelemetry: a span per request and per attempt, and the metrics, to an OTLP/HTTP collector ' +
+      '(bare: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)'
+  },
+  {
+    name: 'otlp-interval',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1000,
+    group: 'admin',
+    default: 15000,
+    scope: 'global',
+    help: '--otlp: push the metrics of /metrics this often'
+  },
+  {
+    name: 'trace-sample',
+    arg: 'RATIO',
+    type: 'ratio',
+    group: 'admin',
+    default: 1,
+    shown: 'all',
+    scope: 'global',
+    help: '--otlp: the share of requests without a sampling decision that are traced, 0 to 1 ' +
+      '(a client\'s traceparent decides for its own)'
   },
   {
     name: 'status-port',

@@ -302,6 +302,25 @@ const PARSERS = {
     const burst = match[3] !== undefined ? Number(match[3]) : Math.max(1, Math.ceil(rate))
     return { rate, burst }
   },
+  // --otlp: an http(s) URL (a collector's base, /v1/traces and /v1/metrics under it),
+  // or 'env': OTEL_EXPORTER_OTLP_* say where (config/otel-environment.js).
+  otlpUrl: (text, flag) => {
+    if (text === 'env') return text
+    let url = null
+    try { url = new URL(text) } catch {}
+    if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+      throw new UsageError(`invalid OTLP endpoint ${quote(text)}${forFlag(flag)}: expected an http:// or https:// URL, ` +
+        'e.g. http://127.0.0.1:4318')
+    }
+    return text
+  },
+  ratio: (text, flag) => {
+    const value = /^(0|1|0?\.\d+|1\.0*)$/.test(text) ? Number(text) : NaN
+    if (!(value >= 0 && value <= 1)) {
+      throw new UsageError(`invalid ratio ${quote(text)}${forFlag(flag)}: expected a number from 0 to 1, e.g. 0.1`)
+    }
+    return value
+  },
   percent: (text, flag) => {
     if (text === 'off') return null
     const match = /^(\d+(?:\.\d+)?)%?$/.exec(text)

@@ -55,7 +55,7 @@ class Listener {
   // rules at the edge read from files (edge/rules.js loadEdge; null: read them now).
   constructor ({
     config, upstream, routes = [], log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
-    descriptors = { limit: null, share: null }, edge = null, acme = null, sharedLimits = null
+    descriptors = { limit: null, share: null }, edge = null, acme = null, sharedLimits = null, tracer = null
   }) {
     this.config = config
     // A plain-HTTP listener's ACME HTTP-01 tokens (tls.js Challenges, the process's
@@ -79,6 +79,7 @@ class Listener {
     this.waiting = new Set() // held clients, oldest first (a Set keeps insertion order)
     this.bound = null // "host:port" once listening
     this.accessLog = accessLog // access-log.js writer, or null: off (then it costs nothing)
+    this.tracer = tracer // --otlp: telemetry/tracer.js, or null: off (then it costs a null check)
     this.accepted = 0
     this.unserved = 0 // clients no backend could take (countUnserved)
     this.closing = false

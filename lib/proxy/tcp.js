@@ -6,6 +6,7 @@ const { clientAddress, originOf } = require('./origin')
 const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../upstream/dial')
 const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
+const { traceConnection } = require('./tcp-trace')
 const { handlers, addListeners } = require('./socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
 // While a backend is being connected, what the client sends is held (and replayed to
@@ -77,7 +78,8 @@ class TcpSession {
     this.finished = false
     this.idleTicks = 0 // listener sweeps since the last byte either way
     this.connectTicks = 0 // listener sweeps since the current connect began
-    this.openedAt = listener.accessLog === null ? 0 : performance.now() // for the access log only
+    // for the access log and --otlp's span only
+    this.openedAt = listener.accessLog === null && listener.tracer === null ? 0 : performance.now()
     // The client is read while connecting, so that it leaving is noticed at once; what
     // it sends waits in `early` until a backend is connected.
     this.early = null
@@ -88,7 +90,8 @@ class TcpSession {
     // The client's address is asked of the kernel when something needs it (ip-hash,
     // per-client limits, a log line); now if the access log or debug lines will want it
     // once the socket is closed.
-    if (listener.accessLog !== null || listener.log.enabled('debug')) this.#clientAddress = clientAddress(client)
+    const wanted = listener.accessLog !== null || listener.tracer !== null || listener.log.enabled('debug')
+    if (wanted) this.#clientAddress = clientAddress(client)
   }
 
   get clientAddress () {
@@ -341,6 +344,7 @@ class TcpSession {
     attempt.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
     if (listener.accessLog !== null) listener.accessLog.log(this.record())
+    if (listener.tracer !== null) traceConnection(listener.tracer, this)
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? attempt.backend.address : 'no backend'
       const bytes = `${client.bytesRead} bytes in, ${client.bytesWritten} out`

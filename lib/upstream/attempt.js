@@ -1,5 +1,7 @@
 'use strict'
 
+const { performance } = require('perf_hooks')
+
 // The one path from a client's connection (tcp) or request (http) to a backend. It
 // takes a slot on the backend the mode picks, or a place in the queue while every
 // backend is at its max-conn; when the owner reports that the backend failed, it
@@ -20,6 +22,7 @@
 //   attempt.shortage()        lila itself could not connect: release, blame nobody
 //   attempt.release(in, out)  the client is done: release the slot (exactly once)
 //   attempt.cancel()          the client left while queued (or held by a fault)
+//   attempt.queuedMs          how long the backend seated now was waited for (0: not queued)
 //
 // A fault injected on the backend seated (fault.js) is applied here, where every kind of
 // request and connection starts on a backend: its delay holds the client (the slot
@@ -64,6 +67,8 @@ class Attempt {
     this.everywhere = null // the request failed on two backends: ['A reason', 'B reason']
     this.hold = null // { timer, fault, go } while a fault's delay holds the client
     this.heldMs = 0 // how long a fault held it on the current backend (for its latency)
+    this.queuedAt = -1 // when it went into the queue (performance.now()), while it waits
+    this.queuedMs = 0 // how long the current seat was waited for in the queue
   }
 
   get backend () {
@@ -86,6 +91,7 @@ class Attempt {
     const lease = this.upstream.acquire(this.ctx, this.tried)
     if (lease !== null) return this.#seated(lease)
     this.waiter = this.upstream.enqueue(this.ctx, this.tried, (lease, reason) => this.#queued(lease, reason))
+    if (this.waiter !== null) this.queuedAt = performance.now()
     // No place to wait: while a backend could take it, they are all full (exhausted).
     if (this.waiter === null) this.#unserved(null, this.upstream.couldServe(this.tried))
   }
@@ -99,6 +105,8 @@ class Attempt {
   #seated (lease) {
     this.attempts++
     this.lease = lease
+    this.queuedMs = this.queuedAt < 0 ? 0 : performance.now() - this.queuedAt
+    this.queuedAt = -1
     this.freshRetried = false
     this.heldMs = 0
     if (this.retryCause !== null) {

@@ -1,62 +1,24 @@
 'use strict'
 
-// --trace: W3C Trace Context (https://www.w3.org/TR/trace-context/). lila is one hop of
-// a trace: a request with a valid traceparent keeps its trace ID and flags and gets a
-// new parent ID (lila's own span); one without (or with one that cannot be read) starts
-// a trace, sampled. tracestate belongs to the trace it came with: kept with it, dropped
-// with it. Pure but for the random IDs.
+// --trace: W3C Trace Context (wire/trace-context.js). lila is one hop of a trace: a
+// request with a valid traceparent keeps its trace ID and flags and gets a new parent ID
+// (lila's own span); one without (or with one that cannot be read) starts a trace,
+// sampled. tracestate belongs to the trace it came with: kept with it, dropped with it.
+// (With --otlp, the spans lila exports decide instead: telemetry/tracer.js.)
 //
-//   parseTraceparent(value) -> { traceId, parentId, flags } or null
 //   nextTraceparent(value)  -> { traceparent, traceId, fresh } for the request sent on
 //                              (fresh: the trace starts here)
 
-const crypto = require('crypto')
+const { parseTraceparent, randomTraceId, randomSpanId } = require('../../wire/trace-context')
 
-const HEX = /^[0-9a-f]+$/
-const ZEROS_32 = '0'.repeat(32)
-const ZEROS_16 = '0'.repeat(16)
 const SAMPLED = '01'
-
-function parseTraceparent (value) {
-  // version "-" trace-id "-" parent-id "-" flags: 2, 32, 16 and 2 lower-case hex digits.
-  // A later version may add fields after a "-"; version 00 is exactly this, ff is none.
-  if (typeof value !== 'string' || value.length < 55) return null
-  const version = value.slice(0, 2)
-  if (version === 'ff' || (version === '00' && value.length !== 55) || (value.length > 55 && value[55] !== '-')) {
-    return null
-  }
-  if (value[2] !== '-' || value[35] !== '-' || value[52] !== '-') return null
-  const traceId = value.slice(3, 35)
-  const parentId = value.slice(36, 52)
-  const flags = value.slice(53, 55)
-  if (!HEX.test(version) || !HEX.test(traceId) || !HEX.test(parentId) || !HEX.test(flags)) return null
-  if (traceId === ZEROS_32 || parentId === ZEROS_16) return null
-  return { traceId, parentId, flags }
-}
 
 function nextTraceparent (value) {
   const parent = parseTraceparent(value)
   const fresh = parent === null
-  const traceId = fresh ? randomHex(16, ZEROS_32) : parent.traceId
+  const traceId = fresh ? randomTraceId() : parent.traceId
   const flags = fresh ? SAMPLED : parent.flags
-  return { traceparent: `00-${traceId}-${randomHex(8, ZEROS_16)}-${flags}`, traceId, fresh }
+  return { traceparent: `00-${traceId}-${randomSpanId()}-${flags}`, traceId, fresh }
 }
 
-// Random IDs from a pool refilled a few KiB at a time: crypto's generator, without a
-// call into it per request.
-const POOL = Buffer.alloc(4096)
-let used = POOL.length
-
-function randomHex (bytes, zeros) {
-  for (;;) {
-    if (used + bytes > POOL.length) {
-      crypto.randomFillSync(POOL)
-      used = 0
-    }
-    const hex = POOL.toString('hex', used, used + bytes)
-    used += bytes
-    if (hex !== zeros) return hex // all zeros is no ID
-  }
-}
-
-module.exports = { parseTraceparent, nextTraceparent }
+module.exports = { nextTraceparent }

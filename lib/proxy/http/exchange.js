@@ -10,6 +10,7 @@ const { RequestBody, BUFFER_FIRST } = require('./request-body')
 const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./edge-calls')
 const { originForm } = require('../http2/headers')
 const { challengeAnswer } = require('../../tls/http01')
+const { ExchangeTrace } = require('./exchange-trace')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -103,6 +104,9 @@ class Exchange {
     this.done = false
     this.replied = 0 // the status lila answered itself, if it did
     this.openedAt = performance.now() // for the request-time histogram and the access log
+    // --otlp: its spans (exchange-trace.js), or null
+    this.trace = listener.tracer === null ? null : new ExchangeTrace(listener.tracer, this)
+    if (this.trace !== null) this.traceId = this.trace.traceId
   }
 
   get bytesIn () {
@@ -168,7 +172,7 @@ class Exchange {
       const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name))
       if (edits !== null) {
         this.sent = editedRequest(head, edits)
-        this.traceId = edits.traceId
+        if (this.trace === null) this.traceId = edits.traceId
       }
     }
     const refused = listener.protocol.refusal(this)
@@ -192,7 +196,11 @@ class Exchange {
       return this.answer(502, `an upgrade to ${head.upgrade} cannot be carried to an HTTP/2 backend`)
     }
     this.deadline = deadlineFor(this)
-    if (listener.mirror !== null) this.shadow = listener.mirror.start(this.sent, this, body.done)
+    if (listener.mirror !== null) {
+      this.shadow = this.trace === null
+        ? listener.mirror.start(this.sent, this, body.done)
+        : this.trace.mirror(this, listener.mirror, body.done)
+    }
     if (body.done || head.asksUpgrade || !body.fitsIn(BUFFER_FIRST)) return this.attempt.start()
     this.buffering = true
     if (head.expect === '100-continue') this.continued = this.client.sendContinue(this)
@@ -220,6 +228,7 @@ class Exchange {
 
   // A slot on a backend: a leg to it.
   seated (lease) {
+    if (this.trace !== null) this.sent = this.trace.seated(this, lease, this.sent)
     this.leg = new this.listener.protocol.Leg(this, lease.backend, false)
     this.leg.start()
   }
@@ -258,6 +267,7 @@ class Exchange {
       const request = `${this.head.method} ${this.path} from ${this.clientAddress}`
       log.warn(`${request}: backend ${backend.address} ${reason}; response cut`)
       attempt.blame(reason, cause)
+      if (this.trace !== null) this.trace.failed(reason)
       this.releaseLease()
       this.client.cut(this)
       this.finish(false)
@@ -274,7 +284,9 @@ class Exchange {
     }
     this.lastStatus = status
     const sent = cause !== 'connect'
+    if (this.trace !== null) this.trace.failed(reason)
     const retried = attempt.failed(reason, { cause, sent, replayable, bytesIn: this.bytesIn })
+    if (this.trace !== null) this.trace.judged(this, reason, retried)
     if (retried) log.debug(`${backend.address} ${reason}; retrying ${this.head.method} ${this.path} elsewhere`)
     else this.answer(status, attempt.failure)
   }
@@ -284,6 +296,7 @@ class Exchange {
   // let its connection go.
   shortOf (err) {
     this.leg = null
+    if (this.trace !== null) this.trace.failed(`lila is short of resources (${reasonOf(err)})`)
     this.attempt.shortage(this.bytesIn)
     this.listener.short(err, 'cannot open a backend connection')
     const retryAfter = UNAVAILABLE_RETRY_AFTER
@@ -418,7 +431,10 @@ class Exchange {
     const leg = this.leg
     const how = { replayable: this.body.canRepeat(), bytesIn: this.bytesIn, latencyMs }
     this.lastStatus = status // what the client gets if no other backend answers
-    if (!this.attempt.answered(status, how)) {
+    if (this.trace !== null) this.trace.answered(status)
+    const retried = this.attempt.answered(status, how)
+    if (this.trace !== null) this.trace.judged(this, `answered ${status}`, retried)
+    if (!retried) {
       const { rules, head } = this
       if (rules !== null) {
         const accepts = fieldOf(head.fields, 'accept-encoding')
@@ -539,6 +555,7 @@ class Exchange {
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${this.head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
+    if (this.trace !== null) this.trace.answeredByLila(status, detail)
     this.responseStarted = true
     this.replied = status
     this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact })
@@ -563,6 +580,7 @@ class Exchange {
     const answered = this.res !== null || this.tunnel !== null // by a backend, not lila
     protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
     if (accessLog !== null) accessLog.log(requestRecord(this, ms))
+    if (this.trace !== null) this.trace.ended(this)
   }
 
   // The status the client was answered: the backend's, lila's own, 101 for a tunnel,

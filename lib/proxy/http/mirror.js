@@ -68,15 +68,16 @@ class Mirror {
   }
 
   // A request to be served (`head` as http1/parse.js or http2/request.js gives it);
-  // `bodyDone`: it has no body to come. A Shadow to tell the rest, or null.
-  start (head, ctx, bodyDone) {
+  // `bodyDone`: it has no body to come; `span`: the copy's own (--otlp), ended when it
+  // is answered or fails. A Shadow to tell the rest, or null.
+  start (head, ctx, bodyDone, span = null) {
     if (head.isUpgrade) return null // a WebSocket is not copied
     if (this.percent < 100 && this.random() * 100 >= this.percent) return null
     if (head.contentLength > MAX_BODY) {
       this.outcomes['too-large']++
       return null
     }
-    const shadow = new Shadow(this, head, ctx)
+    const shadow = new Shadow(this, head, ctx, span)
     if (bodyDone) shadow.end()
     return shadow.state === GONE ? null : shadow
   }
@@ -124,6 +125,7 @@ class Mirror {
   // A copy is over: answered (`answer`), or failed. The first failure in a row is said,
   // and the first answer after failures.
   settled (shadow, answer, failure) {
+    if (shadow.span !== null) spanSettled(shadow.span, answer, failure)
     if (answer === null) {
       this.outcomes.failed++
       if (this.failing++ === 0) {
@@ -166,9 +168,10 @@ class Mirror {
 // here, as it comes framed), then sent whole; with --compare, the primary's answer and
 // the mirror's, compared once both are complete.
 class Shadow {
-  constructor (mirror, head, ctx) {
+  constructor (mirror, head, ctx, span) {
     this.mirror = mirror
     this.head = head
+    this.span = span
     this.ctx = ctx // the exchange: clientAddress, requestId
     this.startedAt = performance.now()
     this.state = BUFFERING
@@ -249,6 +252,14 @@ class Shadow {
     this.comparison.record(this.head.method, this.head.path, primary, answer)
     this.comparison = null // once
   }
+}
+
+// A copy's span (--otlp) ends with its answer's status, or why it failed.
+function spanSettled (span, answer, failure) {
+  if (answer !== null) span.set('http.response.status_code', answer.status)
+  if (answer === null) span.fail(failure === null ? 'closed the connection without answering' : backendReason(failure))
+  else if (answer.status >= 400) span.fail(`answered ${answer.status}`)
+  span.finish()
 }
 
 // The head rewrite.js writes for the primary, as Node's list of fields for the copy:

@@ -1,0 +1,84 @@
+'use strict'
+
+// --otlp's spans: which are sampled and who their parents are. Parent-based, as the
+// SDKs' default sampler: a request whose traceparent (wire/trace-context.js) says
+// sampled is, one that says not is not; one without (or with one that cannot be read)
+// starts a trace, sampled when its trace ID falls under --trace-sample (by the ID, so
+// that every hop that samples by ratio agrees). The spans a request makes under its
+// SERVER span (each attempt's CLIENT span, a mirror's) follow it. A sampled span's end
+// goes to the batch (batch.js), off the request's path.
+//
+//   const tracer = new Tracer({ sample, batch })
+//   tracer.serverSpan(traceparent, tracestate, name, start) -> Span   (a request, a tcp connection)
+//   tracer.childSpan(parent, kind, name) -> Span
+
+const { Span, epochNow } = require('./span')
+const { parseTraceparent, randomTraceId, randomSpanId } = require('../wire/trace-context')
+const { KIND, FLAGS } = require('../wire/otlp')
+
+const TWO_56 = 2 ** 56
+
+class Tracer {
+  constructor ({ sample, batch }) {
+    this.sample = sample // 0..1
+    this.batch = batch // SpanBatch, or null: nothing exported (a test)
+  }
+
+  serverSpan (traceparent, tracestate, name, start = epochNow(), kind = KIND.server) {
+    const parent = traceparent === undefined ? null : parseTraceparent(traceparent)
+    if (parent !== null) {
+      const recording = (parseInt(parent.flags, 16) & 1) === 1
+      return new Span(this, {
+        traceId: parent.traceId,
+        spanId: randomSpanId(),
+        parentId: parent.parentId,
+        traceState: tracestate === undefined ? null : tracestate,
+        flags: (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote | FLAGS.isRemote,
+        kind,
+        name,
+        start,
+        recording
+      })
+    }
+    const traceId = randomTraceId()
+    const recording = this.sampled(traceId)
+    return new Span(this, {
+      traceId,
+      spanId: randomSpanId(),
+      parentId: null,
+      traceState: null,
+      flags: (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote,
+      kind,
+      name,
+      start,
+      recording
+    })
+  }
+
+  childSpan (parent, kind, name) {
+    return new Span(this, {
+      traceId: parent.traceId,
+      spanId: randomSpanId(),
+      parentId: parent.spanId,
+      traceState: parent.traceState,
+      flags: (parent.recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote,
+      kind,
+      name,
+      start: epochNow(),
+      recording: parent.recording
+    })
+  }
+
+  // TraceIdRatioBased: the trace ID's last 56 bits, as a fraction, under the ratio.
+  sampled (traceId) {
+    if (this.sample >= 1) return true
+    if (this.sample <= 0) return false
+    return parseInt(traceId.slice(18), 16) / TWO_56 < this.sample
+  }
+
+  ended (span) {
+    if (this.batch !== null) this.batch.add(span)
+  }
+}
+
+module.exports = { Tracer }
