@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "530069098e80f85b0688b023f157f1db651996703a58fa871b8832ce62246f3a"
+  sha256 "f961233cde247f20c4528a0ec165b91ab66ffb2e8c792ae3f963615bd8070004"
   license "MIT"
 
   depends_on "node"
