@@ -5,16 +5,19 @@
 // lila's CPU time per request read from /proc. On a shared machine the two suffer the
 // same neighbours, so their ratio holds where two runs one after the other do not.
 // Linux only (needs wrk and /proc). W3's shape: --body 1048576 --connections 8; either
-// through lila's tcp mode: --protocol tcp. --old-args and --new-args add options to
-// one side only (the same executable twice: an option's cost, e.g. --fleet).
+// through lila's tcp mode: --protocol tcp; to h2c backends (Node's http2 servers, which
+// end a stream a turn after its DATA): --backend-protocol h2. --old-args and --new-args
+// add options to one side only (the same executable twice: an option's cost, e.g.
+// --fleet).
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
-//        [--protocol http|tcp] [--body BYTES] [--connections N]
+//        [--protocol http|tcp] [--backend-protocol h1|h2] [--body BYTES] [--connections N]
 //        [--old-args='OPTIONS'] [--new-args='OPTIONS']
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
 const http = require('http')
+const http2 = require('http2')
 const fs = require('fs')
 const { parseArgs } = require('util')
 
@@ -22,6 +25,7 @@ const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     protocol: { type: 'string', default: 'http' },
+    'backend-protocol': { type: 'string', default: 'h1' },
     body: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     'old-args': { type: 'string', default: '' },
@@ -30,10 +34,12 @@ const { values: flags, positionals } = parseArgs({
 })
 const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
-  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--body BYTES] [--connections N]')
+  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--backend-protocol h1|h2] ' +
+    '[--body BYTES] [--connections N]')
   process.exit(2)
 }
 const BODY = Buffer.alloc(Number(flags.body), 'a')
+const H2 = flags['backend-protocol'] === 'h2'
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
 
 // utime + stime of a process, in seconds.
@@ -46,6 +52,7 @@ function startLila (exe, backend, extra) {
   return new Promise((resolve, reject) => {
     const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
       ...extra.split(' ').filter(Boolean)]
+    if (H2) args.push('--backend-protocol', 'h2')
     const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     let err = ''
     child.stderr.on('data', chunk => {
@@ -75,7 +82,7 @@ function wrk (port, duration) {
 async function main () {
   const servers = []
   for (let i = 0; i < 2; i++) {
-    const server = http.createServer((req, res) => res.end(BODY)).listen(0, '127.0.0.1')
+    const server = (H2 ? http2.createServer : http.createServer)((req, res) => res.end(BODY)).listen(0, '127.0.0.1')
     await new Promise(resolve => server.once('listening', resolve))
     servers.push(server)
   }
