@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f961233cde247f20c4528a0ec165b91ab66ffb2e8c792ae3f963615bd8070004"
+  sha256 "db5c378e70fc6f244ef02823f3392a8de1dae7eee17073e1325dfcf261728198"
   license "MIT"
 
   depends_on "node"
