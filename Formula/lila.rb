@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "db5c378e70fc6f244ef02823f3392a8de1dae7eee17073e1325dfcf261728198"
+  sha256 "fece09b826e80ba0897bc23805e46f844cd7d85499192721ed75ae90eadfc519"
   license "MIT"
 
   depends_on "node"

@@ -14,7 +14,7 @@ const http = require('http')
 const { constants } = require('http2')
 const { startLila, listenOn, captureLog, until, within } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
-const { frame } = require('./fixtures/h2-frames')
+const { frame, frameReader } = require('./fixtures/h2-frames')
 
 const H2 = ['--protocol', 'http', '--backend-protocol', 'h2']
 
@@ -31,8 +31,6 @@ async function rawBackend (t, { length = null, then = 'reset' } = {}) {
   const server = net.createServer(socket => {
     socket.setNoDelay(true)
     socket.on('error', () => {})
-    let buf = Buffer.alloc(0)
-    let prefaced = false
     let acked = false // lila acknowledged the SETTINGS
     const ended = [] // requests whole, not answered yet
     socket.write(frame(4, 0, 0)) // SETTINGS
@@ -45,27 +43,15 @@ async function rawBackend (t, { length = null, then = 'reset' } = {}) {
       socket.write(bytes)
       backend.waiting.push(() => socket.write(frame(0, 1, id, Buffer.from(' and the rest'))))
     }
-    socket.on('data', chunk => {
-      buf = Buffer.concat([buf, chunk])
-      if (!prefaced) {
-        if (buf.length < 24) return
-        buf = buf.subarray(24)
-        prefaced = true
+    socket.on('data', frameReader((type, flags, id) => {
+      if (type === 4) {
+        if (flags & 1) acked = true
+        else socket.write(frame(4, 1, 0)) // SETTINGS ack
       }
-      while (buf.length >= 9 && buf.length >= 9 + buf.readUIntBE(0, 3)) {
-        const type = buf[3]
-        const flags = buf[4]
-        const id = buf.readUInt32BE(5) & 0x7fffffff
-        buf = buf.subarray(9 + buf.readUIntBE(0, 3))
-        if (type === 4) {
-          if (flags & 1) acked = true
-          else socket.write(frame(4, 1, 0)) // SETTINGS ack
-        }
-        if (type === 1) backend.requests++
-        if ((type === 0 || type === 1) && (flags & 1)) ended.push(id)
-      }
+      if (type === 1) backend.requests++
+      if ((type === 0 || type === 1) && (flags & 1)) ended.push(id)
       if (acked) for (const id of ended.splice(0)) answer(id)
-    })
+    }))
   })
   backend.address = `127.0.0.1:${await listenOn(t, server)}`
   return backend

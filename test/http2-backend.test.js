@@ -13,7 +13,7 @@ const { constants } = require('http2')
 const { startLila, deadPort, until, within, isSettled, httpBackend, listenOn } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend, h2load, H2LOAD } = require('./fixtures/h2')
 const { certDir, makeCertificate } = require('./fixtures/certs')
-const { frame } = require('./fixtures/h2-frames')
+const { frame, frameReader } = require('./fixtures/h2-frames')
 
 const H2 = ['--protocol', 'http', '--backend-protocol', 'h2']
 
@@ -41,30 +41,15 @@ const served = res => res.body.toString().trim()
 async function cuttingBackend (t) {
   const server = net.createServer(socket => {
     socket.on('error', () => {})
-    let buf = Buffer.alloc(0)
-    let prefaced = false
     socket.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])) // SETTINGS
-    socket.on('data', chunk => {
-      buf = Buffer.concat([buf, chunk])
-      if (!prefaced) {
-        if (buf.length < 24) return
-        buf = buf.subarray(24)
-        prefaced = true
-      }
-      while (buf.length >= 9 && buf.length >= 9 + buf.readUIntBE(0, 3)) {
-        const length = buf.readUIntBE(0, 3)
-        const type = buf[3]
-        const flags = buf[4]
-        const id = buf.readUInt32BE(5) & 0x7fffffff
-        buf = buf.subarray(9 + length)
-        if (type === 4 && !(flags & 1)) socket.write(Buffer.from([0, 0, 0, 4, 1, 0, 0, 0, 0])) // SETTINGS ack
-        if (type !== 1) continue
-        const rst = Buffer.alloc(4)
-        rst.writeUInt32BE(constants.NGHTTP2_INTERNAL_ERROR)
-        // HEADERS (END_HEADERS, :status 200 as static index 8), DATA, RST_STREAM.
-        socket.write(Buffer.concat([frame(1, 4, id, Buffer.from([0x88])), frame(0, 0, id, Buffer.from('partial')), frame(3, 0, id, rst)]))
-      }
-    })
+    socket.on('data', frameReader((type, flags, id) => {
+      if (type === 4 && !(flags & 1)) socket.write(Buffer.from([0, 0, 0, 4, 1, 0, 0, 0, 0])) // SETTINGS ack
+      if (type !== 1) return
+      const rst = Buffer.alloc(4)
+      rst.writeUInt32BE(constants.NGHTTP2_INTERNAL_ERROR)
+      // HEADERS (END_HEADERS, :status 200 as static index 8), DATA, RST_STREAM.
+      socket.write(Buffer.concat([frame(1, 4, id, Buffer.from([0x88])), frame(0, 0, id, Buffer.from('partial')), frame(3, 0, id, rst)]))
+    }))
   })
   const port = await listenOn(t, server)
   return { address: `127.0.0.1:${port}` }

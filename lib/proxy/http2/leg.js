@@ -45,7 +45,7 @@ class Http2Leg {
     this.sentAt = 0
     this.abandoned = false
     this.flush = null // a head held for the body read with it (an HTTP/1.1 client's)
-    this.held = null // { head, pieces, bytes }: a response held until its end (hold.js)
+    this.held = null // { head, pieces, bytes, whole }: a response held until its end (hold.js)
   }
 
   get connected () {
