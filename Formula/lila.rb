@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fece09b826e80ba0897bc23805e46f844cd7d85499192721ed75ae90eadfc519"
+  sha256 "90e72d1bb48f87c2f504d3edcde423f5f63db639648bce5fff4c98525b4d42b2"
   license "MIT"
 
   depends_on "node"

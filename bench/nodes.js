@@ -1,16 +1,17 @@
 'use strict'
 
-// lila on each Node line it is tested on (20, 22, 24, 26): the HTTP/1.1 row (W1) and
-// the HTTP/2 rows (H1, to HTTP/1.1 and to h2c backends) of bench/run.js, lila beside
-// HAProxy, once per Node in turn for a few rounds (so that the machine's noise falls on
-// every version alike). The figure compared is lila's CPU per request over HAProxy's
-// in the same run, a ratio the machine's speed and load mostly cancel out of; then each
-// Node's over Node 20's. Node 20 is the `node` on the PATH; the others are the npm
-// registry's binaries in .tools/nodeN (CONTRIBUTING.md), skipped when missing.
+// lila on each Node line it is tested on (22, 24, 26) against Node 20: the same ./lila
+// run by two Nodes at once (bench/ab.js: two lilas side by side, one backend each, the
+// same client on both in the same interval, each one's CPU time per request from
+// /proc), so that the shared machine's noise falls on both alike; run one after the
+// other, the two would differ by the neighbours more than by V8. The rows: W1's shape
+// (HTTP/1.1 keep-alive clients, wrk) and H1's (HTTP/2 clients, h2load -c10 -m10), each
+// to HTTP/1.1 and to h2c backends. The newer Nodes are the npm registry's binaries in
+// .tools/nodeN (CONTRIBUTING.md); one that is missing is skipped.
 //
-//   node bench/nodes.js [--rounds 3] [--seconds 3] [--versions 20,22,24,26]
+//   node bench/nodes.js [--rounds 4] [--seconds 5] [--versions 22,24,26]
 //
-// Writes bench/RESULTS-nodes.md and its summary as the last section of bench/RESULTS.md.
+// Writes bench/RESULTS-nodes.md, and its summary as the last section of bench/RESULTS.md.
 
 const fs = require('fs')
 const os = require('os')
@@ -20,115 +21,95 @@ const { parseArgs } = require('util')
 
 const { values: opts } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '3' },
-    versions: { type: 'string', default: '20,22,24,26' }
+    rounds: { type: 'string', default: '4' },
+    seconds: { type: 'string', default: '5' },
+    versions: { type: 'string', default: '22,24,26' }
   }
 })
 const ROOT = path.join(__dirname, '..')
+const LILA = path.join(ROOT, 'lila')
 const ROWS = [
-  { key: 'W1 undefined', title: 'W1: HTTP/1.1 keep-alive, 50 connections' },
-  { key: 'H1 h1', title: 'H1: HTTP/2 clients to HTTP/1.1 backends' },
-  { key: 'H1 h2', title: 'H1: HTTP/2 clients to h2c backends' }
+  { title: 'W1: HTTP/1.1 clients (wrk), HTTP/1.1 backends', flags: [] },
+  { title: 'W1h2: HTTP/1.1 clients (wrk), h2c backends', flags: ['--backend-protocol', 'h2'] },
+  { title: 'H1: HTTP/2 clients (h2load), HTTP/1.1 backends', flags: ['--client', 'h2load'] },
+  { title: 'H1: HTTP/2 clients (h2load), h2c backends', flags: ['--client', 'h2load', '--backend-protocol', 'h2'] }
 ]
 const arch = os.arch() === 'arm64' ? 'arm64' : 'x64'
+const nodeOf = version => path.join(ROOT, '.tools', `node${version}`, 'node_modules', `node-linux-${arch}`, 'bin', 'node')
 
-// The PATH directory holding Node `version`'s binary, or null when it is not installed.
-function binFor (version) {
-  if (version === '20') return null // the machine's own
-  const bin = path.join(ROOT, '.tools', `node${version}`, 'node_modules', `node-linux-${arch}`, 'bin')
-  return fs.existsSync(path.join(bin, 'node')) ? bin : undefined
+// An executable that runs ./lila on `node` (ab.js starts lilas by path).
+function runner (dir, name, node) {
+  const file = path.join(dir, `lila-${name}`)
+  fs.writeFileSync(file, `#!/bin/sh\nexec ${node} ${LILA} "$@"\n`, { mode: 0o755 })
+  return file
 }
 
-function runOnce (version, bin) {
-  const json = path.join(os.tmpdir(), `lila-nodes-${process.pid}-${version}.json`)
-  const env = bin ? { ...process.env, PATH: `${bin}:${process.env.PATH}` } : process.env
-  const args = ['bench/run.js', '--quick', '--seconds', opts.seconds, '--only', 'W1,H1',
-    '--contenders', 'lila-http,haproxy-http', '--no-probes', '--json', json]
-  const r = spawnSync('node', args, { cwd: ROOT, env, encoding: 'utf8', timeout: 600000 })
-  if (r.status !== 0) throw new Error(`bench/run.js on Node ${version}: ${(r.stderr || '').trim().split('\n').slice(-3).join(' | ')}`)
-  const { meta, cells } = JSON.parse(fs.readFileSync(json, 'utf8'))
-  fs.rmSync(json, { force: true })
-  const out = {}
-  for (const c of cells) {
-    if (c.status !== 'ok' || c.lbCpuUsPerReq == null) continue
-    const key = `${c.workload} ${c.backendProtocol}`
-    out[key] = out[key] || {}
-    out[key][c.contender] = c.lbCpuUsPerReq
-  }
-  return { out, load: meta.loadAverage }
+const median = list => {
+  const sorted = list.slice().sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
-
-const median = list => list.slice().sort((a, b) => a - b)[Math.floor(list.length / 2)]
 
 function main () {
-  const versions = opts.versions.split(',')
-  const bins = Object.fromEntries(versions.map(v => [v, binFor(v)]))
-  const missing = versions.filter(v => bins[v] === undefined)
-  const present = versions.filter(v => bins[v] !== undefined)
-  const exact = Object.fromEntries(present.map(v => [v, spawnSync(bins[v] ? path.join(bins[v], 'node') : 'node', ['--version'], { encoding: 'utf8' }).stdout.trim()]))
-  const ratios = {} // version -> row -> [lila µs/req ÷ HAProxy's, per round]
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-nodes-'))
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+  const base = runner(dir, 'base', process.execPath)
+  const baseVersion = process.version
+  const versions = opts.versions.split(',').filter(v => fs.existsSync(nodeOf(v)))
+  const missing = opts.versions.split(',').filter(v => !versions.includes(v))
+  const exact = {}
+  const ratios = {} // version -> row title -> new/old per round
   const loads = []
-  for (let round = 0; round < Number(opts.rounds); round++) {
-    for (const v of present) {
-      const { out, load } = runOnce(v, bins[v])
-      loads.push(load)
-      for (const row of ROWS) {
-        const cell = out[row.key]
-        if (!cell || !cell['lila-http'] || !cell['haproxy-http']) continue
-        ((ratios[v] ||= {})[row.key] ||= []).push(cell['lila-http'] / cell['haproxy-http'])
-        process.stderr.write(`round ${round + 1}, Node ${exact[v]}, ${row.key}: lila ${cell['lila-http'].toFixed(1)} µs/req, ` +
-          `HAProxy ${cell['haproxy-http'].toFixed(1)}\n`)
-      }
+  for (const v of versions) {
+    exact[v] = spawnSync(nodeOf(v), ['--version'], { encoding: 'utf8' }).stdout.trim()
+    const other = runner(dir, v, nodeOf(v))
+    for (const row of ROWS) {
+      loads.push(os.loadavg()[0])
+      const r = spawnSync('node', [path.join(__dirname, 'ab.js'), base, other, opts.rounds, opts.seconds, ...row.flags],
+        { cwd: ROOT, encoding: 'utf8', timeout: 600000 })
+      const rounds = [...(r.stdout || '').matchAll(/new\/old (\d+\.\d+)/g)].map(m => Number(m[1]))
+      if (rounds.length === 0) throw new Error(`ab.js, Node ${exact[v]}, ${row.title}: ${(r.stderr || r.stdout || '').trim().slice(-300)}`)
+      ;(ratios[v] ||= {})[row.title] = rounds
+      process.stderr.write(`${exact[v]} / ${baseVersion}, ${row.title}: ${rounds.map(x => x.toFixed(3)).join(' ')}\n`)
     }
   }
-  const base = present[0]
+  const date = new Date().toISOString().slice(0, 10)
   const lines = [
     '# lila on each Node line', '',
-    `\`node bench/nodes.js --rounds ${opts.rounds} --seconds ${opts.seconds}\`, ${new Date().toISOString().slice(0, 10)}, ` +
-      `${os.cpus().length} cores, ${present.map(v => exact[v]).join(', ')}${missing.length ? ` (not installed: ${missing.join(', ')})` : ''}.`,
+    `\`node bench/nodes.js --rounds ${opts.rounds} --seconds ${opts.seconds}\`, ${date}, ${os.cpus().length} cores, ` +
+      `${baseVersion} against ${versions.map(v => exact[v]).join(', ')}${missing.length ? ` (not installed: ${missing.join(', ')})` : ''}; ` +
+      `1-minute load average ${Math.min(...loads).toFixed(1)} to ${Math.max(...loads).toFixed(1)}.`,
     '',
-    'Each cell: lila\'s CPU per request over HAProxy\'s in the same run (the median of the rounds; lower is better), ' +
-      `then that ratio over Node ${base}'s (under 1: faster on that Node). Rows of bench/run.js --quick, lila and HAProxy only.`,
+    `Each cell: lila's CPU time per request on that Node over the same lila's on ${baseVersion}, both run at once ` +
+      '(bench/ab.js), the median of the rounds (each round\'s in brackets); under 1, cheaper on the newer Node. ' +
+      'Two lilas on the same Node differ by 0.97 to 1.03 here (bench/README.md).',
     '',
-    `| row | ${present.map(v => `Node ${v}`).join(' | ')} |`,
-    `|---|${present.map(() => '---').join('|')}|`
+    `| row | ${versions.map(v => exact[v]).join(' | ')} |`,
+    `|---|${versions.map(() => '---').join('|')}|`
   ]
-  const summary = []
   for (const row of ROWS) {
-    const cells = present.map(v => {
-      const list = ratios[v] && ratios[v][row.key]
-      if (!list) return 'n/a'
-      const m = median(list)
-      const b = ratios[base] && ratios[base][row.key] ? median(ratios[base][row.key]) : null
-      return v === base || b === null ? `${m.toFixed(2)}× HAProxy` : `${m.toFixed(2)}× HAProxy, ${(m / b).toFixed(2)}× Node ${base}`
-    })
-    lines.push(`| ${row.title} | ${cells.join(' | ')} |`)
-    for (const v of present.slice(1)) {
-      const list = ratios[v] && ratios[v][row.key]
-      const b = ratios[base] && ratios[base][row.key]
-      if (list && b) summary.push({ v, row: row.title, change: median(list) / median(b) })
-    }
+    lines.push(`| ${row.title} | ${versions.map(v => {
+      const rounds = ratios[v][row.title]
+      return `**${median(rounds).toFixed(2)}** (${rounds.map(x => x.toFixed(2)).join(', ')})`
+    }).join(' | ')} |`)
   }
-  lines.push('', `Load averages (1 minute) of the runs: ${loads.join('; ')}.`)
+  const words = versions.map(v => {
+    const m = median(ROWS.map(row => median(ratios[v][row.title])))
+    const how = m < 0.95 ? 'cheaper' : m > 1.05 ? 'dearer' : 'within the noise'
+    return `${exact[v]} ${m.toFixed(2)}× (${how})`
+  })
+  lines.push('', `The median of the rows, lila's CPU per request against ${baseVersion}: ${words.join('; ')}.`)
   const text = lines.join('\n') + '\n'
   fs.writeFileSync(path.join(__dirname, 'RESULTS-nodes.md'), text)
   process.stdout.write(text)
 
   // The summary, as the last section of RESULTS.md (run.js keeps it when it writes again).
-  const words = present.slice(1).map(v => {
-    const mine = summary.filter(s => s.v === v).map(s => s.change)
-    if (mine.length === 0) return null
-    const m = median(mine)
-    const how = m < 0.95 ? 'faster' : m > 1.05 ? 'slower' : 'about as fast'
-    return `Node ${v}: lila's CPU per request ${m.toFixed(2)}× Node ${base}'s (median of the rows: ${how})`
-  }).filter(Boolean)
   const results = path.join(__dirname, 'RESULTS.md')
   const old = fs.readFileSync(results, 'utf8')
   const at = old.indexOf('\n## Node versions\n')
-  const section = `\n## Node versions\n\nFrom \`node bench/nodes.js\` (${new Date().toISOString().slice(0, 10)}; the table in ` +
-    '[RESULTS-nodes.md](RESULTS-nodes.md)), HTTP/1.1 and HTTP/2 rows, lila\'s CPU per request relative to HAProxy\'s in ' +
-    `the same run: ${words.join('; ')}.\n`
+  const section = `\n## Node versions\n\nFrom \`node bench/nodes.js\` (${date}; the table in [RESULTS-nodes.md](RESULTS-nodes.md)): ` +
+    'the same lila on two Nodes at once, W1\'s and H1\'s shapes, HTTP/1.1 and h2c backends; lila\'s CPU per request ' +
+    `against ${baseVersion}: ${words.join('; ')}.\n`
   fs.writeFileSync(results, (at === -1 ? old.replace(/\n*$/, '\n') : old.slice(0, at + 1)) + section)
 }
 

@@ -6,15 +6,13 @@
 //   node bench/run.js [--quick] [--only W1,W3,H1,G1,R1] [--contenders lila-tcp,haproxy-tcp]
 //                     [--lila PATH] [--backend nginx|go|node[,...]] [--loadgen wrk|node]
 //                     [--seconds N] [--warmup N] [--repeat N] [--out FILE] [--no-probes]
-//                     [--json FILE]
 //
 // Each cell: start the contender pinned to CPU 0, check it with one request, warm up,
 // measure (CPU time of its process tree before and after, requests per backend before
 // and after), stop it. Results go to stdout and to bench/RESULTS.md (a filtered run
 // writes only when --out is given, so quick iterations do not clobber the full table).
-// --json writes the cells as they were measured, for a harness (bench/nodes.js). A
-// section of bench/RESULTS.md that bench/nodes.js wrote (NODES_START to its end) is
-// kept when the table is written again.
+// The section of bench/RESULTS.md that bench/nodes.js writes (NODES_START to its end)
+// is kept when the table is written again.
 
 const fs = require('fs')
 const os = require('os')
@@ -65,7 +63,6 @@ function parseOptions (argv) {
       repeat: { type: 'string', default: '1' },
       out: { type: 'string' },
       'no-probes': { type: 'boolean', default: false },
-      json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false }
     }
   })
@@ -83,7 +80,6 @@ function parseOptions (argv) {
     repeat: Math.max(1, Math.min(10, Number(values.repeat) || 1)),
     out: values.out || null,
     probes: !values['no-probes'],
-    json: values.json || null,
     help: values.help
   }
 }
@@ -177,7 +173,6 @@ async function main () {
   meta.loadAverage = `${loadBefore.toFixed(2)} before the run, ${os.loadavg()[0].toFixed(2)} after (1-minute load average; the bench itself keeps about 2 busy)`
   const text = markdown({ meta, workloads, cells, notes, probes })
   process.stdout.write(`\n${text}\n`)
-  if (opts.json) fs.writeFileSync(opts.json, JSON.stringify({ meta, cells }))
   const filtered = opts.only || opts.contenders
   const out = opts.out || (filtered ? null : path.join(__dirname, 'RESULTS.md'))
   if (out) {
