@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "90e72d1bb48f87c2f504d3edcde423f5f63db639648bce5fff4c98525b4d42b2"
+  sha256 "6a8b59fdd4cb9c7daf0c108221b65084c974117f07e584f28b8728ecff893332"
   license "MIT"
 
   depends_on "node"
