@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "df0573bd8c71941286cb8b55bc5124b54fc14875888c56fcc33b6ca6b49eda8a"
+  sha256 "8263dfab16087f37c013d6b7d1d538ed18327f9c28fc554f6a6381837c1d63d2"
   license "MIT"
 
   depends_on "node"

@@ -5,16 +5,20 @@
 // lila's CPU time per request read from /proc. On a shared machine the two suffer the
 // same neighbours, so their ratio holds where two runs one after the other do not.
 // Linux only (needs wrk and /proc). W3's shape: --body 1048576 --connections 8; either
-// through lila's tcp mode: --protocol tcp. --old-args and --new-args add options to
-// one side only (the same executable twice: an option's cost, e.g. --fleet).
+// through lila's tcp mode: --protocol tcp; to h2c backends (Node's http2 servers, which
+// end a stream a turn after its DATA): --backend-protocol h2; HTTP/2 clients (H1's
+// shape, h2load -c10 -m10) in place of wrk: --client h2load. --old-args and --new-args
+// add options to one side only (the same executable twice: an option's cost, e.g.
+// --fleet).
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
-//        [--protocol http|tcp] [--body BYTES] [--connections N]
-//        [--old-args='OPTIONS'] [--new-args='OPTIONS']
+//        [--protocol http|tcp] [--backend-protocol h1|h2] [--client wrk|h2load]
+//        [--body BYTES] [--connections N] [--old-args='OPTIONS'] [--new-args='OPTIONS']
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
 const http = require('http')
+const http2 = require('http2')
 const fs = require('fs')
 const { parseArgs } = require('util')
 
@@ -22,6 +26,8 @@ const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     protocol: { type: 'string', default: 'http' },
+    'backend-protocol': { type: 'string', default: 'h1' },
+    client: { type: 'string', default: 'wrk' },
     body: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     'old-args': { type: 'string', default: '' },
@@ -30,10 +36,12 @@ const { values: flags, positionals } = parseArgs({
 })
 const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
-  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--body BYTES] [--connections N]')
+  console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--backend-protocol h1|h2] ' +
+    '[--client wrk|h2load] [--body BYTES] [--connections N] [--old-args=OPTIONS] [--new-args=OPTIONS]')
   process.exit(2)
 }
 const BODY = Buffer.alloc(Number(flags.body), 'a')
+const H2 = flags['backend-protocol'] === 'h2'
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
 
 // utime + stime of a process, in seconds.
@@ -46,6 +54,7 @@ function startLila (exe, backend, extra) {
   return new Promise((resolve, reject) => {
     const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
       ...extra.split(' ').filter(Boolean)]
+    if (H2) args.push('--backend-protocol', 'h2')
     const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     let err = ''
     child.stderr.on('data', chunk => {
@@ -57,16 +66,20 @@ function startLila (exe, backend, extra) {
   })
 }
 
-function wrk (port, duration) {
+// The requests one client run through `port` completed: wrk's, or h2load's succeeded.
+function load (port, duration) {
+  const url = `http://127.0.0.1:${port}/`
+  const h2 = flags.client === 'h2load'
+  const argv = h2 ? ['h2load', '-c10', '-m10', '-D', String(duration), url] : ['wrk', '-t1', `-c${flags.connections}`, `-d${duration}s`, url]
   return new Promise((resolve, reject) => {
-    const child = spawn('wrk', ['-t1', `-c${flags.connections}`, `-d${duration}s`, `http://127.0.0.1:${port}/`])
+    const child = spawn(argv[0], argv.slice(1))
     let out = ''
     child.stdout.on('data', chunk => { out += chunk })
     child.stderr.on('data', chunk => { out += chunk })
     // 'close', not 'exit': the process may exit before its output is all read.
     child.on('close', () => {
-      const count = /(\d+) requests in/.exec(out)
-      if (count === null) reject(new Error(`wrk said no count: ${out}`))
+      const count = h2 ? /(\d+) succeeded/.exec(out) : /(\d+) requests in/.exec(out)
+      if (count === null) reject(new Error(`${argv[0]} said no count: ${out}`))
       else resolve(Number(count[1]))
     })
   })
@@ -75,17 +88,17 @@ function wrk (port, duration) {
 async function main () {
   const servers = []
   for (let i = 0; i < 2; i++) {
-    const server = http.createServer((req, res) => res.end(BODY)).listen(0, '127.0.0.1')
+    const server = (H2 ? http2.createServer : http.createServer)((req, res) => res.end(BODY)).listen(0, '127.0.0.1')
     await new Promise(resolve => server.once('listening', resolve))
     servers.push(server)
   }
   const extras = [flags['old-args'], flags['new-args']]
   const [a, b] = await Promise.all([A, B].map((exe, i) => startLila(exe, `127.0.0.1:${servers[i].address().port}`, extras[i])))
-  await Promise.all([wrk(a.port, 2), wrk(b.port, 2)]) // warm-up
+  await Promise.all([load(a.port, 2), load(b.port, 2)]) // warm-up
   const ratios = []
   for (let round = 1; round <= Number(rounds); round++) {
     const [ca, cb] = [cpuSeconds(a.child.pid), cpuSeconds(b.child.pid)]
-    const [na, nb] = await Promise.all([wrk(a.port, seconds), wrk(b.port, seconds)])
+    const [na, nb] = await Promise.all([load(a.port, seconds), load(b.port, seconds)])
     const ua = (cpuSeconds(a.child.pid) - ca) / na * 1e6
     const ub = (cpuSeconds(b.child.pid) - cb) / nb * 1e6
     ratios.push(ub / ua)

@@ -11,6 +11,8 @@
 // measure (CPU time of its process tree before and after, requests per backend before
 // and after), stop it. Results go to stdout and to bench/RESULTS.md (a filtered run
 // writes only when --out is given, so quick iterations do not clobber the full table).
+// The section of bench/RESULTS.md that bench/nodes.js writes (NODES_START to its end)
+// is kept when the table is written again.
 
 const fs = require('fs')
 const os = require('os')
@@ -174,7 +176,7 @@ async function main () {
   const filtered = opts.only || opts.contenders
   const out = opts.out || (filtered ? null : path.join(__dirname, 'RESULTS.md'))
   if (out) {
-    fs.writeFileSync(out, text + '\n')
+    fs.writeFileSync(out, text + '\n' + keptSection(out))
     process.stderr.write(`written to ${out}\n`)
   }
 }
@@ -286,6 +288,15 @@ function progress (c) {
   if (c.status !== 'ok') return process.stderr.write(`${what}: ${c.status}: ${c.reason}\n`)
   const cpu = c.lbCpuUsPerReq == null ? '' : `, LB ${c.lbCpuUsPerReq.toFixed(1)} µs/req (${Math.round(c.lbCpuPct)}% CPU)`
   process.stderr.write(`${what}: ${Math.round(c.rps)} req/s, p99 ${c.p99Ms.toFixed(2)} ms, ${c.errors} errors${cpu}\n`)
+}
+
+// What bench/nodes.js wrote at the end of `file`, from its heading on ('' if none).
+const NODES_START = '## Node versions'
+function keptSection (file) {
+  let old = ''
+  try { old = fs.readFileSync(file, 'utf8') } catch {}
+  const at = old.indexOf(`\n${NODES_START}\n`)
+  return at === -1 ? '' : old.slice(at)
 }
 
 function oneLine (text) {

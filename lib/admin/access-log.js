@@ -14,7 +14,12 @@
 // record ends with its requestId. In http,
 // status is what the client was answered (the backend's, or lila's own 502, 503, ...),
 // 101 for an upgrade (logged when the tunnel closes) and 499 when the client went away
-// before its response was complete and nothing of it had been sent.
+// before its response was complete and nothing of it had been sent. A response cut
+// after it started (HAProxy's termination state SD, CD, PD) says who cut it, `cut`:
+// 'backend' (it failed mid-response: a reset, a close, --timeout), 'client' (it left,
+// or broke its request body) or 'lila' (compressing failed); text ` cut=WHO` after the
+// status, json "cut", combined one more quoted field `"cut=WHO"` after the request ID's
+// and the trace ID's (`"-"` for each absent). A complete response has none of these.
 //
 //   text: 2024-06-01T12:00:00.123Z 10.1.2.3 -> 10.0.0.1:80 "GET /a?b HTTP/1.1" 200 in=81 out=220 1.52ms
 //         2024-06-01T12:00:00.123Z 10.1.2.3 -> 10.0.0.1:80 tcp in=2 out=20 35.10ms
@@ -75,6 +80,7 @@ function createAccessLog ({ format = 'text', stdout = process.stdout } = {}) {
       if (record.method !== undefined) {
         const request = `${record.method} ${record.target} ${record.version}`.replace(/[\\"]/g, c => `\\${c}`)
         what = `"${request}" ${record.status}`
+        if (record.cut !== undefined) what += ` cut=${record.cut}`
       }
       const { client, backend, bytesIn, bytesOut } = record
       let ids = record.requestId === undefined ? '' : ` id=${record.requestId}`
@@ -101,6 +107,7 @@ function combinedLine (record, date) {
   const agent = http && record.userAgent !== null ? quoted(record.userAgent) : '"-"'
   let id = record.requestId === undefined ? '' : ` ${quoted(record.requestId)}`
   if (record.traceId !== undefined) id = `${id || ' "-"'} ${quoted(record.traceId)}`
+  if (record.cut !== undefined) id = `${id || ' "-"'}${record.traceId === undefined ? ' "-"' : ''} "cut=${record.cut}"`
   return `${record.client} - - [${time}] ${request} ${status} ${record.bytesOut} ${referer} ${agent}${id}\n`
 }
 

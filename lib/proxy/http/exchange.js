@@ -100,6 +100,7 @@ class Exchange {
     // What the client got.
     this.res = null // the backend's final response head, once passed on
     this.responseStarted = false // some byte of the final response is the client's
+    this.cut = null // who cut the response after it started: 'backend', 'client' or 'lila'
     this.bytesOut = 0
     this.done = false
     this.replied = 0 // the status lila answered itself, if it did
@@ -269,14 +270,19 @@ class Exchange {
       attempt.blame(reason, cause)
       if (this.trace !== null) this.trace.failed(reason)
       this.releaseLease()
+      this.cut = 'backend'
       this.client.cut(this)
       this.finish(false)
       return
     }
     // Safe to send again: nothing of the response came back, and the body allows it
     // (request-body.js: all of it held; not sent at all ('connect'), or idempotent, or
-    // none of it sent yet).
-    const replayable = !leg.gotBytes && (cause === 'connect' ? this.body.kept : this.body.canReplay())
+    // none of it sent yet); or the backend began an answer none of which reached the
+    // client (http2/leg.js holds a small one until its end), and the request is one
+    // that may be repeated.
+    const replayable = leg.gotBytes
+      ? this.body.canRepeat()
+      : cause === 'connect' ? this.body.kept : this.body.canReplay()
     if (reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
       this.leg = leg.again()
@@ -369,6 +375,7 @@ class Exchange {
     this.abandonUpstream()
     this.releaseLease()
     if (this.responseStarted) {
+      this.cut = 'client'
       this.client.cut(this)
       return this.finish(false)
     }
@@ -387,6 +394,7 @@ class Exchange {
   // backend side (its response would have nowhere to go) and release the count.
   onClientClose () {
     if (this.done) return
+    if (this.responseStarted && this.tunnel === null) this.cut = 'client'
     this.abandonUpstream()
     this.releaseLease()
     this.done = true
@@ -529,6 +537,7 @@ class Exchange {
     this.listener.log.warn(`${request}: compressing failed (${reasonOf(err)}); response cut`)
     this.abandonUpstream()
     this.releaseLease()
+    this.cut = 'lila'
     this.client.cut(this)
     this.finish(false)
   }

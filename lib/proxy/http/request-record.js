@@ -26,6 +26,7 @@ function requestRecord (x, ms) {
   if (x.requestId !== null) record.requestId = x.requestId
   if (x.traceId !== undefined && x.traceId !== null) record.traceId = x.traceId // --trace
   if (x.route !== null && x.route.name !== null) record.route = x.route.name // --route
+  if (x.cut !== null) record.cut = x.cut // the response was cut after it started
   return record
 }
 

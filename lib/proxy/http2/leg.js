@@ -8,6 +8,7 @@ const { REFUSED_STREAM, CANCEL, NO_ERROR, errorName } = require('../../wire/h2/c
 const { requestList, trailerList } = require('./headers')
 const { failureOf } = require('./pool')
 const { HOW } = require('../http/exchange')
+const { hold, letGo, HOLD_BYTES } = require('./hold')
 
 const EMPTY = Buffer.alloc(0)
 
@@ -25,7 +26,9 @@ const EMPTY = Buffer.alloc(0)
 // for HTTP/1.1, then elsewhere. A session that ends before the backend said anything
 // (a failed connect, a server that does not speak HTTP/2) did not process it either. A
 // reset before the response is a failure after the request reached the backend; after
-// the response started, the client's side is cut too.
+// the response started, the client's side is cut too. A response to a request that can
+// be sent again is held until its stream's end (hold.js), so that a backend that dies
+// before it is such a failure, not a cut.
 class Http2Leg {
   constructor (exchange, backend, fresh) {
     this.x = exchange
@@ -36,11 +39,13 @@ class Http2Leg {
     this.scheme = protocol.backendTls === null ? 'http' : 'https'
     this.s = null // its stream
     this.gotBytes = false // the response started (then the request is not replayed)
+    this.bodyBytes = 0 // of the response, passed on or held
     this.ended = false // the response is complete
     this.silentTicks = 0 // listener sweeps without a frame of its response (--timeout)
     this.sentAt = 0
     this.abandoned = false
     this.flush = null // a head held for the body read with it (an HTTP/1.1 client's)
+    this.held = null // { head, pieces, bytes, whole }: a response held until its end (hold.js)
   }
 
   get connected () {
@@ -100,6 +105,7 @@ class Http2Leg {
     this.abandoned = true
     const s = this.s
     if (s !== null && !s.closed) s.conn.reset(s, this.ended ? NO_ERROR : CANCEL)
+    if (this.held !== null) this.drop()
   }
 
   // A refused stream: the same backend again, on a fresh session.
@@ -126,24 +132,70 @@ class Http2Leg {
     if (head.status < 200) return x.interim(head) // 100 Continue, 103 Early Hints
     this.gotBytes = true
     if (x.answered(head.status, performance.now() - this.sentAt, head)) return // dropped: retried elsewhere
+    if (!endStream && this.mayHold(head)) {
+      const whole = head.contentLength === -1 ? Infinity : head.contentLength // its length, when said
+      this.held = { head, pieces: [], bytes: 0, whole }
+      return hold(this)
+    }
     if (!x.respond(head, HOW[endStream ? 4 : 0])) return
     if (endStream) return this.done(null)
-    // An HTTP/1.1 client's head waits for the DATA read with it, to leave in one write;
-    // at the end of this read at the latest.
-    if (!x.client.holdsHead) return
+    this.flushSoon()
+  }
+
+  // An HTTP/1.1 client's head waits for the DATA read with it, to leave in one write;
+  // at the end of this read at the latest.
+  flushSoon () {
+    if (!this.x.client.holdsHead) return
     if (this.flush === null) this.flush = () => this.x.flushHead()
     queueMicrotask(this.flush)
   }
 
+  // Is the response held until its end? Only where that can help: the request can be
+  // sent again after an answer (idempotent, its body kept), the response is small, and
+  // says nothing of being a stream (Server-Sent Events get their head at once).
+  mayHold (head) {
+    const length = head.contentLength
+    return this.x.body.canRepeat() && length !== 0 && length <= HOLD_BYTES && head.contentType !== 'text/event-stream'
+  }
+
   onData (chunk, endStream) {
     this.heard()
-    if (chunk.length > 0) this.x.toClient(chunk)
+    this.bodyBytes += chunk.length
+    const held = this.held
+    if (held !== null) {
+      if (chunk.length > 0) {
+        held.pieces.push(chunk)
+        held.bytes += chunk.length
+      }
+      if (!endStream && held.bytes < held.whole && held.bytes <= HOLD_BYTES) return
+      if (!this.release()) return
+    } else if (chunk.length > 0) {
+      this.x.toClient(chunk)
+    }
     if (endStream && !this.abandoned) this.done(null)
+  }
+
+  // The held response goes to the client: its end came, it grew past HOLD_BYTES, or
+  // HOLD_MS passed (hold.js). False when the client left meanwhile.
+  release () {
+    const { head, pieces } = this.held
+    this.drop()
+    const x = this.x
+    if (!x.respond(head, HOW[0])) return false
+    for (let i = 0; i < pieces.length && !this.abandoned; i++) x.toClient(pieces[i])
+    this.flushSoon()
+    return !this.abandoned
+  }
+
+  drop () {
+    this.held = null
+    letGo(this)
   }
 
   // The response is whole. The backend answered before the request's body was all
   // sent: the rest is not wanted.
   done (trailers) {
+    if (this.held !== null && !this.release()) return
     this.ended = true
     const s = this.s
     if (!s.closed && !s.endSent && !s.endQueued) s.conn.reset(s, NO_ERROR)
@@ -158,8 +210,15 @@ class Http2Leg {
     // RFC 9113 8.1 has a server reset a stream NO_ERROR after its complete response, to
     // stop the rest of the request; Node's http2 server does it in place of the last
     // DATA's END_STREAM when its client's windows are large. A response whose length
-    // was said and came whole (or was not said) is complete then.
-    if (code === NO_ERROR && this.gotBytes && (s.expected === -1 || s.received === s.expected)) return this.done(null)
+    // was said and came whole (or was not said) is complete then. One whose length was
+    // said and came whole is complete too when the connection ends before its
+    // END_STREAM, which Node's server writes a turn of its event loop after the DATA.
+    if (this.gotBytes && (code === NO_ERROR || code === CLOSED) && s.expected !== -1 && this.bodyBytes === s.expected) {
+      return this.done(null)
+    }
+    if (code === NO_ERROR && this.gotBytes && s.expected === -1) return this.done(null)
+    // What was held never reached the client: the request is sent again where it can be.
+    if (this.held !== null) this.drop()
     if (code === CLOSED) {
       const failure = failureOf(s)
       if (!s.conn.settingsSeen) {

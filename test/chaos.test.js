@@ -1,0 +1,186 @@
+'use strict'
+
+// What keeps a backend's death from reaching clients (bench/chaos.js measures it under
+// load; docs/reliability.md). An HTTP/2 backend killed between a small answer's DATA
+// and its END_STREAM (Node's http2 server writes them a turn of its event loop apart):
+// the answer was held, the GET goes to another backend and no client sees a cut; a
+// POST's answer is not held, and its cut is said in the access log; an answer whose
+// length was said and came whole is complete without its END_STREAM; a held answer
+// that does not end is passed on all the same.
+
+const t = require('tap')
+const net = require('net')
+const http = require('http')
+const { constants } = require('http2')
+const { startLila, listenOn, captureLog, until, within } = require('./fixtures/helpers')
+const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
+const { frame, frameReader } = require('./fixtures/h2-frames')
+
+const H2 = ['--protocol', 'http', '--backend-protocol', 'h2']
+
+// An HTTP/2 backend of raw frames. Each request, once whole (and lila's SETTINGS ack
+// in), gets a 200 head (with a content-length when `length` is given) and DATA
+// "partial" without END_STREAM; then, as `then` says, the TCP connection is reset (as
+// a killed process's is) or the stream waits for `finish()`, which ends it with " and
+// the rest". (Reset while lila still had something to write, lila's write would fail
+// first, and Node closes a socket whose write failed without reading what came before
+// the reset: see docs/reliability.md.)
+async function rawBackend (t, { length = null, then = 'reset' } = {}) {
+  const backend = { requests: 0, waiting: [], address: null }
+  backend.finish = () => { for (const end of backend.waiting.splice(0)) end() }
+  const server = net.createServer(socket => {
+    socket.setNoDelay(true)
+    socket.on('error', () => {})
+    let acked = false // lila acknowledged the SETTINGS
+    const ended = [] // requests whole, not answered yet
+    socket.write(frame(4, 0, 0)) // SETTINGS
+    const answer = id => {
+      // :status 200 (static index 8); content-length (static name 28), a literal.
+      const fields = [Buffer.from([0x88])]
+      if (length !== null) fields.push(Buffer.from([0x0f, 0x0d, String(length).length]), Buffer.from(String(length)))
+      const bytes = Buffer.concat([frame(1, 4, id, Buffer.concat(fields)), frame(0, 0, id, Buffer.from('partial'))])
+      if (then === 'reset') return socket.write(bytes, () => socket.resetAndDestroy())
+      socket.write(bytes)
+      backend.waiting.push(() => socket.write(frame(0, 1, id, Buffer.from(' and the rest'))))
+    }
+    socket.on('data', frameReader((type, flags, id) => {
+      if (type === 4) {
+        if (flags & 1) acked = true
+        else socket.write(frame(4, 1, 0)) // SETTINGS ack
+      }
+      if (type === 1) backend.requests++
+      if ((type === 0 || type === 1) && (flags & 1)) ended.push(id)
+      if (acked) for (const id of ended.splice(0)) answer(id)
+    }))
+  })
+  backend.address = `127.0.0.1:${await listenOn(t, server)}`
+  return backend
+}
+
+// An HTTP/1.1 GET through lila on a keep-alive agent: { status, body, complete }, where
+// `complete` is false when the response was cut (aborted, or an error mid-body).
+function h1get (port, agent) {
+  return within(10000, 'an HTTP/1.1 answer', new Promise(resolve => {
+    const out = { status: 0, body: '', complete: false }
+    const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, res => {
+      out.status = res.statusCode
+      res.setEncoding('utf8')
+      res.on('data', chunk => { out.body += chunk })
+      res.on('end', () => { out.complete = res.complete })
+      res.on('error', () => {})
+      res.on('close', () => resolve(out))
+    })
+    req.on('error', () => resolve(out))
+  }))
+}
+
+// JSON access log lines, as lila writes them.
+function accessLog () {
+  const lines = []
+  const stdout = { write (text) { for (const line of text.split('\n').filter(Boolean)) lines.push(JSON.parse(line)) } }
+  return { stdout, lines }
+}
+
+t.test('an HTTP/2 backend that dies before a GET\'s END_STREAM: the GET goes to another backend, whole', async t => {
+  const dying = await rawBackend(t)
+  const good = await h2Backend(t, 'good')
+  const capture = captureLog()
+  const lila = await startLila(t, ['rr', dying.address, good.address, ...H2, '--retry-budget', 'off'], { log: capture.log })
+
+  const session = await h2connect(t, lila.port)
+  const over2 = []
+  for (let i = 0; i < 4; i++) over2.push(await h2request(session))
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const over1 = []
+  for (let i = 0; i < 4; i++) over1.push(await h1get(lila.port, agent))
+
+  t.ok(dying.requests >= 2, `the dying backend was sent requests (${dying.requests}), each cut before its end`)
+  t.same(over2.map(r => [r.status, r.body.toString(), r.rstCode]), Array(4).fill([200, 'good\n', constants.NGHTTP2_NO_ERROR]),
+    'every HTTP/2 client stream got the good backend\'s whole answer, none reset')
+  t.same(over1.map(r => [r.status, r.body, r.complete]), Array(4).fill([200, 'good\n', true]),
+    'every HTTP/1.1 client got the good backend\'s whole answer')
+  t.notOk(capture.lines.some(line => /response cut/.test(line)), 'no response cut')
+  session.close()
+})
+
+t.test('a POST\'s answer passes at once: cut mid-response, the access log says so', async t => {
+  const dying = await rawBackend(t)
+  const { stdout, lines } = accessLog()
+  const lila = await startLila(t, ['rr', dying.address, ...H2, '--access-log', 'json'], { stdout })
+  const session = await h2connect(t, lila.port)
+  const cut = await h2request(session, { method: 'POST', body: 'x' })
+  t.equal(cut.status, 200, 'the head reached the client')
+  t.equal(cut.body.toString(), 'partial')
+  t.equal(cut.rstCode, constants.NGHTTP2_INTERNAL_ERROR, 'the client stream is reset: the answer was cut')
+  await until(() => lines.length >= 1, 'an access log line')
+  t.equal(lines[0].status, 200)
+  t.equal(lines[0].cut, 'backend', 'logged as a 200 the backend cut, not a plain 200')
+  session.close()
+})
+
+t.test('an answer whose length was said and came whole is complete without its END_STREAM', async t => {
+  const dying = await rawBackend(t, { length: 7 })
+  const { stdout, lines } = accessLog()
+  const lila = await startLila(t, ['rr', dying.address, ...H2, '--access-log', 'json'], { stdout })
+  const session = await h2connect(t, lila.port)
+  const post = await h2request(session, { method: 'POST', body: 'x' })
+  const get = await h2request(session)
+  for (const [what, r] of [['POST', post], ['GET', get]]) {
+    t.same([r.status, r.body.toString(), r.rstCode], [200, 'partial', constants.NGHTTP2_NO_ERROR], `${what}: whole, and ended`)
+  }
+  await until(() => lines.length >= 2, 'two access log lines')
+  t.same(lines.map(line => [line.status, line.cut]), [[200, undefined], [200, undefined]], 'logged complete')
+  session.close()
+})
+
+t.test('a held answer that does not end is passed on before its end', async t => {
+  const slow = await rawBackend(t, { then: 'wait' })
+  const lila = await startLila(t, ['rr', slow.address, ...H2])
+  const session = await h2connect(t, lila.port)
+  let first = null
+  const firstBytes = new Promise(resolve => { first = resolve })
+  const answer = h2request(session, { onStream: stream => stream.once('data', first) })
+  // The backend ends the stream only once the client had the first bytes: a response
+  // held until its end would never get there.
+  t.equal((await within(10000, 'the first bytes of an answer that has not ended', firstBytes)).toString(), 'partial')
+  slow.finish()
+  const r = await answer
+  t.same([r.status, r.body.toString(), r.rstCode], [200, 'partial and the rest', constants.NGHTTP2_NO_ERROR])
+  session.close()
+})
+
+t.test('the access log\'s cut marker in text and combined lines', async t => {
+  const { createAccessLog } = require('../lib/admin/access-log')
+  const record = {
+    listener: 'web',
+    protocol: 'http',
+    client: '127.0.0.1',
+    backend: '127.0.0.1:8080',
+    method: 'GET',
+    target: '/',
+    version: 'HTTP/2.0',
+    status: 200,
+    bytesIn: 30,
+    bytesOut: 9,
+    ms: 1.5,
+    host: 'a',
+    referer: null,
+    userAgent: 'h2load',
+    cut: 'backend'
+  }
+  const lineOf = (format, r) => {
+    let text = ''
+    const log = createAccessLog({ format, stdout: { write (s) { text += s } } })
+    log.log(r)
+    log.flush()
+    return text
+  }
+  t.match(lineOf('text', record), / -> 127\.0\.0\.1:8080 "GET \/ HTTP\/2\.0" 200 cut=backend in=30 out=9 1\.50ms\n$/)
+  t.match(lineOf('combined', record), /"GET \/ HTTP\/2\.0" 200 9 "-" "h2load" "-" "-" "cut=backend"\n$/)
+  t.match(lineOf('combined', { ...record, requestId: 'r1' }), /"h2load" "r1" "-" "cut=backend"\n$/)
+  t.match(lineOf('combined', { ...record, requestId: 'r1', traceId: 'tr' }), /"h2load" "r1" "tr" "cut=backend"\n$/)
+  const { cut, ...whole } = record
+  t.match(lineOf('text', whole), /" 200 in=30 out=9 1\.50ms\n$/, 'a complete response has no marker')
+  t.match(lineOf('combined', whole), /" 200 9 "-" "h2load"\n$/)
+})
