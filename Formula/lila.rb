@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8263dfab16087f37c013d6b7d1d538ed18327f9c28fc554f6a6381837c1d63d2"
+  sha256 "8359b9a7cf701940a1d513c23ebb0799d62226e68432ded7c2de05dee07817d3"
   license "MIT"
 
   depends_on "node"

@@ -14,6 +14,7 @@ const { Sweep } = require('./sweep')
 const { configureMirror } = require('./mirror-setup')
 const { loadEdge, compileEdge } = require('./edge/rules')
 const { EdgeStats } = require('./edge/stats')
+const { compilePages } = require('./edge/error-pages')
 const { defaultMaxConn, holdable } = require('../descriptors')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot, at most
@@ -153,7 +154,13 @@ class Listener {
   configurePools (config, loaded, routes) {
     const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats)
     this.gate = gate
-    this.pools = new Pools(this.upstream, own, routeRules, routes, config)
+    this.pools = new Pools(this.upstream, own, routeRules, routes, config, compilePages(config, loaded))
+  }
+
+  // --error-page's page for `status` of a request no pool took yet (a head refused), or null.
+  errorPage (status) {
+    const { pages } = this.pools.own
+    return pages === null ? null : pages.get(status) || null
   }
 
   // This listener's own pool, as routeFor() gives it ({ name: null, upstream, rules }).

@@ -10,7 +10,8 @@
 //   a route's strip             its path prefix taken off (prefix.js)
 //
 //   loadEdge(config, { readFile }) -> what the rules need from files (the htpasswd
-//                      files, read now and on every reload), or a UsageError; balancer.js
+//                      files, the pages of --error-page and --maintenance, read now and
+//                      on every reload), or a UsageError; balancer.js
 //                      calls it where TLS files are read, before anything changes
 //   compileEdge(config, loaded, stats) -> { gate, own, routes }:
 //     gate     an AddressGate the listener asks of each connection as it arrives (tcp:
@@ -46,6 +47,7 @@ const { compressible, compressedFields, typeMatcher } = require('./compress')
 const { Compressor } = require('./compressor')
 const { nextTraceparent } = require('./trace')
 const { stripPrefix } = require('./prefix')
+const { readPages } = require('./error-pages')
 
 // lila's answers when a rule says no. gRPC calls get the status in grpcStatus.
 const refusal = (status, grpcStatus, reason, detail, fields = []) =>
@@ -141,7 +143,7 @@ function loadEdge (config, { readFile = fs.readFileSync } = {}) {
     if (file === null || passwords.has(file)) continue
     passwords.set(file, readPasswords(file, readFile))
   }
-  return { passwords }
+  return { passwords, pages: readPages(config, readFile) } // pages: --error-page, --maintenance
 }
 
 // An htpasswd file, read and checked; a UsageError says why not.

@@ -85,7 +85,7 @@ class Exchange {
     this.route = listener.routeFor(head) // null: no route matches (404)
     // The rules at the edge of the pool it goes to (edge/rules.js), or null: none; and
     // its --max-body-size (bytes; Infinity: none).
-    const pool = this.route || listener.own
+    const pool = this.pool = this.route || listener.own
     this.rules = pool.rules
     this.maxBody = pool.maxBody
     this.sent = head // the head as it goes on: a copy a rule edited, or the client's
@@ -443,6 +443,10 @@ class Exchange {
     const retried = this.attempt.answered(status, how)
     if (this.trace !== null) this.trace.judged(this, `answered ${status}`, retried)
     if (!retried) {
+      const { intercept } = this.pool // --intercept-errors: a page for the backend's status
+      if (intercept !== null && this.grpc === null && intercept.get(status) !== undefined) {
+        return this.intercepted(status, res, intercept.get(status))
+      }
       const { rules, head } = this
       if (rules !== null) {
         const accepts = fieldOf(head.fields, 'accept-encoding')
@@ -452,6 +456,25 @@ class Exchange {
     }
     leg.abandon()
     return true
+  }
+
+  // --intercept-errors: the backend's answer is dropped (its leg abandoned) for the
+  // --error-page of its status, its Retry-After kept.
+  intercepted (status, res, page) {
+    this.leg.abandon()
+    this.leg = null
+    this.releaseLease()
+    const retryAfter = fieldOf(res.fields, 'retry-after')
+    const fields = retryAfter === undefined ? null : [['retry-after', retryAfter]]
+    this.answer(status, `the backend answered ${status}`, { quiet: true, page, fields })
+    return true
+  }
+
+  // --error-page's page for `status` on this request's pool (the listener's, or its
+  // route's over them), or null.
+  errorPage (status) {
+    const { pages } = this.pool
+    return pages === null ? null : pages.get(status) || null
   }
 
   // Will the response's body go on compressed? Then the leg gives it unframed.
@@ -560,14 +583,18 @@ class Exchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false, fields = null, exact = false } = {}) {
+  // `page`: the body's (--error-page's for the status, unless `exact` or given).
+  answer (status, detail, {
+    retryAfter = 0, quiet = false, exhausted = false, fields = null, exact = false,
+    page = exact ? null : this.errorPage(status)
+  } = {}) {
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${this.head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     if (this.trace !== null) this.trace.answeredByLila(status, detail)
     this.responseStarted = true
     this.replied = status
-    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact })
+    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact, page })
     this.finish(true)
   }
 
