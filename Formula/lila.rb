@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8359b9a7cf701940a1d513c23ebb0799d62226e68432ded7c2de05dee07817d3"
+  sha256 "fe8e935cc384a9f5e358867d728e3915b0978012b87c601c3e82457d15f10840"
   license "MIT"
 
   depends_on "node"

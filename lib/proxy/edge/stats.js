@@ -21,6 +21,8 @@ const REASONS = {
   'no-credentials': ['debug', 'no credentials for --basic-auth'],
   'wrong-credentials': ['info', 'wrong user or password for --basic-auth'],
   'auth-busy': ['warn', 'too many password checks under way'],
+  // --maintenance, POST /maintenance (proxy/maintenance.js): answered 503 with its page
+  maintenance: ['debug', 'under maintenance'],
   // --tls-client-ca, in the TLS handshake (proxy/prelude.js)
   'client-cert-none': ['info', 'no client certificate (--tls-client-ca)'],
   'client-cert-untrusted': ['info', 'a client certificate --tls-client-ca did not sign']

@@ -11,6 +11,7 @@ const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./ed
 const { originForm } = require('../http2/headers')
 const { challengeAnswer } = require('../../tls/http01')
 const { ExchangeTrace } = require('./exchange-trace')
+const { MAINTENANCE_RETRY_AFTER } = require('../maintenance')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -92,7 +93,11 @@ class Exchange {
     this.traceId = null // --trace: the request's trace ID
     this.plan = null // what a rule does to the response: responseTransform's
     this.compressed = null // its body on the way compressed (edge-calls.js CompressedBody)
-    this.attempt = new Attempt(pool.upstream, this, this, { perRequest: true })
+    // --canary (proxy/canary.js) beside the pool, or null; the side chosen
+    this.canary = pool.canary
+    this.side = this.canary === null ? null : this.canary.choose(head.fields)
+    const upstream = this.side !== null && this.side.canary ? this.canary.upstream : pool.upstream
+    this.attempt = new Attempt(upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend seated
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.tunnel = null // a Tunnel (http1/tunnel.js), once an HTTP/1.1 backend switched protocols
@@ -125,12 +130,24 @@ class Exchange {
     if (acme !== null && acme.http.size > 0 && this.answeredChallenge(acme.http)) return
     const looped = this.listener.protocol.looped(this)
     if (looped !== null) return this.answer(...looped)
+    if (this.listener.maintenance.active && this.underMaintenance()) return
     const { rules } = this
     if (rules !== null) {
       const verdict = rules.admit(this.clientAddress, fieldOf(this.head.fields, 'authorization'), this.grpc !== null)
       if (verdict !== null) return this.judged(verdict)
     }
     this.admitted()
+  }
+
+  // --maintenance, POST /maintenance (proxy/maintenance.js): 503 with its page, unless
+  // the client is on --maintenance-allow. True when answered.
+  underMaintenance () {
+    const held = this.listener.maintenance.holds(this.pool.name, this.clientAddress)
+    if (held === null) return false
+    this.listener.edgeStats.refused('maintenance', this.clientAddress)
+    const page = held.page === null ? this.errorPage(503) : held.page
+    this.answer(503, 'under maintenance; try again later', { retryAfter: MAINTENANCE_RETRY_AFTER, quiet: true, page })
+    return true
   }
 
   // An ACME HTTP-01 validation of a token lila holds (tls/http01.js), on a plain-HTTP
@@ -493,8 +510,7 @@ class Exchange {
       sent = editedResponse(res, plan.fields, plan.encoding !== null)
       if (plan.encoding !== null) how = HOW[0] // lila frames what it compresses
     }
-    const cookie = this.listener.protocol.sticky.cookieFor(this) // --sticky's Set-Cookie
-    const size = this.client.respond(this, sent, how, cookie)
+    const size = this.client.respond(this, sent, how, this.cookies())
     if (size < 0) {
       this.onClientClose()
       return false
@@ -572,8 +588,16 @@ class Exchange {
     this.tunnel = tunnel
     this.responseStarted = true
     this.reading = true
-    const cookie = this.listener.protocol.sticky.cookieFor(this)
-    this.bytesOut += this.client.tunnelHead(this, res, cookie)
+    this.bytesOut += this.client.tunnelHead(this, res, this.cookies())
+  }
+
+  // The Set-Cookie values a backend's response gets: --sticky's and --canary's (null,
+  // one, or a list of both).
+  cookies () {
+    const sticky = this.listener.protocol.sticky.cookieFor(this)
+    if (this.side === null || !this.side.fresh) return sticky
+    const canary = this.canary.cookieFor(this.side)
+    return sticky === null ? canary : [sticky, canary]
   }
 
   // The tunnel's backend side closed.
@@ -615,6 +639,7 @@ class Exchange {
     const ms = performance.now() - this.openedAt
     const answered = this.res !== null || this.tunnel !== null // by a backend, not lila
     protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
+    if (this.canary !== null) this.canary.count(this.side, this.status, ms)
     if (accessLog !== null) accessLog.log(requestRecord(this, ms))
     if (this.trace !== null) this.trace.ended(this)
   }
