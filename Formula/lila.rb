@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fe8e935cc384a9f5e358867d728e3915b0978012b87c601c3e82457d15f10840"
+  sha256 "ff3478b2768924e4b392d81cb2a06e98f7f003c334c5bde9fc06cbcd3969aaaa"
   license "MIT"
 
   depends_on "node"

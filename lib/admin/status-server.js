@@ -131,6 +131,7 @@ function createStatusServer ({
         throw err
       }
     }
+    if (path === '/maintenance' || path === '/canary') return changePool(req, res, path, query)
 
     // /backends, /backends/ADDRESS, /backends/ADDRESS/ACTION
     const parts = path.split('/')
@@ -140,7 +141,8 @@ function createStatusServer ({
       (parts.length === 4 && !ACTIONS.includes(parts[3])) ||
       (parts.length >= 3 && parts[2] === '')
     ) {
-      const expected = `/status, /status.json, /metrics or /backends/ADDRESS/{${ACTIONS.join(',')}}`
+      const expected = '/status, /status.json, /metrics, /maintenance, /canary or ' +
+        `/backends/ADDRESS/{${ACTIONS.join(',')}}`
       return send(res, 404, `no such page ${JSON.stringify(path)}: expected ${expected}`, {}, true)
     }
     const allowed = parts[3] === 'fault' ? 'POST, DELETE' : parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
@@ -176,6 +178,27 @@ function createStatusServer ({
           result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener, route })
         }
       }
+    } catch (err) {
+      if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
+      throw err
+    }
+    send(res, 200, result.message, {}, true)
+  }
+
+  // POST and DELETE /maintenance (?listener=, ?route=, ?page=FILE), POST /canary
+  // (?share=PCT, ?listener=, ?route=): what a pool answers, not a backend.
+  async function changePool (req, res, path, query) {
+    const allowed = path === '/maintenance' ? 'POST, DELETE' : 'POST'
+    if (!allowed.split(', ').includes(req.method)) return notAllowed(res, req.method, path, allowed)
+    const refusal = refuse(req)
+    if (refusal !== null) return send(res, 403, refusal, {}, true)
+    const listener = query.get('listener')
+    const route = query.get('route') || undefined
+    let result
+    try {
+      if (path === '/canary') result = await control.canary({ listener, route, share: shareOf(query.get('share')) })
+      else if (req.method === 'DELETE') result = await control.endMaintenance({ listener, route })
+      else result = await control.maintenance({ listener, route, page: query.get('page') || null })
     } catch (err) {
       if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
       throw err
@@ -312,6 +335,16 @@ function weightOf (text) {
     throw new ControlError(400, `invalid weight ${given}: expected ?value=N with N a whole number from 0 to 1000`)
   }
   return Number(text)
+}
+
+// ?share=10 or 10% (POST /canary) -> 10; 0 to 100, decimals allowed.
+function shareOf (text) {
+  const match = text === null ? null : /^(\d{1,3}(?:\.\d+)?)%?$/.exec(text)
+  if (match === null || Number(match[1]) > 100) {
+    const given = JSON.stringify(text === null ? '' : text)
+    throw new ControlError(400, `invalid share ${given}: expected ?share=PCT with PCT from 0 to 100, e.g. 20`)
+  }
+  return Number(match[1])
 }
 
 // The query of POST /backends/ADDRESS/fault (?error=503&for=10s; ?listener= aside) ->
