@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ff3478b2768924e4b392d81cb2a06e98f7f003c334c5bde9fc06cbcd3969aaaa"
+  sha256 "dcc86429fe9aafe806ae012a3b4894150514f58c89d5eb259aecd88325c8f332"
   license "MIT"
 
   depends_on "node"

@@ -17,6 +17,7 @@ const { EdgeStats } = require('./edge/stats')
 const { compilePages } = require('./edge/error-pages')
 const { Maintenance } = require('./maintenance')
 const { Canaries } = require('./canary')
+const { AuthServices } = require('./edge/forward-auth')
 const { defaultMaxConn, holdable } = require('../descriptors')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot, at most
@@ -78,6 +79,7 @@ class Listener {
     this.gate = null
     this.pools = null
     this.maintenance = new Maintenance() // on by the config or the control API (maintenance.js)
+    this.authServices = new AuthServices(this.edgeStats) // --forward-auth's, by URL (edge/forward-auth.js)
     // --canary: the pools that have one (canary.js), and their canary pools' Upstreams
     // (Map pool name -> Upstream; balancer.js makes them, as it makes routes)
     this.canaries = new Canaries()
@@ -162,7 +164,8 @@ class Listener {
   // (--route: [{ name, match, upstream }], each route its own pool, balancer.js makes
   // them): at the start and on every reload.
   configurePools (config, loaded, routes) {
-    const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats)
+    this.authServices.configure(config)
+    const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats, this.authServices)
     this.gate = gate
     this.maintenance.configure(config, loaded.pages)
     this.canaries.configure(config, this.canaryUpstreams, this.tls !== null)
@@ -368,6 +371,7 @@ class Listener {
       this.sweeper.stop()
       this.protocol.drained()
       if (this.mirror !== null) this.mirror.close()
+      this.authServices.close()
     }
     if (this.sessions.size === 0) {
       done()

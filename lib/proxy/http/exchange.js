@@ -133,10 +133,16 @@ class Exchange {
     if (this.listener.maintenance.active && this.underMaintenance()) return
     const { rules } = this
     if (rules !== null) {
-      const verdict = rules.admit(this.clientAddress, fieldOf(this.head.fields, 'authorization'), this.grpc !== null)
+      const authorization = fieldOf(this.head.fields, 'authorization')
+      const verdict = rules.admit(this.clientAddress, authorization, this.grpc !== null, this.head, this.proto)
       if (verdict !== null) return this.judged(verdict)
     }
     this.admitted()
+  }
+
+  // What the client spoke to lila: http or https (--forward-auth's X-Forwarded-Proto).
+  get proto () {
+    return this.listener.tls === null ? 'http' : 'https'
   }
 
   // --maintenance, POST /maintenance (proxy/maintenance.js): 503 with its page, unless
@@ -161,33 +167,39 @@ class Exchange {
     return true
   }
 
-  // A rule at the edge said no (answered as lila's own, never forwarded), or will say
-  // (a password checked for the first time, bcrypt's cost paid in slices): the request
-  // waits, its body unread, and is dropped if the client leaves meanwhile.
+  // A rule at the edge said no (answered as lila's own, never forwarded), or yes with
+  // headers for the backend (--forward-auth's 2xx), or will say (a password checked for
+  // the first time, bcrypt's cost paid in slices; an auth service asked): the request
+  // waits, its body unread (held up to a window, then the client paused), and is
+  // dropped if the client leaves meanwhile.
   judged (verdict) {
-    if (typeof verdict.then !== 'function') return this.refused(verdict)
+    if (typeof verdict.then !== 'function') {
+      return verdict.pass === undefined ? this.refused(verdict) : this.admitted(verdict)
+    }
     if (this.reading) this.client.pauseBody(this)
     verdict.then(later => {
       if (this.done) return
-      if (later !== null) return this.refused(later)
+      if (later !== null && later.pass === undefined) return this.refused(later)
       if (this.reading) this.client.resumeBody(this)
-      this.admitted()
+      this.admitted(later)
     }, err => {
-      if (!this.done) this.answer(503, `the password check failed (${reasonOf(err)})`)
+      if (!this.done) this.answer(503, `the check at the edge failed (${reasonOf(err)})`)
     })
   }
 
-  refused ({ status, detail, fields }) {
-    this.answer(status, detail, { fields, quiet: true }) // counted and logged by the rules
+  // `page`: an auth service's answer's body (else --error-page's, or lila's words).
+  refused ({ status, detail, fields, page }) {
+    this.answer(status, detail, { fields, quiet: true, page }) // counted and logged by the rules
   }
 
-  admitted () {
+  // `grant`: rules.admit's Grant (the headers --forward-auth lets the request in with), or null.
+  admitted (grant = null) {
     const { head, body, listener, rules } = this
     // A body said to be too large is refused before any of it is read (and before a
     // client waiting for 100 Continue sends it); one of unknown length, as it comes (onBody).
     if (body.length > this.maxBody) return this.answer(413, overSize(this.maxBody))
     if (rules !== null) {
-      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name))
+      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name), grant)
       if (edits !== null) {
         this.sent = editedRequest(head, edits)
         if (this.trace === null) this.traceId = edits.traceId

@@ -12,16 +12,24 @@ const { codeOf, encodeMessage, CODES } = require('./grpc')
 
 const REASONS = {
   200: 'OK',
+  // an auth service's answer passed on (--forward-auth), as well as lila's own
+  301: 'Moved Permanently',
+  302: 'Found',
+  303: 'See Other',
+  307: 'Temporary Redirect',
+  308: 'Permanent Redirect',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  407: 'Proxy Authentication Required',
   408: 'Request Timeout',
   413: 'Content Too Large', // RFC 9110 15.5.14 (was Payload Too Large)
   414: 'URI Too Long',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
