@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "dcc86429fe9aafe806ae012a3b4894150514f58c89d5eb259aecd88325c8f332"
+  sha256 "25f1c965a29298067cabf5a1991117d54b5917a15bc41680aeb09595bfb4f8c0"
   license "MIT"
 
   depends_on "node"
