@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "25f1c965a29298067cabf5a1991117d54b5917a15bc41680aeb09595bfb4f8c0"
+  sha256 "96bfffd6610ea44cf4fac9e3b4841be4486fbcfc16a46476ba71a4c7211c9efd"
   license "MIT"
 
   depends_on "node"

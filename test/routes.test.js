@@ -39,7 +39,8 @@ t.test('router: the most specific match wins; paths match whole segments', async
 t.test('router: a header, cookie or query condition goes before a route of the same host and path', async t => {
   const router = new Router(['/api', '/api header:X-Canary=always', 'cookie:canary', 'query:beta=1', '/', 'api.localhost'].map(routeOf))
   const fields = (...pairs) => pairs.flatMap(([name, value]) => [name, name.toLowerCase(), value])
-  const pick = (host, path, f = []) => { const r = router.match(host, path, f); return r === null ? null : r.name }
+  // A head's path has no query; its target has.
+  const pick = (host, target, f = []) => { const r = router.match(host, target.split('?')[0], f, target); return r === null ? null : r.name }
   t.equal(pick('x', '/api/v1'), '/api', 'no header: the path route')
   t.equal(pick('x', '/api/v1', fields(['X-Canary', 'always'])), '/api header:X-Canary=always', 'its header and value: the condition first')
   t.equal(pick('x', '/api/v1', fields(['X-Canary', 'never'])), '/api', 'another value: the path route')

@@ -47,7 +47,7 @@ class Pools {
   // with unrouted()).
   routeFor (head, hasOwn) {
     if (this.router === null) return this.own
-    const route = this.router.match(head.host, head.path, head.fields)
+    const route = this.router.match(head.host, head.path, head.fields, head.target)
     if (route !== null) return route
     return hasOwn ? this.own : null
   }

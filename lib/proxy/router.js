@@ -15,19 +15,20 @@ const { fieldValue, cookieValues } = require('../fields')
 // /static matches /static, /static/app.js and /static?v=2, not /statically.
 //
 //   const router = new Router(routes)     routes: [{ match, ... }], any order
-//   router.match(hostHeader, path, fields)  -> the route, or null (fields: the head's,
-//                                          name, lower-case name, value, repeated)
+//   router.match(hostHeader, path, fields, target)  -> the route, or null (fields: the
+//                                          head's, name, lower-case name, value,
+//                                          repeated; target: the path with its query)
 class Router {
   constructor (routes) {
     this.routes = [...routes].sort((a, b) => rank(b.match) - rank(a.match)) // stable: ties keep their order
   }
 
-  match (hostHeader, path, fields = []) {
+  match (hostHeader, path, fields = [], target = path) {
     const host = hostName(hostHeader)
     for (const route of this.routes) {
       const { match } = route
       if (hostMatches(match, host) && pathMatches(match.path, path) &&
-        (!match.condition || meets(match.condition, path, fields))) return route
+        (!match.condition || meets(match.condition, target, fields))) return route
     }
     return null
   }
@@ -43,7 +44,8 @@ function rank ({ host, wildcard, path, condition = null }) {
 }
 
 // Does the request carry the header, cookie or query parameter (with that value)?
-function meets ({ kind, name, value }, path, fields) {
+// `target`: its request target, the query in it.
+function meets ({ kind, name, value }, target, fields) {
   if (kind === 'header') {
     if (value === null) return fieldValue(fields, name) !== null
     for (let i = 1; i < fields.length; i += 3) if (fields[i] === name && fields[i + 1].trim() === value) return true
@@ -53,16 +55,16 @@ function meets ({ kind, name, value }, path, fields) {
     const values = cookieValues(fields, name)
     return value === null ? values.length > 0 : values.includes(value)
   }
-  return queryMeets(path, name, value)
+  return queryMeets(target, name, value)
 }
 
 // A query parameter of the target (its name and value percent-decoded, + a space), at
 // most MAX_PARAMETERS of them looked at.
 const MAX_PARAMETERS = 64
-function queryMeets (path, name, value) {
-  const q = typeof path === 'string' ? path.indexOf('?') : -1
+function queryMeets (target, name, value) {
+  const q = typeof target === 'string' ? target.indexOf('?') : -1
   if (q === -1) return false
-  const pairs = path.slice(q + 1).split('&', MAX_PARAMETERS)
+  const pairs = target.slice(q + 1).split('&', MAX_PARAMETERS)
   for (const pair of pairs) {
     const eq = pair.indexOf('=')
     if (decoded(eq === -1 ? pair : pair.slice(0, eq)) !== name) continue
