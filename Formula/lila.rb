@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "96bfffd6610ea44cf4fac9e3b4841be4486fbcfc16a46476ba71a4c7211c9efd"
+  sha256 "5d8a7acc305a1da6aaddca80ebcce2169543132650b2742ce035bd82dcd82fe8"
   license "MIT"
 
   depends_on "node"

@@ -46,11 +46,11 @@ const GROUPS = [
     ['docs/headers.md'], []],
   ['http2', 'HTTP/2 and gRPC', 'HTTP/2 from clients and to backends; gRPC',
     ['docs/http2.md'], ['grpc']],
-  ['routes', 'Routes', 'a pool of its own for a host or a path',
+  ['routes', 'Routes', 'a pool of its own for a host, a path, a header or cookie; canaries',
     ['docs/routes.md'], []],
   ['limits', 'Limits', 'connections overall and per client, rates, request bodies',
     ['docs/limits.md'], []],
-  ['edge', 'Rules at the edge', 'allow and deny by address, basic auth, compression, tracing',
+  ['edge', 'Rules at the edge', 'who may come in, error and maintenance pages, compression',
     ['docs/edge.md'], []],
   ['tls', 'TLS', 'files, lila\'s own CA or Let\'s Encrypt; mutual TLS; TLS to backends',
     ['docs/tls.md'], ['acme', 'https']],
@@ -227,8 +227,8 @@ const OPTIONS = [
     only: 'http',
     default: null,
     shown: 'none',
-    help: 'a host, *.host, /path or host/path sends its requests to a pool of its own: ' +
-      'MATCH=[strip] [MODE] BACKEND...; repeatable'
+    help: 'a host, *.host, /path, host/path, or header:, cookie: or query:NAME[=VALUE] after them, sends its ' +
+      'requests to a pool of its own: MATCH=[strip] [MODE] BACKEND...; repeatable'
   },
   {
     name: 'request-id',

@@ -108,4 +108,4 @@ function compilePages (config, loaded) {
   return { own, routes }
 }
 
-module.exports = { Page, readPage, readPages, compilePages }
+module.exports = { readPage, readPages, compilePages }
