@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8bf83cab9b5f299571b27cd95a8cde8192afe62df52443d5978d5161a1e2c7bb"
+  sha256 "0626b9341b7fe67c2678890aaa3761a333a32bc9e24400c21a3329e754456de5"
   license "MIT"
 
   depends_on "node"

@@ -146,59 +146,50 @@ function createStatusServer ({
       return send(res, 404, `no such page ${JSON.stringify(path)}: expected ${expected}`, {}, true)
     }
     const allowed = parts[3] === 'fault' ? 'POST, DELETE' : parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
-    if (!allowed.split(', ').includes(req.method)) return notAllowed(res, req.method, path, allowed)
-    const refusal = refuse(req)
-    if (refusal !== null) return send(res, 403, refusal, {}, true)
-
-    const listener = query.get('listener')
-    const route = query.get('route') || undefined
-    let result
-    try {
+    return change(req, res, path, allowed, query, async (listener, route) => {
       if (parts.length === 2) {
         const text = query.get('address') || await readAddress(req)
-        result = await control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener, route })
-      } else {
-        let address
-        try {
-          address = decodeURIComponent(parts[2])
-        } catch {
-          throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
-        }
-        if (parts.length === 3) {
-          result = await control.remove({ backend: normalise(parseBackend, address), listener, route })
-        } else if (parts[3] === 'fault' && req.method === 'DELETE') {
-          result = await control.clearFault({ backend: normalise(parseBackend, address), listener, route })
-        } else if (parts[3] === 'fault') {
-          const fault = faultOf(parseFault, query, target.search)
-          result = await control.fault({ backend: normalise(parseBackend, address), listener, route, fault })
-        } else if (parts[3] === 'weight') {
-          const value = weightOf(query.get('value'))
-          result = await control.weight({ backend: normalise(parseBackend, address), listener, route, value })
-        } else {
-          result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener, route })
-        }
+        return control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener, route })
       }
-    } catch (err) {
-      if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
-      throw err
-    }
-    send(res, 200, result.message, {}, true)
+      let address
+      try {
+        address = decodeURIComponent(parts[2])
+      } catch {
+        throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
+      }
+      const backend = normalise(parseBackend, address)
+      if (parts.length === 3) return control.remove({ backend, listener, route })
+      if (parts[3] === 'fault' && req.method === 'DELETE') return control.clearFault({ backend, listener, route })
+      if (parts[3] === 'fault') {
+        return control.fault({ backend, listener, route, fault: faultOf(parseFault, query, target.search) })
+      }
+      if (parts[3] === 'weight') {
+        return control.weight({ backend, listener, route, value: weightOf(query.get('value')) })
+      }
+      return control[parts[3]]({ backend, listener, route })
+    })
   }
 
   // POST and DELETE /maintenance (?listener=, ?route=, ?page=FILE), POST /canary
   // (?share=PCT, ?listener=, ?route=): what a pool answers, not a backend.
-  async function changePool (req, res, path, query) {
+  function changePool (req, res, path, query) {
     const allowed = path === '/maintenance' ? 'POST, DELETE' : 'POST'
+    return change(req, res, path, allowed, query, (listener, route) => {
+      if (path === '/canary') return control.canary({ listener, route, share: shareOf(query.get('share')) })
+      if (req.method === 'DELETE') return control.endMaintenance({ listener, route })
+      return control.maintenance({ listener, route, page: query.get('page') || null })
+    })
+  }
+
+  // A change: its method allowed and its asker (refuse), then `perform(listener, route)`
+  // (?listener=, ?route=); answered its line, or a ControlError's status and line.
+  async function change (req, res, path, allowed, query, perform) {
     if (!allowed.split(', ').includes(req.method)) return notAllowed(res, req.method, path, allowed)
     const refusal = refuse(req)
     if (refusal !== null) return send(res, 403, refusal, {}, true)
-    const listener = query.get('listener')
-    const route = query.get('route') || undefined
     let result
     try {
-      if (path === '/canary') result = await control.canary({ listener, route, share: shareOf(query.get('share')) })
-      else if (req.method === 'DELETE') result = await control.endMaintenance({ listener, route })
-      else result = await control.maintenance({ listener, route, page: query.get('page') || null })
+      result = await perform(query.get('listener'), query.get('route') || undefined)
     } catch (err) {
       if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
       throw err
