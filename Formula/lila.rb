@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0626b9341b7fe67c2678890aaa3761a333a32bc9e24400c21a3329e754456de5"
+  sha256 "b68347b99bc763b761e56680178d9874f9008caa1ceb46b694cd1aa20dd2e7e9"
   license "MIT"
 
   depends_on "node"

@@ -9,8 +9,10 @@ const { setCookie, cookiePath } = require('./http/sticky')
 // pool, kept across reloads by the listener's Canaries; each request's exchange asks
 // it once which side the request goes to, and tells it once what came of it:
 //
-//   side = canary.choose(fields)   a SIDE: `canary` (true: the canary pool), `cookie`
-//                                  (the Set-Cookie value to give, or null)
+//   side = canary.choose(fields)   a side: `canary` (true: the canary pool), `fresh`
+//                                  (drawn now: its cookie goes with the response)
+//   canary.upstreamOf(side, stable), canary.cookies(side, sticky)   where it goes, and
+//                                  the Set-Cookie values its response gets
 //   canary.count(side, status, ms) the answer, counted by side (requests, errors: 5xx,
 //                                  time) for the status page's side by side
 //
@@ -48,7 +50,7 @@ class Canary {
     this.credit = 0
     this.cookieName = null
     this.header = null
-    this.cookies = null // { canary, stable }: the Set-Cookie values
+    this.setCookies = null // { canary, stable }: the Set-Cookie values
     this.sides = { stable: tally(), canary: tally() }
   }
 
@@ -61,7 +63,7 @@ class Canary {
     this.cookieName = names.canaryCookie
     this.header = names.canaryHeader.toLowerCase()
     const path = cookiePath(route)
-    this.cookies = {
+    this.setCookies = {
       canary: setCookie(this.cookieName, 'canary', path, secure),
       stable: setCookie(this.cookieName, 'stable', path, secure)
     }
@@ -97,10 +99,17 @@ class Canary {
     return SIDES.newCanary
   }
 
-  // The Set-Cookie value a response of `side` gets, or null.
-  cookieFor (side) {
-    if (!side.fresh) return null
-    return side.canary ? this.cookies.canary : this.cookies.stable
+  // The pool a request of `side` goes to: the canary's, or `stable` (the pool beside it).
+  upstreamOf (side, stable) {
+    return side.canary ? this.upstream : stable
+  }
+
+  // The Set-Cookie values a response of `side` gets, with `other` (--sticky's, or null):
+  // null, one, or a list of both.
+  cookies (side, other) {
+    if (!side.fresh) return other
+    const mine = side.canary ? this.setCookies.canary : this.setCookies.stable
+    return other === null ? mine : [other, mine]
   }
 
   count (side, status, ms) {

@@ -93,10 +93,9 @@ class Exchange {
     this.traceId = null // --trace: the request's trace ID
     this.plan = null // what a rule does to the response: responseTransform's
     this.compressed = null // its body on the way compressed (edge-calls.js CompressedBody)
-    // --canary (proxy/canary.js) beside the pool, or null; the side chosen
-    this.canary = pool.canary
+    this.canary = pool.canary // --canary (proxy/canary.js) beside the pool, or null; the side chosen
     this.side = this.canary === null ? null : this.canary.choose(head.fields)
-    const upstream = this.side !== null && this.side.canary ? this.canary.upstream : pool.upstream
+    const upstream = this.side === null ? pool.upstream : this.canary.upstreamOf(this.side, pool.upstream)
     this.attempt = new Attempt(upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend seated
     this.lastStatus = 502 // what the last failure answers when no backend is left
@@ -134,15 +133,11 @@ class Exchange {
     const { rules } = this
     if (rules !== null) {
       const authorization = fieldOf(this.head.fields, 'authorization')
-      const verdict = rules.admit(this.clientAddress, authorization, this.grpc !== null, this.head, this.proto)
+      const proto = this.listener.tls === null ? 'http' : 'https' // --forward-auth's X-Forwarded-Proto
+      const verdict = rules.admit(this.clientAddress, authorization, this.grpc !== null, this.head, proto)
       if (verdict !== null) return this.judged(verdict)
     }
     this.admitted()
-  }
-
-  // What the client spoke to lila: http or https (--forward-auth's X-Forwarded-Proto).
-  get proto () {
-    return this.listener.tls === null ? 'http' : 'https'
   }
 
   // --maintenance, POST /maintenance (proxy/maintenance.js): 503 with its page, unless
@@ -607,9 +602,7 @@ class Exchange {
   // one, or a list of both).
   cookies () {
     const sticky = this.listener.protocol.sticky.cookieFor(this)
-    if (this.side === null || !this.side.fresh) return sticky
-    const canary = this.canary.cookieFor(this.side)
-    return sticky === null ? canary : [sticky, canary]
+    return this.side === null ? sticky : this.canary.cookies(this.side, sticky)
   }
 
   // The tunnel's backend side closed.
