@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b68347b99bc763b761e56680178d9874f9008caa1ceb46b694cd1aa20dd2e7e9"
+  sha256 "201e891a29217ae59f261f4f5f2601d44c2de191cfdc1f5700a35bf9838e0913"
   license "MIT"
 
   depends_on "node"

@@ -120,16 +120,7 @@ function createStatusServer ({
 
     // lila run: POST /app/restart[?listener=NAME], a rolling restart of the app
     if (path === '/app/restart') {
-      if (req.method !== 'POST') return notAllowed(res, req.method, path, 'POST')
-      const refusal = refuse(req)
-      if (refusal !== null) return send(res, 403, refusal, {}, true)
-      try {
-        const { message } = await control.restartApp({ listener: query.get('listener') })
-        return send(res, 200, message, {}, true)
-      } catch (err) {
-        if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
-        throw err
-      }
+      return change(req, res, path, 'POST', query, listener => control.restartApp({ listener }))
     }
     if (path === '/maintenance' || path === '/canary') return changePool(req, res, path, query)
 
