@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "201e891a29217ae59f261f4f5f2601d44c2de191cfdc1f5700a35bf9838e0913"
+  sha256 "63704cb00ed413b4ee479dbcbba1fcb7b8ecebeb9ac26a848c04f8f550dbef38"
   license "MIT"
 
   depends_on "node"
