@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "63704cb00ed413b4ee479dbcbba1fcb7b8ecebeb9ac26a848c04f8f550dbef38"
+  sha256 "c114de944c6a57a29b5f4b0e5a00b5aef74078a58993bc3e36ca8095faa7bd24"
   license "MIT"
 
   depends_on "node"
