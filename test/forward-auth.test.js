@@ -54,6 +54,7 @@ async function authService (t, decide, { secure = null } = {}) {
 // The usual decision: session=good is alice; a Bearer token is refused with 401; the
 // rest is sent to log in.
 function decide (req) {
+  if ((req.headers.cookie || '').includes('session=anon')) return { status: 204 } // in, as nobody
   if ((req.headers.cookie || '').includes('session=good')) {
     return { status: 200, headers: { 'Remote-User': 'alice', 'Remote-Groups': 'admins,ops' }, body: 'fine' }
   }
@@ -111,9 +112,11 @@ t.test('a 2xx lets the request in with Remote-User; the client\'s own never reac
   t.same(JSON.parse(h2.body).remote, ['remote-user: alice', 'remote-groups: admins,ops'], 'HTTP/2: the same')
   t.equal(auth.last.headers['x-forwarded-method'], 'POST')
   t.equal(auth.bodyBytes, 0, 'the auth service never got a body')
+  const anon = await request(lila.port, { path: '/app', headers: { ...forged, cookie: 'session=anon' } })
+  t.same(json(anon).remote, [], 'a 2xx without the headers: the client\'s own removed all the same')
   const refused = await request(lila.port, { path: '/app', headers: { 'remote-user': 'mallory' } })
   t.equal(refused.status, 302, 'no session: sent to log in, never to the backend')
-  t.equal(backend.requests, 2, 'the backend saw only the two let in')
+  t.equal(backend.requests, 3, 'the backend saw only the three let in')
   session.close()
   await settled(lila)
 
