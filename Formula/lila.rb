@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c114de944c6a57a29b5f4b0e5a00b5aef74078a58993bc3e36ca8095faa7bd24"
+  sha256 "a6996e37fad148b30151b5108926d9fecae37a155470c83575170e634ca3a991"
   license "MIT"
 
   depends_on "node"
