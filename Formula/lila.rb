@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8263dfab16087f37c013d6b7d1d538ed18327f9c28fc554f6a6381837c1d63d2"
+  sha256 "61264b8d8ad992f49b966b8d9c8df5fc9768e3332e6f36b52b07fc59a2cc579f"
   license "MIT"
 
   depends_on "node"

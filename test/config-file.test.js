@@ -125,7 +125,14 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     cidrList: ['10.0.0.0/8,::1', ['10.0.0.0/8', '::1']],
     realm: ['staff only', 'staff only'],
     compress: ['br', 'br'],
-    mediaTypes: ['text/*,application/json', 'text/*,application/json']
+    mediaTypes: ['text/*,application/json', 'text/*,application/json'],
+    forwardAuth: ['http://127.0.0.1:9091/verify', 'http://127.0.0.1:9091/verify'],
+    headerNames: ['Remote-User,Remote-Groups', 'Remote-User,Remote-Groups'],
+    errorPage: ['502,503=/tmp/5xx.html', ['502,503=/tmp/5xx.html']],
+    maintenance: ['/tmp/maintenance.html', '/tmp/maintenance.html'],
+    canary: [':9101 :9102,weight=2 10%', ':9101 :9102,weight=2 10%'],
+    cookieName: ['side', 'side'],
+    headerToken: ['X-Canary', 'X-Canary']
   }
   // Some options need another, given beside them on both sides.
   const companions = {
@@ -153,6 +160,17 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     compress: { protocol: 'http' },
     'compress-types': { protocol: 'http', compress: true },
     trace: { protocol: 'http' },
+    'forward-auth': { protocol: 'http' },
+    'forward-auth-copy': { protocol: 'http', 'forward-auth': 'http://127.0.0.1:9091/' },
+    'forward-auth-timeout': { protocol: 'http', 'forward-auth': 'http://127.0.0.1:9091/' },
+    'forward-auth-cache': { protocol: 'http', 'forward-auth': 'http://127.0.0.1:9091/' },
+    'error-page': { protocol: 'http' },
+    'intercept-errors': { protocol: 'http', 'error-page': '502=/tmp/5xx.html' },
+    maintenance: { protocol: 'http' },
+    'maintenance-allow': { protocol: 'http' },
+    canary: { protocol: 'http' },
+    'canary-cookie': { protocol: 'http', canary: ':9101 10%' },
+    'canary-header': { protocol: 'http', canary: ':9101 10%' },
     'hash-balance-factor': { mode: 'ip-hash' },
     'tls-cert': { 'tls-key': '/tmp/k.pem' },
     'tls-key': { 'tls-cert': '/tmp/c.pem' },

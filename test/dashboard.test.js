@@ -69,6 +69,18 @@ t.test('handleKey: selection stays on the table, actions name the selected backe
   t.same(handleKey(createView(), 'drain', snapshotOf([])).action, null, 'no backend: nothing to do')
 })
 
+t.test('handleKey: m turns the selected backend\'s listener (or route) under maintenance, and back', async t => {
+  t.same(parseKeys('m'), ['maintenance'])
+  t.same(handleKey(createView(), 'maintenance', SNAPSHOT).action, { op: 'maintenance', listener: '127.0.0.1:4444' })
+  const on = { listener: { page: null, since: 0 }, routes: {}, allow: [] }
+  const held = snapshotOf(SNAPSHOT.listeners[0].backends, { maintenance: on })
+  t.same(handleKey(createView(), 'maintenance', held).action, { op: 'endMaintenance', listener: '127.0.0.1:4444' }, 'on: off')
+  const route = { name: 'api', match: '/api', mode: 'random', backends: [backend('10.0.0.5:80')] }
+  const routeOn = { listener: null, routes: { api: { page: null, since: 0 } }, allow: [] }
+  const routed = snapshotOf([], { routes: [route], maintenance: routeOn })
+  t.same(handleKey(createView(), 'maintenance', routed).action, { op: 'endMaintenance', listener: '127.0.0.1:4444', route: 'api' }, 'a route\'s backend: its route')
+})
+
 t.test('rates from two snapshots', async t => {
   const before = totals(SNAPSHOT)
   const later = snapshotOf([backend('10.0.0.1:80', { total: 130 }), backend('10.0.0.9:80', { total: 5 })])

@@ -291,7 +291,7 @@ t.test('tcp: --allow and --deny are the listener\'s gate, asked per connection',
   t.equal(gate.judge('127.0.0.1'), null)
   t.equal(gate.judge('127.0.0.2'), 'deny')
   t.equal(gate.judge('10.0.0.1'), 'allow')
-  t.same(stats.snapshot(), { refused: {}, compression: {} }, 'the listener counts what its gate refuses')
+  t.same(stats.snapshot(), { refused: {}, compression: {}, forwardAuth: { asked: 0, allowed: 0, cached: 0 } }, 'the listener counts what its gate refuses')
 })
 
 t.test('http: address and password rules of the listener and the route, in that order, counted and logged', async t => {

@@ -114,3 +114,23 @@ t.test('rediss://: TLS with --fleet-ca', { skip: MISSING }, async t => {
   t.match(line, /certificate/)
   t.notMatch(line, PASSWORD)
 })
+
+t.test('maintenance and a canary\'s share set through one lila are made on the others', { skip: MISSING }, async t => {
+  const redis = await redisServer(t)
+  const x = await httpBackend(t, 'x', (req, res) => res.end('x'))
+  const y = await httpBackend(t, 'y', (req, res) => res.end('y'))
+  const args = ['rr', x.address, '--protocol', 'http', '--check', 'none', '--canary', `${y.address} 50%`,
+    '--fleet', `redis://127.0.0.1:${redis.port}`]
+  const a = await spawnMember(t, 2, args)
+  const b = await spawnMember(t, 3, args)
+  await Promise.all([a, b].map(lila => lila.waitForLine(/fleet: "default" on Redis/)))
+  t.equal((await request(a.statusPort, { method: 'POST', path: '/maintenance' })).status, 200, 'on through lila A')
+  await b.waitForLine(new RegExp(`fleet: maintenance from \\S+ pid ${a.child.pid}: listener \\S+: under maintenance`))
+  t.equal((await get(b)).status, 503, 'lila B answers 503')
+  t.equal((await request(a.statusPort, { method: 'DELETE', path: '/maintenance' })).status, 200)
+  await b.waitForLine(/fleet: endMaintenance from .*: served again/)
+  t.equal((await get(b)).status, 200, 'and serves again')
+  t.equal((await request(a.statusPort, { method: 'POST', path: '/canary?share=0' })).status, 200)
+  await b.waitForLine(/fleet: canary from .*: canary share 0% \(was 50%\)/)
+  t.equal((await statusJson(b)).listeners[0].canary.share, 0, 'the share on lila B too')
+})

@@ -36,11 +36,33 @@ t.test('router: the most specific match wins; paths match whole segments', async
   t.equal(hostName(''), null)
 })
 
+t.test('router: a header, cookie or query condition goes before a route of the same host and path', async t => {
+  const router = new Router(['/api', '/api header:X-Canary=always', 'cookie:canary', 'query:beta=1', '/', 'api.localhost'].map(routeOf))
+  const fields = (...pairs) => pairs.flatMap(([name, value]) => [name, name.toLowerCase(), value])
+  // A head's path has no query; its target has.
+  const pick = (host, target, f = []) => { const r = router.match(host, target.split('?')[0], f, target); return r === null ? null : r.name }
+  t.equal(pick('x', '/api/v1'), '/api', 'no header: the path route')
+  t.equal(pick('x', '/api/v1', fields(['X-Canary', 'always'])), '/api header:X-Canary=always', 'its header and value: the condition first')
+  t.equal(pick('x', '/api/v1', fields(['X-Canary', 'never'])), '/api', 'another value: the path route')
+  t.equal(pick('x', '/api', fields(['Cookie', 'a=1; canary=x'])), '/api', 'a route of a longer path still wins over a condition alone')
+  t.equal(pick('x', '/other', fields(['Cookie', 'a=1; canary=x'])), 'cookie:canary', 'a cookie with any value')
+  t.equal(pick('x', '/other', fields(['Cookie', 'canaryx=1'])), '/', 'another cookie: no')
+  t.equal(pick('x', '/other?a=2&beta=1'), 'query:beta=1', 'a query parameter and its value')
+  t.equal(pick('x', '/other?beta=%31'), 'query:beta=1', 'percent-decoded')
+  t.equal(pick('x', '/other?beta=2'), '/', 'another value: no')
+  t.equal(pick('api.localhost', '/', fields(['Cookie', 'canary=1'])), 'api.localhost', 'a host route over a condition without one')
+  t.same(parseRouteMatch('api.localhost/v1 cookie:c=1'), { host: 'api.localhost', wildcard: false, path: '/v1', condition: { kind: 'cookie', name: 'c', value: '1' } })
+  t.same(parseRouteMatch('header:X-Beta').condition, { kind: 'header', name: 'x-beta', value: null }, 'a header\'s name in lower case')
+  for (const bad of ['header:', 'header:=1', 'cookie:a b=1', 'query:', '/api /v2 header:X', 'a b']) {
+    t.throws(() => parseRouteMatch(bad), /^invalid route match/, bad)
+  }
+})
+
 t.test('config: --route and "routes" build the same pools; bad ones are named', async t => {
   const cli = parseCommandLine(['rr', '127.0.0.1:1', ...HTTP, '--retries', '1',
     '--route', 'api.localhost=lc 127.0.0.1:2 127.0.0.1:3,weight=2', '--route', '/static=127.0.0.1:4'])
   const [api, statics] = cli.config.listeners[0].routes
-  t.same(api.match, { host: 'api.localhost', wildcard: false, path: null })
+  t.same(api.match, { host: 'api.localhost', wildcard: false, path: null, condition: null })
   t.equal(api.pool.mode, 'least-connections')
   t.same(api.pool.backends.map(b => [b.port, b.weight]), [[2, 1], [3, 2]])
   t.equal(statics.pool.mode, 'round-robin', 'a route without a mode takes the listener\'s')

@@ -131,8 +131,8 @@ t.test('bad requests: one line saying what was expected, nothing done', async t 
     ['POST', '/backends/127.0.0.1:9001', 405, 'method POST not allowed on /backends/127.0.0.1:9001: expected DELETE'],
     ['POST', '/status', 405, 'method POST not allowed on /status: expected GET or HEAD'],
     ['PUT', '/metrics', 405, 'method PUT not allowed on /metrics: expected GET or HEAD'],
-    ['GET', '/nope', 404, 'no such page "/nope": expected /status, /status.json, /metrics or /backends/ADDRESS/{drain,enable,disable,weight,fault}'],
-    ['POST', '/backends/127.0.0.1:9001/explode', 404, 'no such page "/backends/127.0.0.1:9001/explode": expected /status, /status.json, /metrics or /backends/ADDRESS/{drain,enable,disable,weight,fault}']
+    ['GET', '/nope', 404, 'no such page "/nope": expected /status, /status.json, /metrics, /maintenance, /canary or /backends/ADDRESS/{drain,enable,disable,weight,fault}'],
+    ['POST', '/backends/127.0.0.1:9001/explode', 404, 'no such page "/backends/127.0.0.1:9001/explode": expected /status, /status.json, /metrics, /maintenance, /canary or /backends/ADDRESS/{drain,enable,disable,weight,fault}']
   ]
   for (const [method, path, status, message] of cases) {
     const res = await request(port, { method, path })

@@ -1,6 +1,7 @@
 'use strict'
 
-const { ControlError, ConflictError } = require('../errors')
+const { ControlError, ConflictError, UsageError } = require('../errors')
+const { readPage } = require('../proxy/edge/error-pages')
 const { specAddress } = require('../address')
 const { describeFault } = require('../format')
 
@@ -25,6 +26,13 @@ const { describeFault } = require('../format')
 //   clearFault({ backend, listener })       its fault ends now
 //   restartApp({ listener })                lila run: a rolling restart of the app (of
 //                                           each listener that runs one, without listener)
+//   maintenance({ listener, route, page })  503 with a page for every request (but
+//                                           --maintenance-allow's clients); page: a
+//                                           file, read now, or null (the 503
+//                                           --error-page, else lila's words)
+//   endMaintenance({ listener, route })     served again
+//   canary({ listener, route, share })      a new share (0 to 100) of new clients for
+//                                           the --canary beside a pool
 //
 // `backend` is an address as in /status.json ("10.0.0.1:80", "[::1]:80"; for remove,
 // a name:port as given is accepted too, removing every address of it); `listener`
@@ -96,6 +104,44 @@ function createControl (lb) {
     return onePool(own.length > 0 ? own : hits, address)
   }
 
+  // The HTTP listeners (or the one named) and, with `route`, that route of theirs ->
+  // [{ listener, name (the route's, or null), where }]: where maintenance applies.
+  function maintained (qualifier, route) {
+    const listeners = listenersFor(qualifier).filter(l => l.protocol.name !== 'tcp')
+    if (listeners.length === 0) {
+      throw new ControlError(400, 'maintenance answers HTTP requests: expected an http or grpc listener')
+    }
+    if (!route) return listeners.map(listener => ({ listener, name: null, where: `listener ${listener.name}` }))
+    const found = listeners.filter(l => l.routes.some(r => r.name === route))
+    if (found.length === 0) throw new ControlError(404, `no route ${JSON.stringify(route)}: ${routeNames(listeners)}`)
+    return found.map(listener => ({ listener, name: route, where: `${listener.name} route ${route}` }))
+  }
+
+  // The one pool with a --canary that the qualifiers name -> { canary, where }. Without
+  // ?route, a listener's own canary is meant before a route's.
+  function canaryOf (qualifier, route) {
+    const own = []
+    const routes = []
+    for (const listener of listenersFor(qualifier)) {
+      for (const name of [null, ...listener.routes.map(r => r.name)]) {
+        const canary = listener.canaries.get(name)
+        if (canary === null || (route && name !== route)) continue
+        const where = name === null ? `listener ${listener.name}` : `${listener.name} route ${name}`
+        ;(name === null ? own : routes).push({ canary, where })
+      }
+    }
+    const found = !route && own.length > 0 ? own : routes
+    if (found.length === 0) {
+      const scope = [qualifier && `listener ${qualifier}`, route && `route ${route}`].filter(Boolean).join(' ')
+      throw new ControlError(404, `no --canary${scope ? ` in ${scope}` : ''}: expected a pool that has one`)
+    }
+    if (found.length > 1) {
+      throw new ControlError(400, `there are ${found.length} canaries (${found.map(f => f.where).join(', ')}): ` +
+        'say which with ?listener=NAME or ?route=NAME')
+    }
+    return found[0]
+  }
+
   const done = (backends, what = null) => {
     const line = b => `${b.address} ${what || b.status}${what === null && b.reason ? `: ${b.reason}` : ''}`
     return { message: backends.map(line).join('; '), backends: backends.map(b => b.snapshot()) }
@@ -135,6 +181,29 @@ function createControl (lb) {
       const cleared = upstream.clearFault(backend)
       const message = `${backend.address} ${cleared ? 'fault cleared' : 'had no fault'}`
       return { message, backends: [backend.snapshot()] }
+    },
+    async maintenance ({ listener: qualifier, route, page = null }) {
+      const targets = maintained(qualifier, route)
+      let read = null
+      try {
+        if (page !== null) read = readPage(page, undefined, 'page')
+      } catch (err) {
+        if (err instanceof UsageError) throw new ControlError(400, err.message)
+        throw err
+      }
+      for (const { listener, name } of targets) listener.maintenance.set(name, read)
+      const with_ = page === null ? '' : ` (page ${page})`
+      return { message: `${targets.map(t => t.where).join(', ')}: under maintenance${with_}`, backends: [] }
+    },
+    async endMaintenance ({ listener: qualifier, route }) {
+      const lines = maintained(qualifier, route).map(({ listener, name, where }) =>
+        `${where}: ${listener.maintenance.clear(name) ? 'served again' : 'was not under maintenance'}`)
+      return { message: lines.join('; '), backends: [] }
+    },
+    async canary ({ listener: qualifier, route, share }) {
+      const { canary, where } = canaryOf(qualifier, route)
+      const was = canary.setShare(share)
+      return { message: `${where}: canary share ${share}% (was ${was}%); clients with a side keep it`, backends: [] }
     },
     async add ({ spec, listener: qualifier, route }) {
       const listeners = listenersFor(qualifier)
@@ -193,7 +262,8 @@ function createControl (lb) {
   }
 }
 
-const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove', 'fault', 'clearFault', 'restartApp']
+const OPS = ['drain', 'enable', 'disable', 'weight', 'add', 'remove', 'fault', 'clearFault', 'restartApp',
+  'maintenance', 'endMaintenance', 'canary']
 
 // The same functions made from one that takes { op, ...request }: for a process that
 // passes actions on rather than doing them (the --workers primary, over IPC).
@@ -201,6 +271,11 @@ function controlFrom (perform) {
   const control = {}
   for (const op of OPS) control[op] = request => perform({ op, ...request })
   return control
+}
+
+function routeNames (listeners) {
+  const names = listeners.flatMap(l => l.routes.map(r => r.name))
+  return names.length === 0 ? 'no listener has routes' : `expected one of ${names.join(', ')}`
 }
 
 function portOf (listener) {

@@ -27,6 +27,7 @@ const KEYS = {
   e: 'enable',
   x: 'disable',
   f: 'fault',
+  m: 'maintenance',
   '+': 'more',
   '=': 'more',
   '-': 'less',
@@ -38,7 +39,7 @@ const KEYS = {
 
 // The key line at the bottom; `?` first, so that a narrow terminal still shows where
 // the rest is.
-const HELP = '? keys  ↑↓ select  d drain  e enable  x disable  +/- weight  f fault  q quit'
+const HELP = '? keys  ↑↓ select  d drain  e enable  x disable  +/- weight  f fault  q quit' // m: on the ? screen
 
 // What `f` puts on the selected backend, one after the other, then none: each for 30s
 // (docs/faults.md). A fault set otherwise (the admin API, --fault) is cleared by `f`.
@@ -58,6 +59,7 @@ const KEY_HELP = [
   ['x', 'disable: no traffic and no checks, for maintenance'],
   ['+ -', 'weight up, down by one (0 to 1000)'],
   ['f', 'fault, in turn: error 503, delay 2s, reset (each for 30s), none'],
+  ['m', 'maintenance of the backend\'s listener (or route), on and off: 503 and its page for every request'],
   ['?', 'this help'],
   ['q  Ctrl-C', 'stop lila gracefully, as SIGINT does']
 ]
@@ -97,7 +99,7 @@ const MOVES = { up: -1, down: 1, home: -Infinity, end: Infinity }
 
 // A key on the current view -> { view, action }. action is null, { op: 'quit' } or
 // { op, listener, backend[, value | fault] } for control.js (op: drain, enable, disable,
-// weight, fault, clearFault).
+// weight, fault, clearFault), or { op: maintenance | endMaintenance, listener[, route] }.
 function handleKey (view, key, snapshot) {
   if (key === 'interrupt') return { view, action: { op: 'quit' } }
   // Any key closes help, and does nothing else: a key pressed to leave it must not drain.
@@ -122,12 +124,22 @@ function handleKey (view, key, snapshot) {
     }
     return { view: { ...view, selected }, action: { op: 'weight', ...target, value } }
   }
+  if (key === 'maintenance') return { view: { ...view, selected }, action: maintenanceAction(listener, route) }
   if (key === 'fault') {
     const fault = nextFault(backend.fault)
     const action = fault === null ? { op: 'clearFault', ...target } : { op: 'fault', ...target, fault }
     return { view: { ...view, selected }, action }
   }
   return { view, action: null }
+}
+
+// `m` on a backend of `listener` (a snapshot's) and `route` (null: the listener's own):
+// maintenance of that pool on, or off when it is on.
+function maintenanceAction (listener, route) {
+  const m = listener.maintenance || { listener: null, routes: {} }
+  const on = route === null ? m.listener !== null : m.routes[route.name] !== undefined
+  const where = route === null ? { listener: listener.name } : { listener: listener.name, route: route.name }
+  return { op: on ? 'endMaintenance' : 'maintenance', ...where }
 }
 
 // The fault after `current` (a snapshot's, or null) in FAULT_CYCLE; null: none.

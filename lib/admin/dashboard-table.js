@@ -6,6 +6,7 @@
 
 const { describeFault, describeMirror } = require('../format')
 const { pad, lpad, truncate, wrap } = require('./screen-text')
+const { maintenanceNotes } = require('./status-edge')
 
 const COLOURS = {
   up: '\x1b[32m',
@@ -36,8 +37,9 @@ function listenerLines (listener, several, width) {
   const counts = `active ${listener.active} · queued ${listener.queued} · unserved ${listener.unserved}`
   const panic = listener.panic && several ? ' · PANIC' : ''
   const ranges = (listener.ranges || []).map(r => ` · ${r.range}: ${r.live} live, ${r.idle} idle`).join('')
+  const maintenance = maintenanceNotes(listener).map(([where, words]) => ` · ${where}: ${words}`).join('')
   const line = `${listener.name} ${listener.protocol} ${listener.mode} · ` +
-    `${counts}${limited(listener)}${refused(listener)}${sticky(listener)}${ranges}${panic}`
+    `${counts}${limited(listener)}${refused(listener)}${sticky(listener)}${ranges}${panic}${maintenance}`
   const more = [appLine(listener), mirrorLine(listener)].filter(text => text !== null)
   return [...wrap(line, width), ...more.flatMap(text => wrap(text, width))]
 }

@@ -63,7 +63,8 @@ const LISTENER_BY_CAUSE = [
     l => l.limited, 'limit'],
   ['lila_listener_refused_total',
     'Clients (tcp) or requests (http) refused by the rules at the edge, by reason (allow, deny, no-credentials, ' +
-    'wrong-credentials, auth-busy; client-cert-none, client-cert-untrusted: TLS handshakes, --tls-client-ca).',
+    'wrong-credentials, auth-busy, forward-auth, forward-auth-failed, maintenance; client-cert-none, ' +
+    'client-cert-untrusted: TLS handshakes, --tls-client-ca).',
     l => l.refused, 'reason'],
   ['lila_listener_compressed_responses_total',
     'http --compress: responses compressed, by coding.', l => perCoding(l, 'responses'), 'encoding'],
@@ -71,6 +72,9 @@ const LISTENER_BY_CAUSE = [
     'http --compress: bytes of responses before compression, by coding.', l => perCoding(l, 'bytesIn'), 'encoding'],
   ['lila_listener_compression_out_bytes_total',
     'http --compress: bytes of responses after compression, by coding.', l => perCoding(l, 'bytesOut'), 'encoding'],
+  ['lila_listener_forward_auth_total',
+    'http --forward-auth: questions to the auth service (asked), its 2xx answers (allowed), and 2xx answers ' +
+    'remembered rather than asked (cached, --forward-auth-cache).', l => l.forwardAuth, 'result'],
   ['lila_listener_sticky_total',
     'http --sticky: responses by what the cookie did (honoured; reassigned: its backend could not take the ' +
     'request, or it named none of the pool; new: the request had none).',
@@ -205,6 +209,8 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
     for (const [base, r] of routes) sample(out, name, base, value(r))
   }
 
+  edgeMetrics(out, family, snapshot)
+
   family('lila_range_ports', 'gauge',
     'Ports of a watched port range (a backend host:FIRST-LAST): live (listening, so backends) or idle.')
   const pools = [...snapshot.listeners.map(l => [{ listener: l.name }, l]), ...routes]
@@ -224,6 +230,10 @@ function renderMetrics (snapshot, { version = null, process = null } = {}) {
   }
   for (const [base, r] of routes) {
     for (const b of r.backends) backends.push([{ ...base, backend: b.address }, b])
+  }
+  for (const [base, pool] of [...snapshot.listeners.map(l => [{ listener: l.name }, l]), ...routes]) {
+    const canary = pool.canary ? pool.canary.backends : []
+    for (const b of canary) backends.push([{ ...base, side: 'canary', backend: b.address }, b])
   }
 
   family('lila_backend_status', 'gauge', `1 for the backend's status (${STATUSES.join(', ')}), 0 for the others.`)
@@ -293,6 +303,38 @@ function appFamilies (out, family, listeners) {
   family('lila_app_restarts_total', 'counter', 'lila run: instances started again or replaced, by reason (crash, ' +
     'signal, control, watch, max-rss, max-age).')
   for (const l of apps) byCause(out, 'lila_app_restarts_total', { listener: l.name }, l.app.restarts, 'reason')
+}
+
+// --maintenance and --canary, per pool (a listener's own, labelled by it; a route's,
+// by both).
+function edgeMetrics (out, family, snapshot) {
+  family('lila_maintenance', 'gauge', 'http: 1 while the listener (or the route) answers 503 for maintenance.')
+  for (const l of snapshot.listeners) {
+    if (l.protocol === 'tcp' || !l.maintenance) continue
+    const { listener, routes } = l.maintenance
+    sample(out, 'lila_maintenance', { listener: l.name }, listener ? 1 : 0)
+    for (const r of l.routes || []) {
+      sample(out, 'lila_maintenance', { listener: l.name, route: r.name }, routes[r.name] ? 1 : 0)
+    }
+  }
+  const pools = snapshot.listeners.flatMap(l => [[{ listener: l.name }, l],
+    ...(l.routes || []).map(r => [{ listener: l.name, route: r.name }, r])])
+  const canaries = pools.filter(([, pool]) => pool.canary)
+  family('lila_canary_share_ratio', 'gauge', 'http --canary: the share of new clients the canary pool gets (0 to 1).')
+  for (const [base, pool] of canaries) sample(out, 'lila_canary_share_ratio', base, pool.canary.share / 100)
+  family('lila_canary_requests_total', 'counter', 'http --canary: requests by the side that served them.')
+  family('lila_canary_errors_total', 'counter', 'http --canary: 5xx answers by the side that gave them.')
+  for (const [base, pool] of canaries) {
+    for (const side of ['stable', 'canary']) {
+      sample(out, 'lila_canary_requests_total', { ...base, side }, pool.canary[side].requests)
+      sample(out, 'lila_canary_errors_total', { ...base, side }, pool.canary[side].errors)
+    }
+  }
+  const time = 'lila_canary_request_duration_seconds'
+  family(time, 'histogram', 'http --canary: time from a request\'s head to the end of its response, by side.')
+  for (const [base, pool] of canaries) {
+    for (const side of ['stable', 'canary']) histogramSamples(out, time, { ...base, side }, pool.canary[side].time)
+  }
 }
 
 // A histogram in ms ({ count, sum, bounds, counts }: cumulative counts) as seconds.

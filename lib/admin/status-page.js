@@ -9,6 +9,7 @@
 
 const { describeFault, describeMirror, formatPorts } = require('../format')
 const { telemetrySection } = require('./status-telemetry')
+const { maintenanceNotes, forwardAuthFact, canaryTable } = require('./status-edge')
 
 const { fleetSection } = require('./fleet-view')
 
@@ -48,6 +49,7 @@ function renderPage (snapshot, { version = null, now = Date.now(), history = {} 
   let backends = 0
   let up = 0
   for (const l of snapshot.listeners) {
+    for (const [where, words] of maintenanceNotes(l)) problems.push(`<li>${esc(where)}: <b>${esc(words)}</b></li>`)
     if (l.panic) {
       problems.push(`<li class=panic>${esc(l.name)}: panic, every backend is down; traffic goes to them anyway</li>`)
     }
@@ -143,7 +145,8 @@ function listenerSection (l, history, now) {
     ...(countOf(l.refused) > 0 ? [`refused at the edge ${byCause(l.refused)}`] : []),
     ...Object.entries(l.compression || {}).map(([coding, c]) =>
       `${esc(coding)} ${c.responses} responses, ${bytes(c.bytesIn)} → ${bytes(c.bytesOut)}`),
-    ...(l.sticky ? [`sticky ${esc(l.sticky)}: ${byCause(l.stickyResponses)}`] : [])
+    ...(l.sticky ? [`sticky ${esc(l.sticky)}: ${byCause(l.stickyResponses)}`] : []),
+    ...(forwardAuthFact(l) === null ? [] : [esc(forwardAuthFact(l))])
   ].join(' · ')
   const routes = l.routes || []
   const own = routes.length > 0 && l.backends.length === 0
@@ -156,6 +159,7 @@ ${l.app ? appSection(l.app) : ''}
 ${l.mirror ? mirrorSection(l.mirror, now) : ''}
 ${charts(history.points, now, perSecond(l))}
 ${own}
+${l.canary ? canarySection(l, l.canary, history, now) : ''}
 ${routes.map(r => routeSection(l, r, (history.routes || {})[r.name] || {}, now)).join('\n')}`
 }
 
@@ -203,7 +207,21 @@ function routeSection (l, r, history, now) {
   return `<h3>route ${esc(r.name)} <small>${esc(r.match)} · ${esc(r.mode)}</small></h3>
 <p class="facts">${facts}${r.panic ? ' · <span class="panic">PANIC</span>' : ''}</p>
 ${(r.ranges || []).map(rangeLine).join('\n')}
-${backendTable(l, r.backends, history, now)}`
+${backendTable(l, r.backends, history, now)}
+${r.canary ? canarySection(l, r.canary, history, now) : ''}`
+}
+
+// --canary: both sides' requests, errors and latency side by side, then the canary
+// pool's backends.
+function canarySection (l, canary, history, now) {
+  const { title, rows } = canaryTable(canary)
+  const body = rows.map(([what, stable, other]) => `<tr><td>${esc(what)}</td><td>${esc(stable)}</td>` +
+    `<td>${esc(other)}</td></tr>`).join('\n')
+  return `<h3>${esc(title)}</h3>
+<table><tr><th></th><th>stable</th><th>canary</th></tr>
+${body}
+</table>
+${backendTable(l, canary.backends, history.backends || {}, now)}`
 }
 
 function backendTable (l, backends, history, now) {

@@ -120,17 +120,9 @@ function createStatusServer ({
 
     // lila run: POST /app/restart[?listener=NAME], a rolling restart of the app
     if (path === '/app/restart') {
-      if (req.method !== 'POST') return notAllowed(res, req.method, path, 'POST')
-      const refusal = refuse(req)
-      if (refusal !== null) return send(res, 403, refusal, {}, true)
-      try {
-        const { message } = await control.restartApp({ listener: query.get('listener') })
-        return send(res, 200, message, {}, true)
-      } catch (err) {
-        if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
-        throw err
-      }
+      return change(req, res, path, 'POST', query, listener => control.restartApp({ listener }))
     }
+    if (path === '/maintenance' || path === '/canary') return changePool(req, res, path, query)
 
     // /backends, /backends/ADDRESS, /backends/ADDRESS/ACTION
     const parts = path.split('/')
@@ -140,42 +132,55 @@ function createStatusServer ({
       (parts.length === 4 && !ACTIONS.includes(parts[3])) ||
       (parts.length >= 3 && parts[2] === '')
     ) {
-      const expected = `/status, /status.json, /metrics or /backends/ADDRESS/{${ACTIONS.join(',')}}`
+      const expected = '/status, /status.json, /metrics, /maintenance, /canary or ' +
+        `/backends/ADDRESS/{${ACTIONS.join(',')}}`
       return send(res, 404, `no such page ${JSON.stringify(path)}: expected ${expected}`, {}, true)
     }
     const allowed = parts[3] === 'fault' ? 'POST, DELETE' : parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
+    return change(req, res, path, allowed, query, async (listener, route) => {
+      if (parts.length === 2) {
+        const text = query.get('address') || await readAddress(req)
+        return control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener, route })
+      }
+      let address
+      try {
+        address = decodeURIComponent(parts[2])
+      } catch {
+        throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
+      }
+      const backend = normalise(parseBackend, address)
+      if (parts.length === 3) return control.remove({ backend, listener, route })
+      if (parts[3] === 'fault' && req.method === 'DELETE') return control.clearFault({ backend, listener, route })
+      if (parts[3] === 'fault') {
+        return control.fault({ backend, listener, route, fault: faultOf(parseFault, query, target.search) })
+      }
+      if (parts[3] === 'weight') {
+        return control.weight({ backend, listener, route, value: weightOf(query.get('value')) })
+      }
+      return control[parts[3]]({ backend, listener, route })
+    })
+  }
+
+  // POST and DELETE /maintenance (?listener=, ?route=, ?page=FILE), POST /canary
+  // (?share=PCT, ?listener=, ?route=): what a pool answers, not a backend.
+  function changePool (req, res, path, query) {
+    const allowed = path === '/maintenance' ? 'POST, DELETE' : 'POST'
+    return change(req, res, path, allowed, query, (listener, route) => {
+      if (path === '/canary') return control.canary({ listener, route, share: shareOf(query.get('share')) })
+      if (req.method === 'DELETE') return control.endMaintenance({ listener, route })
+      return control.maintenance({ listener, route, page: query.get('page') || null })
+    })
+  }
+
+  // A change: its method allowed and its asker (refuse), then `perform(listener, route)`
+  // (?listener=, ?route=); answered its line, or a ControlError's status and line.
+  async function change (req, res, path, allowed, query, perform) {
     if (!allowed.split(', ').includes(req.method)) return notAllowed(res, req.method, path, allowed)
     const refusal = refuse(req)
     if (refusal !== null) return send(res, 403, refusal, {}, true)
-
-    const listener = query.get('listener')
-    const route = query.get('route') || undefined
     let result
     try {
-      if (parts.length === 2) {
-        const text = query.get('address') || await readAddress(req)
-        result = await control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener, route })
-      } else {
-        let address
-        try {
-          address = decodeURIComponent(parts[2])
-        } catch {
-          throw new ControlError(400, `invalid backend address ${JSON.stringify(parts[2])}: expected host:port`)
-        }
-        if (parts.length === 3) {
-          result = await control.remove({ backend: normalise(parseBackend, address), listener, route })
-        } else if (parts[3] === 'fault' && req.method === 'DELETE') {
-          result = await control.clearFault({ backend: normalise(parseBackend, address), listener, route })
-        } else if (parts[3] === 'fault') {
-          const fault = faultOf(parseFault, query, target.search)
-          result = await control.fault({ backend: normalise(parseBackend, address), listener, route, fault })
-        } else if (parts[3] === 'weight') {
-          const value = weightOf(query.get('value'))
-          result = await control.weight({ backend: normalise(parseBackend, address), listener, route, value })
-        } else {
-          result = await control[parts[3]]({ backend: normalise(parseBackend, address), listener, route })
-        }
-      }
+      result = await perform(query.get('listener'), query.get('route') || undefined)
     } catch (err) {
       if (err instanceof ControlError) return send(res, err.status, err.message, {}, true)
       throw err
@@ -312,6 +317,16 @@ function weightOf (text) {
     throw new ControlError(400, `invalid weight ${given}: expected ?value=N with N a whole number from 0 to 1000`)
   }
   return Number(text)
+}
+
+// ?share=10 or 10% (POST /canary) -> 10; 0 to 100, decimals allowed.
+function shareOf (text) {
+  const match = text === null ? null : /^(\d{1,3}(?:\.\d+)?)%?$/.exec(text)
+  if (match === null || Number(match[1]) > 100) {
+    const given = JSON.stringify(text === null ? '' : text)
+    throw new ControlError(400, `invalid share ${given}: expected ?share=PCT with PCT from 0 to 100, e.g. 20`)
+  }
+  return Number(match[1])
 }
 
 // The query of POST /backends/ADDRESS/fault (?error=503&for=10s; ?listener= aside) ->

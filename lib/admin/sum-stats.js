@@ -9,10 +9,11 @@
 const SAME = new Set([
   'port', 'weight', 'maxConn', 'slowStart', 'family', 'bounds', 'buckets', 'le',
   'delayMs', 'errorStatus', 'rate', // an injected fault's settings (upstream/fault.js)
-  'percent', 'primaryStatus', 'mirrorStatus', 'primaryBytes', 'mirrorBytes' // --mirror, a divergence
+  'percent', 'primaryStatus', 'mirrorStatus', 'primaryBytes', 'mirrorBytes', // --mirror, a divergence
+  'share' // --canary's
 ])
 const MEAN = new Set(['latency', 'effectiveWeight']) // estimates: the mean over workers that have one
-const LATEST = new Set(['changedAt', 'endsAt', 'leftMs', 'seenAt']) // times: the latest
+const LATEST = new Set(['changedAt', 'endsAt', 'leftMs', 'seenAt', 'since']) // times: the latest
 const PERCENTILE = /^p\d+(\.\d+)?$/ // p50, p99: the worst (an upper bound of the true one)
 // state: 'up' if any worker has it up, else 'pending' if any, else 'down'.
 const STATE_ORDER = ['up', 'pending', 'down']

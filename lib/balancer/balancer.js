@@ -24,6 +24,7 @@ const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors
 const { planReload, planRedirects } = require('./plan')
 const { Apps } = require('./apps')
 const { listeningOn, matchText, leftToDrain, plural } = require('./words')
+const { canaryPools } = require('./canary-pools')
 
 // One factory per protocol (config.protocol), each making the protocol object a new
 // Listener serves (listener.js) from { via }.
@@ -159,9 +160,14 @@ class Balancer {
       if (this.apps.of(listener) !== null) changes.push(...this.apps.of(listener).update(config.run))
       const applied = this.applyRoutes(listener, routes, backendTls)
       routesStarted.push(...applied.started)
+      const canaries = canaryPools(config, listener.canaryUpstreams, this.canaryMaker(listener.log, backendTls),
+        backendTls)
+      routesStarted.push(...canaries.started.map(upstream => upstream.start()))
       const acme = this.acmeOf(config)
-      listener.reconfigure(config, { tls, backendTls, descriptors, routes: applied.routes, edge, acme })
-      for (const change of [...changes, ...applied.lines]) lines.push(`${config.name}: ${change}`)
+      listener.reconfigure(config, {
+        tls, backendTls, descriptors, routes: applied.routes, edge, acme, canaries: canaries.upstreams
+      })
+      for (const change of [...changes, ...applied.lines, ...canaries.lines]) lines.push(`${config.name}: ${change}`)
     }
     const drained = new Map() // name -> connections left on the listener it replaces
     for (const { name, replaced } of plan.retire) {
@@ -245,8 +251,10 @@ class Balancer {
             match: matchText(match),
             mode: upstream.mode,
             ...upstream.stats(),
-            backends: backendsOf(upstream)
-          }))
+            backends: backendsOf(upstream),
+            canary: canaryOf(listener, name, backendsOf)
+          })),
+          canary: canaryOf(listener, null, backendsOf) // --canary: its side by side, and its pool's backends
         }
       }),
       fleet: this.fleet === null ? null : this.fleet.snapshot() // --fleet: Redis, the members
@@ -335,14 +343,13 @@ class Balancer {
     const app = listenerConfig.run === null ? null : this.apps.make(listenerConfig, log, several)
     const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls, app })
     const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
+    const canaries = canaryPools(listenerConfig, new Map(), this.canaryMaker(log, backendTls), backendTls).upstreams
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
     const acme = this.acmeOf(listenerConfig)
     const { accessLog, tracer } = this
     const sharedLimits = this.fleet === null ? null : this.fleet.limits.forListener(listenerConfig.name)
-    const parts = {
-      upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits, tracer
-    }
-    const listener = new Listener({ config: listenerConfig, ...parts })
+    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
+    const listener = new Listener({ config: listenerConfig, ...parts, canaries, tracer })
     this.certificates.use(listenerConfig.name, tls)
     if (app !== null) this.apps.attach(listener, app)
     return listener
@@ -358,6 +365,16 @@ class Balancer {
   // lila run: a rolling restart of every app (SIGHUP, the control API). -> its lines.
   rollApps (reason, why) {
     return this.apps.roll(reason, why)
+  }
+
+  // How a listener's canary pools are made (canary-pools.js): an Upstream of its own,
+  // whose lines name it.
+  canaryMaker (listenerLog, backendTls) {
+    const { random, ...options } = this.pools
+    return (pool, name) => {
+      const log = prefixed(listenerLog, () => name === null ? 'canary' : `route ${name} canary`)
+      return new Upstream(pool, { ...options, log, tls: backendTls })
+    }
   }
 
   // New listeners bound, all or none: -> [[listener, address]].
@@ -447,8 +464,15 @@ class Balancer {
   }
 }
 
-// Every pool of a listener: its own backends' and its routes'.
-const upstreamsOf = listener => [listener.upstream, ...listener.routes.map(route => route.upstream)]
+// Every pool of a listener: its own backends', its routes' and their canaries'.
+const upstreamsOf = listener =>
+  [listener.upstream, ...listener.routes.map(route => route.upstream), ...listener.canaryUpstreams.values()]
+
+// A pool's --canary as stats() shows it, or null.
+function canaryOf (listener, name, backendsOf) {
+  const canary = listener.canaries.get(name)
+  return canary === null ? null : canary.snapshot(backendsOf(canary.upstream))
+}
 
 function defaultAccessLog (config, stdout) {
   return config.accessLog ? createAccessLog({ format: config.accessLog, stdout }) : null

@@ -22,9 +22,13 @@ function listeningLines (lb, addresses, extra) {
   })
 }
 
-// A route's match as written: api.example.com/v1, *.example.com, /static.
-function matchText ({ host, wildcard, path }) {
-  return `${host === null ? '' : (wildcard ? '*.' : '') + host}${path === null ? '' : path}`
+// A route's match as written: api.example.com/v1, *.example.com, /static,
+// /api header:x-canary=always.
+function matchText ({ host, wildcard, path, condition = null }) {
+  const place = `${host === null ? '' : (wildcard ? '*.' : '') + host}${path === null ? '' : path}`
+  if (condition === null) return place
+  const { kind, name, value } = condition
+  return `${place}${place === '' ? '' : ' '}${kind}:${name}${value === null ? '' : `=${value}`}`
 }
 
 // "1 connection left to drain", "3 connections left to drain"

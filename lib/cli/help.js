@@ -70,7 +70,12 @@ const ABOUT = {
       'their own: a host (api.example.com), a wildcard host (*.example.com), a path prefix (/static) or ' +
       'both (api.example.com/v1). The most specific match wins; the other requests go to the backends ' +
       'given before the options. Before the mode, a route may take strip (its prefix taken off), allow=, ' +
-      'deny= and basic-auth= of its own (lila help edge), and max-body-size= in place of the listener\'s.'
+      'deny=, basic-auth=, forward-auth=, error-page= and maintenance= of its own (lila help edge), ' +
+      'max-body-size= in place of the listener\'s, and canary= (10%,BACKEND...) beside its pool.',
+    'A match may end in a condition: header:NAME[=VALUE], cookie:NAME[=VALUE] or query:NAME[=VALUE], ' +
+      'alone or after a host or path and a space; such a route goes before the one of the same host and ' +
+      'path without it. --canary sends a share of new clients to other backends and keeps each on its ' +
+      'side with a cookie; POST /canary?share=PCT changes the share at run time.'
   ],
   limits: [
     'Per client address, over --rate-limit or --max-conn-per-client, an http client is answered 429 ' +
@@ -79,7 +84,12 @@ const ABOUT = {
   ],
   edge: [
     'Rules judged before a request or connection reaches a backend, and the compression of what comes ' +
-      'back. A route may have allow, deny and basic-auth of its own (lila help routes).'
+      'back. A route may have allow, deny, basic-auth and forward-auth of its own (lila help routes).',
+    '--forward-auth asks an auth service (a GET with the client\'s headers, never its body) before each ' +
+      'request: a 2xx lets it in, any other answer goes back to the client as it came (a 302 to a login ' +
+      'page), and a service down or slow is a 503. --error-page puts your page on lila\'s own answers, ' +
+      '{{request_id}} and {{trace_id}} filled in. --maintenance, or POST /maintenance on the admin ' +
+      'listener, answers every request 503 with a page but for --maintenance-allow.'
   ],
   tls: [
     'TLS from certificate files (--tls-cert, --tls-key; several, chosen by SNI, in a config file), from ' +
@@ -153,6 +163,10 @@ const EXAMPLES = [
     'lila rr :3000-3009 --protocol http'],
   ['routes', 'the requests for api.localhost to a pool of their own, the rest to :8081',
     'lila :8081 --protocol http --route \'api.localhost=:9001 :9002\''],
+  ['edge', 'an auth service asked before each request: its 2xx lets it in, its 302 is the client\'s',
+    'lila :3000 --protocol http --forward-auth http://127.0.0.1:9091/verify'],
+  ['routes', '10% of new clients to the new version on :3100, each kept on its side by a cookie',
+    'lila :3000 --protocol http --canary \':3100 10%\''],
   ['tls', 'TLS terminated on port 443',
     'lila app1:8080 app2:8080 -p 443 --tls-cert cert.pem --tls-key key.pem'],
   ['tls', 'https://localhost for your dev servers, with lila\'s own CA (it says how to trust it)',

@@ -19,16 +19,20 @@ const POOL_OPTIONS = LISTENER_OPTIONS.filter(o => ((o.group === 'balancing' || o
 // Rules at the edge a route may add to its listener's (`route: true` in OPTIONS): judged
 // after the listener's, never inherited from them.
 const EDGE_OPTIONS = LISTENER_OPTIONS.filter(o => o.route === true)
-const ROUTE_OPTIONS = [...POOL_OPTIONS, ...EDGE_OPTIONS]
+// A route's own (`route: 'own'`): neither inherited nor added to (--canary).
+const OWN_OPTIONS = LISTENER_OPTIONS.filter(o => o.route === 'own')
+const ROUTE_OPTIONS = [...POOL_OPTIONS, ...EDGE_OPTIONS, ...OWN_OPTIONS]
+const CANARY = OWN_OPTIONS.find(o => o.name === 'canary')
 
 // Routes (--route, "routes"): each its own pool, with the listener's settings (and
 // mode, unless it has one) but for its own mode, backends and POOL_OPTIONS; and its own
 // rules at the edge (EDGE_OPTIONS, strip). `entries`: [{ at, match, name, mode,
 // backends, values, strip }], each part { value, at } as for a listener (name, mode and
 // strip may be undefined; values a Map of ROUTE_OPTIONS given).
-//   -> [{ name, match: { host, wildcard, path }, pool, strip, allow, deny, basicAuth }],
-//      `pool` a listener's settings as an Upstream takes them (listenerFrom's shape,
-//      named after the route)
+//   -> [{ name, match: { host, wildcard, path, condition }, pool, strip, allow, deny,
+//      basicAuth, forwardAuth, errorPage, maintenance, canary }], `pool` a listener's
+//      settings as an Upstream takes them (listenerFrom's shape, named after the route);
+//      canary as buildCanary makes it, or null
 function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
   const routes = []
   for (const entry of entries) {
@@ -72,14 +76,42 @@ function buildRoutes (entries, listenerValues, settings, listenerMode, src) {
     }
     const backends = buildBackends(entry.backends, src)
     // --fault names the listener's own backends only.
-    const pool = listenerFrom({ ...routeSettings, name, fault: [] }, {
+    const pool = listenerFrom({ ...routeSettings, name, fault: [], canary: null }, {
       mode, backends, tls: null, backendTls: null, routes: []
     })
+    const given = entry.values.get('canary')
+    const canary = given === undefined
+      ? null
+      : buildCanary(parseValue(CANARY, given, src), routeSettings, mode, name, src, given.at)
     routes.push({
-      name, match, pool, strip, allow: edge.allow.flat(), deny: edge.deny.flat(), basicAuth: edge.basicAuth
+      name,
+      match,
+      pool,
+      strip,
+      allow: edge.allow.flat(),
+      deny: edge.deny.flat(),
+      basicAuth: edge.basicAuth,
+      forwardAuth: edge.forwardAuth,
+      errorPage: edge.errorPage,
+      maintenance: edge.maintenance,
+      canary
     })
   }
   return routes
+}
+
+// --canary (a listener's, or a route's own): its backends checked, and a pool of its
+// own with the settings of the pool it stands beside (`settings`, `mode`; `name` that
+// pool's name, or null for a listener's own backends).
+//   -> { share, backends, pool } (pool: listenerFrom's shape, named "NAME canary")
+function buildCanary (canary, settings, mode, name, src, at) {
+  if (canary === null) return null
+  const backends = buildBackends(canary.backends.map(value => ({ value, at })), src)
+  const poolName = name === null ? 'canary' : `${name} canary`
+  const pool = listenerFrom({ ...settings, name: poolName, fault: [], canary: null }, {
+    mode, backends, tls: null, backendTls: null, routes: []
+  })
+  return { share: canary.share, backends, pool }
 }
 
 // A route's strip ({ value, at } or undefined): true takes its path prefix off, so it
@@ -95,6 +127,9 @@ function buildStrip (entry, match, name, src) {
 }
 
 const ROUTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
-const sameMatch = (a, b) => a.host === b.host && a.wildcard === b.wildcard && a.path === b.path
+const sameMatch = (a, b) => a.host === b.host && a.wildcard === b.wildcard && a.path === b.path &&
+  sameCondition(a.condition, b.condition)
+const sameCondition = (a, b) => a === b ||
+  (a !== null && b !== null && a.kind === b.kind && a.name === b.name && a.value === b.value)
 
-module.exports = { buildRoutes, ROUTE_OPTIONS }
+module.exports = { buildRoutes, buildCanary, ROUTE_OPTIONS }

@@ -15,7 +15,7 @@ const { quote } = require('./values')
 const { listenerFrom, configFrom } = require('./defaults')
 const { parseValue, parseValues } = require('./given-values')
 const { buildMode, buildBackends } = require('./build-pool')
-const { buildRoutes } = require('./build-routes')
+const { buildRoutes, buildCanary } = require('./build-routes')
 
 // The one place a listener is put together and checked, whichever source it came from.
 //   values        Map option name -> { value, at } (what was given; the rest defaults)
@@ -153,8 +153,13 @@ function buildListener ({
   }
   const routes = buildRoutes(routeEntries, values, settings, mode, src)
   for (const route of routes) route.pool.backendTls = backendTls
+  checkEdgeRound2(settings, backends, routes, given, at, src)
+  const canary = buildCanary(settings.canary, settings, mode, null, src, given('canary') ? at('canary') : null)
+  for (const pool of [canary, ...routes.map(route => route.canary)]) {
+    if (pool !== null) pool.pool.backendTls = backendTls
+  }
   const addressGiven = { host: given('host'), port: given('port') }
-  return listenerFrom(settings, { mode, backends, tls, backendTls, routes, given: addressGiven, run })
+  return { ...listenerFrom(settings, { mode, backends, tls, backendTls, routes, given: addressGiven, run }), canary }
 }
 
 // --- lila run (app/) ---
@@ -189,6 +194,25 @@ function buildRun (entry, src) {
       '(--instances, and --surge more for a rolling restart; twice --instances for lila upgrade)')
   }
   return run
+}
+
+// Forward auth, error pages, maintenance and canaries together: what needs what.
+function checkEdgeRound2 (settings, backends, routes, given, at, src) {
+  const fail = (name, message) => { throw src.fail(at(name), `${src.about(BY_NAME.get(name))}${message}`) }
+  const anyAuth = settings.forwardAuth !== null || routes.some(route => route.forwardAuth !== null)
+  for (const name of ['forward-auth-copy', 'forward-auth-timeout', 'forward-auth-cache']) {
+    if (given(name) && !anyAuth) fail(name, `needs ${src.setting('forward-auth')} (the listener's or a route's)`)
+  }
+  if (given('intercept-errors') && settings.errorPage.length === 0) {
+    fail('intercept-errors', `needs ${src.setting('error-page')}`)
+  }
+  const anyCanary = settings.canary !== null || routes.some(route => route.canary !== null)
+  for (const name of ['canary-cookie', 'canary-header']) {
+    if (given(name) && !anyCanary) fail(name, `needs ${src.setting('canary')} (the listener's or a route's)`)
+  }
+  if (settings.canary !== null && backends.length === 0) {
+    fail('canary', 'needs the listener\'s own backends, beside which it stands (a route\'s canary goes in the route)')
+  }
 }
 
 // The TLS options together: one source of certificates (files, or --tls local|acme),

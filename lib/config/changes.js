@@ -6,6 +6,7 @@
 
 const { LISTENER_OPTIONS } = require('./options')
 const { formatDuration, formatSticky, describeMirror } = require('../format')
+const { specAddress } = require('../address')
 
 // Options that identify a listener (a change replaces it) or are said otherwise.
 // --fault is a spell from the start: a reload neither starts nor ends one.
@@ -56,7 +57,12 @@ function sameAddress (a, b) {
 }
 
 function show (option, value) {
-  if (value === null) return 'none'
+  if (value === null) return option.type === 'maintenance' ? 'off' : 'none'
+  if (option.type === 'errorPage') {
+    return value.length === 0 ? 'none' : value.map(page => `${codesText(page.codes)}=${page.file}`).join(', ')
+  }
+  if (option.type === 'maintenance') return value.page === null ? 'on' : value.page
+  if (option.type === 'canary') return `${value.backends.map(specAddress).join(' ')} ${value.share}%`
   if (option.multiple) {
     return value.length === 0 ? 'none' : value.map(v => v.name ? `${v.name}: ${v.value}` : v).join(', ')
   }
@@ -68,6 +74,17 @@ function show (option, value) {
     return value.type === 'grpc' && value.service !== '' ? `grpc:${value.service}` : value.type
   }
   return String(value)
+}
+
+// [500, ..., 599, 404] -> "5xx,404"
+function codesText (codes) {
+  const words = []
+  for (const from of [400, 500]) {
+    const whole = codes.filter(code => code >= from && code < from + 100).length === 100
+    if (whole) words.push(`${from / 100}xx`)
+  }
+  for (const code of codes) if (!words.includes(`${Math.floor(code / 100)}xx`)) words.push(String(code))
+  return words.join(',')
 }
 
 // A listener's own TLS, before and after: its source, names, client certificates.

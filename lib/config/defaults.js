@@ -49,6 +49,7 @@ function listenerFrom (settings, { mode, backends, tls, backendTls, routes = [],
     // --allow, --deny: networks ("10.0.0.0/8") let in and kept out, each list flat
     allow: settings.allow.flat(),
     deny: settings.deny.flat(),
+    maintenanceAllow: settings.maintenanceAllow.flat(), // --maintenance-allow, flat as --allow
     // A probe gives up after this long: never longer than the interval (so probes
     // cannot pile up) nor than a real connection would wait.
     checkTimeout: Math.min(settings.checkInterval, settings.connectTimeout),

@@ -170,10 +170,7 @@ function listenerFrom (raw, where, inherited, src, dir, fromEnvironment) {
   if (listener.backendTls !== null && listener.backendTls.ca !== null) {
     listener.backendTls.ca = path.resolve(dir, listener.backendTls.ca)
   }
-  if (listener.basicAuth !== null) listener.basicAuth = path.resolve(dir, listener.basicAuth)
-  for (const route of listener.routes) {
-    if (route.basicAuth !== null) route.basicAuth = path.resolve(dir, route.basicAuth)
-  }
+  for (const rules of [listener, ...listener.routes]) resolveEdgeFiles(rules, dir)
   return listener
 }
 
@@ -199,6 +196,16 @@ function runFrom (entry, src, fromEnvironment) {
   const command = values.get('command')
   values.delete('command')
   return { command, values, at }
+}
+
+// The files of a listener's or a route's rules at the edge, relative to the config file:
+// --basic-auth, --error-page, --maintenance's page.
+function resolveEdgeFiles (rules, dir) {
+  if (rules.basicAuth !== null) rules.basicAuth = path.resolve(dir, rules.basicAuth)
+  rules.errorPage = rules.errorPage.map(page => ({ ...page, file: path.resolve(dir, page.file) }))
+  if (rules.maintenance !== null && rules.maintenance.page !== null) {
+    rules.maintenance = { page: path.resolve(dir, rules.maintenance.page) }
+  }
 }
 
 // "routes": [{ "match": "api.example.com", "mode": "lc", "backends": [...], ...options }]:

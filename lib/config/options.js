@@ -22,7 +22,8 @@
 // (--access-log, --request-id; true in the config file and LILA_ variable). `route`:
 // a route may set it for itself too (--route '/admin=allow=10.0.0.0/8 ...', a route's
 // key in the config file): true, on top of the listener's (a rule at the edge, judged
-// after the listener's); 'instead', in place of the listener's (which it has otherwise).
+// after the listener's); 'instead', in place of the listener's (which it has otherwise);
+// 'own', the route's own, neither inherited nor added to the listener's (--canary).
 
 // The help topics, in the order `lila help all` and the README list them. `summary`: its
 // line in `lila --help`'s list of topics; `docs`: where it is told in full; `words`: what
@@ -45,11 +46,11 @@ const GROUPS = [
     ['docs/headers.md'], []],
   ['http2', 'HTTP/2 and gRPC', 'HTTP/2 from clients and to backends; gRPC',
     ['docs/http2.md'], ['grpc']],
-  ['routes', 'Routes', 'a pool of its own for a host or a path',
+  ['routes', 'Routes', 'a pool of its own for a host, a path, a header or cookie; canaries',
     ['docs/routes.md'], []],
   ['limits', 'Limits', 'connections overall and per client, rates, request bodies',
     ['docs/limits.md'], []],
-  ['edge', 'Rules at the edge', 'allow and deny by address, basic auth, compression, tracing',
+  ['edge', 'Rules at the edge', 'who may come in, error and maintenance pages, compression',
     ['docs/edge.md'], []],
   ['tls', 'TLS', 'files, lila\'s own CA or Let\'s Encrypt; mutual TLS; TLS to backends',
     ['docs/tls.md'], ['acme', 'https']],
@@ -226,8 +227,8 @@ const OPTIONS = [
     only: 'http',
     default: null,
     shown: 'none',
-    help: 'a host, *.host, /path or host/path sends its requests to a pool of its own: ' +
-      'MATCH=[strip] [MODE] BACKEND...; repeatable'
+    help: 'a host, *.host, /path, host/path, or header:, cookie: or query:NAME[=VALUE] after them, sends its ' +
+      'requests to a pool of its own: MATCH=[strip] [MODE] BACKEND...; repeatable'
   },
   {
     name: 'request-id',
@@ -401,6 +402,121 @@ const OPTIONS = [
     shown: 'off',
     only: 'http',
     help: 'http: W3C traceparent: the trace ID kept, a new parent ID; a new trace where none'
+  },
+  // At the edge, round two: forward auth, error and maintenance pages, canaries.
+  {
+    name: 'forward-auth',
+    arg: 'URL',
+    type: 'forwardAuth',
+    route: true,
+    group: 'edge',
+    default: null,
+    shown: 'off',
+    only: 'http',
+    help: 'http: ask this auth service (a GET) before each request; 2xx lets it in, any other answer is the client\'s'
+  },
+  {
+    name: 'forward-auth-copy',
+    arg: 'LIST',
+    type: 'headerNames',
+    group: 'edge',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: headers copied from the auth service\'s 2xx to the backend request (the client\'s own removed)'
+  },
+  {
+    name: 'forward-auth-timeout',
+    arg: 'DUR',
+    type: 'duration',
+    min: 1,
+    group: 'edge',
+    default: 5000,
+    only: 'http',
+    help: 'http: answer 503 when the auth service has not answered in this long'
+  },
+  {
+    name: 'forward-auth-cache',
+    arg: 'DUR',
+    type: 'duration',
+    group: 'edge',
+    default: 0,
+    shown: 'off',
+    only: 'http',
+    help: 'http: remember the auth service\'s 2xx per Cookie and Authorization this long'
+  },
+  {
+    name: 'error-page',
+    arg: 'CODES=FILE',
+    type: 'errorPage',
+    multiple: true,
+    route: true,
+    group: 'edge',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: lila\'s own answers with these codes (502,503 or 5xx) get this file; repeatable'
+  },
+  {
+    name: 'intercept-errors',
+    type: 'flag',
+    group: 'edge',
+    default: false,
+    shown: 'off',
+    only: 'http',
+    help: 'http: backends\' answers with the codes of --error-page get its file too'
+  },
+  {
+    name: 'maintenance',
+    arg: '[FILE]',
+    type: 'maintenance',
+    bare: 'on', // the value of a bare --maintenance: on, with the 503 page of --error-page (or lila's)
+    route: true,
+    group: 'edge',
+    default: null,
+    shown: 'off',
+    only: 'http',
+    help: 'http: answer every request 503 with this page (or the 503 --error-page); POST /maintenance too'
+  },
+  {
+    name: 'maintenance-allow',
+    arg: 'LIST',
+    type: 'cidrList',
+    multiple: true,
+    group: 'edge',
+    default: Object.freeze([]),
+    shown: 'none',
+    only: 'http',
+    help: 'http: clients from these networks (10.0.0.0/8,::1) are served during maintenance; repeatable'
+  },
+  {
+    name: 'canary',
+    arg: 'BACKENDS PCT%',
+    type: 'canary',
+    route: 'own',
+    group: 'routes',
+    default: null,
+    shown: 'none',
+    only: 'http',
+    help: 'http: PCT% of new clients go to these backends, kept there by a cookie: \':3100 :3101 10%\''
+  },
+  {
+    name: 'canary-cookie',
+    arg: 'NAME',
+    type: 'cookieName',
+    group: 'routes',
+    default: 'lila-canary',
+    only: 'http',
+    help: 'http: the cookie that keeps a client on its side of --canary (always, never: forced)'
+  },
+  {
+    name: 'canary-header',
+    arg: 'NAME',
+    type: 'headerToken',
+    group: 'routes',
+    default: 'X-Lila-Canary',
+    only: 'http',
+    help: 'http: a request header that forces a side of --canary: always or never'
   },
   {
     name: 'check',

@@ -17,6 +17,7 @@ const { quote, forFlag, parseDuration, parseInteger, socketPathProblem, range } 
 const { parseFault, parseMirror } = require('./backend-spec')
 const { parseRouteOption } = require('./route-spec')
 const { parseFleetUrl } = require('./fleet-url')
+const { EDGE_PARSERS } = require('./edge-values')
 
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
@@ -440,6 +441,7 @@ const PARSERS = {
     return text
   },
   flag: value => value === true,
+  ...EDGE_PARSERS, // --forward-auth, --error-page, --maintenance, --canary and theirs
   logLevel: (text, flag) => {
     if (!LOG_LEVELS.includes(text)) {
       throw new UsageError(`invalid log level ${quote(text)}${forFlag(flag)}: expected one of ${LOG_LEVELS.join(', ')}`)

@@ -4,7 +4,7 @@ const { runScript } = require('./scripts')
 const { specAddress } = require('../address')
 
 // Run-time changes (admin/control.js: drain, disable, enable, weight, add, remove, fault,
-// clearFault) made through one lila's control API or dashboard, made on every lila of
+// clearFault; maintenance and a canary's share) made through one lila's control API or dashboard, made on every lila of
 // the fleet: each is kept in a Redis hash, the last word per backend and kind, and
 // published on a channel (scripts.js SHARE, one step, numbered). Every lila applies what
 // it hears from the others, and at start and after a reconnect what the hash holds that
@@ -26,7 +26,12 @@ const KIND = {
   add: 'member',
   remove: 'member',
   fault: 'fault',
-  clearFault: 'fault'
+  clearFault: 'fault',
+  // a pool's (proxy/maintenance.js, proxy/canary.js): a maintenance page's file is read
+  // by each lila, where it is
+  maintenance: 'maintenance',
+  endMaintenance: 'maintenance',
+  canary: 'canary'
 }
 
 class SharedChanges {
@@ -121,7 +126,8 @@ function fieldOf (action) {
   return `${kind} ${action.listener || ''} ${action.route || ''} ${subjectOf(action)}`
 }
 
-const subjectOf = ({ backend, spec }) => spec === undefined ? backend : specAddress(spec)
+const subjectOf = ({ backend, spec }) =>
+  spec !== undefined ? specAddress(spec) : backend !== undefined ? backend : 'the pool'
 
 const seqOf = text => Number(text.slice(0, text.indexOf(' ')))
 

@@ -14,6 +14,10 @@ const { Sweep } = require('./sweep')
 const { configureMirror } = require('./mirror-setup')
 const { loadEdge, compileEdge } = require('./edge/rules')
 const { EdgeStats } = require('./edge/stats')
+const { compilePages } = require('./edge/error-pages')
+const { Maintenance } = require('./maintenance')
+const { Canaries } = require('./canary')
+const { AuthServices } = require('./edge/forward-auth')
 const { defaultMaxConn, holdable } = require('../descriptors')
 
 // Accepted connections above --max-conn wait (paused, unread) for a free slot, at most
@@ -55,7 +59,8 @@ class Listener {
   // rules at the edge read from files (edge/rules.js loadEdge; null: read them now).
   constructor ({
     config, upstream, routes = [], log, protocol, serverOptions = {}, tls = null, backendTls = null, accessLog = null,
-    descriptors = { limit: null, share: null }, edge = null, acme = null, sharedLimits = null, tracer = null
+    descriptors = { limit: null, share: null }, edge = null, acme = null, sharedLimits = null, tracer = null,
+    canaries = new Map()
   }) {
     this.config = config
     // A plain-HTTP listener's ACME HTTP-01 tokens (tls.js Challenges, the process's
@@ -73,6 +78,12 @@ class Listener {
     this.edgeStats = new EdgeStats(log)
     this.gate = null
     this.pools = null
+    this.maintenance = new Maintenance() // on by the config or the control API (maintenance.js)
+    this.authServices = new AuthServices(this.edgeStats) // --forward-auth's, by URL (edge/forward-auth.js)
+    // --canary: the pools that have one (canary.js), and their canary pools' Upstreams
+    // (Map pool name -> Upstream; balancer.js makes them, as it makes routes)
+    this.canaries = new Canaries()
+    this.canaryUpstreams = canaries
     this.configurePools(config, edge === null ? loadEdge(config) : edge, routes)
     this.protocol = protocol
     this.sessions = new Set()
@@ -132,14 +143,16 @@ class Listener {
   // for open ones); new TLS material for new handshakes; a new share of descriptors when
   // the number of listeners changed.
   reconfigure (config, {
-    tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes, edge = null, acme = null
+    tls = null, backendTls = null, descriptors = this.descriptors, routes = this.routes, edge = null, acme = null,
+    canaries = this.canaryUpstreams
   } = {}) {
     this.config = config
     this.acme = acme
+    this.tls = tls
+    this.canaryUpstreams = canaries
     this.configurePools(config, edge === null ? loadEdge(config) : edge, routes)
     this.admission.configure(config)
     this.descriptors = descriptors
-    this.tls = tls
     this.backendTls = backendTls
     this.protocol.reconfigure(config, this)
     this.mirror = configureMirror(this.mirror, config, this.protocol.rewrite, this.log)
@@ -151,9 +164,19 @@ class Listener {
   // (--route: [{ name, match, upstream }], each route its own pool, balancer.js makes
   // them): at the start and on every reload.
   configurePools (config, loaded, routes) {
-    const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats)
+    this.authServices.configure(config)
+    const { gate, own, routes: routeRules } = compileEdge(config, loaded, this.edgeStats, this.authServices)
     this.gate = gate
-    this.pools = new Pools(this.upstream, own, routeRules, routes, config)
+    this.maintenance.configure(config, loaded.pages)
+    this.canaries.configure(config, this.canaryUpstreams, this.tls !== null)
+    const pages = compilePages(config, loaded)
+    this.pools = new Pools(this.upstream, own, routeRules, routes, config, pages, this.canaries)
+  }
+
+  // --error-page's page for `status` of a request no pool took yet (a head refused), or null.
+  errorPage (status) {
+    const { pages } = this.pools.own
+    return pages === null ? null : pages.get(status) || null
   }
 
   // This listener's own pool, as routeFor() gives it ({ name: null, upstream, rules }).
@@ -348,6 +371,7 @@ class Listener {
       this.sweeper.stop()
       this.protocol.drained()
       if (this.mirror !== null) this.mirror.close()
+      this.authServices.close()
     }
     if (this.sessions.size === 0) {
       done()
@@ -389,6 +413,7 @@ class Listener {
       ...this.admission.snapshot(), // limited (turned away by per-client limits), limitedClients
       unserved: this.unserved, // no backend could take them (or none in time)
       ...this.edgeStats.snapshot(), // rules at the edge: refused (by reason), compression (by coding)
+      maintenance: this.maintenance.snapshot(), // { listener, routes, allow }: what is under maintenance
       mirror: this.mirror === null ? null : this.mirror.snapshot(), // --mirror, --compare
       ...this.upstream.stats(), // panic, queued (waiting for a backend slot), queueTimeouts
       ...this.protocol.snapshot() // http: responses by class, requestTime

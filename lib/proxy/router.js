@@ -1,34 +1,85 @@
 'use strict'
 
-// --route: which pool serves a request, by its Host and path. Pure.
+const { fieldValue, cookieValues } = require('../fields')
+
+// --route: which pool serves a request, by its Host and path, and a header, cookie or
+// query parameter. Pure.
 //
-// A route's match (config/parsers.js parseRouteMatch) is { host, wildcard, path }, null
-// where not given. The most specific match wins, as nginx picks a server and then a
-// location: an exact host over a wildcard one over none, a longer wildcard over a
-// shorter one, then the longest path prefix. A path prefix matches whole segments:
+// A route's match (config/route-spec.js parseRouteMatch) is { host, wildcard, path,
+// condition }, null where not given; condition { kind: 'header' | 'cookie' | 'query',
+// name, value } (value null: present with any value). The most specific match wins, as
+// nginx picks a server and then a location: an exact host over a wildcard one over
+// none, a longer wildcard over a shorter one, then the longest path prefix; of the same
+// host and path, a route with a condition the request meets before one without (a
+// canary by header before the pool it tries). A path prefix matches whole segments:
 // /static matches /static, /static/app.js and /static?v=2, not /statically.
 //
 //   const router = new Router(routes)     routes: [{ match, ... }], any order
-//   router.match(hostHeader, path)        -> the route, or null
+//   router.match(hostHeader, path, fields, target)  -> the route, or null (fields: the
+//                                          head's, name, lower-case name, value,
+//                                          repeated; target: the path with its query)
 class Router {
   constructor (routes) {
     this.routes = [...routes].sort((a, b) => rank(b.match) - rank(a.match)) // stable: ties keep their order
   }
 
-  match (hostHeader, path) {
+  match (hostHeader, path, fields = [], target = path) {
     const host = hostName(hostHeader)
     for (const route of this.routes) {
-      if (hostMatches(route.match, host) && pathMatches(route.match.path, path)) return route
+      const { match } = route
+      if (hostMatches(match, host) && pathMatches(match.path, path) &&
+        (!match.condition || meets(match.condition, target, fields))) return route
     }
     return null
   }
 }
 
 // Exact host 3, wildcard 2, none 1; times a bound on lengths, so that a longer host or
-// path ranks higher within a class.
-function rank ({ host, wildcard, path }) {
+// path ranks higher within a class (/ as no path: both match every path); then a
+// condition over none.
+function rank ({ host, wildcard, path, condition = null }) {
   const hostClass = host === null ? 1 : wildcard ? 2 : 3
-  return hostClass * 1e6 + (host === null ? 0 : host.length) * 1e3 + (path === null ? 0 : path.length)
+  const place = hostClass * 1e6 + (host === null ? 0 : host.length) * 1e3 + (path === null ? 0 : path.length - 1)
+  return place * 2 + (condition === null ? 0 : 1)
+}
+
+// Does the request carry the header, cookie or query parameter (with that value)?
+// `target`: its request target, the query in it.
+function meets ({ kind, name, value }, target, fields) {
+  if (kind === 'header') {
+    if (value === null) return fieldValue(fields, name) !== null
+    for (let i = 1; i < fields.length; i += 3) if (fields[i] === name && fields[i + 1].trim() === value) return true
+    return false
+  }
+  if (kind === 'cookie') {
+    const values = cookieValues(fields, name)
+    return value === null ? values.length > 0 : values.includes(value)
+  }
+  return queryMeets(target, name, value)
+}
+
+// A query parameter of the target (its name and value percent-decoded, + a space), at
+// most MAX_PARAMETERS of them looked at.
+const MAX_PARAMETERS = 64
+function queryMeets (target, name, value) {
+  const q = typeof target === 'string' ? target.indexOf('?') : -1
+  if (q === -1) return false
+  const pairs = target.slice(q + 1).split('&', MAX_PARAMETERS)
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=')
+    if (decoded(eq === -1 ? pair : pair.slice(0, eq)) !== name) continue
+    if (value === null || decoded(eq === -1 ? '' : pair.slice(eq + 1)) === value) return true
+  }
+  return false
+}
+
+function decoded (text) {
+  if (!/[%+]/.test(text)) return text
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '))
+  } catch {
+    return text
+  }
 }
 
 function hostMatches ({ host, wildcard }, requestHost) {

@@ -7,10 +7,12 @@
 //   --basic-auth FILE           who may come in, by password (basic-auth.js, passwords.js)
 //   --compress                  responses compressed on the way (compress.js, compressor.js)
 //   --trace                     W3C trace context (trace.js)
+//   --forward-auth URL          who may come in, by an auth service's answer (forward-auth.js)
 //   a route's strip             its path prefix taken off (prefix.js)
 //
 //   loadEdge(config, { readFile }) -> what the rules need from files (the htpasswd
-//                      files, read now and on every reload), or a UsageError; balancer.js
+//                      files, the pages of --error-page and --maintenance, read now and
+//                      on every reload), or a UsageError; balancer.js
 //                      calls it where TLS files are read, before anything changes
 //   compileEdge(config, loaded, stats) -> { gate, own, routes }:
 //     gate     an AddressGate the listener asks of each connection as it arrives (tcp:
@@ -21,13 +23,16 @@
 //
 // A Rules object is what an HTTP exchange asks, once per request (ARCHITECTURE.md, "How
 // the exchange calls the rules"):
-//   rules.admit(clientAddress, authorization, grpc) -> null (go on), a Refusal to
-//       answer ({ status, grpcStatus, fields: [[name, value]], reason, detail }), or a
-//       Promise of either (a password checked for the first time)
-//   rules.rewriteRequest(target, get) -> null, or { path, fields: [[name, value | null]],
-//       traceId }: `target` the request's origin form with its query ("/api/x?y=1");
-//       the target to send on (null: as it is), fields to set (null: remove), the
-//       request's trace ID (null: no --trace)
+//   rules.admit(clientAddress, authorization, grpc, head, proto) -> null (go on), a
+//       Grant (go on with these headers: { pass: Map lower-case name -> value }, from
+//       --forward-auth's 2xx), a Refusal to answer ({ status, grpcStatus, fields:
+//       [[name, value]], reason, detail, page }: `page` the body of an auth service's
+//       answer, else undefined), or a Promise of one (a password checked for the first
+//       time, an auth service asked); `head` the request's, `proto` http or https
+//   rules.rewriteRequest(target, get, grant) -> null, or { path, fields: [[name, value |
+//       null]], traceId }: `target` the request's origin form with its query
+//       ("/api/x?y=1"), `grant` admit's Grant or null; the target to send on (null: as
+//       it is), fields to set (null: remove), the request's trace ID (null: no --trace)
 //   rules.responseTransform(method, acceptEncoding, status, get) -> null, or
 //       { fields, encoding }: fields to set or remove in the response head, and the
 //       coding to compress the body with (null: none)
@@ -46,6 +51,7 @@ const { compressible, compressedFields, typeMatcher } = require('./compress')
 const { Compressor } = require('./compressor')
 const { nextTraceparent } = require('./trace')
 const { stripPrefix } = require('./prefix')
+const { readPages } = require('./error-pages')
 
 // lila's answers when a rule says no. gRPC calls get the status in grpcStatus.
 const refusal = (status, grpcStatus, reason, detail, fields = []) =>
@@ -59,7 +65,9 @@ const BUSY = refusal(503, 14, 'auth-busy', 'too many password checks under way; 
 class Rules {
   // gates: AddressGates, listener's first; auths: BasicAuths; chooser: negotiate.js's
   // or null (no --compress); where: " on route NAME" or "" for log lines.
-  constructor ({ gates, auths, pass, chooser, types, trace, prefix, stats, where }) {
+  // services: --forward-auth's AuthServices (forward-auth.js), listener's first; copy:
+  // --forward-auth-copy's names, lower case.
+  constructor ({ gates, auths, pass, chooser, types, trace, prefix, stats, where, services = [], copy = [] }) {
     this.gates = gates
     this.auths = auths.map(auth => ({
       auth,
@@ -73,38 +81,63 @@ class Rules {
     this.prefix = prefix
     this.stats = stats
     this.where = where
+    this.services = services
+    this.copy = copy
   }
 
-  admit (clientAddress, authorization, grpc) {
+  admit (clientAddress, authorization, grpc, head, proto) {
     for (const gate of this.gates) {
       const why = gate.judge(clientAddress)
       if (why !== null) return this.refuse(REFUSALS[why], clientAddress)
     }
-    return this.auths.length === 0 ? null : this.authenticate(0, clientAddress, authorization)
+    if (this.auths.length + this.services.length === 0) return null
+    return this.authenticate(0, { clientAddress, authorization, head, proto })
   }
 
-  // The i-th --basic-auth (the listener's, then the route's) and those after it.
-  authenticate (i, clientAddress, authorization) {
-    if (i === this.auths.length) return null
-    const verdict = this.auths[i].auth.check(authorization)
-    if (typeof verdict === 'string') return this.authenticated(verdict, i, clientAddress, authorization)
-    return verdict.then(v => this.authenticated(v, i, clientAddress, authorization))
+  // The i-th --basic-auth (the listener's, then the route's) and those after it, then
+  // the auth services.
+  authenticate (i, ask) {
+    if (i === this.auths.length) return this.forwarded(0, ask, null)
+    const verdict = this.auths[i].auth.check(ask.authorization)
+    if (typeof verdict === 'string') return this.authenticated(verdict, i, ask)
+    return verdict.then(v => this.authenticated(v, i, ask))
   }
 
-  authenticated (verdict, i, clientAddress, authorization) {
-    if (verdict === 'ok') return this.authenticate(i + 1, clientAddress, authorization)
+  authenticated (verdict, i, ask) {
+    if (verdict === 'ok') return this.authenticate(i + 1, ask)
     const { missing, wrong } = this.auths[i]
-    return this.refuse(verdict === 'missing' ? missing : verdict === 'bad' ? wrong : BUSY, clientAddress)
+    return this.refuse(verdict === 'missing' ? missing : verdict === 'bad' ? wrong : BUSY, ask.clientAddress)
+  }
+
+  // The i-th --forward-auth (the listener's, then the route's) and those after it;
+  // `grant`: what those before let in with, or null.
+  forwarded (i, ask, grant) {
+    if (i === this.services.length) return grant
+    const verdict = this.services[i].ask(ask.head, ask.proto, ask.clientAddress)
+    if (typeof verdict.then !== 'function') return this.allowed(verdict, i, ask, grant)
+    return verdict.then(v => this.allowed(v, i, ask, grant))
+  }
+
+  allowed (verdict, i, ask, grant) {
+    if (verdict.pass === undefined) return this.refuse(verdict, ask.clientAddress)
+    const merged = grant === null ? verdict : { pass: new Map([...grant.pass, ...verdict.pass]) }
+    return this.forwarded(i + 1, ask, merged)
   }
 
   refuse (answer, clientAddress) {
-    this.stats.refused(answer.reason, `${clientAddress}${this.where}`)
+    const why = answer.reason === 'forward-auth-failed' ? answer.detail : null
+    this.stats.refused(answer.reason, `${clientAddress}${this.where}`, why)
     return answer
   }
 
-  rewriteRequest (target, get) {
+  rewriteRequest (target, get, grant = null) {
     let edits = null
     const edit = () => (edits ||= { path: null, fields: [], traceId: null })
+    // --forward-auth-copy: the auth service's values, never the client's own
+    for (const name of this.copy) {
+      const value = grant === null ? undefined : grant.pass.get(name)
+      if (value !== undefined || get(name) !== undefined) edit().fields.push([name, value === undefined ? null : value])
+    }
     if (this.prefix !== null) {
       edit().path = stripPrefix(target, this.prefix)
       edits.fields.push(['x-forwarded-prefix', this.prefix])
@@ -141,7 +174,7 @@ function loadEdge (config, { readFile = fs.readFileSync } = {}) {
     if (file === null || passwords.has(file)) continue
     passwords.set(file, readPasswords(file, readFile))
   }
-  return { passwords }
+  return { passwords, pages: readPages(config, readFile) } // pages: --error-page, --maintenance
 }
 
 // An htpasswd file, read and checked; a UsageError says why not.
@@ -156,7 +189,8 @@ function readPasswords (file, readFile = fs.readFileSync) {
   return parsePasswords(text, file)
 }
 
-function compileEdge (config, loaded, stats) {
+// services: the listener's AuthServices (forward-auth.js), configured for this config.
+function compileEdge (config, loaded, stats, services) {
   const http = config.protocol !== 'tcp'
   const gateOf = ({ allow, deny }) => allow.length + deny.length === 0 ? null : new AddressGate(allow, deny)
   const auths = new Map() // one per file: routes that share the listener's file share what it remembers
@@ -176,11 +210,13 @@ function compileEdge (config, loaded, stats) {
     trace: http && config.trace,
     prefix: null,
     stats,
-    where: ''
+    where: '',
+    services: http && config.forwardAuth !== null ? [services.get(config.forwardAuth)] : [],
+    copy: config.forwardAuthCopy.map(name => name.toLowerCase())
   }
   const rulesOf = parts => {
-    const empty = parts.gates.length + parts.auths.length === 0 && parts.chooser === null && !parts.trace &&
-      parts.prefix === null
+    const empty = parts.gates.length + parts.auths.length + parts.services.length === 0 && parts.chooser === null &&
+      !parts.trace && parts.prefix === null
     return empty || !http ? null : new Rules(parts)
   }
   const routes = new Map()
@@ -192,7 +228,8 @@ function compileEdge (config, loaded, stats) {
       gates: gate === null ? base.gates : [...base.gates, gate],
       auths: auth === null ? base.auths : [...base.auths, auth],
       prefix: route.strip ? route.match.path : null,
-      where: ` on route ${route.name}`
+      where: ` on route ${route.name}`,
+      services: route.forwardAuth === null ? base.services : [...base.services, services.get(route.forwardAuth)]
     }))
   }
   return { gate: http ? null : listenerGate, own: rulesOf(base), routes }

@@ -9,7 +9,9 @@
 //   stats.refused(reason, detail)            REASONS says the words and log level
 //   stats.compressed(encoding, bytesIn, bytesOut)
 //   stats.compressedResponse(encoding)
-//   stats.snapshot() -> { refused: { reason: n }, compression: { gzip: { responses, bytesIn, bytesOut } } }
+//   stats.forwardAuth('asked' | 'allowed' | 'cached')
+//   stats.snapshot() -> { refused: { reason: n }, compression: { gzip: { responses, bytesIn, bytesOut } },
+//                         forwardAuth: { asked, allowed, cached } }
 
 const { throttled } = require('../../log')
 
@@ -21,6 +23,11 @@ const REASONS = {
   'no-credentials': ['debug', 'no credentials for --basic-auth'],
   'wrong-credentials': ['info', 'wrong user or password for --basic-auth'],
   'auth-busy': ['warn', 'too many password checks under way'],
+  // --maintenance, POST /maintenance (proxy/maintenance.js): answered 503 with its page
+  maintenance: ['debug', 'under maintenance'],
+  // --forward-auth (forward-auth.js): its answer passed on, or a 503 for its failure
+  'forward-auth': ['info', 'not let in by --forward-auth'],
+  'forward-auth-failed': ['warn', 'answered 503 for --forward-auth'],
   // --tls-client-ca, in the TLS handshake (proxy/prelude.js)
   'client-cert-none': ['info', 'no client certificate (--tls-client-ca)'],
   'client-cert-untrusted': ['info', 'a client certificate --tls-client-ca did not sign']
@@ -32,10 +39,16 @@ class EdgeStats {
     this.counts = {}
     this.lines = new Map() // reason -> its throttled logger
     this.compression = {}
+    this.forwardAuths = { asked: 0, allowed: 0, cached: 0 } // --forward-auth's questions
   }
 
-  // `detail`: who, and where ("10.0.0.7", "10.0.0.7 on route admin").
-  refused (reason, detail) {
+  // `what`: asked (a question sent), allowed (its 2xx), cached (a 2xx remembered, not asked).
+  forwardAuth (what) {
+    this.forwardAuths[what]++
+  }
+
+  // `detail`: who, and where ("10.0.0.7", "10.0.0.7 on route admin"); `why`: more to say.
+  refused (reason, detail, why = null) {
     this.counts[reason] = (this.counts[reason] || 0) + 1
     const [level, words] = REASONS[reason]
     if (!this.log.enabled(level)) return
@@ -44,7 +57,7 @@ class EdgeStats {
       say = throttled(line => this.log[level](line))
       this.lines.set(reason, say)
     }
-    say(`refused ${detail}: ${words}`)
+    say(`refused ${detail}: ${words}${why === null ? '' : `: ${why}`}`)
   }
 
   compressedResponse (encoding) {
@@ -64,7 +77,7 @@ class EdgeStats {
   snapshot () {
     const compression = {}
     for (const [encoding, c] of Object.entries(this.compression)) compression[encoding] = { ...c }
-    return { refused: { ...this.counts }, compression }
+    return { refused: { ...this.counts }, compression, forwardAuth: { ...this.forwardAuths } }
   }
 }
 

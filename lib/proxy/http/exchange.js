@@ -11,6 +11,7 @@ const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./ed
 const { originForm } = require('../http2/headers')
 const { challengeAnswer } = require('../../tls/http01')
 const { ExchangeTrace } = require('./exchange-trace')
+const { MAINTENANCE_RETRY_AFTER } = require('../maintenance')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -85,14 +86,17 @@ class Exchange {
     this.route = listener.routeFor(head) // null: no route matches (404)
     // The rules at the edge of the pool it goes to (edge/rules.js), or null: none; and
     // its --max-body-size (bytes; Infinity: none).
-    const pool = this.route || listener.own
+    const pool = this.pool = this.route || listener.own
     this.rules = pool.rules
     this.maxBody = pool.maxBody
     this.sent = head // the head as it goes on: a copy a rule edited, or the client's
     this.traceId = null // --trace: the request's trace ID
     this.plan = null // what a rule does to the response: responseTransform's
     this.compressed = null // its body on the way compressed (edge-calls.js CompressedBody)
-    this.attempt = new Attempt(pool.upstream, this, this, { perRequest: true })
+    this.canary = pool.canary // --canary (proxy/canary.js) beside the pool, or null; the side chosen
+    this.side = this.canary === null ? null : this.canary.choose(head.fields)
+    const upstream = this.side === null ? pool.upstream : this.canary.upstreamOf(this.side, pool.upstream)
+    this.attempt = new Attempt(upstream, this, this, { perRequest: true })
     this.leg = null // the request on the backend seated
     this.lastStatus = 502 // what the last failure answers when no backend is left
     this.tunnel = null // a Tunnel (http1/tunnel.js), once an HTTP/1.1 backend switched protocols
@@ -125,12 +129,26 @@ class Exchange {
     if (acme !== null && acme.http.size > 0 && this.answeredChallenge(acme.http)) return
     const looped = this.listener.protocol.looped(this)
     if (looped !== null) return this.answer(...looped)
+    if (this.listener.maintenance.active && this.underMaintenance()) return
     const { rules } = this
     if (rules !== null) {
-      const verdict = rules.admit(this.clientAddress, fieldOf(this.head.fields, 'authorization'), this.grpc !== null)
+      const authorization = fieldOf(this.head.fields, 'authorization')
+      const proto = this.listener.tls === null ? 'http' : 'https' // --forward-auth's X-Forwarded-Proto
+      const verdict = rules.admit(this.clientAddress, authorization, this.grpc !== null, this.head, proto)
       if (verdict !== null) return this.judged(verdict)
     }
     this.admitted()
+  }
+
+  // --maintenance, POST /maintenance (proxy/maintenance.js): 503 with its page, unless
+  // the client is on --maintenance-allow. True when answered.
+  underMaintenance () {
+    const held = this.listener.maintenance.holds(this.pool.name, this.clientAddress)
+    if (held === null) return false
+    this.listener.edgeStats.refused('maintenance', this.clientAddress)
+    const page = held.page === null ? this.errorPage(503) : held.page
+    this.answer(503, 'under maintenance; try again later', { retryAfter: MAINTENANCE_RETRY_AFTER, quiet: true, page })
+    return true
   }
 
   // An ACME HTTP-01 validation of a token lila holds (tls/http01.js), on a plain-HTTP
@@ -144,33 +162,39 @@ class Exchange {
     return true
   }
 
-  // A rule at the edge said no (answered as lila's own, never forwarded), or will say
-  // (a password checked for the first time, bcrypt's cost paid in slices): the request
-  // waits, its body unread, and is dropped if the client leaves meanwhile.
+  // A rule at the edge said no (answered as lila's own, never forwarded), or yes with
+  // headers for the backend (--forward-auth's 2xx), or will say (a password checked for
+  // the first time, bcrypt's cost paid in slices; an auth service asked): the request
+  // waits, its body unread (held up to a window, then the client paused), and is
+  // dropped if the client leaves meanwhile.
   judged (verdict) {
-    if (typeof verdict.then !== 'function') return this.refused(verdict)
+    if (typeof verdict.then !== 'function') {
+      return verdict.pass === undefined ? this.refused(verdict) : this.admitted(verdict)
+    }
     if (this.reading) this.client.pauseBody(this)
     verdict.then(later => {
       if (this.done) return
-      if (later !== null) return this.refused(later)
+      if (later !== null && later.pass === undefined) return this.refused(later)
       if (this.reading) this.client.resumeBody(this)
-      this.admitted()
+      this.admitted(later)
     }, err => {
-      if (!this.done) this.answer(503, `the password check failed (${reasonOf(err)})`)
+      if (!this.done) this.answer(503, `the check at the edge failed (${reasonOf(err)})`)
     })
   }
 
-  refused ({ status, detail, fields }) {
-    this.answer(status, detail, { fields, quiet: true }) // counted and logged by the rules
+  // `page`: an auth service's answer's body (else --error-page's, or lila's words).
+  refused ({ status, detail, fields, page }) {
+    this.answer(status, detail, { fields, quiet: true, page }) // counted and logged by the rules
   }
 
-  admitted () {
+  // `grant`: rules.admit's Grant (the headers --forward-auth lets the request in with), or null.
+  admitted (grant = null) {
     const { head, body, listener, rules } = this
     // A body said to be too large is refused before any of it is read (and before a
     // client waiting for 100 Continue sends it); one of unknown length, as it comes (onBody).
     if (body.length > this.maxBody) return this.answer(413, overSize(this.maxBody))
     if (rules !== null) {
-      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name))
+      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name), grant)
       if (edits !== null) {
         this.sent = editedRequest(head, edits)
         if (this.trace === null) this.traceId = edits.traceId
@@ -443,6 +467,10 @@ class Exchange {
     const retried = this.attempt.answered(status, how)
     if (this.trace !== null) this.trace.judged(this, `answered ${status}`, retried)
     if (!retried) {
+      const { intercept } = this.pool // --intercept-errors: a page for the backend's status
+      if (intercept !== null && this.grpc === null && intercept.get(status) !== undefined) {
+        return this.intercepted(status, res, intercept.get(status))
+      }
       const { rules, head } = this
       if (rules !== null) {
         const accepts = fieldOf(head.fields, 'accept-encoding')
@@ -452,6 +480,25 @@ class Exchange {
     }
     leg.abandon()
     return true
+  }
+
+  // --intercept-errors: the backend's answer is dropped (its leg abandoned) for the
+  // --error-page of its status, its Retry-After kept.
+  intercepted (status, res, page) {
+    this.leg.abandon()
+    this.leg = null
+    this.releaseLease()
+    const retryAfter = fieldOf(res.fields, 'retry-after')
+    const fields = retryAfter === undefined ? null : [['retry-after', retryAfter]]
+    this.answer(status, `the backend answered ${status}`, { quiet: true, page, fields })
+    return true
+  }
+
+  // --error-page's page for `status` on this request's pool (the listener's, or its
+  // route's over them), or null.
+  errorPage (status) {
+    const { pages } = this.pool
+    return pages === null ? null : pages.get(status) || null
   }
 
   // Will the response's body go on compressed? Then the leg gives it unframed.
@@ -470,8 +517,7 @@ class Exchange {
       sent = editedResponse(res, plan.fields, plan.encoding !== null)
       if (plan.encoding !== null) how = HOW[0] // lila frames what it compresses
     }
-    const cookie = this.listener.protocol.sticky.cookieFor(this) // --sticky's Set-Cookie
-    const size = this.client.respond(this, sent, how, cookie)
+    const size = this.client.respond(this, sent, how, this.cookies())
     if (size < 0) {
       this.onClientClose()
       return false
@@ -549,8 +595,14 @@ class Exchange {
     this.tunnel = tunnel
     this.responseStarted = true
     this.reading = true
-    const cookie = this.listener.protocol.sticky.cookieFor(this)
-    this.bytesOut += this.client.tunnelHead(this, res, cookie)
+    this.bytesOut += this.client.tunnelHead(this, res, this.cookies())
+  }
+
+  // The Set-Cookie values a backend's response gets: --sticky's and --canary's (null,
+  // one, or a list of both).
+  cookies () {
+    const sticky = this.listener.protocol.sticky.cookieFor(this)
+    return this.side === null ? sticky : this.canary.cookies(this.side, sticky)
   }
 
   // The tunnel's backend side closed.
@@ -560,14 +612,18 @@ class Exchange {
   }
 
   // lila answers the request itself (error statuses).
-  answer (status, detail, { retryAfter = 0, quiet = false, exhausted = false, fields = null, exact = false } = {}) {
+  // `page`: the body's (--error-page's for the status, unless `exact` or given).
+  answer (status, detail, {
+    retryAfter = 0, quiet = false, exhausted = false, fields = null, exact = false,
+    page = exact ? null : this.errorPage(status)
+  } = {}) {
     if (status >= 500 && !quiet) {
       this.listener.log.warn(`${status} for ${this.head.method} ${this.path} from ${this.clientAddress}: ${detail}`)
     }
     if (this.trace !== null) this.trace.answeredByLila(status, detail)
     this.responseStarted = true
     this.replied = status
-    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact })
+    this.bytesOut += this.client.answer(this, status, detail, { retryAfter, exhausted, fields, exact, page })
     this.finish(true)
   }
 
@@ -588,6 +644,7 @@ class Exchange {
     const ms = performance.now() - this.openedAt
     const answered = this.res !== null || this.tunnel !== null // by a backend, not lila
     protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
+    if (this.canary !== null) this.canary.count(this.side, this.status, ms)
     if (accessLog !== null) accessLog.log(requestRecord(this, ms))
     if (this.trace !== null) this.trace.ended(this)
   }

@@ -12,16 +12,24 @@ const { codeOf, encodeMessage, CODES } = require('./grpc')
 
 const REASONS = {
   200: 'OK',
+  // an auth service's answer passed on (--forward-auth), as well as lila's own
+  301: 'Moved Permanently',
+  302: 'Found',
+  303: 'See Other',
+  307: 'Temporary Redirect',
+  308: 'Permanent Redirect',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  407: 'Proxy Authentication Required',
   408: 'Request Timeout',
   413: 'Content Too Large', // RFC 9110 15.5.14 (was Payload Too Large)
   414: 'URI Too Long',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
@@ -36,6 +44,9 @@ const EMPTY = Buffer.alloc(0)
 // refusal: WWW-Authenticate, proxy/edge/rules.js); `head`: a HEAD request (no body,
 // though its length is told);
 // `exact`: the body is `detail` itself (an ACME key authorization, tls/http01.js);
+// `page`: the body is this page's, of its type (edge/error-pages.js Page: --error-page,
+// --maintenance; an auth service's answer passed on: type null, none said), rendered
+// for `ctx`;
 // `grpc`: the call's content-type, or null; `exhausted`: every backend is at its
 // max-conn and there is no room to wait (gRPC's RESOURCE_EXHAUSTED rather than
 // UNAVAILABLE); `ctx`: { clientAddress, requestId, traceId } (--request-id, --trace:
@@ -43,7 +54,8 @@ const EMPTY = Buffer.alloc(0)
 // content-type says and its length counts. header-rules.js's response rules are the
 // writers' to apply (reply, http2/replies.js), as for a backend's answers.
 function answerOf (status, detail, {
-  retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null, fields: more = null, exact = false
+  retryAfter = 0, head = false, grpc = null, exhausted = false, ctx = null, fields: more = null, exact = false,
+  page = null
 } = {}) {
   if (grpc !== null) {
     const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
@@ -51,8 +63,17 @@ function answerOf (status, detail, {
     if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
     return { status: 200, fields: withMore(fields, more), body: EMPTY }
   }
+  if (page !== null) return pageAnswer(status, page, retryAfter, head, ctx, more)
   const body = Buffer.from(exact ? detail : bodyOf(status, REASONS[status] || 'Error', detail, ctx))
   const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
+  if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
+  return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
+}
+
+function pageAnswer (status, page, retryAfter, head, ctx, more) {
+  const body = page.render(ctx)
+  const fields = ['cache-control', 'no-store']
+  if (page.type !== null) fields.unshift('content-type', page.type)
   if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
   return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
 }

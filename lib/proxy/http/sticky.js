@@ -77,9 +77,11 @@ function setCookie (name, value, path, secure) {
   return `${name}=${value}; Path=${path}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
 }
 
-// An HTTP/1.1 head (`text`, ending in CRLF CRLF) with the cookie: the field goes before
-// the empty line; the backend's own cookies stay.
+// An HTTP/1.1 head (`text`, ending in CRLF CRLF) with the cookie (or a list of them,
+// --sticky's and --canary's): the field goes before the empty line; the backend's own
+// cookies stay.
 function withCookieLine (text, cookie) {
+  if (typeof cookie !== 'string') return cookie.reduce(withCookieLine, text)
   return `${text.slice(0, -2)}Set-Cookie: ${cookie}\r\n\r\n`
 }
 

@@ -31,7 +31,9 @@ const FIELD_NAMES = {
   'content-type': 'Content-Type',
   'cache-control': 'Cache-Control',
   'retry-after': 'Retry-After',
-  'www-authenticate': 'WWW-Authenticate'
+  'www-authenticate': 'WWW-Authenticate',
+  location: 'Location',
+  'set-cookie': 'Set-Cookie'
 }
 
 module.exports = { reply, CONTINUE }

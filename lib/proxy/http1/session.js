@@ -218,7 +218,7 @@ class HttpSession {
 
   // lila's own answer; returns its size. The connection stays when the request (and its
   // body) was read whole.
-  // `more`: answerOf's { retryAfter, exhausted, fields, exact }.
+  // `more`: answerOf's { retryAfter, exhausted, fields, exact, page }.
   answer (x, status, detail, more) {
     const { head } = x
     this.keepAlive = head.keepAlive && x.body.done && !this.closing
@@ -234,7 +234,7 @@ class HttpSession {
   // the connection closed (the rest of the body cannot be told from the next request).
   refuseBody (x, status, detail) {
     this.stopBody()
-    return this.refuse(status, detail, { grpc: x.grpc })
+    return this.refuse(status, detail, { grpc: x.grpc, page: x.errorPage(status) })
   }
 
   pauseBody (x) {
@@ -487,12 +487,12 @@ class HttpSession {
 
   // Answer a request lila cannot serve and close the connection. `grpc`: the request's
   // gRPC call type (grpc.js), for a gRPC-shaped answer. Returns the answer's size.
-  refuse (status, detail, { retryAfter = 0, grpc = null } = {}) {
+  refuse (status, detail, { retryAfter = 0, grpc = null, page = this.listener.errorPage(status) } = {}) {
     this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
     // A head refused before an exchange is counted here; an exchange counts its own.
     if (this.exchange === null) this.listener.protocol.stats.refused(status)
     this.buf = null
-    const bytes = reply(status, detail, { close: true, retryAfter, grpc })
+    const bytes = reply(status, detail, { close: true, retryAfter, grpc, page }) // page: --error-page's
     this.client.write(bytes)
     this.shut()
     return bytes.length

@@ -111,7 +111,7 @@ function requestList (head, ctx, hostIfMissing, settings, scheme, grpcTimeout = 
 // A response (or 1xx) head, either codec's, as an HTTP/2 client gets it: its status and
 // fields less what HTTP/2 does not carry; `chunked`: its body came chunked, so the
 // Trailer field that announces its trailers stays; `rules` (--set-response-header,
-// --request-id) and `cookie` (--sticky), or null.
+// --request-id) and `cookie` (--sticky, --canary: one, a list, or null).
 function responseList (res, chunked, rules = null, ctx = null, cookie = null) {
   const list = [':status', String(res.status)]
   const listed = res.connection
@@ -123,7 +123,8 @@ function responseList (res, chunked, rules = null, ctx = null, cookie = null) {
     list.push(lower, fields[i + 2])
   }
   if (rules !== null) rules.addTo(list, ctx)
-  if (cookie !== null) list.push('set-cookie', cookie)
+  if (typeof cookie === 'string') list.push('set-cookie', cookie)
+  else if (cookie !== null) for (const c of cookie) list.push('set-cookie', c) // --sticky's and --canary's
   return list
 }
 

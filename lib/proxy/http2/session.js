@@ -114,7 +114,8 @@ class Http2Session {
     listener.log.debug(`${status} to ${this.clientAddress} (HTTP/2): ${detail}`)
     listener.protocol.stats.refused(status)
     const grpc = callType(head, listener.protocol.grpc)
-    const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD' })
+    const page = listener.errorPage(status) // --error-page
+    const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD', page })
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)
     this.finishBody(s) // its body, if any still comes, is not wanted
@@ -175,7 +176,7 @@ class Http2Session {
 
   // lila's own answer: headers, and a body unless empty (then the headers end the
   // stream: a gRPC client reads them as trailers). Returns the body's size.
-  // `more`: answerOf's { retryAfter, exhausted, fields, exact }.
+  // `more`: answerOf's { retryAfter, exhausted, fields, exact, page }.
   answer (x, status, detail, more) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return 0
@@ -191,7 +192,9 @@ class Http2Session {
   // carried (the stream is malformed: reset).
   refuseBody (x, status, detail) {
     this.listener.log.debug(`HTTP/2 stream from ${this.clientAddress}: ${status} ${detail}`)
-    if (status === 408 || status === 413) return this.answer(x, status, detail, { retryAfter: 0, exhausted: false })
+    if (status === 408 || status === 413) {
+      return this.answer(x, status, detail, { retryAfter: 0, exhausted: false, page: x.errorPage(status) })
+    }
     this.conn.reset(x.stream, PROTOCOL_ERROR)
     return 0
   }
