@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "61264b8d8ad992f49b966b8d9c8df5fc9768e3332e6f36b52b07fc59a2cc579f"
+  sha256 "22ff909407a8ca71d1ada8b10b89b8d65c91b66dbfa238f01b0f9e4cc2cacfcf"
   license "MIT"
 
   depends_on "node"
