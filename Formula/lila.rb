@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "22ff909407a8ca71d1ada8b10b89b8d65c91b66dbfa238f01b0f9e4cc2cacfcf"
+  sha256 "50bddd91e3e6dc0da1ac1f71a0cf219cfb2193f283869d35ec0d909175d71745"
   license "MIT"
 
   depends_on "node"
