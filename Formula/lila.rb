@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "61264b8d8ad992f49b966b8d9c8df5fc9768e3332e6f36b52b07fc59a2cc579f"
+  sha256 "50bddd91e3e6dc0da1ac1f71a0cf219cfb2193f283869d35ec0d909175d71745"
   license "MIT"
 
   depends_on "node"

@@ -12,7 +12,8 @@
 //
 // The workloads (rows): HTTP/2 and HTTP/1.1 clients to HTTP/2 and to HTTP/1.1 backends
 // (h2load -c10 -m10 h2c; wrk -c10 keep-alive), gRPC unary calls (ghz -c20, 4
-// connections) and tcp mode with a connection per request (wrk, Connection: close).
+// connections; again with lila's --retry-on reset, the calls said to be safe to run
+// twice) and tcp mode with a connection per request (wrk, Connection: close).
 // Each cell says `failed / cut of total`: failed as the client counted it (h2load's
 // failed and errored streams and non-2xx answers, wrk's socket errors and non-2xx,
 // ghz's calls not OK); cut as the balancer logged it (lila's `response cut` lines,
@@ -24,7 +25,7 @@
 // (Every cell's lila runs from a config file, which SIGHUP reloads: started without
 // one, lila has nothing to reload and SIGHUP ends it.)
 //
-//   node bench/chaos.js [--seconds 6] [--runs 1] [--only h2-h2,grpc] [--faults kill]
+//   node bench/chaos.js [--seconds 6] [--runs 1] [--only h2-h2,grpc,grpc-reset] [--faults kill]
 //                       [--lila ./lila] [--no-haproxy] [--no-stress] [--out FILE]
 //
 // Writes bench/RESULTS-chaos.md (or --out) and prints the same.
@@ -61,6 +62,15 @@ const WORKLOADS = [
   { id: 'h2-h1', title: 'HTTP/2 clients, HTTP/1.1 backends', client: 'h2load', backend: 'h1', protocol: 'http' },
   { id: 'h1-h1', title: 'HTTP/1.1 clients, HTTP/1.1 backends', client: 'wrk', backend: 'h1', protocol: 'http' },
   { id: 'grpc', title: 'gRPC unary calls (ghz)', client: 'ghz', backend: 'grpc', protocol: 'grpc' },
+  // lila told that the calls may run twice (HAProxy's config is the same in both rows).
+  {
+    id: 'grpc-reset',
+    title: 'gRPC unary calls (ghz), lila `--retry-on 502,503,reset`',
+    client: 'ghz',
+    backend: 'grpc',
+    protocol: 'grpc',
+    lila: { 'retry-on': '502,503,reset' }
+  },
   { id: 'tcp', title: 'tcp mode, a connection per request', client: 'wrk-close', backend: 'h1', protocol: 'tcp' }
 ]
 const FAULTS = ['kill', 'reload', 'upgrade']
@@ -98,6 +108,7 @@ async function startLila (w, backends, dir) {
       mode: 'round-robin',
       'check-interval': '500ms',
       ...(w.protocol === 'http' && w.backend === 'h2' ? { 'backend-protocol': 'h2' } : {}),
+      ...w.lila,
       backends: [`${backends[0]},weight=${weight}`, backends[1]]
     }]
   })

@@ -211,7 +211,8 @@ t.test('--eject-on 5xx counts a 500; by default it neither counts nor is retried
 
 t.test('a bad --retry-on, --eject-on or --retry-budget is a usage error', async t => {
   for (const [flag, value, expected] of [
-    ['--retry-on', '404', /invalid status list "404" for --retry-on: expected server-error codes from 500 to 599, 5xx, gateway or none/],
+    ['--retry-on', '404', /invalid status list "404" for --retry-on: expected server-error codes from 500 to 599, 5xx, gateway, none or reset/],
+    ['--eject-on', 'reset', /invalid status list "reset" for --eject-on: expected server-error codes from 500 to 599, 5xx, gateway or none,/],
     ['--eject-on', '5xy', /invalid status list "5xy" for --eject-on/],
     ['--retry-budget', '120%', /invalid percentage "120%" for --retry-budget: expected 0 to 100, e.g. 20%, or off/],
     ['--eject-after', 'five', /invalid value "five" for --eject-after: expected a whole number from 0 to 100/]

@@ -111,6 +111,7 @@ t.test('every listener option: the same value from argv and from JSON', async t 
     backendProtocol: ['h2', 'h2'],
     file: ['/tmp/x.pem', '/tmp/x.pem'],
     statusList: ['5xx', '5xx'],
+    retryList: ['502,503,reset', '502,503,reset'],
     percent: ['25%', '25%'],
     rate: ['10/s,burst=20', '10/s,burst=20'],
     fault: [':9001,error=503,for=30s', ':9001,error=503,for=30s'],

@@ -15,8 +15,10 @@ const { toolPath } = require('./fixtures/grpc')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { startResponder } = require('./fixtures/h2-responder')
 const { h2client, request } = require('./fixtures/h2-client')
-const { flood } = require('./fixtures/h2-frames')
+const { gcFunction } = require('../lib/cli/heap')
 const { ENHANCE_YOUR_CALM } = require('../lib/wire/h2/constants')
+
+const FLOODER = path.join(__dirname, 'fixtures', 'h2-frames.js')
 
 const H2SPEC = toolPath('h2spec')
 const has = tool => process.env.PATH.split(':').some(dir => fs.existsSync(path.join(dir, tool)))
@@ -131,29 +133,47 @@ t.test('the codec\'s client: concurrent streams, 1 MiB both ways, a reader that 
   t.equal(all.body.length, 2000000, 'resumed: the rest arrives')
 })
 
-// The floods test/http2-floods.test.js sends lila, sent to the responder in-process:
-// each attacker is closed while a well-behaved client on its own connection is served,
-// and the process's heap stays bounded.
+// The floods test/http2-floods.test.js sends lila, sent to the responder: each attacker
+// is closed while a well-behaved client on its own connection is served, and what the
+// codec holds stays bounded. The attacker is a process of its own: its 100,000 frames
+// are some 10 MiB of live heap and more of garbage, which in this process made its
+// resident memory grow 35 MiB on a quiet machine and 75 on a busy one (V8 collecting
+// later), while the codec's share was under 3 MiB. So what is measured is the live heap
+// (used and external, after a full collection) as each good answer comes in during a
+// flood and once the attacker is closed: the codec's input, its acknowledgements below
+// the flood limit, a header block, never the garbage or the collector's pace.
 t.test('floods: each attacker closed, a good client served meanwhile, memory bounded', async t => {
+  const gc = gcFunction()
+  const live = () => {
+    gc()
+    const { heapUsed, external } = process.memoryUsage()
+    return heapUsed + external
+  }
   // The attackers ask for / (h2-frames.js): held, as by a backend at work.
   const responder = await startResponder(t, { hold: '/' })
   const client = h2client(t, responder.port)
+  t.equal((await client.fetch(request('/trailers'))).status, 200, 'served before')
   const cases = [
     ['rapidReset', 20000, true], ['continuation', 100000, true], ['settings', 100000, true], ['settings', 100000, false],
     ['ping', 100000, true], ['ping', 100000, false], ['emptyData', 100000, true]
   ]
   const MIB = 1024 * 1024
-  const start = process.memoryUsage().rss
+  const start = live()
   let peak = start
-  for (const [attack, n, read] of cases) {
-    const attacked = flood(responder.port, attack, n, { read })
-    const during = await Promise.all(Array.from({ length: 20 }, () => client.fetch(request('/trailers'))))
-    t.same([...new Set(during.map(a => a.status))], [200], `${attack}${read ? '' : ' (unread)'}: a good client served meanwhile`)
-    const result = await attacked
-    // flood() resolving is the close; the GOAWAY says why (unread ones may not read it).
-    t.ok(result.goaway === ENHANCE_YOUR_CALM || (!read && result.goaway === null), `${attack}${read ? '' : ' (unread)'}: closed, GOAWAY ${result.goaway}`)
-    peak = Math.max(peak, process.memoryUsage().rss)
+  const sample = answer => {
+    peak = Math.max(peak, live())
+    return answer
   }
-  t.ok(peak - start < 64 * MIB, `resident memory grew by ${((peak - start) / MIB).toFixed(1)} MiB at most`)
+  for (const [attack, n, read] of cases) {
+    const what = `${attack}${read ? '' : ' (unread)'}`
+    const attacked = outputOf(process.execPath, [FLOODER, String(responder.port), attack, String(n), read ? 'read' : 'unread'])
+    const during = await Promise.all(Array.from({ length: 20 }, () => client.fetch(request('/trailers')).then(sample)))
+    t.same([...new Set(during.map(a => a.status))], [200], `${what}: a good client served meanwhile`)
+    const result = JSON.parse(await attacked)
+    sample()
+    // The attacker's end is the close; the GOAWAY says why (unread ones may not read it).
+    t.ok(result.goaway === ENHANCE_YOUR_CALM || (!read && result.goaway === null), `${what}: closed, GOAWAY ${result.goaway}`)
+  }
+  t.ok(peak - start < 8 * MIB, `live memory grew by ${((peak - start) / MIB).toFixed(1)} MiB at most`)
   t.equal((await client.fetch(request('/trailers'))).status, 200, 'served after')
 })

@@ -41,7 +41,10 @@ const ABOUT = {
       'skips backends that are down or at their max-conn. The hash modes agree across processes and ' +
       'machines for the same backends.',
     'A connection or request that failed before any byte reached a backend is tried on another; an ' +
-      'idempotent http request answered with a --retry-on status too, within the --retry-budget.'
+      'idempotent http request answered with a --retry-on status too, within the --retry-budget.',
+    'With reset in --retry-on (--retry-on 502,503,reset), a request of any method, a POST or a gRPC ' +
+      'call, is sent to another backend when its backend closed or reset before any answer reached ' +
+      'the client: one the first backend had acted on then runs twice. Use it where that does no harm.'
   ],
   health: [
     'At start-up lila checks every backend once and prints what it found. Then each backend is probed ' +

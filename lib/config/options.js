@@ -126,12 +126,13 @@ const OPTIONS = [
   {
     name: 'retry-on',
     arg: 'LIST',
-    type: 'statusList',
+    type: 'retryList',
     group: 'balancing',
     default: Object.freeze([502, 503]),
     shown: '502,503',
     only: 'http',
-    help: 'http: answers tried again elsewhere: codes, 5xx, gateway, none'
+    help: 'http: answers tried again elsewhere: codes, 5xx, gateway, none; ' +
+      'reset: any method after a reset (it may run twice)'
   },
   {
     name: 'retry-budget',

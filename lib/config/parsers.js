@@ -263,6 +263,8 @@ const PARSERS = {
     return parseInteger(text, flag, 1, MAX_WORKERS, `a whole number from 1 to ${MAX_WORKERS}, or auto`)
   },
   statusList: (text, flag) => parseStatusList(text, flag),
+  // --retry-on: statuses, and `reset` (attempt.js: any method resent after a reset)
+  retryList: (text, flag) => parseStatusList(text, flag, true),
   fault: (text, flag) => parseFault(text, flag),
   // "cookie" (the option's default name), "cookie=SID" -> { cookie: name }; "none" -> null
   sticky: (text, flag, option) => {
@@ -450,21 +452,27 @@ const PARSERS = {
   }
 }
 
-// "502,503", "5xx", "gateway" (502,503,504), "none": server-error statuses, sorted, once.
+// "502,503", "5xx", "gateway" (502,503,504), "none": server-error statuses, sorted, once;
+// with `reset` (--retry-on), the word `reset` may be among them, kept after the codes.
 const STATUS_WORDS = { '5xx': range(500, 599), gateway: [502, 503, 504], none: [] }
-function parseStatusList (text, flag) {
+function parseStatusList (text, flag, reset = false) {
   const codes = new Set()
+  let resets = false
   for (const word of String(text).split(',')) {
     const known = STATUS_WORDS[word.trim()]
     const code = Number(word.trim())
     if (known !== undefined) for (const c of known) codes.add(c)
     else if (/^5\d\d$/.test(word.trim())) codes.add(code)
+    else if (reset && word.trim() === 'reset') resets = true
     else {
       throw new UsageError(`invalid status list ${quote(text)}${forFlag(flag)}: ` +
-        'expected server-error codes from 500 to 599, 5xx, gateway or none, separated by commas')
+        `expected server-error codes from 500 to 599, 5xx, gateway${reset ? ', none or reset' : ' or none'}, ` +
+        'separated by commas')
     }
   }
-  return Object.freeze([...codes].sort((a, b) => a - b))
+  const list = [...codes].sort((a, b) => a - b)
+  if (resets) list.push('reset')
+  return Object.freeze(list)
 }
 
 // Option types whose JSON value may be a number as well as a string.

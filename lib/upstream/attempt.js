@@ -19,6 +19,7 @@ const { performance } = require('perf_hooks')
 //   attempt.failed(reason, how)  the backend failed before answering: blame it, release
 //                             its slot and, where safe, seat the client elsewhere
 //   attempt.blame(reason, cause)  it failed after it had answered; the slot is kept
+//   attempt.resendsAfter(cause)  --retry-on reset: a request of any method may go again
 //   attempt.shortage()        lila itself could not connect: release, blame nobody
 //   attempt.release(in, out)  the client is done: release the slot (exactly once)
 //   attempt.cancel()          the client left while queued (or held by a fault)
@@ -254,6 +255,16 @@ class Attempt {
     else this.#settle()
     lease.release(bytesIn, 0)
     return retry
+  }
+
+  // --retry-on reset (Envoy's retry_on: reset, HAProxy's retry-on): may a request the
+  // owner would not send again (a POST, a gRPC call: the backend may have acted on it)
+  // go to another backend all the same, after its backend closed or reset (`cause`)
+  // before any answer reached the client? The user said so, knowing it may then run
+  // twice; within --retries and the budget, as failed() decides. Not after a timeout:
+  // a slow backend is not given a second backend's load.
+  resendsAfter (cause) {
+    return this.upstream.retryReset && (cause === 'reset' || cause === 'closed')
   }
 
   // The verdict on a failure waits for the next backend's. Not a trial's: a backend

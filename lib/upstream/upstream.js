@@ -22,7 +22,8 @@ const { describeFault, formatDuration } = require('../format')
 //   lease.succeeded() | lease.failed(reason, cause, client); lease.release(in, out) once
 //
 // It also holds the listener's retry policy, which the attempt reads: `retries`,
-// `retryOn` and `ejectOn` (Sets of statuses), the `budget` (retry-budget.js), and
+// `retryOn` and `ejectOn` (Sets of statuses), `retryReset` (--retry-on reset: any
+// method resent after a reset), the `budget` (retry-budget.js), and
 // counts what came of it: retried(cause, spends), failedEverywhere().
 //
 // `ctx` is what the mode keys on (clientAddress; http adds the path and head), and
@@ -178,6 +179,7 @@ class Upstream {
   #policy ({ retries, retryOn, ejectOn, retryBudget }) {
     this.retries = retries
     this.retryOn = new Set(retryOn)
+    this.retryReset = this.retryOn.has('reset')
     this.ejectOn = new Set(ejectOn)
     this.budget.setPercent(retryBudget)
   }

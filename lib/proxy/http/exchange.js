@@ -55,7 +55,7 @@ const overSize = max => `the request body is over --max-body-size (${max} bytes)
 // A failure before the backend answered is retried where that is safe (upstreamFailed)
 // on a fresh connection or another backend; otherwise answered 502/503/504. After the
 // response started, a failure cuts the client (an HTTP/1.1 connection, an HTTP/2
-// stream): a truncated response must not look complete.
+// stream; a gRPC call's ends UNAVAILABLE): a truncated response must not look complete.
 class Exchange {
   constructor (client, head, headBytes, stream = null) {
     this.client = client
@@ -295,7 +295,7 @@ class Exchange {
       if (this.trace !== null) this.trace.failed(reason)
       this.releaseLease()
       this.cut = 'backend'
-      this.client.cut(this)
+      this.client.cut(this, `backend ${backend.address} ${reason}; the answer was cut`)
       this.finish(false)
       return
     }
@@ -303,10 +303,11 @@ class Exchange {
     // (request-body.js: all of it held; not sent at all ('connect'), or idempotent, or
     // none of it sent yet); or the backend began an answer none of which reached the
     // client (http2/leg.js holds a small one until its end), and the request is one
-    // that may be repeated.
-    const replayable = leg.gotBytes
+    // that may be repeated. Or any request all of whose body is held, after a reset,
+    // when --retry-on says reset (attempt.js resendsAfter).
+    const replayable = (leg.gotBytes
       ? this.body.canRepeat()
-      : cause === 'connect' ? this.body.kept : this.body.canReplay()
+      : cause === 'connect' ? this.body.kept : this.body.canReplay()) || (this.body.kept && attempt.resendsAfter(cause))
     if (reused && cause !== 'timeout' && replayable && attempt.retryFresh()) {
       log.debug(`${backend.address}: reused connection ${reason}; retrying on a fresh one`)
       this.leg = leg.again()
@@ -499,6 +500,13 @@ class Exchange {
   errorPage (status) {
     const { pages } = this.pool
     return pages === null ? null : pages.get(status) || null
+  }
+
+  // Could the request be sent again if its backend died before its answer's end?
+  // Idempotent with its body held, or any held one with --retry-on reset (http2/leg.js
+  // holds a small answer until its end when it could).
+  get repeatable () {
+    return this.body.canRepeat() || (this.body.kept && this.attempt.resendsAfter('reset'))
   }
 
   // Will the response's body go on compressed? Then the leg gives it unframed.

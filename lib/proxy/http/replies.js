@@ -70,6 +70,14 @@ function answerOf (status, detail, {
   return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
 }
 
+// What ends a gRPC call whose answer its backend cut after the head reached the client
+// (an HTTP/2 client's: http2/session.js cut): trailers saying UNAVAILABLE and why, which
+// a gRPC client reads as the call's status (and may retry by its policy), where a reset
+// stream is INTERNAL to it. -> [name, value, ...]
+function cutTrailers (detail) {
+  return ['grpc-status', String(CODES.UNAVAILABLE), 'grpc-message', encodeMessage(detail)]
+}
+
 function pageAnswer (status, page, retryAfter, head, ctx, more) {
   const body = page.render(ctx)
   const fields = ['cache-control', 'no-store']
@@ -93,4 +101,4 @@ function bodyOf (status, reason, detail, ctx) {
   return text
 }
 
-module.exports = { answerOf, REASONS }
+module.exports = { answerOf, cutTrailers, REASONS }

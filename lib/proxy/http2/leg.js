@@ -151,11 +151,12 @@ class Http2Leg {
   }
 
   // Is the response held until its end? Only where that can help: the request can be
-  // sent again after an answer (idempotent, its body kept), the response is small, and
-  // says nothing of being a stream (Server-Sent Events get their head at once).
+  // sent again after an answer (idempotent, its body kept; any method with --retry-on
+  // reset), the response is small, and says nothing of being a stream (Server-Sent
+  // Events get their head at once).
   mayHold (head) {
     const length = head.contentLength
-    return this.x.body.canRepeat() && length !== 0 && length <= HOLD_BYTES && head.contentType !== 'text/event-stream'
+    return this.x.repeatable && length !== 0 && length <= HOLD_BYTES && head.contentType !== 'text/event-stream'
   }
 
   onData (chunk, endStream) {

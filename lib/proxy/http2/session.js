@@ -8,6 +8,7 @@ const { IGNORE } = require('../../wire/h2/stream')
 const { LINGER_MS } = require('../../limits')
 const { Exchange } = require('../http/exchange')
 const { callType } = require('../http/grpc')
+const { cutTrailers } = require('../http/replies')
 const { refusalOf, trailersRefused } = require('./request')
 const { responseList, trailerList } = require('./headers')
 const { answerList } = require('./replies')
@@ -212,9 +213,14 @@ class Http2Session {
   }
 
   // A failure after the response started, or a fault's reset: this stream only, never
-  // the connection other streams share.
-  cut (x) {
-    this.conn.reset(x.stream, INTERNAL_ERROR)
+  // the connection other streams share. A gRPC call its backend failed (`why`) ends
+  // with trailers saying UNAVAILABLE instead (http/replies.js cutTrailers).
+  cut (x, why = null) {
+    const s = x.stream
+    if (why !== null && x.grpc !== null && !s.closed && !s.endSent && !s.endQueued) {
+      return this.conn.headers(s, cutTrailers(why), true)
+    }
+    this.conn.reset(s, INTERNAL_ERROR)
   }
 
   reset (x) {
