@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "50bddd91e3e6dc0da1ac1f71a0cf219cfb2193f283869d35ec0d909175d71745"
+  sha256 "6bd86de50bd50bfc85a82c06777b2f6d36ca1228da0fd56bd713388f9173035e"
   license "MIT"
 
   depends_on "node"

@@ -9,7 +9,7 @@ const { responseHead, interimHead, fieldsOfTrailers, trailerLines } = require('.
 const { reply, CONTINUE } = require('./replies')
 const { withCookieLine } = require('../http/sticky')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
-const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
+const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 const { Exchange } = require('../http/exchange')
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for LINGER_MS, so the client reads the response before
