@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6bd86de50bd50bfc85a82c06777b2f6d36ca1228da0fd56bd713388f9173035e"
+  sha256 "2abf635bef5517246cd411d42f111d5437d3f0e74db65e0f8bbe61f4a583b4a9"
   license "MIT"
 
   depends_on "node"

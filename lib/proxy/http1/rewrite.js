@@ -5,7 +5,7 @@
 // here in both directions; lila adds its own framing, X-Forwarded-* and Via.
 
 const { STATUS_CODES } = require('http')
-const { TOKEN, trimOws } = require('./parse')
+const { TOKEN, trimOws } = require('../message/grammar')
 
 const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'te', 'transfer-encoding', 'upgrade'

@@ -8,7 +8,7 @@
 // frames the body itself).
 
 const { HOP_BY_HOP } = require('../http1/rewrite')
-const { TOKEN } = require('../http1/parse')
+const { TOKEN } = require('../message/grammar')
 
 // Never dropped because Connection names them (as rewrite.js: they frame the message).
 const PROTECTED = new Set(['content-length'])
