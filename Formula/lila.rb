@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2abf635bef5517246cd411d42f111d5437d3f0e74db65e0f8bbe61f4a583b4a9"
+  sha256 "35c03443467cd4e640bbdee2571d63799202d7bdb462b46138af37539c43f36e"
   license "MIT"
 
   depends_on "node"

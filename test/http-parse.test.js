@@ -5,7 +5,7 @@
 const t = require('tap')
 const { findHeadEnd, parseRequestHead, parseResponseHead, parseKeepAlive, hasBareLf } = require('../lib/proxy/http1/parse')
 const { ChunkedReader } = require('../lib/proxy/http1/chunked')
-const { requestHead, responseHead, viaLoops } = require('../lib/proxy/http1/rewrite')
+const { requestHead, responseHead, viaLoops } = require('../lib/proxy/http1/heads')
 // The exchange as requestHead reads it: the client's address, the request ID (--request-id).
 const from = clientAddress => ({ clientAddress, requestId: null })
 const { idleFromHint } = require('../lib/proxy/http1/connection-pool')

@@ -18,7 +18,7 @@
 // Nothing is compiled for a listener without these options: the rewrite settings hold
 // null, and the hot path pays a null check.
 
-const { HOP_BY_HOP } = require('../http1/rewrite')
+const { HOP_BY_HOP } = require('../http1/heads')
 const { HEADERS: CLIENT_CERT_HEADERS, NO_CERT, clientCertOf } = require('../client-cert')
 
 // What a value may fill in, from the exchange (`ctx`: { clientAddress, requestId }).

@@ -2,7 +2,7 @@
 
 const http = require('http')
 const { performance } = require('perf_hooks')
-const { requestHead } = require('../http1/rewrite')
+const { requestHead } = require('../http1/heads')
 const { ChunkedReader } = require('../http1/chunked')
 const { REPLAY_LIMIT } = require('../../limits')
 const { backendReason } = require('../../upstream/dial')

@@ -6,7 +6,7 @@ const { backendReason } = require('../../upstream/dial')
 const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view } = require('./parse')
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
-const { requestHead, trailerLines, fieldsOfTrailers } = require('./rewrite')
+const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
 const { Tunnel } = require('./tunnel')
 const { HOW } = require('../http/exchange')
 
@@ -14,7 +14,7 @@ const CRLF = '\r\n'
 
 // A request on an HTTP/1.1 backend: the leg of an Exchange (http/exchange.js) on the
 // backend it was seated on. It takes a keep-alive connection from the backend's pool
-// (connection-pool.js, whose socket events come here), writes the head rewrite.js makes
+// (connection-pool.js, whose socket events come here), writes the head heads.js makes
 // and the body (as the client framed it, by its length, or in chunks lila frames, with
 // the client's trailers), and reads the response: 1xx heads, the final head, then the
 // body as the backend frames it (Content-Length, chunked, or until it closes),

@@ -7,7 +7,7 @@
 // Connection names (RFC 9113 8.2.2), the reason phrase, Transfer-Encoding (HTTP/2
 // frames the body itself).
 
-const { HOP_BY_HOP } = require('../http1/rewrite')
+const { HOP_BY_HOP } = require('../http1/heads')
 const { TOKEN } = require('../message/grammar')
 
 // Never dropped because Connection names them (as rewrite.js: they frame the message).
