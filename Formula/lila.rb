@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "35c03443467cd4e640bbdee2571d63799202d7bdb462b46138af37539c43f36e"
+  sha256 "37e13b5874dd0ecbbdf9ddde58ad525b3e603ab3eb37969a4701720a6fd13070"
   license "MIT"
 
   depends_on "node"

@@ -4,7 +4,7 @@ const { HttpSession } = require('../http1/session')
 const { Http2Session } = require('../http2/session')
 const { Http1Leg } = require('../http1/leg')
 const { Pool } = require('../http1/connection-pool')
-const { viaLoops } = require('../http1/heads')
+const { rewriteSettings, viaLoops } = require('../message/rewrite')
 const { ResponseStats } = require('./response-stats')
 const { Stickiness } = require('./sticky')
 const { compileHeaderRules } = require('./header-rules')
@@ -35,8 +35,8 @@ class HttpProtocol {
     this.alpn = ['h2', 'http/1.1'] // over TLS, HTTP/2 first
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
-    // { proto, via, forwarded } and the header options compiled (header-rules.js:
-    // idHeader, host, request, response), for rewrite.js and http2/headers.js
+    // message/rewrite.js rewriteSettings: { proto, via, forwarded, viaHops } and the
+    // header options compiled (header-rules.js: idHeader, host, request, response)
     this.rewrite = null
     this.pools = new Map() // Backend -> Pool
     this.http2Pools = new Map() // Backend -> http2/pool.js Http2Pool, with --backend-protocol h2
@@ -49,7 +49,8 @@ class HttpProtocol {
   // The listener's settings, at its start and on every reload.
   reconfigure (config, listener) {
     const proto = listener.tls === null ? 'http' : 'https'
-    this.rewrite = { proto, via: this.via, forwarded: config.forwarded, ...compileHeaderRules(config) }
+    const rules = compileHeaderRules(config)
+    this.rewrite = rewriteSettings({ proto, via: this.via, forwarded: config.forwarded, rules })
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)

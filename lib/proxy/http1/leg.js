@@ -7,16 +7,21 @@ const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view } = requ
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
 const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
+const { requestFields, trailerFields } = require('../message/rewrite')
 const { Tunnel } = require('./tunnel')
 const { HOW } = require('../http/exchange')
 
 const CRLF = '\r\n'
+// The fields of the head being written (message/rewrite.js): one array for every leg,
+// as a head is written at once.
+const FIELDS = []
 
 // A request on an HTTP/1.1 backend: the leg of an Exchange (http/exchange.js) on the
 // backend it was seated on. It takes a keep-alive connection from the backend's pool
-// (connection-pool.js, whose socket events come here), writes the head heads.js makes
-// and the body (as the client framed it, by its length, or in chunks lila frames, with
-// the client's trailers), and reads the response: 1xx heads, the final head, then the
+// (connection-pool.js, whose socket events come here), writes the request's head (the
+// fields message/rewrite.js decides, as heads.js writes them) and the body (as the
+// client framed it, by its length, or in chunks lila frames, with the client's
+// trailers), and reads the response: 1xx heads, the final head, then the
 // body as the backend frames it (Content-Length, chunked, or until it closes),
 // forwarded as it comes. Chunked framing passes as it is to a client that takes it (an
 // HTTP/1.1 one) and is decoded for the others (HTTP/1.0, HTTP/2: then its trailers are
@@ -72,8 +77,10 @@ class Http1Leg {
     const x = this.x
     const { body } = x
     const socket = conn.socket
-    const { rewrite } = x.listener.protocol
-    const head = requestHead(x.sent, x, this.backend.hostHeader, rewrite, { continued: x.continued })
+    // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
+    const left = x.deadline === null ? null : x.deadline.left()
+    requestFields(x.sent, x, this.backend.hostHeader, x.listener.protocol.rewrite, left, FIELDS)
+    const head = requestHead(x.sent, FIELDS)
     this.sentAt = performance.now()
     const corked = body.heldBytes > 0 || (body.done && this.chunkedOut)
     if (corked) socket.cork()
@@ -94,7 +101,9 @@ class Http1Leg {
 
   // The last chunk and the client's trailers, when lila frames the body.
   finishBody () {
-    if (this.chunkedOut) this.conn.socket.write(`0\r\n${trailerLines(this.x.clientTrailers)}\r\n`, 'latin1')
+    if (!this.chunkedOut) return
+    trailerFields(this.x.clientTrailers, FIELDS)
+    this.conn.socket.write(`0\r\n${trailerLines(FIELDS)}\r\n`, 'latin1')
   }
 
   // A piece of the client's body; false when the backend's socket is full.

@@ -6,9 +6,9 @@ const { reasonOf, HttpError } = require('../../errors')
 const { findHeadEnd, hasBareLf, parseRequestHead, view } = require('./parse')
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
-const { responseHead, interimHead, fieldsOfTrailers, trailerLines } = require('./heads')
+const { responseHead, fieldsOfTrailers, trailerLines } = require('./heads')
+const { responseFields, trailerFields } = require('../message/rewrite')
 const { reply, CONTINUE } = require('./replies')
-const { withCookieLine } = require('../http/sticky')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 const { Exchange } = require('../http/exchange')
@@ -23,11 +23,16 @@ const LAST_CHUNK = '0\r\n\r\n'
 // What an HTTP/1.x request line ends with.
 const HTTP_LINE = / HTTP\/\d\.\d$/
 
-// How the client's copy of a final response head is framed (rewrite.js responseHead's
+// How the client's copy of a final response head is framed (heads.js responseHead's
 // `how`): one object per combination, so that a response allocates none.
 const HOW = []
 for (let i = 0; i < 8; i++) HOW.push({ chunked: (i & 4) !== 0, close: (i & 2) !== 0, keepAlive10: (i & 1) !== 0 })
 const UPGRADE = { upgrade: true } // responseHead's `how` for a 101
+const INTERIM = HOW[0] // a 1xx: its fields alone
+
+// The fields of the head being written (message/rewrite.js): one array for every
+// session, as a head is written at once.
+const FIELDS = []
 
 // How a response body reaches the client (`framing`).
 const LENGTH = 0 // as it comes: its length was said, or it has none
@@ -131,9 +136,11 @@ class HttpSession {
     return true
   }
 
-  // 1xx heads go on as they are, never to HTTP/1.0.
+  // 1xx heads go on as they are, less hop-by-hop fields; never to HTTP/1.0.
   interim (x, res) {
-    if (x.head.version === 1) this.client.write(interimHead(res), 'latin1')
+    if (x.head.version !== 1) return
+    responseFields(res, false, null, x, null, FIELDS)
+    this.client.write(responseHead(res, FIELDS, INTERIM, -1), 'latin1')
   }
 
   takesChunked (x) {
@@ -168,8 +175,9 @@ class HttpSession {
     this.keepAlive = head.keepAlive && !this.closing && !head.asksUpgrade && this.framing !== UNTIL_CLOSE &&
       x.body.done
     const how2 = HOW[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
-    let text = responseHead(res, how2, this.listener.protocol.rewrite.response, x, length)
-    if (cookie !== null) text = withCookieLine(text, cookie)
+    // The Trailer field stays when its trailers can follow: in lila's chunks.
+    responseFields(res, chunked, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
+    const text = responseHead(res, FIELDS, how2, length)
     this.heldHead = text
     return text.length
   }
@@ -204,15 +212,15 @@ class HttpSession {
   finishResponse (x, trailers) {
     let out = this.heldHead === null ? '' : this.heldHead
     this.heldHead = null
-    if (this.framing === CHUNKS) out += trailers === null ? LAST_CHUNK : `0\r\n${trailerLines(trailers)}\r\n`
+    if (this.framing === CHUNKS) out += trailers === null ? LAST_CHUNK : `0\r\n${trailerLinesOf(trailers)}\r\n`
     if (out !== '') this.client.write(out, 'latin1')
     return this.framing === CHUNKS ? out.length : 0
   }
 
   // A 101's head, as the backend's (with `cookie`).
   tunnelHead (x, res, cookie) {
-    let text = responseHead(res, UPGRADE, this.listener.protocol.rewrite.response, x)
-    if (cookie !== null) text = withCookieLine(text, cookie)
+    responseFields(res, false, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
+    const text = responseHead(res, FIELDS, UPGRADE)
     this.client.write(text, 'latin1')
     return text.length
   }
@@ -582,6 +590,12 @@ class HttpSession {
     if (this.drainTimer !== null) clearTimeout(this.drainTimer)
     this.drainTimer = null
   }
+}
+
+// Trailer fields as they go on (message/rewrite.js), as HTTP/1.1 lines.
+function trailerLinesOf (fields) {
+  trailerFields(fields, FIELDS)
+  return trailerLines(FIELDS)
 }
 
 module.exports = { HttpSession }

@@ -11,9 +11,13 @@ const { callType } = require('../http/grpc')
 const { cutTrailers } = require('../http/replies')
 const { refusalOf, trailersRefused } = require('./request')
 const { responseList, trailerList } = require('./headers')
+const { responseFields, trailerFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
 
 const EMPTY = Buffer.alloc(0)
+// The fields of the head being listed (message/rewrite.js): one array for every
+// session, as a head is listed at once.
+const FIELDS = []
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2) and the limits its
 // codec keeps (wire/h2/connection.js DEFAULTS for the rest: windows, header list size,
@@ -137,7 +141,9 @@ class Http2Session {
   }
 
   interim (x, res) {
-    if (res.status !== 101) this.conn.headers(x.stream, responseList(res, false), false)
+    if (res.status === 101) return
+    responseFields(res, false, null, x, null, FIELDS)
+    this.conn.headers(x.stream, responseList(res.status, FIELDS, -1), false)
   }
 
   takesChunked () {
@@ -149,8 +155,10 @@ class Http2Session {
   respond (x, res, how, cookie) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return -1
-    const { rewrite } = this.listener.protocol
-    const list = responseList(res, res.chunked || res.version === 2, rewrite.response, x, cookie)
+    const rules = this.listener.protocol.rewrite.response
+    // The Trailer field stays when its trailers can follow: an HTTP/2 or chunked body.
+    responseFields(res, res.chunked || res.version === 2, rules, x, cookie, FIELDS)
+    const list = responseList(res.status, FIELDS, res.contentLength)
     this.conn.headers(s, list, how.bodyless)
     return sizeOf(list)
   }
@@ -165,7 +173,7 @@ class Http2Session {
   finishResponse (x, trailers) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return 0
-    const list = trailerList(trailers)
+    const list = trailerListOf(trailers)
     if (list === null) this.conn.write(s, EMPTY, true)
     else this.conn.headers(s, list, true)
     return 0
@@ -347,6 +355,12 @@ const STREAM = Object.freeze({
   onReset (s) { s.user.client.streamGone(s.user) },
   onDrain (s) { s.user.onClientDrain() }
 })
+
+// Trailer fields as they go on (message/rewrite.js), as a list; null: none.
+function trailerListOf (fields) {
+  trailerFields(fields, FIELDS)
+  return trailerList(FIELDS)
+}
 
 // A header list's size as HTTP/1.1 writes it (the access log counts it).
 function sizeOf (list) {
