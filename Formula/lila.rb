@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "37e13b5874dd0ecbbdf9ddde58ad525b3e603ab3eb37969a4701720a6fd13070"
+  sha256 "45503722334e2dcf0565331e362e6998ad3d7970d7240162eb12944210414902"
   license "MIT"
 
   depends_on "node"

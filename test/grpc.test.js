@@ -12,7 +12,7 @@ const http2 = require('http2')
 const { spawnLila, startLila, deadPort, until, isSettled, within, request, statusJson } = require('./fixtures/helpers')
 const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurlPath, grpcurl } = require('./fixtures/grpc')
 
-const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/http/grpc')
+const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/message/grpc')
 const { answerOf } = require('../lib/proxy/http/replies')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')

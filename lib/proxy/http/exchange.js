@@ -5,7 +5,8 @@ const { reasonOf } = require('../../errors')
 const { Attempt } = require('../../upstream/attempt')
 const { requestRecord } = require('./request-record')
 const { requestIdOf } = require('./request-id')
-const { callType, deadlineFor } = require('./grpc')
+const { callType } = require('../message/grpc')
+const { deadlineFor } = require('./deadline')
 const { RequestBody, BUFFER_FIRST } = require('./request-body')
 const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./edge-calls')
 const { originForm } = require('../message/rewrite')
@@ -70,7 +71,7 @@ class Exchange {
     this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
     this.grpc = callType(head, protocol.grpc) // a gRPC call: its content-type
-    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
+    this.deadline = null // the call's grpc-timeout (deadline.js), once started
     // An HTTP/1.1 client's chunked body goes to an HTTP/1.1 backend as it came, its
     // framing checked, not taken apart.
     const framed = head.chunked && client.chunkedPieces && protocol.backendProtocol === 'h1'

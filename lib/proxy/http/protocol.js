@@ -23,7 +23,7 @@ const POOL_EXPIRY_MS = 1000
 // settings of the heads they rewrite (`rewrite`), `via`, this lila's Via token, to
 // detect loops, --sticky, and what clients were answered (`stats`).
 // `grpc` (--protocol grpc): the same, its backends HTTP/2 (the config says so) and its
-// own answers gRPC-shaped for every request (see grpc.js callType).
+// own answers gRPC-shaped for every request (see message/grpc.js callType).
 // One per listener: createHttpProtocol({ via, grpc }).
 class HttpProtocol {
   constructor ({ via, grpc = false }) {

@@ -109,7 +109,7 @@ function parseFields (lines, first, controls = true) {
     hosts,
     expect,
     keepAliveHint,
-    contentType, // gRPC calls are known by it (grpc.js callType)
+    contentType, // gRPC calls are known by it (message/grpc.js callType)
     grpcTimeout
   }
 }

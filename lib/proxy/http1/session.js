@@ -495,7 +495,7 @@ class HttpSession {
   }
 
   // Answer a request lila cannot serve and close the connection. `grpc`: the request's
-  // gRPC call type (grpc.js), for a gRPC-shaped answer. Returns the answer's size.
+  // gRPC call type (message/grpc.js), for a gRPC-shaped answer. Returns the answer's size.
   refuse (status, detail, { retryAfter = 0, grpc = null, page = this.listener.errorPage(status) } = {}) {
     this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
     // A head refused before an exchange is counted here; an exchange counts its own.
