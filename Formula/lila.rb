@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "45503722334e2dcf0565331e362e6998ad3d7970d7240162eb12944210414902"
+  sha256 "37bf000025860f2df1d33fd6107352b9d92b727d73039782a51aa9fde3809208"
   license "MIT"
 
   depends_on "node"

@@ -57,24 +57,24 @@ class RuleSet {
     this.fields = set.map(({ name, value, parts = template(value), optional = false }) => ({
       name, lower: name.toLowerCase(), parts, optional
     }))
-    // Without placeholders, the fields are the same for every message: made once.
+    // Without placeholders, the fields are the same for every message: made once, with
+    // their HTTP/1.1 lines (message/rewrite.js Fields).
     this.fixed = this.fields.every(f => typeof f.parts === 'string')
-      ? this.fields.flatMap(f => [f.name, f.lower, f.parts])
+      ? this.fields.flatMap(f => [f.name, f.lower, f.parts, `${f.name}: ${f.parts}\r\n`])
       : null
   }
 
-  // The fields to add, three entries each as in a head (name, lower-case name, value),
-  // pushed onto `out` (message/rewrite.js), the message's own fields of the `touched`
-  // names having been left out by the caller.
+  // The fields to add to `out` (message/rewrite.js Fields), the message's own fields
+  // of the `touched` names having been left out by the caller.
   addTo (out, ctx) {
     const fixed = this.fixed
     if (fixed !== null) {
-      for (let i = 0; i < fixed.length; i++) out.push(fixed[i])
+      for (let i = 0; i < fixed.length; i += 4) out.add(fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3])
       return
     }
     for (const f of this.fields) {
       const value = valueOf(f, ctx)
-      if (value !== '' || !f.optional) out.push(f.name, f.lower, value)
+      if (value !== '' || !f.optional) out.add(f.name, f.lower, value, null)
     }
   }
 }

@@ -2,7 +2,7 @@
 
 const http = require('http')
 const { performance } = require('perf_hooks')
-const { requestFields } = require('../message/rewrite')
+const { Fields, FIELD, requestFields } = require('../message/rewrite')
 const { ChunkedReader } = require('../http1/chunked')
 const { REPLAY_LIMIT } = require('../../limits')
 const { backendReason } = require('../../upstream/dial')
@@ -267,11 +267,12 @@ function spanSettled (span, answer, failure) {
 // The fields message/rewrite.js decides for the primary, as Node's list of fields for
 // the copy: one source for what a backend is sent (X-Forwarded-*, Via, Host).
 function copiedFields (head, ctx, hostHeader, rewrite) {
-  const fields = []
+  const fields = new Fields()
   requestFields(head, ctx, hostHeader, rewrite, null, fields)
+  const { list } = fields
   const out = []
-  for (let i = 0; i < fields.length; i += 3) {
-    if (!NOT_COPIED.has(fields[i + 1])) out.push(fields[i], fields[i + 2])
+  for (let i = 0; i < fields.length; i += FIELD) {
+    if (!NOT_COPIED.has(list[i + 1])) out.push(list[i], list[i + 2])
   }
   return out
 }

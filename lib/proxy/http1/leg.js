@@ -7,14 +7,14 @@ const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view } = requ
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
 const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
-const { requestFields, trailerFields } = require('../message/rewrite')
+const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { Tunnel } = require('./tunnel')
 const { HOW } = require('../http/exchange')
 
 const CRLF = '\r\n'
 // The fields of the head being written (message/rewrite.js): one array for every leg,
 // as a head is written at once.
-const FIELDS = []
+const FIELDS = new Fields()
 
 // A request on an HTTP/1.1 backend: the leg of an Exchange (http/exchange.js) on the
 // backend it was seated on. It takes a keep-alive connection from the backend's pool

@@ -3,12 +3,12 @@
 // lila's own answers (http/replies.js answerOf says what they say) as HTTP/1.1 bytes.
 
 const { answerOf } = require('../http/replies')
-const { responseFields } = require('../message/rewrite')
+const { Fields, responseFields } = require('../message/rewrite')
 const { responseHead } = require('./heads')
 
 const CLOSE = { close: true } // heads.js responseHead's `how`
 const KEEP = { close: false }
-const FIELDS = [] // the answer's fields (message/rewrite.js), written at once
+const FIELDS = new Fields() // the answer's fields (message/rewrite.js), written at once
 
 // The answer as HTTP/1.1 bytes, in a Buffer. { close: last response on the connection,
 // rules: header-rules.js's for responses (lila's own answers get them too), and

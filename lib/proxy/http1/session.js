@@ -7,7 +7,7 @@ const { findHeadEnd, hasBareLf, parseRequestHead, view } = require('./parse')
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
 const { responseHead, fieldsOfTrailers, trailerLines } = require('./heads')
-const { responseFields, trailerFields } = require('../message/rewrite')
+const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { reply, CONTINUE } = require('./replies')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
@@ -32,7 +32,7 @@ const INTERIM = HOW[0] // a 1xx: its fields alone
 
 // The fields of the head being written (message/rewrite.js): one array for every
 // session, as a head is written at once.
-const FIELDS = []
+const FIELDS = new Fields()
 
 // How a response body reaches the client (`framing`).
 const LENGTH = 0 // as it comes: its length was said, or it has none

@@ -1,26 +1,28 @@
 'use strict'
 
 // HTTP/2 header lists for lila's codec (wire/h2: [name, value, ...], lower-case names,
-// pseudo-headers first): the fields message/rewrite.js decided (a head's three entries
-// per field) with what is HTTP/2's own: the pseudo-headers, and a response's
+// pseudo-headers first): the fields message/rewrite.js decided (a Fields: its
+// lower-case names and values) with what is HTTP/2's own: the pseudo-headers, and a response's
 // content-length as the framing facts say. HTTP/2 carries no reason phrase, no
 // Transfer-Encoding and no connection options: the codec frames the body itself. Pure.
 
-const { originForm } = require('../message/rewrite')
+const { originForm, FIELD } = require('../message/rewrite')
 
 // A request for an HTTP/2 backend: its first field is the Host (requestFields), here
 // :authority; `scheme` the backend connection's ('http' or 'https').
 function requestList (head, fields, scheme) {
-  const list = [':method', head.method, ':scheme', scheme, ':authority', fields[2], ':path', originForm(head)]
-  for (let i = 3; i < fields.length; i += 3) list.push(fields[i + 1], fields[i + 2])
+  const from = fields.list
+  const list = [':method', head.method, ':scheme', scheme, ':authority', from[2], ':path', originForm(head)]
+  for (let i = FIELD; i < fields.length; i += FIELD) list.push(from[i + 1], from[i + 2])
   return list
 }
 
 // A response (or 1xx) head for an HTTP/2 client: its status, `fields`
 // (responseFields), and `length` as content-length (-1: none).
 function responseList (status, fields, length) {
+  const from = fields.list
   const list = [':status', String(status)]
-  for (let i = 0; i < fields.length; i += 3) list.push(fields[i + 1], fields[i + 2])
+  for (let i = 0; i < fields.length; i += FIELD) list.push(from[i + 1], from[i + 2])
   if (length !== -1) list.push('content-length', String(length))
   return list
 }
@@ -29,8 +31,9 @@ function responseList (status, fields, length) {
 // stream then ends with an empty DATA).
 function trailerList (fields) {
   if (fields.length === 0) return null
+  const from = fields.list
   const list = []
-  for (let i = 0; i < fields.length; i += 3) list.push(fields[i + 1], fields[i + 2])
+  for (let i = 0; i < fields.length; i += FIELD) list.push(from[i + 1], from[i + 2])
   return list
 }
 

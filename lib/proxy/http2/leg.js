@@ -6,7 +6,7 @@ const { backendReason } = require('../../upstream/dial')
 const { CLOSED } = require('../../wire/h2/connection')
 const { REFUSED_STREAM, CANCEL, NO_ERROR, errorName } = require('../../wire/h2/constants')
 const { requestList, trailerList } = require('./headers')
-const { requestFields, trailerFields } = require('../message/rewrite')
+const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { failureOf } = require('./pool')
 const { HOW } = require('../http/exchange')
 const { hold, letGo, HOLD_BYTES } = require('./hold')
@@ -14,7 +14,7 @@ const { hold, letGo, HOLD_BYTES } = require('./hold')
 const EMPTY = Buffer.alloc(0)
 // The fields of the head being listed (message/rewrite.js): one array for every leg,
 // as a head is listed at once.
-const FIELDS = []
+const FIELDS = new Fields()
 
 // A request on an HTTP/2 backend (--backend-protocol h2, --protocol grpc): the leg of
 // an Exchange (http/exchange.js) on the backend it was seated on, as http1/leg.js is

@@ -6,10 +6,10 @@
 // the stream, as gRPC clients need to read them as trailers.
 
 const { answerOf } = require('../http/replies')
-const { responseFields } = require('../message/rewrite')
+const { Fields, responseFields } = require('../message/rewrite')
 const { responseList } = require('./headers')
 
-const FIELDS = [] // the answer's fields (message/rewrite.js), listed at once
+const FIELDS = new Fields() // the answer's fields (message/rewrite.js), listed at once
 
 // -> { list: [name, value, ...], body (a Buffer, empty when the headers end the stream) };
 // `rules` (header-rules.js's for responses) and `ctx` as http1/replies.js reply's.

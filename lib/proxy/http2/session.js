@@ -11,13 +11,13 @@ const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../http/replies')
 const { refusalOf, trailersRefused } = require('./request')
 const { responseList, trailerList } = require('./headers')
-const { responseFields, trailerFields } = require('../message/rewrite')
+const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
 
 const EMPTY = Buffer.alloc(0)
 // The fields of the head being listed (message/rewrite.js): one array for every
 // session, as a head is listed at once.
-const FIELDS = []
+const FIELDS = new Fields()
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2) and the limits its
 // codec keeps (wire/h2/connection.js DEFAULTS for the rest: windows, header list size,

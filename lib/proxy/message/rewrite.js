@@ -10,16 +10,20 @@
 // what is its protocol's own: the request line or pseudo-headers, and the framing
 // (Transfer-Encoding, a response's Content-Length, Connection, Upgrade).
 //
-// The output, `out`: an array the caller gives, emptied first, that gets fields as a
-// head holds them (http1/parse.js, wire/h2/message.js): three entries each, the name
-// as HTTP/1.1 writes it, the name in lower case (as HTTP/2 writes it), the value; all
-// strings. Names lila writes are constants (one string, never built per request), the
-// client's or backend's are theirs as parsed; the values lila composes
-// (X-Forwarded-For, Forwarded, Via after another proxy's) are the only strings made.
-// A request's first field is always its Host (HTTP/2's :authority). Nothing of `out`
-// is kept here: a codec may reuse one array for every head, and serialise it straight
-// into bytes (a name, ": ", the value, CRLF; or a name and a value) with nothing else
-// to allocate. Pure.
+// The output, `out`: a Fields the caller gives, refilled from its start. Its `list`
+// holds four entries per field: the name as HTTP/1.1 writes it, the name in lower case
+// (as HTTP/2 writes it), the value, and the field's HTTP/1.1 line pre-encoded
+// ("Name: value\r\n") where lila made it once per config (X-Forwarded-Proto, its own
+// Via, a header rule's fixed field), else null; all strings. `length` says how many
+// entries are this head's: those after are stale, left for the next head to
+// overwrite, as the array never shrinks and refilling it allocates nothing. Names lila
+// writes are constants, the client's or backend's are theirs as parsed; the values
+// lila composes (X-Forwarded-For, Forwarded, Via after another proxy's,
+// Content-Length's digits) are the only strings made per head. A request's first
+// field is always its Host (HTTP/2's :authority). Nothing of `out` is kept here: a
+// codec reuses one Fields for every head and serialises it straight away (HTTP/1.1:
+// the line, or name, ": ", value, CRLF; HTTP/2: lower-case name and value). Pure but
+// for writing into `out`.
 
 const { TOKEN, trimOws } = require('./grammar')
 
@@ -62,20 +66,42 @@ const RESPONSE = new Map([
 // Fields that may not be trailers (RFC 9110 6.5.1: framing, routing, connection fields).
 const NOT_TRAILERS = new Set(['content-length', 'host', 'trailer', 'http2-settings', ...HOP_BY_HOP])
 
+// Fields as the rewrite gives them (see above): `list[0, length)`, FIELD entries each.
+const FIELD = 4
+class Fields {
+  constructor () {
+    this.list = []
+    this.length = 0
+  }
+
+  add (name, lower, value, line) {
+    const list = this.list
+    const n = this.length
+    list[n] = name
+    list[n + 1] = lower
+    list[n + 2] = value
+    list[n + 3] = line
+    this.length = n + FIELD
+  }
+}
+
 // A listener's rewrite settings, made once per config (http/protocol.js):
 //   proto      'http' | 'https': how the client reached lila (X-Forwarded-Proto)
 //   via        this lila's Via token (proxy/via.js)
 //   forwarded  true: add lila's RFC 7239 Forwarded element
 //   rules      header-rules.js compileHeaderRules: { idHeader, host, request, response }
-// and Via's value for each version a request was received in (RFC 9110 7.6.3: the
-// received protocol), made here once.
+// and, made here once, Via's value for each version a request was received in (RFC
+// 9110 7.6.3: the received protocol) and the HTTP/1.1 lines that never change.
 function rewriteSettings ({ proto, via, forwarded, rules }) {
+  const viaHops = [`1.0 ${via}`, `1.1 ${via}`, `2.0 ${via}`] // by head.version: 0, 1, 2
   return Object.freeze({
     proto,
     via,
     forwarded,
     ...rules,
-    viaHops: Object.freeze([`1.0 ${via}`, `1.1 ${via}`, `2.0 ${via}`]) // by head.version: 0, 1, 2
+    viaHops: Object.freeze(viaHops),
+    viaLines: Object.freeze(viaHops.map(hop => `Via: ${hop}\r\n`)),
+    protoLine: `X-Forwarded-Proto: ${proto}\r\n`
   })
 }
 
@@ -94,9 +120,8 @@ function requestFields (head, ctx, backendHost, settings, grpcTimeout, out) {
   const rules = settings.request // --set-header, --del-header, --request-id
   const touched = rules === null ? null : rules.touched
   const hostRule = settings.host // --host-header
-  out.push('Host', 'host', hostRule !== null
-    ? hostRule.fixed || backendHost
-    : head.host !== null ? head.host : backendHost)
+  const host = hostRule !== null ? hostRule.fixed || backendHost : head.host !== null ? head.host : backendHost
+  out.add('Host', 'host', host, null)
   let xff = null
   let forwarded = null
   let via = null
@@ -108,7 +133,7 @@ function requestFields (head, ctx, backendHost, settings, grpcTimeout, out) {
     if (touched !== null && touched.has(lower)) continue
     const kind = REQUEST.get(lower)
     if (kind === undefined) {
-      if (listed === null || !listed.includes(lower)) out.push(fields[i], lower, fields[i + 2])
+      if (listed === null || !listed.includes(lower)) out.add(fields[i], lower, fields[i + 2], null)
       continue
     }
     const value = fields[i + 2]
@@ -119,41 +144,45 @@ function requestFields (head, ctx, backendHost, settings, grpcTimeout, out) {
       case TE: te = te || saysTrailers(value); break
       case TRAILER: // announces trailers: a chunked HTTP/1.1 body or an HTTP/2 one can carry them
         if ((head.chunked || head.version === 2) && (listed === null || !listed.includes(lower))) {
-          out.push(fields[i], lower, value)
+          out.add(fields[i], lower, value, null)
         }
         break
       case EXPECT:
-        if (!ctx.continued && (listed === null || !listed.includes(lower))) out.push(fields[i], lower, value)
+        if (!ctx.continued && (listed === null || !listed.includes(lower))) out.add(fields[i], lower, value, null)
         break
     }
   }
-  if (head.contentLength !== -1) out.push('Content-Length', 'content-length', String(head.contentLength))
-  if (te) out.push('TE', 'te', 'trailers')
+  if (head.contentLength !== -1) out.add('Content-Length', 'content-length', String(head.contentLength), null)
+  if (te) out.add('TE', 'te', 'trailers', null)
   const timeout = grpcTimeout !== null ? grpcTimeout : head.grpcTimeout
   if (timeout !== null && timeout !== undefined && (touched === null || !touched.has('grpc-timeout'))) {
-    out.push('grpc-timeout', 'grpc-timeout', timeout)
+    out.add('grpc-timeout', 'grpc-timeout', timeout, null)
   }
   const client = ctx.clientAddress
   const { proto } = settings
   if (touched === null || !touched.has('x-forwarded-for')) {
-    out.push('X-Forwarded-For', 'x-forwarded-for', xff === null ? client : `${xff}, ${client}`)
+    out.add('X-Forwarded-For', 'x-forwarded-for', xff === null ? client : `${xff}, ${client}`, null)
   }
-  if (touched === null || !touched.has('x-forwarded-proto')) out.push('X-Forwarded-Proto', 'x-forwarded-proto', proto)
+  if (touched === null || !touched.has('x-forwarded-proto')) {
+    out.add('X-Forwarded-Proto', 'x-forwarded-proto', proto, settings.protoLine)
+  }
   if (head.host !== null && (touched === null || !touched.has('x-forwarded-host'))) {
-    out.push('X-Forwarded-Host', 'x-forwarded-host', head.host)
+    out.add('X-Forwarded-Host', 'x-forwarded-host', head.host, null)
   }
   if (touched === null || !touched.has('forwarded')) {
     if (settings.forwarded) {
       let node = `for=${forwardedNode(client)};proto=${proto}`
       if (head.host !== null) node += `;host=${forwardedValue(head.host)}`
-      out.push('Forwarded', 'forwarded', forwarded === null ? node : `${forwarded}, ${node}`)
+      out.add('Forwarded', 'forwarded', forwarded === null ? node : `${forwarded}, ${node}`, null)
     } else if (forwarded !== null) {
-      out.push('Forwarded', 'forwarded', forwarded)
+      out.add('Forwarded', 'forwarded', forwarded, null)
     }
   }
   if (rules !== null) rules.addTo(out, ctx)
-  const hop = settings.viaHops[head.version] // no rule may touch Via: it is how lila finds a loop
-  out.push('Via', 'via', via === null ? hop : `${via}, ${hop}`)
+  // No rule may touch Via: it is how lila finds a loop.
+  const hop = settings.viaHops[head.version]
+  if (via === null) out.add('Via', 'via', hop, settings.viaLines[head.version])
+  else out.add('Via', 'via', `${via}, ${hop}`, null)
 }
 
 // Does a TE value list "trailers"? ("trailers", "trailers, deflate;q=0.5")
@@ -193,11 +222,11 @@ function responseFields (res, keepTrailer, rules, ctx, cookie, out) {
     if (kind === DROP || (kind === TRAILER && !keepTrailer)) continue
     if (listed !== null && listed.includes(lower)) continue
     if (touched !== null && touched.has(lower)) continue
-    out.push(fields[i], lower, fields[i + 2])
+    out.add(fields[i], lower, fields[i + 2], null)
   }
   if (rules !== null) rules.addTo(out, ctx)
-  if (typeof cookie === 'string') out.push('Set-Cookie', 'set-cookie', cookie)
-  else if (cookie !== null) for (const c of cookie) out.push('Set-Cookie', 'set-cookie', c) // --sticky's, --canary's
+  if (typeof cookie === 'string') out.add('Set-Cookie', 'set-cookie', cookie, null)
+  else if (cookie !== null) for (const c of cookie) out.add('Set-Cookie', 'set-cookie', c, null) // both
 }
 
 // A trailer section's fields (as in a head) as they go on, into `out`: those that may
@@ -206,7 +235,7 @@ function trailerFields (fields, out) {
   out.length = 0
   if (fields === null) return
   for (let i = 0; i < fields.length; i += 3) {
-    if (!NOT_TRAILERS.has(fields[i + 1])) out.push(fields[i], fields[i + 1], fields[i + 2])
+    if (!NOT_TRAILERS.has(fields[i + 1])) out.add(fields[i], fields[i + 1], fields[i + 2], null)
   }
 }
 
@@ -239,5 +268,5 @@ function viaLoops (head, via) {
 }
 
 module.exports = {
-  rewriteSettings, requestFields, responseFields, trailerFields, originForm, viaLoops, HOP_BY_HOP
+  Fields, FIELD, rewriteSettings, requestFields, responseFields, trailerFields, originForm, viaLoops, HOP_BY_HOP
 }
