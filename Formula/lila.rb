@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "37bf000025860f2df1d33fd6107352b9d92b727d73039782a51aa9fde3809208"
+  sha256 "599c1774858e328fc1d18ef0ae8b3ddb249223a7495003d8686882a30359c1c9"
   license "MIT"
 
   depends_on "node"

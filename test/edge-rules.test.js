@@ -407,7 +407,7 @@ t.test('an HTTP listener judges --allow and --deny per request, a tcp one per co
 })
 
 t.test('lila\'s own answers say a refusal\'s fields and the trace ID; the access log has it in every format', async t => {
-  const { answerOf } = require('../lib/proxy/http/replies')
+  const { answerOf } = require('../lib/proxy/message/replies')
   const { reply } = require('../lib/proxy/http1/replies')
   const { createAccessLog } = require('../lib/admin/access-log')
   const { REFUSALS } = require('../lib/proxy/edge/rules')

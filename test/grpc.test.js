@@ -13,7 +13,7 @@ const { spawnLila, startLila, deadPort, until, isSettled, within, request, statu
 const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurlPath, grpcurl } = require('./fixtures/grpc')
 
 const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/message/grpc')
-const { answerOf } = require('../lib/proxy/http/replies')
+const { answerOf } = require('../lib/proxy/message/replies')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
 const { listObject } = require('./fixtures/h2')

@@ -1,8 +1,8 @@
 'use strict'
 
-// lila's own answers (http/replies.js answerOf says what they say) as HTTP/1.1 bytes.
+// lila's own answers (message/replies.js answerOf says what they say) as HTTP/1.1 bytes.
 
-const { answerOf } = require('../http/replies')
+const { answerOf } = require('../message/replies')
 const { Fields, responseFields } = require('../message/rewrite')
 const { responseHead } = require('./heads')
 

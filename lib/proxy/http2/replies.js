@@ -1,11 +1,11 @@
 'use strict'
 
 // The answers lila gives an HTTP/2 request itself (502, 503, 504, 400, ...): what
-// http/replies.js answerOf says, as a header list for lila's codec and a body. An
+// message/replies.js answerOf says, as a header list for lila's codec and a body. An
 // empty body (HEAD, or a gRPC call's trailers-only answer) is no DATA: the headers end
 // the stream, as gRPC clients need to read them as trailers.
 
-const { answerOf } = require('../http/replies')
+const { answerOf } = require('../message/replies')
 const { Fields, responseFields } = require('../message/rewrite')
 const { responseList } = require('./headers')
 

@@ -10,7 +10,7 @@
 // see grpc.js callType): a trailers-only response, HTTP 200 with grpc-status and
 // grpc-message and no body, as gRPC clients read errors.
 
-const { codeOf, encodeMessage, CODES } = require('../message/grpc')
+const { codeOf, encodeMessage, CODES } = require('./grpc')
 
 const REASONS = {
   200: 'OK',
