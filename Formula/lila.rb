@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "599c1774858e328fc1d18ef0ae8b3ddb249223a7495003d8686882a30359c1c9"
+  sha256 "e16cf60ab206211f3c959b973dbc1725456fa68b1358e1b9f13085c3ee8bb4ad"
   license "MIT"
 
   depends_on "node"

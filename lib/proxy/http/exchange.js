@@ -13,6 +13,7 @@ const { originForm } = require('../message/rewrite')
 const { challengeAnswer } = require('../../tls/http01')
 const { ExchangeTrace } = require('./exchange-trace')
 const { MAINTENANCE_RETRY_AFTER } = require('../maintenance')
+const { responseBody } = require('../message/response-body')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -21,12 +22,8 @@ const CLIENT_CLOSED = 499
 // was short of descriptors or memory.
 const UNAVAILABLE_RETRY_AFTER = 5
 
-// What a response's body is to the client's codec (respond's `how`), one object per
-// combination so that a response allocates none: `bodyless`, none follows the head;
-// `framed`, its pieces carry HTTP/1.1 chunked framing (an HTTP/1.1 backend's, passed as
-// it is); `untilClose`, its end is the backend's close. HOW[bodyless*4 | framed*2 | untilClose].
-const HOW = []
-for (let i = 0; i < 8; i++) HOW.push({ bodyless: (i & 4) !== 0, framed: (i & 2) !== 0, untilClose: (i & 1) !== 0 })
+// What a compressed body is to the client's codec: lila frames it (respond's `how`).
+const UNFRAMED = responseBody(false, false, false)
 
 // lila's words for a request body over --max-body-size.
 const overSize = max => `the request body is over --max-body-size (${max} bytes)`
@@ -515,16 +512,16 @@ class Exchange {
     return this.plan !== null && this.plan.encoding !== null
   }
 
-  // The final head goes to the client (the leg's `how`: { bodyless, framed: its body
-  // pieces carry HTTP/1.1 chunked framing, untilClose: its end is the backend's close }).
-  // False when it cannot: the client left meanwhile.
+  // The final head goes to the client (the leg's `how`, message/response-body.js:
+  // { bodyless, framed: its body pieces carry HTTP/1.1 chunked framing, untilClose: its
+  // end is the backend's close }). False when it cannot: the client left meanwhile.
   respond (res, how) {
     if (this.done) return false
     const { plan } = this
     let sent = res
     if (plan !== null && !how.bodyless) {
       sent = editedResponse(res, plan.fields, plan.encoding !== null)
-      if (plan.encoding !== null) how = HOW[0] // lila frames what it compresses
+      if (plan.encoding !== null) how = UNFRAMED // lila frames what it compresses
     }
     const size = this.client.respond(this, sent, how, this.cookies())
     if (size < 0) {
@@ -667,4 +664,4 @@ class Exchange {
   }
 }
 
-module.exports = { Exchange, HOW }
+module.exports = { Exchange }

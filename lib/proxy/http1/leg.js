@@ -9,7 +9,7 @@ const { ChunkedReader } = require('./chunked')
 const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
 const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { Tunnel } = require('./tunnel')
-const { HOW } = require('../http/exchange')
+const { responseBody } = require('../message/response-body')
 
 const CRLF = '\r\n'
 // The fields of the head being written (message/rewrite.js): one array for every leg,
@@ -254,7 +254,7 @@ class Http1Leg {
     this.frame(res, buf.length - end)
     const bodyless = this.bodyless
     const framed = this.reader !== null && !this.decode
-    if (!x.respond(res, HOW[(bodyless ? 4 : 0) | (framed ? 2 : 0) | (this.untilClose ? 1 : 0)])) return
+    if (!x.respond(res, responseBody(bodyless, framed, this.untilClose))) return
     if (bodyless) return this.done()
     if (end < buf.length) this.forward(buf, end)
     x.flushHead()

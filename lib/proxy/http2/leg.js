@@ -8,8 +8,8 @@ const { REFUSED_STREAM, CANCEL, NO_ERROR, errorName } = require('../../wire/h2/c
 const { requestList, trailerList } = require('./headers')
 const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { failureOf } = require('./pool')
-const { HOW } = require('../http/exchange')
 const { hold, letGo, HOLD_BYTES } = require('./hold')
+const { responseBody } = require('../message/response-body')
 
 const EMPTY = Buffer.alloc(0)
 // The fields of the head being listed (message/rewrite.js): one array for every leg,
@@ -141,7 +141,7 @@ class Http2Leg {
       this.held = { head, pieces: [], bytes: 0, whole }
       return hold(this)
     }
-    if (!x.respond(head, HOW[endStream ? 4 : 0])) return
+    if (!x.respond(head, responseBody(endStream, false, false))) return
     if (endStream) return this.done(null)
     this.flushSoon()
   }
@@ -186,7 +186,7 @@ class Http2Leg {
     const { head, pieces } = this.held
     this.drop()
     const x = this.x
-    if (!x.respond(head, HOW[0])) return false
+    if (!x.respond(head, responseBody(false, false, false))) return false
     for (let i = 0; i < pieces.length && !this.abandoned; i++) x.toClient(pieces[i])
     this.flushSoon()
     return !this.abandoned
