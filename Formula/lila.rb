@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e16cf60ab206211f3c959b973dbc1725456fa68b1358e1b9f13085c3ee8bb4ad"
+  sha256 "84fc6118be4ae787cee06687ad2eb11b2ea810757f0b34bb52d8770938519558"
   license "MIT"
 
   depends_on "node"

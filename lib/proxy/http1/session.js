@@ -25,10 +25,13 @@ const HTTP_LINE = / HTTP\/\d\.\d$/
 
 // How the client's copy of a final response head is framed (heads.js responseHead's
 // `how`): one object per combination, so that a response allocates none.
-const HOW = []
-for (let i = 0; i < 8; i++) HOW.push({ chunked: (i & 4) !== 0, close: (i & 2) !== 0, keepAlive10: (i & 1) !== 0 })
+// HEAD_FRAMING[chunked*4 | close*2 | keepAlive10].
+const HEAD_FRAMING = []
+for (let i = 0; i < 8; i++) {
+  HEAD_FRAMING.push(Object.freeze({ chunked: (i & 4) !== 0, close: (i & 2) !== 0, keepAlive10: (i & 1) !== 0 }))
+}
 const UPGRADE = { upgrade: true } // responseHead's `how` for a 101
-const INTERIM = HOW[0] // a 1xx: its fields alone
+const INTERIM = HEAD_FRAMING[0] // a 1xx: its fields alone
 
 // The fields of the head being written (message/rewrite.js): one array for every
 // session, as a head is written at once.
@@ -174,10 +177,10 @@ class HttpSession {
     // protocol or as HTTP; rather than guess, the connection ends with this response.
     this.keepAlive = head.keepAlive && !this.closing && !head.asksUpgrade && this.framing !== UNTIL_CLOSE &&
       x.body.done
-    const how2 = HOW[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
+    const headFraming = HEAD_FRAMING[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
     // The Trailer field stays when its trailers can follow: in lila's chunks.
     responseFields(res, chunked, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
-    const text = responseHead(res, FIELDS, how2, length)
+    const text = responseHead(res, FIELDS, headFraming, length)
     this.heldHead = text
     return text.length
   }
