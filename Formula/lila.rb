@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "84fc6118be4ae787cee06687ad2eb11b2ea810757f0b34bb52d8770938519558"
+  sha256 "c88c1e4af292894060790415baefeed4ee2157214f1b8251a3a5caaca84292aa"
   license "MIT"
 
   depends_on "node"

@@ -11,7 +11,6 @@ const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { reply, CONTINUE } = require('./replies')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
-const { Exchange } = require('../http/exchange')
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for LINGER_MS, so the client reads the response before
 // the connection is reset.
@@ -58,13 +57,14 @@ const CLIENT = handlers({
 // One client connection speaking HTTP/1.1: the codec of lila's own on the client's
 // side. It reads request heads (strictly, parse.js) and each request's body through its
 // framing (Content-Length, or chunked: checked, and passed as it is to an HTTP/1.1
-// backend or taken apart for an HTTP/2 one), hands each request to an Exchange
-// (http/exchange.js), writes what the exchange answers in HTTP/1.1, and keeps the
-// connection alive between requests. Pipelined requests wait, unread past one head's
+// backend or taken apart for an HTTP/2 one), hands each request to an exchange the
+// protocol makes (newExchange: http/exchange.js), writes what the exchange answers in
+// HTTP/1.1, and keeps the connection alive between requests. Pipelined requests wait, unread past one head's
 // worth, until the response before them is done, so responses go out in order.
 //
-// A client that speaks HTTP/2 (TLS agreed on h2, or its first bytes are the HTTP/2
-// connection preface) is handed to the protocol's HTTP/2 side (toHttp2).
+// A client in the clear whose first bytes are the HTTP/2 connection preface is handed
+// to the protocol's HTTP/2 side (toHttp2); over TLS, the protocol chose the codec by
+// ALPN before this one was made.
 class HttpSession {
   constructor (listener, client) {
     this.listener = listener
@@ -112,12 +112,12 @@ class HttpSession {
   }
 
   start () {
-    if (this.client.alpnProtocol === 'h2') return this.toHttp2(null)
     this.client.resume()
   }
 
-  // The client speaks HTTP/2: the connection, with the bytes read so far, goes to an
-  // HTTP/2 session (http2/session.js), which calls the listener's sessionDone.
+  // The client speaks HTTP/2 by prior knowledge: the connection, with the bytes read so
+  // far, goes to an HTTP/2 session (http2/session.js), which calls the listener's
+  // sessionDone.
   toHttp2 (buf) {
     if (this.client.destroyed) return // its close comes, and ends this session
     if (this.headTimer !== null) clearTimeout(this.headTimer)
@@ -408,7 +408,7 @@ class HttpSession {
       this.scanned = 0
       this.mayBeHttp2 = false
       if (this.draining) this.lastRequest()
-      const x = new Exchange(this, head, end - start)
+      const x = this.listener.protocol.newExchange(this, head, end - start)
       this.exchange = x
       this.startBody(x)
       x.start()

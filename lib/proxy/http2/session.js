@@ -3,10 +3,9 @@
 const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
-const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR } = require('../../wire/h2/constants')
+const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
 const { IGNORE } = require('../../wire/h2/stream')
 const { LINGER_MS } = require('../../limits')
-const { Exchange } = require('../http/exchange')
 const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../message/replies')
 const { refusalOf, trailersRefused } = require('./request')
@@ -33,11 +32,12 @@ const SERVER_OPTIONS = {
   maxGlitches: 100
 }
 
-// One HTTP/2 client connection: a Listener's session (see listener.js), made when an
-// HTTP/1.1 session found its client speaks HTTP/2 (TLS agreed on h2, or the connection
-// preface in the clear: protocol.js startHttp2). lila's own codec (wire/h2) frames it on
-// the socket; each request becomes an Exchange (http/exchange.js) on its stream, and
-// this is that exchange's client: what it answers goes out as HTTP/2 headers, DATA and
+// One HTTP/2 client connection: a Listener's session (see listener.js), made by the
+// protocol for a TLS connection that agreed on h2 (http/protocol.js newSession), or
+// when an HTTP/1.1 session found the connection preface in the clear (startHttp2).
+// lila's own codec (wire/h2) frames it on the socket; each request becomes an exchange
+// the protocol makes (newExchange: http/exchange.js) on its stream, and this is that
+// exchange's client: what it answers goes out as HTTP/2 headers, DATA and
 // trailers. It answers the listener too: its sweeps (an idle connection, the exchanges'
 // timeouts, the codec's flood counters), a graceful close (drain: GOAWAY twice, the
 // streams in flight finish) and the end (sessionDone, once).
@@ -56,16 +56,23 @@ class Http2Session {
     this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
   }
 
-  // The connection's bytes from here on are the codec's, `buf` (what the HTTP/1.1
+  // The connection's bytes from here on are the codec's, `buf` (what an HTTP/1.1
   // session read, or null) first: a preface that breaks off after "PRI * HTTP/2.0" is
   // the codec's to refuse (GOAWAY PROTOCOL_ERROR).
-  start (buf) {
+  start (buf = null) {
     const { socket } = this
     // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
     socket.allowHalfOpen = false
     attach(socket, this.conn)
     if (buf !== null) this.conn.receive(buf)
     if (!socket.destroyed) socket.resume()
+  }
+
+  // A per-client limit turned the client away (listener.js admit) before any stream:
+  // GOAWAY ENHANCE_YOUR_CALM, the reason as its debug data, and the connection closed.
+  turnAway ({ detail }) {
+    this.start(null)
+    this.conn.fail(ENHANCE_YOUR_CALM, detail)
   }
 
   // A body's pieces are bare DATA: an HTTP/1.1 backend gets them in chunks of lila's.
@@ -85,7 +92,7 @@ class Http2Session {
     this.idleTicks = 0
     const refused = refusalOf(head)
     if (refused !== null) return this.refuse(s, head, refused[0], refused[1])
-    const x = new Exchange(this, head, head.size, s)
+    const x = this.listener.protocol.newExchange(this, head, head.size, s)
     s.user = x
     this.exchanges.add(x)
     x.start()
