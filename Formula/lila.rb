@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c88c1e4af292894060790415baefeed4ee2157214f1b8251a3a5caaca84292aa"
+  sha256 "b89e13bd4f98a69e9128be9c431374b8ab2dab33cfee635b947bfaef93a53b73"
   license "MIT"
 
   depends_on "node"
