@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b89e13bd4f98a69e9128be9c431374b8ab2dab33cfee635b947bfaef93a53b73"
+  sha256 "1b789305e29d96914ecd32bad3aaeb93143e0cde39c32b8d3c633232222d8385"
   license "MIT"
 
   depends_on "node"

@@ -53,6 +53,7 @@ class Http2Session {
     this.draining = false // drain() was asked
     this.drainTimer = null // draining: the grace before the connection closes
     this.goingAway = false // draining, the first GOAWAY sent: the second waits for its PING
+    this.heldEnds = null // meanwhile, the streams' last frames, held for the second (goAway)
     this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
   }
 
@@ -115,6 +116,7 @@ class Http2Session {
     if (this.ended) return
     this.ended = true
     clearTimeout(this.drainTimer)
+    this.heldEnds = null // nothing left to write them to
     for (const x of [...this.exchanges]) this.streamGone(x)
     this.listener.sessionDone(this)
   }
@@ -128,9 +130,8 @@ class Http2Session {
     const grpc = callType(head, listener.protocol.grpc)
     const page = listener.errorPage(status) // --error-page
     const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD', page })
-    this.conn.headers(s, list, body.length === 0)
-    if (body.length > 0) this.conn.write(s, body, true)
-    this.finishBody(s) // its body, if any still comes, is not wanted
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.whole(s, list, body))
+    else this.whole(s, list, body)
     return IGNORE
   }
 
@@ -166,7 +167,8 @@ class Http2Session {
     // The Trailer field stays when its trailers can follow: an HTTP/2 or chunked body.
     responseFields(res, res.chunked || res.version === 2, rules, x, cookie, FIELDS)
     const list = responseList(res.status, FIELDS, res.contentLength)
-    this.conn.headers(s, list, how.bodyless)
+    if (how.bodyless && this.heldEnds !== null) this.heldEnds.push(() => this.conn.headers(s, list, true))
+    else this.conn.headers(s, list, how.bodyless)
     return sizeOf(list)
   }
 
@@ -180,6 +182,10 @@ class Http2Session {
   finishResponse (x, trailers) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return 0
+    if (this.heldEnds !== null) {
+      this.heldEnds.push(() => this.finishResponse(x, trailers))
+      return 0
+    }
     const list = trailerListOf(trailers)
     if (list === null) this.conn.write(s, EMPTY, true)
     else this.conn.headers(s, list, true)
@@ -199,9 +205,17 @@ class Http2Session {
     const rules = this.listener.protocol.rewrite.response
     const options = { ...more, head: x.head.method === 'HEAD', grpc: x.grpc, rules, ctx: x }
     const { list, body } = answerList(status, detail, options)
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.whole(s, list, body))
+    else this.whole(s, list, body)
+    return body.length
+  }
+
+  // An answer whole on `s`: headers, and a body unless empty; what still comes of the
+  // request's body is not wanted (finishBody).
+  whole (s, list, body) {
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)
-    return body.length
+    this.finishBody(s)
   }
 
   // The request's body stopped coming (408: answered), or its trailers cannot be
@@ -211,7 +225,7 @@ class Http2Session {
     if (status === 408 || status === 413) {
       return this.answer(x, status, detail, { retryAfter: 0, exhausted: false, page: x.errorPage(status) })
     }
-    this.conn.reset(x.stream, PROTOCOL_ERROR)
+    this.resetStream(x.stream, PROTOCOL_ERROR)
     return 0
   }
 
@@ -229,17 +243,27 @@ class Http2Session {
 
   // A failure after the response started, or a fault's reset: this stream only, never
   // the connection other streams share. A gRPC call its backend failed (`why`) ends
-  // with trailers saying UNAVAILABLE instead (http/replies.js cutTrailers).
+  // with trailers saying UNAVAILABLE instead (message/replies.js cutTrailers). Either
+  // is the stream's last frame: held while the ends are (goAway).
   cut (x, why = null) {
     const s = x.stream
     if (why !== null && x.grpc !== null && !s.closed && !s.endSent && !s.endQueued) {
-      return this.conn.headers(s, cutTrailers(why), true)
+      const trailers = cutTrailers(why)
+      if (this.heldEnds !== null) this.heldEnds.push(() => this.conn.headers(s, trailers, true))
+      else this.conn.headers(s, trailers, true)
+      return
     }
-    this.conn.reset(s, INTERNAL_ERROR)
+    this.resetStream(s, INTERNAL_ERROR)
   }
 
   reset (x) {
-    this.conn.reset(x.stream, INTERNAL_ERROR)
+    this.resetStream(x.stream, INTERNAL_ERROR)
+  }
+
+  // RST_STREAM, a stream's last frame too: held while the ends are (goAway).
+  resetStream (s, code) {
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.conn.reset(s, code))
+    else this.conn.reset(s, code)
   }
 
   // What the codec was given may wait in its output after the write that took it: a
@@ -255,7 +279,8 @@ class Http2Session {
   exchangeDone (x) {
     this.exchanges.delete(x)
     const s = x.stream
-    this.finishBody(s)
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.finishBody(s)) // after its end
+    else this.finishBody(s)
   }
 
   // A response whole (sent, or queued behind the client's window) before the
@@ -322,21 +347,29 @@ class Http2Session {
   // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream id (open no
   // more), then, once a PING comes back (the client has read the first) or `graceMs`
   // passed, with the last stream taken (closeNow), so that a stream the client opened
-  // meanwhile is served, not refused.
+  // meanwhile is served, not refused. Meanwhile the streams' last frames are held
+  // (heldEnds): a client that read the first GOAWAY may close as soon as its last stream
+  // ends (Node's does), and an end that overtook the PING's answer left it closed
+  // before the last GOAWAY came. Their DATA goes on; only the end waits, one round trip.
   goAway () {
     clearTimeout(this.drainTimer)
     this.goingAway = true
     if (!this.conn.announceShutdown()) return this.closeNow()
+    this.heldEnds = []
     this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
   }
 
-  // The last GOAWAY: the streams open finish, then the connection closes.
+  // The last GOAWAY, then the ends held for it: the streams open finish, then the
+  // connection closes.
   closeNow () {
     clearTimeout(this.drainTimer)
     this.drainTimer = null
     this.goingAway = false
     this.awaitingStream = false
     this.conn.shutdown()
+    const held = this.heldEnds
+    this.heldEnds = null
+    if (held !== null) for (const end of held) end()
   }
 }
 
