@@ -12,10 +12,9 @@ const path = require('path')
 const { spawnLila, runLila, httpBackend, deadPort, curl, until } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { dnsServer } = require('./fixtures/dns-server')
-const { compileHeaderRules } = require('../lib/proxy/http/header-rules')
 const { requestIdOf } = require('../lib/proxy/http/request-id')
 const { parseRequestHead, parseResponseHead } = require('../lib/proxy/http1/parse')
-const { h1Request: requestHead, h2Request: requestList, h1Response: responseHead, settingsOf: rewriteOf } = require('./fixtures/rewrite')
+const { h1Request: requestHead, h2Request: requestList, h1Response: responseHead, settingsOf: rewriteOf, rulesOf } = require('./fixtures/rewrite')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
 const { listObject } = require('./fixtures/h2')
@@ -39,15 +38,6 @@ const res = text => {
 }
 // The rewrite settings http/protocol.js makes, with the header options compiled.
 const settingsOf = options => rewriteOf({ proto: 'http', via: 'v', forwarded: false, ...rulesOf(options) })
-const rulesOf = options => compileHeaderRules({
-  requestId: null,
-  setHeader: [],
-  delHeader: [],
-  setResponseHeader: [],
-  delResponseHeader: [],
-  hostHeader: null,
-  ...options
-})
 const field = (name, value) => {
   const colon = `${name}: ${value}`.indexOf(':')
   return { name: name.slice(0, colon), value }

@@ -10,10 +10,9 @@ const t = require('tap')
 const net = require('net')
 const { spawnLila, httpBackend, within } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
-const { h1Request, h2Request, h1Response, h2Response, settingsOf } = require('./fixtures/rewrite')
+const { h1Request, h2Request, h1Response, h2Response, settingsOf, rulesOf: rules } = require('./fixtures/rewrite')
 const { findHeadEnd, parseRequestHead, parseResponseHead } = require('../lib/proxy/http1/parse')
 const message = require('../lib/wire/h2/message')
-const { compileHeaderRules } = require('../lib/proxy/http/header-rules')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
 
@@ -28,15 +27,6 @@ const h1Res = (text, method = 'GET') => {
 }
 const h2Res = (list, endStream = false) => message.responseHead(list, endStream, null)
 
-const rules = options => compileHeaderRules({
-  requestId: null,
-  setHeader: [],
-  delHeader: [],
-  setResponseHeader: [],
-  delResponseHeader: [],
-  hostHeader: null,
-  ...options
-})
 const field = (name, value) => ({ name, value })
 
 // What each protocol carries on its own, not a field the rewrite decides: HTTP/1.1's
