@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1b789305e29d96914ecd32bad3aaeb93143e0cde39c32b8d3c633232222d8385"
+  sha256 "7f8cee9f40a269479e6f69034c8510894838ae0c9df70d07db9e7ccaf3c23d1a"
   license "MIT"
 
   depends_on "node"
