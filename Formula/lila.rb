@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "50bddd91e3e6dc0da1ac1f71a0cf219cfb2193f283869d35ec0d909175d71745"
+  sha256 "7f8cee9f40a269479e6f69034c8510894838ae0c9df70d07db9e7ccaf3c23d1a"
   license "MIT"
 
   depends_on "node"

@@ -195,3 +195,31 @@ t.test('with --accept-proxy, the limit is on the address the PROXY header gives'
   t.equal(await from('127.0.0.5'), 429, 'the same claimed address is over its limit')
   t.equal(await from('127.0.0.6'), 200, 'another claimed address is served: the TCP peer (127.0.0.1 for all) is not what counts')
 })
+
+// Over TLS the codec is chosen by ALPN before any runs: a client that agreed on h2 and
+// is turned away hears it in HTTP/2 (it used to be written an HTTP/1.1 429).
+t.test('--max-conn-per-client: an HTTP/2 client over TLS gets GOAWAY ENHANCE_YOUR_CALM', async t => {
+  const http2 = require('http2')
+  const tls = require('tls')
+  const { certDir, makeCertificate } = require('./fixtures/certs')
+  const { cert, key, pem } = makeCertificate(certDir(t), 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--max-conn-per-client', '1', '--tls-cert', cert, '--tls-key', key])
+  const held = tls.connect({ port: lila.port, host: '127.0.0.1', ca: pem, servername: 'localhost', ALPNProtocols: ['h2'] })
+  held.on('error', () => {})
+  t.teardown(() => held.destroy())
+  await within(5000, 'the first connection\'s handshake', new Promise(resolve => held.once('secureConnect', resolve)))
+  t.equal(held.alpnProtocol, 'h2')
+  await until(async () => (await statusJson(lila)).listeners[0].active === 1, 'lila to count the first connection', { every: 20 })
+  const session = http2.connect(`https://127.0.0.1:${lila.port}`, { ca: pem, servername: 'localhost' })
+  session.on('error', () => {})
+  t.teardown(() => session.destroy())
+  const [code, lastStreamID, debug] = await within(5000, 'a GOAWAY', new Promise(resolve => {
+    session.once('goaway', (...args) => resolve(args))
+  }))
+  t.equal(code, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 'ENHANCE_YOUR_CALM')
+  t.equal(lastStreamID, 0, 'no stream taken')
+  t.match(String(debug), /max-conn-per-client|connections/, `the reason as debug data: ${debug}`)
+  t.equal((await statusJson(lila)).listeners[0].limited['max-conn-per-client'], 1, 'counted')
+})

@@ -407,20 +407,20 @@ t.test('an HTTP listener judges --allow and --deny per request, a tcp one per co
 })
 
 t.test('lila\'s own answers say a refusal\'s fields and the trace ID; the access log has it in every format', async t => {
-  const { answerOf } = require('../lib/proxy/http/replies')
+  const { answerOf } = require('../lib/proxy/message/replies')
   const { reply } = require('../lib/proxy/http1/replies')
   const { createAccessLog } = require('../lib/admin/access-log')
   const { REFUSALS } = require('../lib/proxy/edge/rules')
   const challenge = [['www-authenticate', 'Basic realm="staff", charset="UTF-8"']]
   const ctx = { clientAddress: '127.0.0.1', requestId: null, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }
   const answer = answerOf(401, 'credentials needed', { fields: challenge, ctx })
-  t.same(answer.fields, ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store', 'www-authenticate', 'Basic realm="staff", charset="UTF-8"'])
+  t.same(answer.fields, ['Content-Type', 'content-type', 'text/plain; charset=utf-8', 'Cache-Control', 'cache-control', 'no-store', 'WWW-Authenticate', 'www-authenticate', 'Basic realm="staff", charset="UTF-8"'])
   t.equal(answer.body.toString(), '401 Unauthorized: credentials needed\ntrace ID: 4bf92f3577b34da6a3ce929d0e0e4736\n')
   const bytes = reply(401, 'credentials needed', { fields: challenge, ctx }).toString()
   t.match(bytes, /^HTTP\/1\.1 401 Unauthorized\r\n/)
   t.match(bytes, /\r\nWWW-Authenticate: Basic realm="staff", charset="UTF-8"\r\n/)
   const grpc = answerOf(REFUSALS.deny.status, REFUSALS.deny.detail, { grpc: 'application/grpc', fields: REFUSALS.deny.fields })
-  t.same(grpc.fields.slice(0, 4), ['content-type', 'application/grpc', 'grpc-status', String(REFUSALS.deny.grpcStatus)], 'a gRPC call: PERMISSION_DENIED')
+  t.same(grpc.fields.slice(0, 6), ['Content-Type', 'content-type', 'application/grpc', 'grpc-status', 'grpc-status', String(REFUSALS.deny.grpcStatus)], 'a gRPC call: PERMISSION_DENIED')
   t.equal(reply(403, REFUSALS.allow.detail).toString().split('\r\n')[0], 'HTTP/1.1 403 Forbidden')
 
   const record = { listener: 'l', protocol: 'http', client: '127.0.0.1', backend: null, method: 'GET', target: '/', version: 'HTTP/1.1', status: 403, bytesIn: 1, bytesOut: 2, ms: 1, host: null, referer: null, userAgent: null, traceId: ctx.traceId }

@@ -12,8 +12,8 @@ const http2 = require('http2')
 const { spawnLila, startLila, deadPort, until, isSettled, within, request, statusJson } = require('./fixtures/helpers')
 const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurlPath, grpcurl } = require('./fixtures/grpc')
 
-const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/http/grpc')
-const { answerOf } = require('../lib/proxy/http/replies')
+const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/message/grpc')
+const { answerOf } = require('../lib/proxy/message/replies')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
 const { listObject } = require('./fixtures/h2')
@@ -33,10 +33,15 @@ t.test('replies: one answer, said in HTTP/1.1 or HTTP/2, as text or as a gRPC st
   const grpcShaped = answerOf(503, 'no backend', { grpc: 'application/grpc', retryAfter: 5 })
   t.same(grpcShaped, {
     status: 200,
-    fields: ['content-type', 'application/grpc', 'grpc-status', '14', 'grpc-message', 'no backend', 'retry-after', '5'],
-    body: Buffer.alloc(0)
+    reason: 'OK',
+    version: 1,
+    fields: ['Content-Type', 'content-type', 'application/grpc', 'grpc-status', 'grpc-status', '14',
+      'grpc-message', 'grpc-message', 'no backend', 'Retry-After', 'retry-after', '5'],
+    connection: null,
+    body: Buffer.alloc(0),
+    length: undefined
   })
-  t.equal(answerOf(503, 'full', { grpc: 'application/grpc', exhausted: true }).fields[3], '8', 'exhausted: RESOURCE_EXHAUSTED')
+  t.equal(answerOf(503, 'full', { grpc: 'application/grpc', exhausted: true }).fields[5], '8', 'exhausted: RESOURCE_EXHAUSTED')
   t.equal(reply(503, 'no backend', { retryAfter: 5 }).toString(),
     'HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n' +
     'Retry-After: 5\r\nContent-Length: 36\r\n\r\n503 Service Unavailable: no backend\n')

@@ -12,11 +12,9 @@ const path = require('path')
 const { spawnLila, runLila, httpBackend, deadPort, curl, until } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { dnsServer } = require('./fixtures/dns-server')
-const { compileHeaderRules } = require('../lib/proxy/http/header-rules')
 const { requestIdOf } = require('../lib/proxy/http/request-id')
-const { requestHead, responseHead } = require('../lib/proxy/http1/rewrite')
 const { parseRequestHead, parseResponseHead } = require('../lib/proxy/http1/parse')
-const { requestList } = require('../lib/proxy/http2/headers')
+const { h1Request: requestHead, h2Request: requestList, h1Response: responseHead, settingsOf: rewriteOf, rulesOf } = require('./fixtures/rewrite')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
 const { listObject } = require('./fixtures/h2')
@@ -38,17 +36,8 @@ const res = text => {
   const buf = Buffer.from(text)
   return parseResponseHead(buf, 0, buf.length, 'GET')
 }
-// The rewrite settings http1/protocol.js makes, with the header options compiled.
-const settingsOf = options => ({ proto: 'http', via: 'v', forwarded: false, ...rulesOf(options) })
-const rulesOf = options => compileHeaderRules({
-  requestId: null,
-  setHeader: [],
-  delHeader: [],
-  setResponseHeader: [],
-  delResponseHeader: [],
-  hostHeader: null,
-  ...options
-})
+// The rewrite settings http/protocol.js makes, with the header options compiled.
+const settingsOf = options => rewriteOf({ proto: 'http', via: 'v', forwarded: false, ...rulesOf(options) })
 const field = (name, value) => {
   const colon = `${name}: ${value}`.indexOf(':')
   return { name: name.slice(0, colon), value }
@@ -122,8 +111,8 @@ t.test('responses: set and del, lila\'s own answers included', async t => {
     'Content-Length: 2\r\n\r\n', 'without rules, as it came')
 
   const text = reply(502, 'backend down', { close: true, rules: response, ctx }).toString()
-  t.equal(text, 'HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 47\r\n' +
-    'X-Frame-Options: DENY\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Request-ID: id-1\r\nConnection: close\r\n\r\n' +
+  t.equal(text, 'HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n' +
+    'X-Frame-Options: DENY\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Request-ID: id-1\r\nContent-Length: 47\r\nConnection: close\r\n\r\n' +
     '502 Bad Gateway: backend down\nrequest ID: id-1\n')
   const h2 = answerList(503, 'none', { retryAfter: 5, rules: response, ctx })
   t.same(listObject(h2.list), {

@@ -5,8 +5,9 @@
 const t = require('tap')
 const { findHeadEnd, parseRequestHead, parseResponseHead, parseKeepAlive, hasBareLf } = require('../lib/proxy/http1/parse')
 const { ChunkedReader } = require('../lib/proxy/http1/chunked')
-const { requestHead, responseHead, viaLoops } = require('../lib/proxy/http1/rewrite')
-// The exchange as requestHead reads it: the client's address, the request ID (--request-id).
+const { viaLoops } = require('../lib/proxy/message/rewrite')
+const { h1Request: requestHead, h1Response: responseHead } = require('./fixtures/rewrite')
+// The exchange as the rewrite reads it: the client's address, the request ID (--request-id).
 const from = clientAddress => ({ clientAddress, requestId: null })
 const { idleFromHint } = require('../lib/proxy/http1/connection-pool')
 
@@ -203,11 +204,12 @@ t.test('chunked bodies', async t => {
 t.test('the request head lila sends', async t => {
   const head = req('POST /x HTTP/1.1\r\nHost: example.test\r\nConnection: X-Hop, close, Content-Length, Host\r\nX-Hop: 1\r\nKeep-Alive: 1\r\nTE: trailers\r\nTrailer: X\r\nProxy-Connection: x\r\nContent-Length: 2\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nVia: 1.0 other\r\n\r\n')
   const text = requestHead(head, from('10.0.0.9'), 'backend:80', { proto: 'http', via: 'lila-abc', forwarded: false, host: null, request: null })
-  t.equal(text, 'POST /x HTTP/1.1\r\nHost: example.test\r\nVia: 1.0 other\r\nContent-Length: 2\r\n' +
-    'X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: example.test\r\nVia: 1.1 lila-abc\r\n\r\n',
-  'hop-by-hop gone; Connection cannot remove Host or Content-Length; forwarding headers lila\'s own')
+  t.equal(text, 'POST /x HTTP/1.1\r\nHost: example.test\r\nContent-Length: 2\r\n' +
+    'X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.0.0.9\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: example.test\r\n' +
+    'Via: 1.0 other, 1.1 lila-abc\r\n\r\n',
+  'hop-by-hop gone; Connection cannot remove Host or Content-Length; forwarding headers lila\'s own, Via one list')
   const chunked = req('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n')
-  t.match(requestHead(chunked, from('::1'), 'b:1', { proto: 'http', via: 'v', forwarded: true, host: null, request: null }), /\r\nTransfer-Encoding: chunked\r\n[\s\S]*\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n/)
+  t.match(requestHead(chunked, from('::1'), 'b:1', { proto: 'http', via: 'v', forwarded: true, host: null, request: null }), /\r\nForwarded: for="\[::1\]";proto=http;host=h\r\n[\s\S]*\r\nTransfer-Encoding: chunked\r\n\r\n$/)
   const announced = req('POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n')
   t.match(requestHead(announced, from('::1'), 'b:1', { proto: 'http', via: 'v', forwarded: false, host: null, request: null }), /\r\nTrailer: X-Sum\r\n/,
     'Trailer is end-to-end (RFC 9110 6.6.2): kept on a chunked request')

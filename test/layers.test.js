@@ -2,7 +2,8 @@
 
 // No require() in lib/ runs back up a layer or goes round in a cycle. The layers are
 // written once, in ARCHITECTURE.md's ```layers block (high to low, one line each); this
-// test reads it and every relative require() in lib/, lazy ones too.
+// test reads it and every relative require() in lib/, lazy ones too. proxy/ has layers
+// of its own inside (its ```layers proxy/ block): its folders and files import one way.
 
 const t = require('tap')
 const fs = require('fs')
@@ -12,9 +13,10 @@ const ROOT = path.join(__dirname, '..')
 const LIB = path.join(ROOT, 'lib')
 
 // ARCHITECTURE.md's layers: [['cli/'], ['api.js'], ..., ['admin/', 'config/'], ...]; an
-// indented line goes on the one before.
-function readLayers (text) {
-  const block = text.split('```layers\n')[1]
+// indented line goes on the one before. `folder`: the block of a folder's own layers
+// (```layers proxy/), else lib/'s.
+function readLayers (text, folder = null) {
+  const block = text.split(folder === null ? '```layers\n' : `\`\`\`layers ${folder}\n`)[1]
   if (block === undefined) return null
   const layers = []
   for (const line of block.split('```')[0].split('\n')) {
@@ -132,8 +134,23 @@ function cycles (graph) {
   return found
 }
 
-const layers = readLayers(fs.readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8'))
+// The part of `graph` inside `folder` ('proxy/'), its paths relative to it: what the
+// folder's own layers order.
+function inside (graph, folder) {
+  const part = new Map()
+  for (const [file, requires] of graph) {
+    if (!file.startsWith(folder)) continue
+    const within = requires.filter(target => target.startsWith(folder)).map(target => target.slice(folder.length))
+    part.set(file.slice(folder.length), within)
+  }
+  return part
+}
+
+const architecture = fs.readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8')
+const layers = readLayers(architecture)
 const graph = readGraph()
+const proxyLayers = readLayers(architecture, 'proxy/')
+const proxyGraph = inside(graph, 'proxy/')
 
 t.test('ARCHITECTURE.md gives the layers, every entry at the top of lib/ on one line', async t => {
   t.ok(layers !== null && layers.length > 1, 'a ```layers block in ARCHITECTURE.md')
@@ -158,6 +175,16 @@ t.test('no requires in lib/ go round in a cycle', async t => {
   t.same(cycles(graph), [])
 })
 
+t.test('proxy/ has its own layers: its folders and files import one way', async t => {
+  t.ok(proxyLayers !== null && proxyLayers.length > 1, 'a ```layers proxy/ block in ARCHITECTURE.md')
+  const { missing, stale } = unplaced(proxyGraph, proxyLayers)
+  t.same(missing, [], 'entries of lib/proxy/ on no line of its layers')
+  t.same(stale, [], 'entries of its layers that lib/proxy/ does not hold')
+  const all = proxyLayers.flat()
+  t.same(all.filter((entry, i) => all.indexOf(entry) !== i), [], 'entries on two lines')
+  t.same(wrongWay(proxyGraph, proxyLayers), [], 'no require in lib/proxy/ runs back up its layers or across one')
+})
+
 // The checks themselves, on a made-up tree: each can fail.
 t.test('the checks find a require up, one across, a cycle and an unplaced folder', async t => {
   const made = new Map([
@@ -178,4 +205,16 @@ t.test('the checks find a require up, one across, a cycle and an unplaced folder
   t.same(cycles(made), [['cli/main.js', 'proxy/tcp.js'], ['proxy/a.js', 'proxy/b.js']])
   t.same(unplaced(made, madeLayers), { missing: ['extra/'], stale: ['gone/'] })
   t.same(readLayers('x\n```layers\ncli/\nadmin/ config/\n  net/\n```\n'), [['cli/'], ['admin/', 'config/', 'net/']])
+  const both = '```layers\ncli/\nproxy/\n```\n```layers proxy/\nhttp/\nhttp1/ http2/\n```\n'
+  t.same(readLayers(both), [['cli/'], ['proxy/']])
+  t.same(readLayers(both, 'proxy/'), [['http/'], ['http1/', 'http2/']])
+  const codecs = inside(new Map([
+    ['proxy/http/protocol.js', ['proxy/http1/session.js', 'upstream/attempt.js']],
+    ['proxy/http1/session.js', ['proxy/http/exchange.js', 'log.js']],
+    ['proxy/http/exchange.js', []],
+    ['upstream/attempt.js', []]
+  ]), 'proxy/')
+  t.same([...codecs.keys()], ['http/protocol.js', 'http1/session.js', 'http/exchange.js'])
+  t.same(wrongWay(codecs, [['http/'], ['http1/', 'http2/']]),
+    ['http1/session.js -> http/exchange.js (up: http/ is above http1/)'], 'a codec requiring the exchange')
 })

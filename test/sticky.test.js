@@ -12,7 +12,14 @@ const os = require('os')
 const path = require('path')
 const crypto = require('crypto')
 const { fieldValue, cookieValues, cookieValue } = require('../lib/fields')
-const { Stickiness, setCookie, cookiePath, withCookieLine } = require('../lib/proxy/http/sticky')
+const { Stickiness, setCookie, cookiePath } = require('../lib/proxy/http/sticky')
+const { h1Response } = require('./fixtures/rewrite')
+const { parseResponseHead } = require('../lib/proxy/http1/parse')
+// A response head as an HTTP/1.1 client gets it with `cookie` (--sticky's Set-Cookie).
+const withCookie = (text, cookie) => {
+  const buf = Buffer.from(text)
+  return h1Response(parseResponseHead(buf, 0, buf.length, 'GET'), {}, null, null, -1, cookie)
+}
 const { stickyId } = require('../lib/upstream/backend')
 const { createMode, modeName, isModeWord } = require('../lib/upstream/balancers')
 const { parseCommandLine } = require('../lib/config/argv')
@@ -60,7 +67,9 @@ t.test('Set-Cookie: attributes, Path per pool, added to HTTP/1.1 heads', async t
   t.equal(cookiePath({ match: { host: null, wildcard: false, path: '/api' } }), '/api')
   t.equal(cookiePath({ match: { host: 'a.test', wildcard: false, path: null } }), '/')
   t.equal(cookiePath({}), '/', 'the listener\'s own backends')
-  t.equal(withCookieLine('HTTP/1.1 200 OK\r\nA: b\r\n\r\n', 'x=1'), 'HTTP/1.1 200 OK\r\nA: b\r\nSet-Cookie: x=1\r\n\r\n')
+  t.equal(withCookie('HTTP/1.1 200 OK\r\nA: b\r\n\r\n', 'x=1'), 'HTTP/1.1 200 OK\r\nA: b\r\nSet-Cookie: x=1\r\n\r\n')
+  t.equal(withCookie('HTTP/1.1 200 OK\r\nSet-Cookie: app=1\r\n\r\n', ['x=1', 'c=2']),
+    'HTTP/1.1 200 OK\r\nSet-Cookie: app=1\r\nSet-Cookie: x=1\r\nSet-Cookie: c=2\r\n\r\n', 'the backend\'s stay; a list: each')
 })
 
 t.test('Stickiness: keys of a request; a cookie only when the backend differs; counted', async t => {
@@ -79,7 +88,7 @@ t.test('Stickiness: keys of a request; a cookie only when the backend differs; c
   t.equal(sticky.cookieFor(ctx(null, null)), null, 'lila\'s own answer: none')
   t.same(sticky.snapshot(), { sticky: 'cookie=lila', stickyResponses: { honoured: 1, reassigned: 1, new: 1 } })
   sticky.configure({ cookie: 'SID' }, true)
-  const text = withCookieLine('HTTP/1.1 200 OK\r\n\r\n', sticky.cookieFor(ctx(null, backend, { match: { path: '/v1' } })))
+  const text = withCookie('HTTP/1.1 200 OK\r\n\r\n', sticky.cookieFor(ctx(null, backend, { match: { path: '/v1' } })))
   t.equal(text, 'HTTP/1.1 200 OK\r\nSet-Cookie: SID=aaaaaaaaaaaa; Path=/v1; HttpOnly; SameSite=Lax; Secure\r\n\r\n')
   t.equal(sticky.snapshot().stickyResponses.new, 2, 'counts carry over a reload')
   sticky.configure(null, false)

@@ -5,7 +5,7 @@
 // checked value or a one-line UsageError out; parsers.js lists them among its own.
 
 const { UsageError } = require('../errors')
-const { TOKEN } = require('../proxy/http1/parse')
+const { TOKEN } = require('../proxy/message/grammar')
 const { quote, forFlag } = require('./values')
 
 const COOKIE_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/

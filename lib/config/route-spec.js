@@ -5,7 +5,7 @@
 const { UsageError } = require('../errors')
 const { isHostName } = require('../address')
 const { isModeWord } = require('../upstream/balancers')
-const { TOKEN } = require('../proxy/http1/parse')
+const { TOKEN } = require('../proxy/message/grammar')
 const { OPTIONS } = require('./options')
 const { quote, forFlag } = require('./values')
 

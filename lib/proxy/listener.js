@@ -30,7 +30,8 @@ const MAX_WAITING = 1024
 // object made for this listener (tcp.js createTcpProtocol, http/protocol.js
 // createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
 //   name                         'tcp', 'http': what snapshots and log lines say
-//   Session                      serves one client connection (below)
+//   newSession(listener, client)  a Session (below) for a client connection, chosen
+//                                by the protocol before it runs (HTTP: by ALPN)
 //   alpn                         what TLS offers clients to speak (undefined: nothing)
 //   limitsRequests               true: --rate-limit counts requests (the protocol asks
 //                                rateLimited()), not connections
@@ -41,7 +42,7 @@ const MAX_WAITING = 1024
 //   drained()                    clean-up once every session is gone after close()
 //   snapshot()                   what the listener's snapshot adds, or null
 //   snapshotBackend(backend)     a backend as stats() shows it (balancer.js)
-// A Session: `new Session(listener, client)`, then `start()` (or `turnAway(refusal)`
+// A Session: `newSession(listener, client)`, then `start()` (or `turnAway(refusal)`
 // when a per-client limit refuses the client: close it, or answer 429), serves one client
 // connection and calls `listener.sessionDone(session)` exactly once when it is over. It
 // has `destroy()`, `drain(graceMs)` (a graceful close: end once what is in flight is
@@ -289,7 +290,7 @@ class Listener {
   }
 
   serve (client) {
-    const session = new this.protocol.Session(this, client)
+    const session = this.protocol.newSession(this, client)
     this.sessions.add(session)
     const refusal = this.admission.admit(session, !this.protocol.limitsRequests)
     if (refusal === null) return session.start()

@@ -393,7 +393,7 @@ function passEnd (socket) {
 function createTcpProtocol () {
   return {
     name: 'tcp',
-    Session: TcpSession,
+    newSession (listener, client) { return new TcpSession(listener, client) },
     alpn: undefined,
     reconfigure (config, listener) {},
     timeouts (config) { return [config.connectTimeout] },

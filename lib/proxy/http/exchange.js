@@ -5,13 +5,15 @@ const { reasonOf } = require('../../errors')
 const { Attempt } = require('../../upstream/attempt')
 const { requestRecord } = require('./request-record')
 const { requestIdOf } = require('./request-id')
-const { callType, deadlineFor } = require('./grpc')
+const { callType } = require('../message/grpc')
+const { deadlineFor } = require('./deadline')
 const { RequestBody, BUFFER_FIRST } = require('./request-body')
 const { fieldOf, editedRequest, editedResponse, CompressedBody } = require('./edge-calls')
-const { originForm } = require('../http2/headers')
+const { originForm } = require('../message/rewrite')
 const { challengeAnswer } = require('../../tls/http01')
 const { ExchangeTrace } = require('./exchange-trace')
 const { MAINTENANCE_RETRY_AFTER } = require('../maintenance')
+const { responseBody } = require('../message/response-body')
 
 // The access log's status when the client went away before any of its response
 // (nginx's "client closed request").
@@ -20,37 +22,59 @@ const CLIENT_CLOSED = 499
 // was short of descriptors or memory.
 const UNAVAILABLE_RETRY_AFTER = 5
 
-// What a response's body is to the client's codec (respond's `how`), one object per
-// combination so that a response allocates none: `bodyless`, none follows the head;
-// `framed`, its pieces carry HTTP/1.1 chunked framing (an HTTP/1.1 backend's, passed as
-// it is); `untilClose`, its end is the backend's close. HOW[bodyless*4 | framed*2 | untilClose].
-const HOW = []
-for (let i = 0; i < 8; i++) HOW.push({ bodyless: (i & 4) !== 0, framed: (i & 2) !== 0, untilClose: (i & 1) !== 0 })
+// What a compressed body is to the client's codec: lila frames it (respond's `how`).
+const UNFRAMED = responseBody(false, false, false)
 
 // lila's words for a request body over --max-body-size.
 const overSize = max => `the request body is over --max-body-size (${max} bytes)`
+
+// What the exchange knows of protocols is two interfaces, each served by a codec; as
+// lists, so that a third codec (or a test's double) knows what to provide, and
+// test/exchange-interfaces.test.js holds every session and leg to them:
+//
+// - its `client`, the session the request came on (http1/session.js: one HTTP/1.1
+//   connection, or http2/session.js: HTTP/2, where `stream` is the request's stream).
+//   The session has the protocol make the exchange (newExchange(session, head,
+//   headBytes, stream)), calls `start`, then hands it the body as pieces (onBody,
+//   onBodyEnd with the trailers, clientBodyFailed) and what its client does
+//   (onClientDrain, onClientClose, onSweep, awaitingBackend), and asks for the page of
+//   an answer of its own (errorPage); it hears back, with the
+//   exchange as the first argument, CLIENT_SESSION's methods.
+// - its `leg` on the backend seated (http1/leg.js over a pooled HTTP/1.1 connection,
+//   http2/leg.js as a stream of a pooled HTTP/2 session), made as
+//   `new protocol.Leg(exchange, backend, fresh)`: LEG's methods and properties. A leg
+//   reports with LEG_REPORTS.
+const CLIENT_SESSION = Object.freeze({
+  methods: Object.freeze([
+    'sendContinue', 'interim', 'respond', 'flushHead', 'send', 'finishResponse', 'tunnelHead', 'answer',
+    'refuseBody', 'pauseBody', 'resumeBody', 'bodyPaused', 'cut', 'reset', 'takesChunked', 'holdsWrites', 'touch',
+    'exchangeDone'
+  ]),
+  // listener, clientAddress: the connection's; socket: the client's (a TLSSocket's
+  // certificate, client-cert.js); chunkedPieces: its body's pieces carry HTTP/1.1
+  // chunked framing; holdsHead: a response head waits for the body bytes read with it
+  properties: Object.freeze(['listener', 'clientAddress', 'socket', 'chunkedPieces', 'holdsHead'])
+})
+const LEG = Object.freeze({
+  methods: Object.freeze(['start', 'write', 'end', 'pause', 'resume', 'abandon', 'again', 'onSweep']),
+  // connected: it can take the body now; gotBytes: some of the response came (no replay)
+  properties: Object.freeze(['connected', 'gotBytes'])
+})
+const LEG_REPORTS = Object.freeze([
+  'legConnected', 'legDrained', 'interim', 'answered', 'respond', 'toClient', 'flushHead', 'responseDone',
+  'upstreamFailed', 'shortOf', 'startTunnel', 'tunnelClosed'
+])
+const SESSION_REPORTS = Object.freeze([
+  'start', 'onBody', 'onBodyEnd', 'clientBodyFailed', 'onClientDrain', 'onClientClose', 'onSweep', 'awaitingBackend',
+  'errorPage'
+])
 
 // One request and its response, whichever protocol the client and the backend speak:
 // the one place that knows a request's life. It balances it (an Attempt: pick, queue,
 // retry, blame), sends it on through a leg to the backend seated, and passes the
 // response back; it answers itself where lila must (502, 503, 504, 429, ..., gRPC-shaped
 // for calls), applies the limits, copies it for --mirror, sets the sticky cookie, and
-// counts and logs it, once.
-//
-// What it knows of protocols is two interfaces, each served by a codec:
-//
-// - its `client`, the session the request came on (http1/session.js: one HTTP/1.1
-//   connection, or http2/session.js: HTTP/2, where `stream` is the request's stream).
-//   The session hands it the request's head (lila's message form, http1/parse.js's),
-//   then its body as pieces (onBody, onBodyEnd with the trailers), and hears back, with
-//   the exchange as the first argument: sendContinue, interim, respond, flushHead,
-//   send, finishResponse, answer, pauseBody, resumeBody, bodyPaused, cut, reset,
-//   refuseBody, takesChunked, holdsWrites, touch, tunnelHead, exchangeDone.
-// - its `leg` on the backend seated (http1/leg.js over a pooled HTTP/1.1 connection,
-//   http2/leg.js as a stream of a pooled HTTP/2 session): start, write, end, pause,
-//   resume, abandon, again, onSweep, `connected`, `gotBytes`. A leg reports with
-//   legConnected, legDrained, interim, answered, respond, toClient, flushHead,
-//   responseDone, upstreamFailed, shortOf, startTunnel.
+// counts and logs it, once. Its client and its leg are the interfaces above.
 //
 // A failure before the backend answered is retried where that is safe (upstreamFailed)
 // on a fresh connection or another backend; otherwise answered 502/503/504. After the
@@ -70,7 +94,7 @@ class Exchange {
     this.requestId = idHeader === null ? null : requestIdOf(head, idHeader) // --request-id
     this.headBytes = headBytes
     this.grpc = callType(head, protocol.grpc) // a gRPC call: its content-type
-    this.deadline = null // the call's grpc-timeout (grpc.js Deadline), once started
+    this.deadline = null // the call's grpc-timeout (deadline.js), once started
     // An HTTP/1.1 client's chunked body goes to an HTTP/1.1 backend as it came, its
     // framing checked, not taken apart.
     const framed = head.chunked && client.chunkedPieces && protocol.backendProtocol === 'h1'
@@ -514,16 +538,16 @@ class Exchange {
     return this.plan !== null && this.plan.encoding !== null
   }
 
-  // The final head goes to the client (the leg's `how`: { bodyless, framed: its body
-  // pieces carry HTTP/1.1 chunked framing, untilClose: its end is the backend's close }).
-  // False when it cannot: the client left meanwhile.
+  // The final head goes to the client (the leg's `how`, message/response-body.js:
+  // { bodyless, framed: its body pieces carry HTTP/1.1 chunked framing, untilClose: its
+  // end is the backend's close }). False when it cannot: the client left meanwhile.
   respond (res, how) {
     if (this.done) return false
     const { plan } = this
     let sent = res
     if (plan !== null && !how.bodyless) {
       sent = editedResponse(res, plan.fields, plan.encoding !== null)
-      if (plan.encoding !== null) how = HOW[0] // lila frames what it compresses
+      if (plan.encoding !== null) how = UNFRAMED // lila frames what it compresses
     }
     const size = this.client.respond(this, sent, how, this.cookies())
     if (size < 0) {
@@ -666,4 +690,4 @@ class Exchange {
   }
 }
 
-module.exports = { Exchange, HOW }
+module.exports = { Exchange, CLIENT_SESSION, LEG, LEG_REPORTS, SESSION_REPORTS }

@@ -1,8 +1,8 @@
 'use strict'
 
 // The header options of an http listener, compiled once per config (at its start and
-// on each reload) into what every request's exchange (exchange.js) applies, through
-// rewrite.js, http2/headers.js and the replies:
+// on each reload) into what message/rewrite.js applies to every request sent on and
+// every response answered (lila's own answers too, message/replies.js):
 //   --request-id [NAME]          each request's ID (request-id.js) in NAME, to the
 //                                backend and back to the client
 //   --set-header, --del-header   the request as the backend gets it
@@ -18,7 +18,7 @@
 // Nothing is compiled for a listener without these options: the rewrite settings hold
 // null, and the hot path pays a null check.
 
-const { HOP_BY_HOP } = require('../http1/rewrite')
+const { HOP_BY_HOP } = require('../message/rewrite')
 const { HEADERS: CLIENT_CERT_HEADERS, NO_CERT, clientCertOf } = require('../client-cert')
 
 // What a value may fill in, from the exchange (`ctx`: { clientAddress, requestId }).
@@ -57,44 +57,24 @@ class RuleSet {
     this.fields = set.map(({ name, value, parts = template(value), optional = false }) => ({
       name, lower: name.toLowerCase(), parts, optional
     }))
-    // Without placeholders, the HTTP/1.1 lines are the same for every request.
+    // Without placeholders, the fields are the same for every message: made once, with
+    // their HTTP/1.1 lines (message/rewrite.js Fields).
     this.fixed = this.fields.every(f => typeof f.parts === 'string')
-      ? this.fields.map(f => `${f.name}: ${f.parts}\r\n`).join('')
+      ? this.fields.flatMap(f => [f.name, f.lower, f.parts, `${f.name}: ${f.parts}\r\n`])
       : null
   }
 
-  // HTTP/1.1: the lines to add ("Name: value\r\n"), the message's own fields of the
-  // `touched` names having been left out by the caller.
-  lines (ctx) {
-    if (this.fixed !== null) return this.fixed
-    let out = ''
-    for (const f of this.fields) {
-      const value = valueOf(f, ctx)
-      if (value !== '' || !f.optional) out += `${f.name}: ${value}\r\n`
+  // The fields to add to `out` (message/rewrite.js Fields), the message's own fields
+  // of the `touched` names having been left out by the caller.
+  addTo (out, ctx) {
+    const fixed = this.fixed
+    if (fixed !== null) {
+      for (let i = 0; i < fixed.length; i += 4) out.add(fixed[i], fixed[i + 1], fixed[i + 2], fixed[i + 3])
+      return
     }
-    return out
-  }
-
-  // HTTP/2: the fields to add to a header list ([name, value, ...], lower-case names),
-  // the list's own fields of the `touched` names having been left out by the caller.
-  addTo (list, ctx) {
     for (const f of this.fields) {
       const value = valueOf(f, ctx)
-      if (value !== '' || !f.optional) list.push(f.lower, value)
-    }
-  }
-
-  // HTTP/2: a header object (lower-case names), changed in place. A name set twice
-  // gets both values (Set-Cookie).
-  apply (headers, ctx) {
-    for (const lower of this.touched) delete headers[lower]
-    for (const f of this.fields) {
-      const value = valueOf(f, ctx)
-      if (value === '' && f.optional) continue
-      const had = headers[f.lower]
-      if (had === undefined) headers[f.lower] = value
-      else if (Array.isArray(had)) had.push(value)
-      else headers[f.lower] = [had, value]
+      if (value !== '' || !f.optional) out.add(f.name, f.lower, value, null)
     }
   }
 }
@@ -114,8 +94,8 @@ function valueOf (field, ctx) {
   return out
 }
 
-// A listener's config -> what rewrite.js and http2/headers.js read with the other
-// rewrite settings (protocol.js):
+// A listener's config -> what message/rewrite.js reads with the other rewrite
+// settings (protocol.js, rewriteSettings):
 //   idHeader  the request ID's header name in lower case, or null (no --request-id)
 //   host      null (the client's Host), or { fixed: VALUE }, or { fixed: null } for
 //             the backend's own (its hostHeader, backend.js)

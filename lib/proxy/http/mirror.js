@@ -2,7 +2,7 @@
 
 const http = require('http')
 const { performance } = require('perf_hooks')
-const { requestHead } = require('../http1/rewrite')
+const { Fields, FIELD, requestFields } = require('../message/rewrite')
 const { ChunkedReader } = require('../http1/chunked')
 const { REPLAY_LIMIT } = require('../../limits')
 const { backendReason } = require('../../upstream/dial')
@@ -18,8 +18,9 @@ const MAX_IN_FLIGHT = 64
 // Every copy says it is one, so that the mirror can tell it from real traffic (and, say,
 // charge no card and send no e-mail).
 const MARK = ['X-Lila-Mirror', '1']
-// Fields of the primary's head a copy goes without: it is sent whole, with its length.
-const NOT_COPIED = new Set(['content-length', 'transfer-encoding', 'expect'])
+// Fields of the primary's head a copy goes without: it is sent whole, with its length,
+// and its connection is Node's (TE is a connection option).
+const NOT_COPIED = new Set(['content-length', 'expect', 'te'])
 const EMPTY = Buffer.alloc(0)
 
 // A shadow's states: reading the client's body, sent (or answered), or not mirrored.
@@ -40,7 +41,8 @@ const GONE = 2
 //   new Mirror(target, settings, { log, random })   target: config's `mirror`
 //   mirror.configure(target, settings)              a reload kept the same address
 //   mirror.start(head, ctx, bodyDone)               -> a Shadow, or null: not mirrored
-//     (ctx: the request's exchange: its clientAddress and requestId, for rewrite.js)
+//     (ctx: the request's exchange: its clientAddress and requestId, for
+//     message/rewrite.js)
 //   mirror.snapshot(), mirror.close()
 class Mirror {
   constructor (target, settings, { log, random = Math.random }) {
@@ -58,7 +60,7 @@ class Mirror {
   }
 
   // settings: { compare, timeout (ms a copy may wait for its answer; 0: no limit),
-  // rewrite (the listener's rewrite.js settings: the head is the primary's) }.
+  // rewrite (the listener's message/rewrite.js settings: the head is the primary's) }.
   configure ({ percent }, { compare, timeout, rewrite }) {
     this.percent = percent
     this.timeout = timeout
@@ -90,7 +92,7 @@ class Mirror {
       return false
     }
     const { head } = shadow
-    const headers = copiedFields(requestHead(head, shadow.ctx, this.hostHeader, this.rewrite))
+    const headers = copiedFields(head, shadow.ctx, this.hostHeader, this.rewrite)
     if (body !== null) headers.push('Content-Length', String(body.length))
     headers.push(...MARK)
     let req
@@ -262,18 +264,15 @@ function spanSettled (span, answer, failure) {
   span.finish()
 }
 
-// The head rewrite.js writes for the primary, as Node's list of fields for the copy:
-// one source for what a backend is sent (X-Forwarded-*, Via, Host).
-function copiedFields (text) {
+// The fields message/rewrite.js decides for the primary, as Node's list of fields for
+// the copy: one source for what a backend is sent (X-Forwarded-*, Via, Host).
+function copiedFields (head, ctx, hostHeader, rewrite) {
+  const fields = new Fields()
+  requestFields(head, ctx, hostHeader, rewrite, null, fields)
+  const { list } = fields
   const out = []
-  let at = text.indexOf('\r\n') + 2 // after the request line
-  for (;;) {
-    const eol = text.indexOf('\r\n', at)
-    if (eol === -1 || eol === at) break
-    const colon = text.indexOf(':', at)
-    const name = text.slice(at, colon)
-    if (!NOT_COPIED.has(name.toLowerCase())) out.push(name, text.slice(colon + 2, eol))
-    at = eol + 2
+  for (let i = 0; i < fields.length; i += FIELD) {
+    if (!NOT_COPIED.has(list[i + 1])) out.push(list[i], list[i + 2])
   }
   return out
 }

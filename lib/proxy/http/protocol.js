@@ -2,9 +2,10 @@
 
 const { HttpSession } = require('../http1/session')
 const { Http2Session } = require('../http2/session')
+const { Exchange } = require('./exchange')
 const { Http1Leg } = require('../http1/leg')
 const { Pool } = require('../http1/connection-pool')
-const { viaLoops } = require('../http1/rewrite')
+const { rewriteSettings, viaLoops } = require('../message/rewrite')
 const { ResponseStats } = require('./response-stats')
 const { Stickiness } = require('./sticky')
 const { compileHeaderRules } = require('./header-rules')
@@ -13,30 +14,31 @@ const { compileHeaderRules } = require('./header-rules')
 const POOL_EXPIRY_MS = 1000
 
 // HTTP as a Listener's protocol (listener.js): HTTP/1.1 and HTTP/2 on one port, to
-// HTTP/1.1 or HTTP/2 backends. Each connection starts as an HttpSession
-// (http1/session.js); one whose client speaks HTTP/2 (TLS agreed on h2 by ALPN, which
-// offers it first, or the connection preface in the clear) is handed over to an
-// Http2Session (http2/session.js, on lila's own codec) by startHttp2. What their
-// exchanges (exchange.js) share lives here: the backend pools (a keep-alive connection
+// HTTP/1.1 or HTTP/2 backends. The codec is chosen before any runs (newSession): a
+// TLS connection that agreed on h2 by ALPN (offered first) is an Http2Session
+// (http2/session.js, on lila's own codec) from the start, any other an HttpSession
+// (http1/session.js), which hands a client whose first bytes are the HTTP/2 preface
+// (prior knowledge, in the clear) to an Http2Session (startHttp2). Each session gets
+// its exchanges from here (newExchange), so that no codec requires the exchange.
+// What their exchanges (exchange.js) share lives here: the backend pools (a keep-alive connection
 // pool per backend, http1/connection-pool.js; with --backend-protocol h2, HTTP/2
 // sessions, http2/pool.js), the leg that carries a request to them (`Leg`), the
 // settings of the heads they rewrite (`rewrite`), `via`, this lila's Via token, to
 // detect loops, --sticky, and what clients were answered (`stats`).
 // `grpc` (--protocol grpc): the same, its backends HTTP/2 (the config says so) and its
-// own answers gRPC-shaped for every request (see grpc.js callType).
+// own answers gRPC-shaped for every request (see message/grpc.js callType).
 // One per listener: createHttpProtocol({ via, grpc }).
 class HttpProtocol {
   constructor ({ via, grpc = false }) {
     this.name = grpc ? 'grpc' : 'http'
     this.grpc = grpc // answers gRPC-shaped for every request
-    this.Session = HttpSession
     this.backendProtocol = 'h1' // --backend-protocol
     this.Leg = Http1Leg // an exchange's request on a backend: http1/leg.js, or http2/leg.js for h2
     this.alpn = ['h2', 'http/1.1'] // over TLS, HTTP/2 first
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
-    // { proto, via, forwarded } and the header options compiled (header-rules.js:
-    // idHeader, host, request, response), for rewrite.js and http2/headers.js
+    // message/rewrite.js rewriteSettings: { proto, via, forwarded, viaHops } and the
+    // header options compiled (header-rules.js: idHeader, host, request, response)
     this.rewrite = null
     this.pools = new Map() // Backend -> Pool
     this.http2Pools = new Map() // Backend -> http2/pool.js Http2Pool, with --backend-protocol h2
@@ -46,10 +48,22 @@ class HttpProtocol {
     this.sticky = new Stickiness() // --sticky: the cookie every kind of request reads and sets
   }
 
+  // The session for a client connection: its codec, chosen by what TLS agreed on.
+  newSession (listener, client) {
+    return client.alpnProtocol === 'h2' ? new Http2Session(listener, client) : new HttpSession(listener, client)
+  }
+
+  // A request a session (`client`) read: its Exchange (exchange.js); `stream`: its
+  // HTTP/2 stream, or null.
+  newExchange (client, head, headBytes, stream = null) {
+    return new Exchange(client, head, headBytes, stream)
+  }
+
   // The listener's settings, at its start and on every reload.
   reconfigure (config, listener) {
     const proto = listener.tls === null ? 'http' : 'https'
-    this.rewrite = { proto, via: this.via, forwarded: config.forwarded, ...compileHeaderRules(config) }
+    const rules = compileHeaderRules(config)
+    this.rewrite = rewriteSettings({ proto, via: this.via, forwarded: config.forwarded, rules })
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)

@@ -77,12 +77,4 @@ function setCookie (name, value, path, secure) {
   return `${name}=${value}; Path=${path}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
 }
 
-// An HTTP/1.1 head (`text`, ending in CRLF CRLF) with the cookie (or a list of them,
-// --sticky's and --canary's): the field goes before the empty line; the backend's own
-// cookies stay.
-function withCookieLine (text, cookie) {
-  if (typeof cookie !== 'string') return cookie.reduce(withCookieLine, text)
-  return `${text.slice(0, -2)}Set-Cookie: ${cookie}\r\n\r\n`
-}
-
-module.exports = { Stickiness, setCookie, cookiePath, withCookieLine }
+module.exports = { Stickiness, setCookie, cookiePath }

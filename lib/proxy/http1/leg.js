@@ -3,19 +3,25 @@
 const { performance } = require('perf_hooks')
 const { isLocalShortage } = require('../../errors')
 const { backendReason } = require('../../upstream/dial')
-const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view, MAX_HEAD } = require('./parse')
+const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view } = require('./parse')
+const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
-const { requestHead, trailerLines, fieldsOfTrailers } = require('./rewrite')
+const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
+const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { Tunnel } = require('./tunnel')
-const { HOW } = require('../http/exchange')
+const { responseBody } = require('../message/response-body')
 
 const CRLF = '\r\n'
+// The fields of the head being written (message/rewrite.js): one array for every leg,
+// as a head is written at once.
+const FIELDS = new Fields()
 
 // A request on an HTTP/1.1 backend: the leg of an Exchange (http/exchange.js) on the
 // backend it was seated on. It takes a keep-alive connection from the backend's pool
-// (connection-pool.js, whose socket events come here), writes the head rewrite.js makes
-// and the body (as the client framed it, by its length, or in chunks lila frames, with
-// the client's trailers), and reads the response: 1xx heads, the final head, then the
+// (connection-pool.js, whose socket events come here), writes the request's head (the
+// fields message/rewrite.js decides, as heads.js writes them) and the body (as the
+// client framed it, by its length, or in chunks lila frames, with the client's
+// trailers), and reads the response: 1xx heads, the final head, then the
 // body as the backend frames it (Content-Length, chunked, or until it closes),
 // forwarded as it comes. Chunked framing passes as it is to a client that takes it (an
 // HTTP/1.1 one) and is decoded for the others (HTTP/1.0, HTTP/2: then its trailers are
@@ -71,8 +77,10 @@ class Http1Leg {
     const x = this.x
     const { body } = x
     const socket = conn.socket
-    const { rewrite } = x.listener.protocol
-    const head = requestHead(x.sent, x, this.backend.hostHeader, rewrite, { continued: x.continued })
+    // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
+    const left = x.deadline === null ? null : x.deadline.left()
+    requestFields(x.sent, x, this.backend.hostHeader, x.listener.protocol.rewrite, left, FIELDS)
+    const head = requestHead(x.sent, FIELDS)
     this.sentAt = performance.now()
     const corked = body.heldBytes > 0 || (body.done && this.chunkedOut)
     if (corked) socket.cork()
@@ -93,7 +101,9 @@ class Http1Leg {
 
   // The last chunk and the client's trailers, when lila frames the body.
   finishBody () {
-    if (this.chunkedOut) this.conn.socket.write(`0\r\n${trailerLines(this.x.clientTrailers)}\r\n`, 'latin1')
+    if (!this.chunkedOut) return
+    trailerFields(this.x.clientTrailers, FIELDS)
+    this.conn.socket.write(`0\r\n${trailerLines(FIELDS)}\r\n`, 'latin1')
   }
 
   // A piece of the client's body; false when the backend's socket is full.
@@ -244,7 +254,7 @@ class Http1Leg {
     this.frame(res, buf.length - end)
     const bodyless = this.bodyless
     const framed = this.reader !== null && !this.decode
-    if (!x.respond(res, HOW[(bodyless ? 4 : 0) | (framed ? 2 : 0) | (this.untilClose ? 1 : 0)])) return
+    if (!x.respond(res, responseBody(bodyless, framed, this.untilClose))) return
     if (bodyless) return this.done()
     if (end < buf.length) this.forward(buf, end)
     x.flushHead()

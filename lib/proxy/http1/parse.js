@@ -11,15 +11,8 @@
 // A parse returns a head object, or throws an HttpError carrying the status to answer.
 
 const { HttpError } = require('../../errors')
+const { TOKEN, BAD_VALUE, trimOws, MAX_TARGET, MAX_HEADERS } = require('../message/grammar')
 
-const MAX_HEAD = 16 * 1024 // bytes, request line and headers (Node's default too)
-const MAX_TARGET = 8 * 1024 // bytes of request-target: beyond, 414
-const MAX_HEADERS = 100
-
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
-// Field values: visible ASCII, obs-text, space and tab; no other control bytes.
-// eslint-disable-next-line no-control-regex -- control characters are what it looks for
-const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(\d)\.(\d)$/
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t -~\x80-\xff]*))?$/
 
@@ -116,18 +109,9 @@ function parseFields (lines, first, controls = true) {
     hosts,
     expect,
     keepAliveHint,
-    contentType, // gRPC calls are known by it (grpc.js callType)
+    contentType, // gRPC calls are known by it (message/grpc.js callType)
     grpcTimeout
   }
-}
-
-// The field value without the spaces and tabs around it (RFC 9110 OWS); only those:
-// String#trim would also eat vertical tabs, form feeds and latin1 no-break spaces.
-function trimOws (line, start) {
-  let end = line.length
-  while (start < end && (line.charCodeAt(start) === 32 || line.charCodeAt(start) === 9)) start++
-  while (end > start && (line.charCodeAt(end - 1) === 32 || line.charCodeAt(end - 1) === 9)) end--
-  return line.slice(start, end)
 }
 
 // "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
@@ -321,10 +305,5 @@ module.exports = {
   hasBareLf,
   parseRequestHead,
   parseResponseHead,
-  parseKeepAlive,
-  trimOws,
-  TOKEN,
-  BAD_VALUE,
-  MAX_HEAD,
-  MAX_TARGET
+  parseKeepAlive
 }

@@ -3,14 +3,14 @@
 const { clientAddress } = require('../origin')
 const { resetOrDestroy } = require('../../upstream/dial')
 const { reasonOf, HttpError } = require('../../errors')
-const { findHeadEnd, hasBareLf, parseRequestHead, view, MAX_HEAD } = require('./parse')
+const { findHeadEnd, hasBareLf, parseRequestHead, view } = require('./parse')
+const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
-const { responseHead, interimHead, fieldsOfTrailers, trailerLines } = require('./rewrite')
+const { responseHead, fieldsOfTrailers, trailerLines } = require('./heads')
+const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { reply, CONTINUE } = require('./replies')
-const { withCookieLine } = require('../http/sticky')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
-const { matchPreface, HTTP2, MAYBE } = require('../http2/preface')
-const { Exchange } = require('../http/exchange')
+const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for LINGER_MS, so the client reads the response before
 // the connection is reset.
@@ -22,11 +22,19 @@ const LAST_CHUNK = '0\r\n\r\n'
 // What an HTTP/1.x request line ends with.
 const HTTP_LINE = / HTTP\/\d\.\d$/
 
-// How the client's copy of a final response head is framed (rewrite.js responseHead's
+// How the client's copy of a final response head is framed (heads.js responseHead's
 // `how`): one object per combination, so that a response allocates none.
-const HOW = []
-for (let i = 0; i < 8; i++) HOW.push({ chunked: (i & 4) !== 0, close: (i & 2) !== 0, keepAlive10: (i & 1) !== 0 })
+// HEAD_FRAMING[chunked*4 | close*2 | keepAlive10].
+const HEAD_FRAMING = []
+for (let i = 0; i < 8; i++) {
+  HEAD_FRAMING.push(Object.freeze({ chunked: (i & 4) !== 0, close: (i & 2) !== 0, keepAlive10: (i & 1) !== 0 }))
+}
 const UPGRADE = { upgrade: true } // responseHead's `how` for a 101
+const INTERIM = HEAD_FRAMING[0] // a 1xx: its fields alone
+
+// The fields of the head being written (message/rewrite.js): one array for every
+// session, as a head is written at once.
+const FIELDS = new Fields()
 
 // How a response body reaches the client (`framing`).
 const LENGTH = 0 // as it comes: its length was said, or it has none
@@ -49,13 +57,14 @@ const CLIENT = handlers({
 // One client connection speaking HTTP/1.1: the codec of lila's own on the client's
 // side. It reads request heads (strictly, parse.js) and each request's body through its
 // framing (Content-Length, or chunked: checked, and passed as it is to an HTTP/1.1
-// backend or taken apart for an HTTP/2 one), hands each request to an Exchange
-// (http/exchange.js), writes what the exchange answers in HTTP/1.1, and keeps the
-// connection alive between requests. Pipelined requests wait, unread past one head's
+// backend or taken apart for an HTTP/2 one), hands each request to an exchange the
+// protocol makes (newExchange: http/exchange.js), writes what the exchange answers in
+// HTTP/1.1, and keeps the connection alive between requests. Pipelined requests wait, unread past one head's
 // worth, until the response before them is done, so responses go out in order.
 //
-// A client that speaks HTTP/2 (TLS agreed on h2, or its first bytes are the HTTP/2
-// connection preface) is handed to the protocol's HTTP/2 side (toHttp2).
+// A client in the clear whose first bytes are the HTTP/2 connection preface is handed
+// to the protocol's HTTP/2 side (toHttp2); over TLS, the protocol chose the codec by
+// ALPN before this one was made.
 class HttpSession {
   constructor (listener, client) {
     this.listener = listener
@@ -103,12 +112,12 @@ class HttpSession {
   }
 
   start () {
-    if (this.client.alpnProtocol === 'h2') return this.toHttp2(null)
     this.client.resume()
   }
 
-  // The client speaks HTTP/2: the connection, with the bytes read so far, goes to an
-  // HTTP/2 session (http2/session.js), which calls the listener's sessionDone.
+  // The client speaks HTTP/2 by prior knowledge: the connection, with the bytes read so
+  // far, goes to an HTTP/2 session (http2/session.js), which calls the listener's
+  // sessionDone.
   toHttp2 (buf) {
     if (this.client.destroyed) return // its close comes, and ends this session
     if (this.headTimer !== null) clearTimeout(this.headTimer)
@@ -130,9 +139,11 @@ class HttpSession {
     return true
   }
 
-  // 1xx heads go on as they are, never to HTTP/1.0.
+  // 1xx heads go on as they are, less hop-by-hop fields; never to HTTP/1.0.
   interim (x, res) {
-    if (x.head.version === 1) this.client.write(interimHead(res), 'latin1')
+    if (x.head.version !== 1) return
+    responseFields(res, false, null, x, null, FIELDS)
+    this.client.write(responseHead(res, FIELDS, INTERIM, -1), 'latin1')
   }
 
   takesChunked (x) {
@@ -166,9 +177,10 @@ class HttpSession {
     // protocol or as HTTP; rather than guess, the connection ends with this response.
     this.keepAlive = head.keepAlive && !this.closing && !head.asksUpgrade && this.framing !== UNTIL_CLOSE &&
       x.body.done
-    const how2 = HOW[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
-    let text = responseHead(res, how2, this.listener.protocol.rewrite.response, x, length)
-    if (cookie !== null) text = withCookieLine(text, cookie)
+    const headFraming = HEAD_FRAMING[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
+    // The Trailer field stays when its trailers can follow: in lila's chunks.
+    responseFields(res, chunked, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
+    const text = responseHead(res, FIELDS, headFraming, length)
     this.heldHead = text
     return text.length
   }
@@ -203,15 +215,15 @@ class HttpSession {
   finishResponse (x, trailers) {
     let out = this.heldHead === null ? '' : this.heldHead
     this.heldHead = null
-    if (this.framing === CHUNKS) out += trailers === null ? LAST_CHUNK : `0\r\n${trailerLines(trailers)}\r\n`
+    if (this.framing === CHUNKS) out += trailers === null ? LAST_CHUNK : `0\r\n${trailerLinesOf(trailers)}\r\n`
     if (out !== '') this.client.write(out, 'latin1')
     return this.framing === CHUNKS ? out.length : 0
   }
 
   // A 101's head, as the backend's (with `cookie`).
   tunnelHead (x, res, cookie) {
-    let text = responseHead(res, UPGRADE, this.listener.protocol.rewrite.response, x)
-    if (cookie !== null) text = withCookieLine(text, cookie)
+    responseFields(res, false, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
+    const text = responseHead(res, FIELDS, UPGRADE)
     this.client.write(text, 'latin1')
     return text.length
   }
@@ -396,7 +408,7 @@ class HttpSession {
       this.scanned = 0
       this.mayBeHttp2 = false
       if (this.draining) this.lastRequest()
-      const x = new Exchange(this, head, end - start)
+      const x = this.listener.protocol.newExchange(this, head, end - start)
       this.exchange = x
       this.startBody(x)
       x.start()
@@ -486,7 +498,7 @@ class HttpSession {
   }
 
   // Answer a request lila cannot serve and close the connection. `grpc`: the request's
-  // gRPC call type (grpc.js), for a gRPC-shaped answer. Returns the answer's size.
+  // gRPC call type (message/grpc.js), for a gRPC-shaped answer. Returns the answer's size.
   refuse (status, detail, { retryAfter = 0, grpc = null, page = this.listener.errorPage(status) } = {}) {
     this.listener.log.debug(`${status} to ${this.clientAddress}: ${detail}`)
     // A head refused before an exchange is counted here; an exchange counts its own.
@@ -581,6 +593,12 @@ class HttpSession {
     if (this.drainTimer !== null) clearTimeout(this.drainTimer)
     this.drainTimer = null
   }
+}
+
+// Trailer fields as they go on (message/rewrite.js), as HTTP/1.1 lines.
+function trailerLinesOf (fields) {
+  trailerFields(fields, FIELDS)
+  return trailerLines(FIELDS)
 }
 
 module.exports = { HttpSession }

@@ -6,18 +6,22 @@ const { backendReason } = require('../../upstream/dial')
 const { CLOSED } = require('../../wire/h2/connection')
 const { REFUSED_STREAM, CANCEL, NO_ERROR, errorName } = require('../../wire/h2/constants')
 const { requestList, trailerList } = require('./headers')
+const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { failureOf } = require('./pool')
-const { HOW } = require('../http/exchange')
 const { hold, letGo, HOLD_BYTES } = require('./hold')
+const { responseBody } = require('../message/response-body')
 
 const EMPTY = Buffer.alloc(0)
+// The fields of the head being listed (message/rewrite.js): one array for every leg,
+// as a head is listed at once.
+const FIELDS = new Fields()
 
 // A request on an HTTP/2 backend (--backend-protocol h2, --protocol grpc): the leg of
 // an Exchange (http/exchange.js) on the backend it was seated on, as http1/leg.js is
 // for HTTP/1.1 backends, with the same interface. Its stream is one of a pooled
-// session's (pool.js, on lila's own codec); the head goes as a header list with the
-// rewriting of HTTP/1.1 (headers.js requestList), the body as DATA as it comes, then
-// the client's trailers; the response comes back as it is: 1xx, the head, DATA,
+// session's (pool.js, on lila's own codec); the head goes as a header list of the
+// fields message/rewrite.js decides (headers.js requestList), the body as DATA as it
+// comes, then the client's trailers; the response comes back as it is: 1xx, the head, DATA,
 // trailers (a gRPC status among them), or a head alone. Back-pressure is HTTP/2's flow
 // control both ways: a paused stream gives no window back.
 //
@@ -57,11 +61,11 @@ class Http2Leg {
   start () {
     const x = this.x
     const { body } = x
-    const { rewrite } = x.listener.protocol
     // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
     const left = x.deadline === null ? null : x.deadline.left()
-    const list = requestList(x.sent, x, this.backend.hostHeader, rewrite, this.scheme, left)
-    const endStream = body.done && body.heldBytes === 0 && trailerList(x.clientTrailers) === null
+    requestFields(x.sent, x, this.backend.hostHeader, x.listener.protocol.rewrite, left, FIELDS)
+    const list = requestList(x.sent, FIELDS, this.scheme)
+    const endStream = body.done && body.heldBytes === 0 && trailerListOf(x.clientTrailers) === null
     const s = this.pool.request(LEG, list, endStream, this.fresh)
     if (s === null) return x.upstreamFailed('refused a new stream', 'connect', true)
     s.user = this
@@ -85,7 +89,7 @@ class Http2Leg {
   // The body's end, with the client's trailers.
   end () {
     const s = this.s
-    const trailers = trailerList(this.x.clientTrailers)
+    const trailers = trailerListOf(this.x.clientTrailers)
     if (trailers === null) s.conn.write(s, EMPTY, true)
     else s.conn.headers(s, trailers, true)
   }
@@ -137,7 +141,7 @@ class Http2Leg {
       this.held = { head, pieces: [], bytes: 0, whole }
       return hold(this)
     }
-    if (!x.respond(head, HOW[endStream ? 4 : 0])) return
+    if (!x.respond(head, responseBody(endStream, false, false))) return
     if (endStream) return this.done(null)
     this.flushSoon()
   }
@@ -182,7 +186,7 @@ class Http2Leg {
     const { head, pieces } = this.held
     this.drop()
     const x = this.x
-    if (!x.respond(head, HOW[0])) return false
+    if (!x.respond(head, responseBody(false, false, false))) return false
     for (let i = 0; i < pieces.length && !this.abandoned; i++) x.toClient(pieces[i])
     this.flushSoon()
     return !this.abandoned
@@ -241,6 +245,12 @@ class Http2Leg {
     const reason = `reset the stream (${errorName(code)})`
     x.upstreamFailed(this.gotBytes ? `${reason} mid-response` : reason, 'reset')
   }
+}
+
+// Trailer fields as they go on (message/rewrite.js), as a list; null: none.
+function trailerListOf (fields) {
+  trailerFields(fields, FIELDS)
+  return trailerList(FIELDS)
 }
 
 // The stream handler every leg shares (wire/h2/connection.js): `s.user` is the leg.

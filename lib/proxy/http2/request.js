@@ -7,9 +7,7 @@
 // HTTP/1.1, and what a reverse proxy does not serve. Pure: a head in lila's form, null
 // or [status, detail] for the answer.
 
-const { TOKEN, BAD_VALUE, MAX_HEAD, MAX_TARGET } = require('../http1/parse')
-
-const MAX_HEADERS = 100
+const { TOKEN, BAD_VALUE, MAX_HEAD, MAX_TARGET, MAX_HEADERS } = require('../message/grammar')
 const VISIBLE = /^[!-~]+$/
 
 function refusalOf (head) {

@@ -3,17 +3,20 @@
 const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
-const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR } = require('../../wire/h2/constants')
+const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
 const { IGNORE } = require('../../wire/h2/stream')
 const { LINGER_MS } = require('../../limits')
-const { Exchange } = require('../http/exchange')
-const { callType } = require('../http/grpc')
-const { cutTrailers } = require('../http/replies')
+const { callType } = require('../message/grpc')
+const { cutTrailers } = require('../message/replies')
 const { refusalOf, trailersRefused } = require('./request')
 const { responseList, trailerList } = require('./headers')
+const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
 
 const EMPTY = Buffer.alloc(0)
+// The fields of the head being listed (message/rewrite.js): one array for every
+// session, as a head is listed at once.
+const FIELDS = new Fields()
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2) and the limits its
 // codec keeps (wire/h2/connection.js DEFAULTS for the rest: windows, header list size,
@@ -29,11 +32,12 @@ const SERVER_OPTIONS = {
   maxGlitches: 100
 }
 
-// One HTTP/2 client connection: a Listener's session (see listener.js), made when an
-// HTTP/1.1 session found its client speaks HTTP/2 (TLS agreed on h2, or the connection
-// preface in the clear: protocol.js startHttp2). lila's own codec (wire/h2) frames it on
-// the socket; each request becomes an Exchange (http/exchange.js) on its stream, and
-// this is that exchange's client: what it answers goes out as HTTP/2 headers, DATA and
+// One HTTP/2 client connection: a Listener's session (see listener.js), made by the
+// protocol for a TLS connection that agreed on h2 (http/protocol.js newSession), or
+// when an HTTP/1.1 session found the connection preface in the clear (startHttp2).
+// lila's own codec (wire/h2) frames it on the socket; each request becomes an exchange
+// the protocol makes (newExchange: http/exchange.js) on its stream, and this is that
+// exchange's client: what it answers goes out as HTTP/2 headers, DATA and
 // trailers. It answers the listener too: its sweeps (an idle connection, the exchanges'
 // timeouts, the codec's flood counters), a graceful close (drain: GOAWAY twice, the
 // streams in flight finish) and the end (sessionDone, once).
@@ -49,19 +53,27 @@ class Http2Session {
     this.draining = false // drain() was asked
     this.drainTimer = null // draining: the grace before the connection closes
     this.goingAway = false // draining, the first GOAWAY sent: the second waits for its PING
+    this.heldEnds = null // meanwhile, the streams' last frames, held for the second (goAway)
     this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
   }
 
-  // The connection's bytes from here on are the codec's, `buf` (what the HTTP/1.1
+  // The connection's bytes from here on are the codec's, `buf` (what an HTTP/1.1
   // session read, or null) first: a preface that breaks off after "PRI * HTTP/2.0" is
   // the codec's to refuse (GOAWAY PROTOCOL_ERROR).
-  start (buf) {
+  start (buf = null) {
     const { socket } = this
     // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
     socket.allowHalfOpen = false
     attach(socket, this.conn)
     if (buf !== null) this.conn.receive(buf)
     if (!socket.destroyed) socket.resume()
+  }
+
+  // A per-client limit turned the client away (listener.js admit) before any stream:
+  // GOAWAY ENHANCE_YOUR_CALM, the reason as its debug data, and the connection closed.
+  turnAway ({ detail }) {
+    this.start(null)
+    this.conn.fail(ENHANCE_YOUR_CALM, detail)
   }
 
   // A body's pieces are bare DATA: an HTTP/1.1 backend gets them in chunks of lila's.
@@ -81,7 +93,7 @@ class Http2Session {
     this.idleTicks = 0
     const refused = refusalOf(head)
     if (refused !== null) return this.refuse(s, head, refused[0], refused[1])
-    const x = new Exchange(this, head, head.size, s)
+    const x = this.listener.protocol.newExchange(this, head, head.size, s)
     s.user = x
     this.exchanges.add(x)
     x.start()
@@ -104,6 +116,7 @@ class Http2Session {
     if (this.ended) return
     this.ended = true
     clearTimeout(this.drainTimer)
+    this.heldEnds = null // nothing left to write them to
     for (const x of [...this.exchanges]) this.streamGone(x)
     this.listener.sessionDone(this)
   }
@@ -117,9 +130,8 @@ class Http2Session {
     const grpc = callType(head, listener.protocol.grpc)
     const page = listener.errorPage(status) // --error-page
     const { list, body } = answerList(status, detail, { grpc, head: head.method === 'HEAD', page })
-    this.conn.headers(s, list, body.length === 0)
-    if (body.length > 0) this.conn.write(s, body, true)
-    this.finishBody(s) // its body, if any still comes, is not wanted
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.whole(s, list, body))
+    else this.whole(s, list, body)
     return IGNORE
   }
 
@@ -137,7 +149,9 @@ class Http2Session {
   }
 
   interim (x, res) {
-    if (res.status !== 101) this.conn.headers(x.stream, responseList(res, false), false)
+    if (res.status === 101) return
+    responseFields(res, false, null, x, null, FIELDS)
+    this.conn.headers(x.stream, responseList(res.status, FIELDS, -1), false)
   }
 
   takesChunked () {
@@ -149,9 +163,12 @@ class Http2Session {
   respond (x, res, how, cookie) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return -1
-    const { rewrite } = this.listener.protocol
-    const list = responseList(res, res.chunked || res.version === 2, rewrite.response, x, cookie)
-    this.conn.headers(s, list, how.bodyless)
+    const rules = this.listener.protocol.rewrite.response
+    // The Trailer field stays when its trailers can follow: an HTTP/2 or chunked body.
+    responseFields(res, res.chunked || res.version === 2, rules, x, cookie, FIELDS)
+    const list = responseList(res.status, FIELDS, res.contentLength)
+    if (how.bodyless && this.heldEnds !== null) this.heldEnds.push(() => this.conn.headers(s, list, true))
+    else this.conn.headers(s, list, how.bodyless)
     return sizeOf(list)
   }
 
@@ -165,7 +182,11 @@ class Http2Session {
   finishResponse (x, trailers) {
     const s = x.stream
     if (s.closed || s.endSent || s.endQueued) return 0
-    const list = trailerList(trailers)
+    if (this.heldEnds !== null) {
+      this.heldEnds.push(() => this.finishResponse(x, trailers))
+      return 0
+    }
+    const list = trailerListOf(trailers)
     if (list === null) this.conn.write(s, EMPTY, true)
     else this.conn.headers(s, list, true)
     return 0
@@ -184,9 +205,17 @@ class Http2Session {
     const rules = this.listener.protocol.rewrite.response
     const options = { ...more, head: x.head.method === 'HEAD', grpc: x.grpc, rules, ctx: x }
     const { list, body } = answerList(status, detail, options)
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.whole(s, list, body))
+    else this.whole(s, list, body)
+    return body.length
+  }
+
+  // An answer whole on `s`: headers, and a body unless empty; what still comes of the
+  // request's body is not wanted (finishBody).
+  whole (s, list, body) {
     this.conn.headers(s, list, body.length === 0)
     if (body.length > 0) this.conn.write(s, body, true)
-    return body.length
+    this.finishBody(s)
   }
 
   // The request's body stopped coming (408: answered), or its trailers cannot be
@@ -196,7 +225,7 @@ class Http2Session {
     if (status === 408 || status === 413) {
       return this.answer(x, status, detail, { retryAfter: 0, exhausted: false, page: x.errorPage(status) })
     }
-    this.conn.reset(x.stream, PROTOCOL_ERROR)
+    this.resetStream(x.stream, PROTOCOL_ERROR)
     return 0
   }
 
@@ -214,17 +243,27 @@ class Http2Session {
 
   // A failure after the response started, or a fault's reset: this stream only, never
   // the connection other streams share. A gRPC call its backend failed (`why`) ends
-  // with trailers saying UNAVAILABLE instead (http/replies.js cutTrailers).
+  // with trailers saying UNAVAILABLE instead (message/replies.js cutTrailers). Either
+  // is the stream's last frame: held while the ends are (goAway).
   cut (x, why = null) {
     const s = x.stream
     if (why !== null && x.grpc !== null && !s.closed && !s.endSent && !s.endQueued) {
-      return this.conn.headers(s, cutTrailers(why), true)
+      const trailers = cutTrailers(why)
+      if (this.heldEnds !== null) this.heldEnds.push(() => this.conn.headers(s, trailers, true))
+      else this.conn.headers(s, trailers, true)
+      return
     }
-    this.conn.reset(s, INTERNAL_ERROR)
+    this.resetStream(s, INTERNAL_ERROR)
   }
 
   reset (x) {
-    this.conn.reset(x.stream, INTERNAL_ERROR)
+    this.resetStream(x.stream, INTERNAL_ERROR)
+  }
+
+  // RST_STREAM, a stream's last frame too: held while the ends are (goAway).
+  resetStream (s, code) {
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.conn.reset(s, code))
+    else this.conn.reset(s, code)
   }
 
   // What the codec was given may wait in its output after the write that took it: a
@@ -240,7 +279,8 @@ class Http2Session {
   exchangeDone (x) {
     this.exchanges.delete(x)
     const s = x.stream
-    this.finishBody(s)
+    if (this.heldEnds !== null) this.heldEnds.push(() => this.finishBody(s)) // after its end
+    else this.finishBody(s)
   }
 
   // A response whole (sent, or queued behind the client's window) before the
@@ -307,21 +347,29 @@ class Http2Session {
   // GOAWAY twice, as RFC 9113 6.8 advises: first with the highest stream id (open no
   // more), then, once a PING comes back (the client has read the first) or `graceMs`
   // passed, with the last stream taken (closeNow), so that a stream the client opened
-  // meanwhile is served, not refused.
+  // meanwhile is served, not refused. Meanwhile the streams' last frames are held
+  // (heldEnds): a client that read the first GOAWAY may close as soon as its last stream
+  // ends (Node's does), and an end that overtook the PING's answer left it closed
+  // before the last GOAWAY came. Their DATA goes on; only the end waits, one round trip.
   goAway () {
     clearTimeout(this.drainTimer)
     this.goingAway = true
     if (!this.conn.announceShutdown()) return this.closeNow()
+    this.heldEnds = []
     this.drainTimer = setTimeout(() => this.closeNow(), this.graceMs)
   }
 
-  // The last GOAWAY: the streams open finish, then the connection closes.
+  // The last GOAWAY, then the ends held for it: the streams open finish, then the
+  // connection closes.
   closeNow () {
     clearTimeout(this.drainTimer)
     this.drainTimer = null
     this.goingAway = false
     this.awaitingStream = false
     this.conn.shutdown()
+    const held = this.heldEnds
+    this.heldEnds = null
+    if (held !== null) for (const end of held) end()
   }
 }
 
@@ -347,6 +395,12 @@ const STREAM = Object.freeze({
   onReset (s) { s.user.client.streamGone(s.user) },
   onDrain (s) { s.user.onClientDrain() }
 })
+
+// Trailer fields as they go on (message/rewrite.js), as a list; null: none.
+function trailerListOf (fields) {
+  trailerFields(fields, FIELDS)
+  return trailerList(FIELDS)
+}
 
 // A header list's size as HTTP/1.1 writes it (the access log counts it).
 function sizeOf (list) {

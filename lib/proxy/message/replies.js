@@ -1,10 +1,12 @@
 'use strict'
 
 // The answers lila gives itself (502, 503, 504, 429, 400, ...), for every request
-// whichever its client's protocol: answerOf decides what an answer says, once; the
-// codecs write it (http1/replies.js reply as HTTP/1.1 bytes, http2/replies.js as an
-// HTTP/2 header list). Said to a person or a plain HTTP client: the status and a short
-// plain-text body naming the reason. Said to a gRPC call (`grpc`, its content-type,
+// whichever its client's protocol: answerOf decides what an answer says, once, as a
+// response head in lila's form; the header options apply to it as to a backend's
+// (message/rewrite.js responseFields), and the codecs write it (http1/replies.js
+// reply as HTTP/1.1 bytes, http2/replies.js as an HTTP/2 header list). Said to a
+// person or a plain HTTP client: the status and a short plain-text body naming the
+// reason. Said to a gRPC call (`grpc`, its content-type,
 // see grpc.js callType): a trailers-only response, HTTP 200 with grpc-status and
 // grpc-message and no body, as gRPC clients read errors.
 
@@ -39,7 +41,19 @@ const REASONS = {
 
 const EMPTY = Buffer.alloc(0)
 
-// -> { status, fields: [name, value, ...] (lower-case names; no framing), body: Buffer }
+// The names of the fields lila's answers hold, as HTTP/1.1 has always spelt them.
+const SPELT = {
+  'content-type': 'Content-Type',
+  'cache-control': 'Cache-Control',
+  'retry-after': 'Retry-After',
+  'www-authenticate': 'WWW-Authenticate',
+  location: 'Location',
+  'set-cookie': 'Set-Cookie'
+}
+
+// -> a response head in lila's form: { status, reason, version: 1, fields (three
+// entries each: name, lower-case name, value; no framing), connection: null, body:
+// a Buffer, length: the body's (undefined for a gRPC status: no body, no length) }
 // `retryAfter`: seconds; `fields`: more [[name, value]] to say (a rule at the edge's
 // refusal: WWW-Authenticate, proxy/edge/rules.js); `head`: a HEAD request (no body,
 // though its length is told);
@@ -59,15 +73,17 @@ function answerOf (status, detail, {
 } = {}) {
   if (grpc !== null) {
     const code = exhausted ? CODES.RESOURCE_EXHAUSTED : codeOf(status)
-    const fields = ['content-type', grpc, 'grpc-status', String(code), 'grpc-message', encodeMessage(detail)]
-    if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-    return { status: 200, fields: withMore(fields, more), body: EMPTY }
+    const fields = ['Content-Type', 'content-type', grpc, 'grpc-status', 'grpc-status', String(code),
+      'grpc-message', 'grpc-message', encodeMessage(detail)]
+    if (retryAfter > 0) fields.push('Retry-After', 'retry-after', String(retryAfter))
+    return answerHead(200, withMore(fields, more), EMPTY, undefined)
   }
   if (page !== null) return pageAnswer(status, page, retryAfter, head, ctx, more)
   const body = Buffer.from(exact ? detail : bodyOf(status, REASONS[status] || 'Error', detail, ctx))
-  const fields = ['content-type', 'text/plain; charset=utf-8', 'cache-control', 'no-store']
-  if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-  return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
+  const fields = ['Content-Type', 'content-type', 'text/plain; charset=utf-8',
+    'Cache-Control', 'cache-control', 'no-store']
+  if (retryAfter > 0) fields.push('Retry-After', 'retry-after', String(retryAfter))
+  return answerHead(status, withMore(fields, more), head ? EMPTY : body, body.length)
 }
 
 // What ends a gRPC call whose answer its backend cut after the head reached the client
@@ -80,14 +96,19 @@ function cutTrailers (detail) {
 
 function pageAnswer (status, page, retryAfter, head, ctx, more) {
   const body = page.render(ctx)
-  const fields = ['cache-control', 'no-store']
-  if (page.type !== null) fields.unshift('content-type', page.type)
-  if (retryAfter > 0) fields.push('retry-after', String(retryAfter))
-  return { status, fields: withMore(fields, more), body: head ? EMPTY : body, length: body.length }
+  const fields = ['Cache-Control', 'cache-control', 'no-store']
+  if (page.type !== null) fields.unshift('Content-Type', 'content-type', page.type)
+  if (retryAfter > 0) fields.push('Retry-After', 'retry-after', String(retryAfter))
+  return answerHead(status, withMore(fields, more), head ? EMPTY : body, body.length)
 }
 
+function answerHead (status, fields, body, length) {
+  return { status, reason: REASONS[status] || 'Error', version: 1, fields, connection: null, body, length }
+}
+
+// `more`: [[lower-case name, value]]
 function withMore (fields, more) {
-  if (more !== null) for (const [name, value] of more) fields.push(name, value)
+  if (more !== null) for (const [lower, value] of more) fields.push(SPELT[lower] || lower, lower, value)
   return fields
 }
 
@@ -101,4 +122,4 @@ function bodyOf (status, reason, detail, ctx) {
   return text
 }
 
-module.exports = { answerOf, cutTrailers, REASONS }
+module.exports = { answerOf, cutTrailers }
