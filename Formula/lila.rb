@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7f8cee9f40a269479e6f69034c8510894838ae0c9df70d07db9e7ccaf3c23d1a"
+  sha256 "d15d84f3643d3c99a4e7aa430c4b72e7f4a8aace592ae452acbd0ae722eec987"
   license "MIT"
 
   depends_on "node"

@@ -1,28 +1,25 @@
 'use strict'
 
-// A Balancer: a config's listeners, their pools and routes, the --redirect-http
-// listeners and the certificate keeper, run together; reloaded as a plan (plan.js)
-// that is bound, then applied. lib/index.js's createBalancer makes one; the options
-// are described there.
+// A Balancer: a config's listeners, their pools and routes and the --redirect-http
+// listeners, run together with what they are served with (provisions.js: files read,
+// the certificate keeper); reloaded as a plan (plan.js) that is bound, then applied.
+// lib/index.js's createBalancer makes one; the options are described there.
 
 const { Upstream } = require('../upstream/upstream')
 const { Listener } = require('../proxy/listener')
 const { createTcpProtocol } = require('../proxy/tcp')
 const { createHttpProtocol } = require('../proxy/http/protocol')
-const { loadListenerTls, Certificates } = require('../proxy/tls')
 const { RedirectListener } = require('../proxy/redirect')
-const { servesPlainHttp } = require('../tls/http01')
-const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
 const { silentLogger, prefixed } = require('../log')
 const { RuntimeError, ControlError } = require('../errors')
 const { logsName } = require('../listener-names')
-const { wanted: keeperWanted } = require('../tls/wants')
 const { createControl, OPS } = require('../admin/control')
 const { createAccessLog } = require('../admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
 const { planReload, planRedirects } = require('./plan')
 const { Apps } = require('./apps')
+const { Provisions } = require('./provisions')
 const { listeningOn, matchText, leftToDrain, plural } = require('./words')
 const { canaryPools } = require('./canary-pools')
 
@@ -46,13 +43,12 @@ class Balancer {
     accessLog = defaultAccessLog(config, stdout),
     fileLimit = descriptorLimit(),
     random = Math.random,
-    certificates = new Certificates(),
-    keeper,
     keeperOptions = {},
     stderr = process.stderr,
     env = process.env,
     onAppGiveUp = () => {},
     fleet = null,
+    provisions = new Provisions({ log, now, keeperOptions, fleet }),
     tracer = null
   } = {}) {
     this.log = log
@@ -64,10 +60,7 @@ class Balancer {
     this.accessLog = accessLog
     this.tracer = tracer
     this.fileLimit = fileLimit
-    this.certificates = certificates
-    this.ownKeeper = keeper === undefined // made here, when a config wants one
-    this.keeper = this.ownKeeper ? null : keeper
-    this.keeperOptions = keeperOptions
+    this.provisions = provisions
     this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
     this.closing = false
     // --fleet (fleet/fleet.js): its listeners' --rate-limit decided fleet-wide; shown in stats
@@ -82,10 +75,10 @@ class Balancer {
     this.control = this.control.bind(this)
 
     const descriptors = this.descriptorsFor(config.listeners)
-    this.running = config.listeners.map(l => this.make(l, this.material(l), descriptors))
+    this.running = config.listeners.map(l => this.make(l, provisions.material(l), descriptors))
     // Certificates lila makes (local) or kept (ACME) are there before the first client,
     // once every file was read: a state folder that cannot be used is a UsageError here.
-    this.keeperStarted = keeperWanted(config) && this.ownKeeper ? this.makeKeeper(config).start() : Promise.resolve()
+    this.keeperStarted = provisions.startKeeper(config)
   }
 
   get listeners () { return this.running }
@@ -119,7 +112,7 @@ class Balancer {
       throw err
     }
     this.started = true
-    this.beginKeeper() // ACME's TLS-ALPN-01 needs the listeners open
+    this.provisions.beginKeeper() // ACME's TLS-ALPN-01 needs the listeners open
     return addresses
   }
 
@@ -134,14 +127,11 @@ class Balancer {
   async reload (next) {
     if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
     this.apps.checkKept(this.running, next)
-    const loaded = next.listeners.map(config => this.material(config)) // may throw: nothing has changed yet
+    const loaded = this.provisions.materialOf(next) // may throw: nothing has changed yet
     const plan = planReload(this.current, next, this.runningShape())
-    // Certificates lila gets itself: new ones are made (local) or loaded before the
-    // listeners take the config; ACME orders start at once, in the background. (A
-    // UsageError here changes nothing: no listener took anything yet.)
-    let keeperLines = []
-    if (plan.keeper === 'start') await this.makeKeeper(next).start()
-    if (plan.keeper === 'reload') keeperLines = await this.keeper.reload(next)
+    // Certificates lila gets itself, before the listeners take the config. (A UsageError
+    // here changes nothing: no listener took anything yet.)
+    const keeperLines = await this.provisions.reloadKeeper(next)
 
     const descriptors = this.descriptorsFor(next.listeners)
     const starting = plan.start.map(step =>
@@ -155,7 +145,7 @@ class Balancer {
     for (const { index, config, routes } of plan.keep) {
       const listener = byName.get(config.name)
       const { tls, backendTls, edge } = loaded[index]
-      this.certificates.use(config.name, tls)
+      this.provisions.certificates.use(config.name, tls)
       const changes = listener.upstream.update(config, { tls: backendTls })
       if (this.apps.of(listener) !== null) changes.push(...this.apps.of(listener).update(config.run))
       const applied = this.applyRoutes(listener, routes, backendTls)
@@ -163,7 +153,7 @@ class Balancer {
       const canaries = canaryPools(config, listener.canaryUpstreams, this.canaryMaker(listener.log, backendTls),
         backendTls)
       routesStarted.push(...canaries.started.map(upstream => upstream.start()))
-      const acme = this.acmeOf(config)
+      const acme = this.provisions.acmeOf(config)
       listener.reconfigure(config, {
         tls, backendTls, descriptors, routes: applied.routes, edge, acme, canaries: canaries.upstreams
       })
@@ -200,12 +190,12 @@ class Balancer {
     const kept = new Set([...plan.keep.map(({ config }) => config.name), ...fresh.map(l => l.config.name)])
     this.running = plan.order.filter(name => kept.has(name)).map(name => byName.get(name))
     for (const { name } of plan.retire) {
-      if (!kept.has(name)) this.certificates.use(name, null) // its certificates are served no more
+      if (!kept.has(name)) this.provisions.certificates.use(name, null) // its certificates are served no more
     }
     this.current = next
     await this.updateRedirects(lines)
     lines.push(...keeperLines)
-    this.beginKeeper() // the listeners of the new config listen
+    this.provisions.beginKeeper() // the listeners of the new config listen
     return lines
   }
 
@@ -214,7 +204,7 @@ class Balancer {
   // `handOver`: another process listens on the same sockets now (cli/upgrade.js).
   close (timeout = this.current.shutdownTimeout, { handOver = false } = {}) {
     this.closing = true
-    if (this.keeper !== null && this.ownKeeper) this.keeper.close()
+    this.provisions.closeKeeper()
     const open = this.running.filter(listener => !this.retiring.has(listener))
     const all = open.map(listener => this.retire(listener, timeout, handOver))
     const redirected = [...this.redirects.values()].map(redirect => redirect.close())
@@ -298,34 +288,8 @@ class Balancer {
       listeners: this.running.map(listener => ({
         config: listener.config,
         routes: listener.routes.map(({ name, match, upstream }) => ({ name, match, mode: upstream.mode }))
-      })),
-      keeper: !this.ownKeeper ? 'other' : this.keeper === null ? 'none' : 'own'
+      }))
     }
-  }
-
-  // The keeper of this balancer's certificates, made when a config first wants one.
-  makeKeeper (config) {
-    const { Keeper } = require('../tls/keeper') // tls/ is loaded only for --tls local|acme
-    const publish = update => { this.certificates.apply(update); return Promise.resolve() }
-    const fleet = this.fleet === null ? null : this.fleet.certificates // --fleet: one order for the fleet
-    this.keeper = new Keeper(config, { log: this.log, now: this.now, ...this.keeperOptions, publish, fleet })
-    return this.keeper
-  }
-
-  beginKeeper () {
-    if (this.keeper !== null && this.ownKeeper) this.keeper.begin()
-  }
-
-  // TLS files and the rules at the edge's htpasswd files are read here (and again on
-  // every reload): a UsageError if one cannot be read or used.
-  material (listenerConfig) {
-    return { ...loadListenerTls(listenerConfig, this.certificates), edge: loadEdge(listenerConfig) }
-  }
-
-  // A plain-HTTP listener answers the ACME HTTP-01 challenges of the process's board
-  // (tls/http01.js), whichever listener the certificate is for.
-  acmeOf (listenerConfig) {
-    return servesPlainHttp(listenerConfig) ? this.certificates.challenges : null
   }
 
   // The limit on open files, and each listener's share of it (descriptors.js): what
@@ -345,12 +309,12 @@ class Balancer {
     const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
     const canaries = canaryPools(listenerConfig, new Map(), this.canaryMaker(log, backendTls), backendTls).upstreams
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
-    const acme = this.acmeOf(listenerConfig)
+    const acme = this.provisions.acmeOf(listenerConfig)
     const { accessLog, tracer } = this
     const sharedLimits = this.fleet === null ? null : this.fleet.limits.forListener(listenerConfig.name)
     const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
     const listener = new Listener({ config: listenerConfig, ...parts, canaries, tracer })
-    this.certificates.use(listenerConfig.name, tls)
+    this.provisions.certificates.use(listenerConfig.name, tls)
     if (app !== null) this.apps.attach(listener, app)
     return listener
   }
@@ -430,9 +394,9 @@ class Balancer {
   // `given`: a socket the process was given for it (an upgrade), or undefined.
   async startRedirect (listener, given = null) {
     const { name, host, redirectHttp } = listener.config
-    const redirect = new RedirectListener({
-      host, port: redirectHttp, httpsPort: listener.port, challenges: this.certificates.challenges, log: listener.log
-    })
+    const { challenges } = this.provisions.certificates
+    const { port: httpsPort, log } = listener
+    const redirect = new RedirectListener({ host, port: redirectHttp, httpsPort, challenges, log })
     const bound = await redirect.listen(given || null)
     this.redirects.set(name, redirect)
     if (this.table) {
