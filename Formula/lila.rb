@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d15d84f3643d3c99a4e7aa430c4b72e7f4a8aace592ae452acbd0ae722eec987"
+  sha256 "66771bf5006b1f85c2164592e44bc8cde5bd8b92ce00449e7ba79ecedcc47f13"
   license "MIT"
 
   depends_on "node"

@@ -2,9 +2,8 @@
 
 const os = require('os')
 const { createLogger } = require('../log')
-const { loadListenerTls } = require('../proxy/tls')
-const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
+const { Provisions } = require('../balancer/provisions')
 const { onSignals } = require('./signals')
 const { sumStats } = require('../admin/sum-stats')
 const { logReloaded, logRefused } = require('./reload-log')
@@ -113,10 +112,10 @@ function runPrimary (config, io) {
   }))
 
   // Certificates lila makes or gets: made or loaded before any worker starts (a state
-  // folder that cannot be used stops lila here, exit 2).
-  let keeper = null
+  // folder that cannot be used stops lila here, exit 2); the workers are sent them.
+  const provisions = new Provisions({ log, publish: update => tellWorkers(update) })
   try {
-    keeper = keeperFor(config, log, update => tellWorkers(update))
+    provisions.startKeeper(config)
   } catch (err) {
     if (!(err instanceof UsageError)) throw err
     log.error(err.message)
@@ -167,7 +166,7 @@ function runPrimary (config, io) {
               via,
               table: slot.index === 1,
               workers: count,
-              certificates: keeper === null ? [] : keeper.updates(),
+              certificates: provisions.updates(),
               sockets: Object.fromEntries(given),
               redirectSockets: Object.fromEntries(givenRedirects)
             })
@@ -208,7 +207,7 @@ function runPrimary (config, io) {
       }
       for (const line of startLines) log.always(line)
       log.info(`workers: ${slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
-      if (keeper !== null) keeper.begin() // ACME's TLS-ALPN-01 needs the workers listening
+      provisions.beginKeeper() // ACME's TLS-ALPN-01 needs the workers listening
       onReady({ gatherStats, broadcast, sockets, handOver })
     }
 
@@ -249,7 +248,7 @@ function runPrimary (config, io) {
 
     const stopAll = (type, handOver = false) => {
       stopping = true
-      if (keeper !== null) keeper.close()
+      provisions.closeKeeper()
       for (const slot of slots) {
         clearTimeout(slot.timer)
         slot.timer = null
@@ -264,10 +263,7 @@ function runPrimary (config, io) {
       let applied
       try {
         next = reloadConfig()
-        for (const l of next.listeners) {
-          loadListenerTls(l)
-          loadEdge(l)
-        }
+        provisions.materialOf(next) // read here, once: a file that cannot be used refuses the reload
         applied = prepareReload(next)
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
@@ -276,13 +272,9 @@ function runPrimary (config, io) {
       }
       await removeStaleSockets(next.listeners, current.listeners)
       // New certificates reach the workers before the config that asks for them.
-      let keeperLines = []
+      let keeperLines
       try {
-        if (keeper === null) {
-          keeper = keeperFor(next, log, update => tellWorkers(update))
-        } else {
-          keeperLines = await keeper.reload(next)
-        }
+        keeperLines = await provisions.reloadKeeper(next)
       } catch (err) {
         if (!(err instanceof UsageError)) throw err
         logRefused(log, err.message)
@@ -316,7 +308,7 @@ function runPrimary (config, io) {
       const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
       applied()
       logReloaded(log, { lines: [...done.lines, ...keeperLines], logLevel: next.logLevel, failures })
-      if (keeper !== null) keeper.begin() // the workers listen on the new config's listeners
+      provisions.beginKeeper() // the workers listen on the new config's listeners
     }
 
     let handingOver = false
@@ -345,7 +337,7 @@ function runPrimary (config, io) {
 
   // A certificate or challenge for every worker that has its config (one still
   // starting too: its board takes it before its listeners do); resolves once each has
-  // it. A worker that starts later gets keeper.updates() with its config.
+  // it. A worker that starts later gets provisions.updates() with its config.
   function tellWorkers (update) {
     const told = slots.filter(slot => slot.configured && slot.worker !== null && slot.worker.isConnected())
     return Promise.all(told.map(slot => request(slot, { lila: 'certificates', updates: [update] }, REPLY_TIMEOUT_MS,
@@ -404,16 +396,6 @@ function runPrimary (config, io) {
       err => ({ index: slot.index, pid: slot.pid, error: err.message, code: err.code, status: err.status })
     )))
   }
-}
-
-// The primary's keeper of certificates (tls/keeper.js), when the config wants one; its
-// start is synchronous but for publishing (to no worker yet).
-function keeperFor (config, log, publish) {
-  if (!require('../tls/wants').wanted(config)) return null
-  const { Keeper } = require('../tls/keeper')
-  const keeper = new Keeper(config, { log, publish })
-  keeper.start()
-  return keeper
 }
 
 module.exports = { runPrimary, workerCount }
