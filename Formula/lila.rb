@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "66771bf5006b1f85c2164592e44bc8cde5bd8b92ce00449e7ba79ecedcc47f13"
+  sha256 "7cd2e64987e4316790f90663e38ba1268dc1cffc052f8df46c2e60d844b2996c"
   license "MIT"
 
   depends_on "node"

@@ -22,11 +22,11 @@
 // open files (descriptors.js). `tracer` (telemetry/tracer.js, --otlp): the spans its
 // listeners make; null: none.
 // `provisions` (balancer/provisions.js): what the listeners are served with besides the
-// config, the files it names read and the certificates lila gets itself (--tls
-// local|acme); by default this balancer's own, with a keeper of its own when a config
-// wants one (`keeperOptions` go to it; tests: a short localLifetime). A --workers worker
-// gives its own, fed by the primary's keeper. `fleet` (fleet/fleet.js), with --fleet:
-// the listeners' --rate-limit is decided fleet-wide, and stats() shows it.
+// config, the files it names read, the certificates lila gets itself (--tls
+// local|acme) and --fleet; by default this balancer's own, with a keeper of its own
+// when a config wants one (`keeperOptions` go to it; tests: a short localLifetime) and
+// no fleet. lila's command line gives one with the fleet; a --workers worker one fed
+// by the primary's keeper.
 
 const { Balancer } = require('./balancer/balancer')
 const { listeningLines } = require('./balancer/words')

@@ -47,8 +47,7 @@ class Balancer {
     stderr = process.stderr,
     env = process.env,
     onAppGiveUp = () => {},
-    fleet = null,
-    provisions = new Provisions({ log, now, keeperOptions, fleet }),
+    provisions = new Provisions({ log, now, keeperOptions }),
     tracer = null
   } = {}) {
     this.log = log
@@ -63,8 +62,6 @@ class Balancer {
     this.provisions = provisions
     this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
     this.closing = false
-    // --fleet (fleet/fleet.js): its listeners' --rate-limit decided fleet-wide; shown in stats
-    this.fleet = fleet
     this.current = config
     this.retiring = new Map() // listener removed by a reload -> Promise, while it drains
     this.redirects = new Map() // listener name -> RedirectListener (--redirect-http)
@@ -247,7 +244,7 @@ class Balancer {
           canary: canaryOf(listener, null, backendsOf) // --canary: its side by side, and its pool's backends
         }
       }),
-      fleet: this.fleet === null ? null : this.fleet.snapshot() // --fleet: Redis, the members
+      fleet: this.provisions.fleetSnapshot() // --fleet: Redis, the members
     }
   }
 
@@ -311,7 +308,7 @@ class Balancer {
     const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
     const acme = this.provisions.acmeOf(listenerConfig)
     const { accessLog, tracer } = this
-    const sharedLimits = this.fleet === null ? null : this.fleet.limits.forListener(listenerConfig.name)
+    const sharedLimits = this.provisions.sharedLimits(listenerConfig.name) // --fleet
     const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
     const listener = new Listener({ config: listenerConfig, ...parts, canaries, tracer })
     this.provisions.certificates.use(listenerConfig.name, tls)

@@ -11,8 +11,13 @@
 //              the one process that keeps them, made when a config first wants one;
 //              it publishes to `certificates`, the board listeners take them from
 //              (proxy/tls.js), or through `publish` (the primary: to every worker)
+//   fleet      --fleet (fleet/fleet.js): the listeners' per-client limits, the keeper's
+//              one order for the fleet, control's changes shared and the others' made
+//              here. Refused with --workers (config/builder.js): the primary's keeper
+//              and control could take it as they are, but the limits are decided in
+//              each worker, which would need connections of its own.
 //
-//   const provisions = new Provisions({ log, keeper: 'own' | 'elsewhere', publish })
+//   const provisions = new Provisions({ log, keeper: 'own' | 'elsewhere', publish, fleet, about })
 //   provisions.material(listenerConfig) -> { tls, backendTls, edge }
 //   provisions.materialOf(config)       -> one per listener: all read, or a UsageError
 //   provisions.startKeeper(config)      -> Promise, once published; a UsageError at once
@@ -20,21 +25,24 @@
 //   provisions.beginKeeper()            once the listeners listen (ACME's TLS-ALPN-01)
 //   provisions.updates()                what a worker that (re)starts is sent
 //   provisions.closeKeeper()
+//   provisions.startFleet(), .sharedLimits(name), .sharing(perform), .hearChanges(perform),
+//   .fleetSnapshot(), .closeFleet()
 
 const { loadListenerTls, Certificates } = require('../proxy/tls')
 const { loadEdge } = require('../proxy/edge/rules')
 const { servesPlainHttp } = require('../tls/http01')
 const { wanted: keeperWanted } = require('../tls/wants')
 const { silentLogger } = require('../log')
+const VERSION = require('../version')
 
 class Provisions {
   // keeper: 'own' (this process keeps certificates) or 'elsewhere' (a --workers worker:
   // the primary keeps them and feeds `certificates`). keeperOptions go to the Keeper
-  // (tests: a short localLifetime). fleet: with --fleet, fleet/fleet.js's Fleet (its
-  // certificates: one ACME order for the fleet), else null.
+  // (tests: a short localLifetime). fleet: config.fleet, or null; about() -> what this
+  // lila says of itself to the others (fleet/members.js).
   constructor ({
     log = silentLogger, now = Date.now, certificates = new Certificates(), keeper = 'own', keeperOptions = {},
-    publish = null, fleet = null
+    publish = null, fleet = null, about = null
   } = {}) {
     this.log = log
     this.now = now
@@ -43,7 +51,8 @@ class Provisions {
     this.keeperOptions = keeperOptions
     this.publish = publish !== null ? publish : update => { certificates.apply(update); return Promise.resolve() }
     this.keeper = null // a Keeper, once a config wants one
-    this.fleet = fleet
+    // --fleet-ca and --fleet-key are read here (a UsageError); Redis is not tried yet.
+    this.fleet = fleet === null ? null : new (require('../fleet/fleet').Fleet)(fleet, { log, version: VERSION, about })
   }
 
   // TLS files and the rules at the edge's htpasswd files.
@@ -98,6 +107,36 @@ class Provisions {
 
   closeKeeper () {
     if (this.keeper !== null) this.keeper.close()
+  }
+
+  // --fleet: Redis is tried from now on, never waited for.
+  startFleet () {
+    if (this.fleet !== null) this.fleet.start()
+  }
+
+  // --fleet: a listener's per-client limits decided fleet-wide, or null.
+  sharedLimits (listenerName) {
+    return this.fleet === null ? null : this.fleet.limits.forListener(listenerName)
+  }
+
+  // Control's `perform` (admin/control.js); with --fleet, what succeeds is shared too.
+  sharing (perform) {
+    return this.fleet === null ? perform : this.fleet.changes.sharing(perform)
+  }
+
+  // --fleet: what the other lilas change is made here with `perform`, from now on.
+  hearChanges (perform) {
+    if (this.fleet !== null) this.fleet.applyChanges(perform)
+  }
+
+  // --fleet: Redis and the members, as /status.json shows them; null without.
+  fleetSnapshot () {
+    return this.fleet === null ? null : this.fleet.snapshot()
+  }
+
+  // --fleet: leaving is said to Redis if it answers within a second.
+  closeFleet () {
+    return this.fleet === null ? Promise.resolve() : this.fleet.close()
   }
 }
 
