@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7cd2e64987e4316790f90663e38ba1268dc1cffc052f8df46c2e60d844b2996c"
+  sha256 "595a6c27f6711e4071a13c0e9ca894a50b5ecc4b12f70b6c36aea2c54a4aca0a"
   license "MIT"
 
   depends_on "node"
