@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "595a6c27f6711e4071a13c0e9ca894a50b5ecc4b12f70b6c36aea2c54a4aca0a"
+  sha256 "57f4e5cfe67963ac7689c7a492590f5c05e47235da1a4eb0bd341e5d9afdc22c"
   license "MIT"
 
   depends_on "node"

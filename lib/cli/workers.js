@@ -5,18 +5,17 @@ const { createLogger } = require('../log')
 const { viaToken } = require('../proxy/via')
 const { Provisions } = require('../balancer/provisions')
 const { onSignals } = require('./signals')
-const { sumStats } = require('../admin/sum-stats')
 const { logReloaded, logRefused } = require('./reload-log')
-const { UsageError, UpgradeError } = require('../errors')
-const { WorkerRequests } = require('./worker-requests')
+const { UsageError } = require('../errors')
+const { WorkerSlots, REPLY_TIMEOUT_MS } = require('./worker-slots')
 const { sameAddress } = require('../config/changes')
 const { removeStaleSocket } = require('../net/socket-file')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto), the primary's side (worker.js is the workers'): a
-// primary process forks N workers with Node's cluster
-// module; each worker runs every listener, and the primary hands them connections in
-// turn (cluster's round-robin). The primary serves no traffic: it starts workers,
+// primary process forks N workers with Node's cluster module; each worker runs every
+// listener and accepts on the shared sockets itself. The primary serves no traffic:
+// it starts workers,
 // starts another when one dies (after a back-off), reloads on SIGHUP, and on SIGTERM
 // or SIGINT lets every worker drain, then exits 0.
 //
@@ -41,7 +40,7 @@ const { unixPath } = require('../address')
 // (an error crosses as plain data and is made again as its class: errors.js fromPlain)
 // The primary answers the status listener with gatherStats() (the workers' snapshots
 // summed, the shape of lb.stats(), plus `workers`) and passes control actions on with
-// broadcast(action).
+// broadcast(action): what it asks its workers is worker-slots.js's.
 // Certificates lila gets itself (--tls local|acme) are the primary's: it alone writes
 // the state folder and speaks ACME (tls/keeper.js), and sends each worker what it
 // serves (proxy/tls.js Certificates updates): all of them with its config, then each
@@ -50,7 +49,6 @@ const { unixPath } = require('../address')
 const FIRST_BACKOFF_MS = 100
 const MAX_BACKOFF_MS = 30000
 const STABLE_MS = 30000 // a worker up this long resets the back-off
-const REPLY_TIMEOUT_MS = 2000
 
 // Remove the stale socket files of the Unix socket listeners (bind.js) but those of
 // `running` listeners (in use: by our own workers).
@@ -103,20 +101,8 @@ class Primary {
     this.failure = null // the exit code of a worker that could not start
     this.resolve = null // run()'s, once
     this.signalsHandle = null
-    this.slots = Array.from({ length: this.count }, (_, i) => ({
-      index: i + 1,
-      worker: null,
-      pid: null,
-      listening: false,
-      listeningAt: 0,
-      failures: 0,
-      timer: null,
-      requests: new WorkerRequests(i + 1), // asked and not yet answered
-      sockets: null // while handing the listening sockets up: those received
-    }))
-    this.provisions = new Provisions({ log: this.log, publish: update => this.tellWorkers(update) })
-    // Passed on their own (onReady).
-    for (const name of ['gatherStats', 'broadcast', 'sockets', 'handOver']) this[name] = this[name].bind(this)
+    this.slots = new WorkerSlots(this.count, this.log)
+    this.provisions = new Provisions({ log: this.log, publish: update => this.slots.tell(update) })
   }
 
   // -> Promise of the exit code.
@@ -153,7 +139,7 @@ class Primary {
       // Socket files left by a lila that died go before the workers bind: each worker
       // removing them itself would race the others.
       removeStaleSockets(this.current.listeners).then(() => {
-        if (!this.stopping) for (const slot of this.slots) this.fork(slot)
+        if (!this.stopping) for (const slot of this.slots.all) this.fork(slot)
       })
     })
   }
@@ -163,36 +149,28 @@ class Primary {
     const resolve = this.resolve
     this.resolve = null
     this.signalsHandle.off()
-    resolve(this.failure !== null ? this.failure : this.slots.some(s => s.exitCode) ? 1 : 0)
+    resolve(this.failure !== null ? this.failure : this.slots.all.some(s => s.exitCode) ? 1 : 0)
   }
 
   fork (slot) {
     slot.timer = null
     const worker = this.cluster.fork({ LILA_WORKER: String(slot.index) })
-    slot.worker = worker
-    slot.pid = worker.process.pid
-    slot.listening = false
-    slot.configured = false
+    this.slots.forked(slot, worker)
     slot.listeningAt = 0
     worker.on('message', (message, handle) => this.onMessage(slot, worker, message, handle))
     worker.on('exit', (code, signal) => this.onExit(slot, worker, code, signal))
     worker.on('error', () => {}) // an IPC send to a dying worker; 'exit' follows
   }
 
-  send (slot, message) {
-    if (slot.worker === null || !slot.worker.isConnected()) return false
-    slot.worker.send(message)
-    return true
-  }
-
   onMessage (slot, worker, message, handle) {
     if (worker !== slot.worker || message === null || typeof message !== 'object') return
+    if (this.slots.received(slot, message, handle)) return // answers to what it was asked
     switch (message.lila) {
       case 'ready':
         if (this.stopping) {
-          this.send(slot, { lila: 'destroy' })
+          this.slots.send(slot, { lila: 'destroy' })
         } else {
-          this.send(slot, {
+          this.slots.configure(slot, {
             lila: 'config',
             config: this.current,
             index: slot.index,
@@ -203,21 +181,14 @@ class Primary {
             sockets: Object.fromEntries(this.given),
             redirectSockets: Object.fromEntries(this.givenRedirects)
           })
-          slot.configured = true
         }
         break
-      case 'socket': {
-        const { lila, id, ...socket } = message
-        if (handle && slot.sockets !== null) slot.sockets.push({ ...socket, handle })
-        else if (handle) handle.close()
-        break
-      }
       case 'listening':
-        slot.listening = true
+        this.slots.listening(slot)
         slot.listeningAt = Date.now()
         if (this.starting) {
           if (slot.index === 1) this.startLines = message.lines // the workers run the same listeners
-          if (this.slots.every(s => s.listening)) this.started()
+          if (this.slots.all.every(s => s.listening)) this.started()
         } else {
           this.log.info(`worker ${slot.index} is back (pid ${slot.pid})`)
         }
@@ -225,9 +196,6 @@ class Primary {
       case 'failed':
         slot.failedCode = message.code
         if (this.starting) this.io.onFailed(message.message)
-        break
-      case 'reply':
-        slot.requests.answer(message)
         break
     }
   }
@@ -239,18 +207,22 @@ class Primary {
       return this.stopAll('stop')
     }
     for (const line of this.startLines) this.log.always(line)
-    this.log.info(`workers: ${this.slots.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
+    this.log.info(`workers: ${this.slots.all.map(s => `${s.index} (pid ${s.pid})`).join(', ')}`)
     this.provisions.beginKeeper() // ACME's TLS-ALPN-01 needs the workers listening
-    const { gatherStats, broadcast, sockets, handOver } = this
-    this.io.onReady({ gatherStats, broadcast, sockets, handOver })
+    const { slots } = this
+    this.io.onReady({
+      gatherStats: options => slots.gatherStats(options),
+      broadcast: (action, options) => slots.broadcast(action, options),
+      sockets: () => slots.sockets(),
+      handOver: () => this.handOver()
+    })
   }
 
   onExit (slot, worker, code, signal) {
     if (worker !== slot.worker) return
-    const { log, slots } = this
-    slot.worker = null
-    slot.listening = false
-    slot.requests.fail()
+    const { log } = this
+    const slots = this.slots.all
+    this.slots.exited(slot)
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
     if (this.starting && !this.stopping) {
       // A worker that cannot start (a port taken, a certificate unreadable) will not
@@ -284,12 +256,12 @@ class Primary {
   stopAll (type, handOver = false) {
     this.stopping = true
     this.provisions.closeKeeper()
-    for (const slot of this.slots) {
+    for (const slot of this.slots.all) {
       clearTimeout(slot.timer)
       slot.timer = null
-      this.send(slot, { lila: type, handOver })
+      this.slots.send(slot, { lila: type, handOver })
     }
-    if (this.slots.every(s => s.worker === null && s.timer === null)) this.finish()
+    if (this.slots.all.every(s => s.worker === null && s.timer === null)) this.finish()
   }
 
   // A new lila took over: the workers stop accepting and drain, leaving socket files.
@@ -336,85 +308,18 @@ class Primary {
       if (!next.listeners.some(same)) this.givenRedirects.delete(name)
     }
     const timeout = Math.max(REPLY_TIMEOUT_MS, next.shutdownTimeout)
-    const results = await Promise.all(this.slots.map(slot =>
-      this.request(slot, { lila: 'reload', config: next }, timeout).then(
-        lines => ({ slot, lines }),
-        err => ({ slot, error: err.message })
-      )))
+    const results = await this.slots.askAll({ lila: 'reload', config: next }, timeout)
     const failed = results.filter(r => r.error !== undefined)
-    const done = results.find(r => r.lines !== undefined)
+    const done = results.find(r => r.error === undefined)
     if (done === undefined) {
       this.current = previous
-      logRefused(log, failed[0] ? failed[0].error : 'no worker running')
+      logRefused(log, failed[0] ? failed[0].error.message : 'no worker running')
       return
     }
-    const failures = failed.map(({ slot, error }) => `worker ${slot.index}: ${error}`)
+    const failures = failed.map(({ index, error }) => `worker ${index}: ${error.message}`)
     applied()
-    logReloaded(log, { lines: [...done.lines, ...keeperLines], logLevel: next.logLevel, failures })
+    logReloaded(log, { lines: [...done.value, ...keeperLines], logLevel: next.logLevel, failures })
     provisions.beginKeeper() // the workers listen on the new config's listeners
-  }
-
-  // A certificate or challenge for every worker that has its config (one still
-  // starting too: its board takes it before its listeners do); resolves once each has
-  // it. A worker that starts later gets provisions.updates() with its config.
-  tellWorkers (update) {
-    const told = this.slots.filter(slot => slot.configured && slot.worker !== null && slot.worker.isConnected())
-    return Promise.all(told.map(slot =>
-      this.request(slot, { lila: 'certificates', updates: [update] }, REPLY_TIMEOUT_MS, { listening: false })
-        .catch(err => this.log.warn(`worker ${slot.index} did not take a certificate: ${err.message}`))))
-  }
-
-  // Ask one worker something: resolves with its reply's value, rejects on its error,
-  // its exit or a timeout. `listening: false`: a worker still starting may be asked.
-  request (slot, message, timeout = REPLY_TIMEOUT_MS, { listening = true } = {}) {
-    if (slot.worker === null || (listening && !slot.listening) || !slot.worker.isConnected()) {
-      return Promise.reject(new Error(`worker ${slot.index} is not running`))
-    }
-    return slot.requests.ask(slot.worker, message, timeout)
-  }
-
-  // The listening sockets, to hand to a new lila (upgrade.js): the primary holds none of
-  // its own (cluster does), so a listening worker sends its copies up. Resolves
-  // [{ role, name, protocol, host, port, fd }] with release(), which closes the copies.
-  async sockets () {
-    const slot = this.slots.find(s => s.listening && s.worker !== null)
-    if (slot === undefined) throw new UpgradeError('no worker listens: there are no sockets to hand over')
-    slot.sockets = []
-    let received
-    try {
-      await this.request(slot, { lila: 'sockets' })
-    } catch (err) {
-      throw new UpgradeError(`worker ${slot.index} did not hand its sockets up: ${err.message}`)
-    } finally {
-      received = slot.sockets
-      slot.sockets = null
-    }
-    const handed = received.map(({ handle, ...socket }) => ({ ...socket, fd: handle.fd }))
-    handed.release = () => { for (const { handle } of received) handle.close() }
-    return handed
-  }
-
-  // Every worker's snapshot, summed into one of the shape of lb.stats(), with each
-  // worker's own under `workers` ({ index, pid, listeners, process } or { index, pid,
-  // error }). A process's figures are its own, never summed (a sum of limits or start
-  // times means nothing).
-  async gatherStats ({ timeout = REPLY_TIMEOUT_MS } = {}) {
-    const replies = await Promise.all(this.slots.map(slot => this.request(slot, { lila: 'stats' }, timeout).then(
-      stats => ({ index: slot.index, pid: slot.pid, ...stats }),
-      err => ({ index: slot.index, pid: slot.pid, error: err.message })
-    )))
-    const answered = replies.filter(r => r.error === undefined).map(({ index, pid, process: own, ...stats }) => stats)
-    return { ...sumStats(answered), workers: replies }
-  }
-
-  // A control action (the status listener's drain, enable, weight, ...) for every
-  // worker: resolves with [{ index, pid, value } | { index, pid, error, code, status }]
-  // (error: the message; code and status as the error had them).
-  broadcast (action, { timeout = REPLY_TIMEOUT_MS } = {}) {
-    return Promise.all(this.slots.map(slot => this.request(slot, { lila: 'control', action }, timeout).then(
-      value => ({ index: slot.index, pid: slot.pid, value }),
-      err => ({ index: slot.index, pid: slot.pid, error: err.message, code: err.code, status: err.status })
-    )))
   }
 }
 
