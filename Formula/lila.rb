@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "57f4e5cfe67963ac7689c7a492590f5c05e47235da1a4eb0bd341e5d9afdc22c"
+  sha256 "41b13ac03ab0ae8ea6924789ac31f2507d6d5d6873be751d4413c2b2cb421236"
   license "MIT"
 
   depends_on "node"
