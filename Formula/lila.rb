@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "41b13ac03ab0ae8ea6924789ac31f2507d6d5d6873be751d4413c2b2cb421236"
+  sha256 "535830a75de7de90926de3a63a84a6369b194b33fb499d1793cf5f13440e30d9"
   license "MIT"
 
   depends_on "node"

@@ -1,35 +1,23 @@
 'use strict'
 
-// A Balancer: a config's listeners, their pools and routes and the --redirect-http
-// listeners, run together with what they are served with (provisions.js: files read,
-// the certificate keeper); reloaded as a plan (plan.js) that is bound, then applied.
+// A Balancer: a config's listeners (each made and updated in place by
+// listener-maker.js) and their --redirect-http listeners, run together with what they
+// are served with (provisions.js: files read, the certificate keeper, --fleet);
+// reloaded as a plan (plan.js) that is bound, then applied.
 // lib/index.js's createBalancer makes one; the options are described there.
 
-const { Upstream } = require('../upstream/upstream')
-const { Listener } = require('../proxy/listener')
-const { createTcpProtocol } = require('../proxy/tcp')
-const { createHttpProtocol } = require('../proxy/http/protocol')
 const { RedirectListener } = require('../proxy/redirect')
 const { viaToken } = require('../proxy/via')
-const { silentLogger, prefixed } = require('../log')
+const { silentLogger } = require('../log')
 const { RuntimeError, ControlError } = require('../errors')
-const { logsName } = require('../listener-names')
 const { createControl, OPS } = require('../admin/control')
 const { createAccessLog } = require('../admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
 const { planReload, planRedirects } = require('./plan')
 const { Apps } = require('./apps')
 const { Provisions } = require('./provisions')
-const { listeningOn, matchText, leftToDrain, plural } = require('./words')
-const { canaryPools } = require('./canary-pools')
-
-// One factory per protocol (config.protocol), each making the protocol object a new
-// Listener serves (listener.js) from { via }.
-const PROTOCOLS = {
-  tcp: createTcpProtocol,
-  http: createHttpProtocol, // HTTP/1.1 and HTTP/2
-  grpc: ({ via }) => createHttpProtocol({ via, grpc: true }) // HTTP, its own answers gRPC-shaped
-}
+const { ListenerMaker } = require('./listener-maker')
+const { listeningOn, matchText, leftToDrain } = require('./words')
 
 class Balancer {
   constructor (config, {
@@ -53,14 +41,14 @@ class Balancer {
     this.log = log
     this.now = now
     this.startedAt = now()
-    this.pools = { now, resolve, resolveSrv, table, random } // what every Upstream is made with
-    this.via = via
     this.table = table
     this.accessLog = accessLog
-    this.tracer = tracer
     this.fileLimit = fileLimit
     this.provisions = provisions
     this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
+    const pools = { now, resolve, resolveSrv, table, random } // what every Upstream is made with
+    const inForce = () => this.current
+    this.maker = new ListenerMaker({ log, pools, via, accessLog, tracer, provisions, apps: this.apps, inForce })
     this.closing = false
     this.current = config
     this.retiring = new Map() // listener removed by a reload -> Promise, while it drains
@@ -72,7 +60,7 @@ class Balancer {
     this.control = this.control.bind(this)
 
     const descriptors = this.descriptorsFor(config.listeners)
-    this.running = config.listeners.map(l => this.make(l, provisions.material(l), descriptors))
+    this.running = config.listeners.map(l => this.maker.make(l, provisions.material(l), descriptors))
     // Certificates lila makes (local) or kept (ACME) are there before the first client,
     // once every file was read: a state folder that cannot be used is a UsageError here.
     this.keeperStarted = provisions.startKeeper(config)
@@ -132,7 +120,7 @@ class Balancer {
 
     const descriptors = this.descriptorsFor(next.listeners)
     const starting = plan.start.map(step =>
-      ({ ...step, listener: this.make(step.config, loaded[step.index], descriptors) }))
+      ({ ...step, listener: this.maker.make(step.config, loaded[step.index], descriptors) }))
     const bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
 
     // From here on the reload is applied.
@@ -140,21 +128,9 @@ class Balancer {
     const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
     const routesStarted = []
     for (const { index, config, routes } of plan.keep) {
-      const listener = byName.get(config.name)
-      const { tls, backendTls, edge } = loaded[index]
-      this.provisions.certificates.use(config.name, tls)
-      const changes = listener.upstream.update(config, { tls: backendTls })
-      if (this.apps.of(listener) !== null) changes.push(...this.apps.of(listener).update(config.run))
-      const applied = this.applyRoutes(listener, routes, backendTls)
-      routesStarted.push(...applied.started)
-      const canaries = canaryPools(config, listener.canaryUpstreams, this.canaryMaker(listener.log, backendTls),
-        backendTls)
-      routesStarted.push(...canaries.started.map(upstream => upstream.start()))
-      const acme = this.provisions.acmeOf(config)
-      listener.reconfigure(config, {
-        tls, backendTls, descriptors, routes: applied.routes, edge, acme, canaries: canaries.upstreams
-      })
-      for (const change of [...changes, ...applied.lines, ...canaries.lines]) lines.push(`${config.name}: ${change}`)
+      const updated = this.maker.update(byName.get(config.name), config, loaded[index], routes, descriptors)
+      routesStarted.push(...updated.started)
+      for (const change of updated.lines) lines.push(`${config.name}: ${change}`)
     }
     const drained = new Map() // name -> connections left on the listener it replaces
     for (const { name, replaced } of plan.retire) {
@@ -295,47 +271,9 @@ class Balancer {
     return { limit: this.fileLimit, share: listenerShare(this.fileLimit, configs.length) }
   }
 
-  // A listener, not yet bound. Log lines about it carry its name when it has one or
-  // there are several (as many as the config in force has).
-  make (listenerConfig, { tls, backendTls, edge }, descriptors) {
-    const named = () => logsName(listenerConfig, this.current.listeners.length)
-    const log = prefixed(this.log, () => named() ? listenerConfig.name : null)
-    const several = this.current.listeners.filter(l => l.run !== null).length > 1
-    const app = listenerConfig.run === null ? null : this.apps.make(listenerConfig, log, several)
-    const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls, app })
-    const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
-    const canaries = canaryPools(listenerConfig, new Map(), this.canaryMaker(log, backendTls), backendTls).upstreams
-    const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
-    const acme = this.provisions.acmeOf(listenerConfig)
-    const { accessLog, tracer } = this
-    const sharedLimits = this.provisions.sharedLimits(listenerConfig.name) // --fleet
-    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
-    const listener = new Listener({ config: listenerConfig, ...parts, canaries, tracer })
-    this.provisions.certificates.use(listenerConfig.name, tls)
-    if (app !== null) this.apps.attach(listener, app)
-    return listener
-  }
-
-  // A route's pool: an Upstream of its own, whose lines name the route.
-  makeRoute ({ name, match, pool }, listenerLog, backendTls) {
-    const { random, ...options } = this.pools // (a route's pool draws with Math.random)
-    const log = prefixed(listenerLog, () => `route ${name}`)
-    return { name, match, upstream: new Upstream(pool, { ...options, log, tls: backendTls }) }
-  }
-
   // lila run: a rolling restart of every app (SIGHUP, the control API). -> its lines.
   rollApps (reason, why) {
     return this.apps.roll(reason, why)
-  }
-
-  // How a listener's canary pools are made (canary-pools.js): an Upstream of its own,
-  // whose lines name it.
-  canaryMaker (listenerLog, backendTls) {
-    const { random, ...options } = this.pools
-    return (pool, name) => {
-      const log = prefixed(listenerLog, () => name === null ? 'canary' : `route ${name} canary`)
-      return new Upstream(pool, { ...options, log, tls: backendTls })
-    }
   }
 
   // New listeners bound, all or none: -> [[listener, address]].
@@ -348,33 +286,6 @@ class Balancer {
       throw err
     }
     return bound
-  }
-
-  // A kept listener's routes as planned (plan.js planRoutes): kept ones take their new
-  // settings, new ones start, removed ones stop checking (requests they hold finish).
-  // -> { routes, lines, started }: `started` the promises of new routes' first checks.
-  applyRoutes (listener, { next, removed }, backendTls) {
-    const old = new Map(listener.routes.map(route => [route.name, route]))
-    const lines = []
-    const started = []
-    const routes = next.map(({ config, kept, said }) => {
-      if (!kept) {
-        const route = this.makeRoute(config, listener.log, backendTls)
-        started.push(route.upstream.start())
-        lines.push(`route ${config.name} added (${plural(config.pool.backends.length, 'backend')})`)
-        return route
-      }
-      const { upstream } = old.get(config.name)
-      for (const change of [...said, ...upstream.update(config.pool, { tls: backendTls })]) {
-        lines.push(`route ${config.name}: ${change}`)
-      }
-      return { name: config.name, match: config.match, upstream }
-    })
-    for (const name of removed) {
-      old.get(name).upstream.close()
-      lines.push(`route ${name} removed`)
-    }
-    return { routes, lines, started }
   }
 
   retire (listener, timeout, handOver = false) {
