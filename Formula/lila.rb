@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "535830a75de7de90926de3a63a84a6369b194b33fb499d1793cf5f13440e30d9"
+  sha256 "2a83c9f0f58ace77af502250fda53e3a1cefe86398d3495cb48fbc735383b12b"
   license "MIT"
 
   depends_on "node"
