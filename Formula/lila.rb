@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2a83c9f0f58ace77af502250fda53e3a1cefe86398d3495cb48fbc735383b12b"
+  sha256 "0a4610b3f05ffb8ee54fa3445203eeb144162410fb10961eca497b077acf7347"
   license "MIT"
 
   depends_on "node"

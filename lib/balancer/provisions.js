@@ -4,9 +4,9 @@
 // for both composition roots: the Balancer (one lila, or a --workers worker) and the
 // --workers primary (cli/workers.js), which serves nothing but reads the same files
 // and keeps the certificates for its workers.
-//   material   the files a listener's config names (TLS, htpasswd), read at start and
-//              again on every reload, before anything changes: a UsageError says why
-//              one cannot be used
+//   material   the files a listener's config names (TLS, htpasswd, pages), read at
+//              start and again on every reload, before anything changes: a UsageError
+//              says why one cannot be used
 //   keeper     the certificates lila gets itself (--tls local|acme, tls/keeper.js), in
 //              the one process that keeps them, made when a config first wants one;
 //              it publishes to `certificates`, the board listeners take them from
@@ -55,7 +55,7 @@ class Provisions {
     this.fleet = fleet === null ? null : new (require('../fleet/fleet').Fleet)(fleet, { log, version: VERSION, about })
   }
 
-  // TLS files and the rules at the edge's htpasswd files.
+  // TLS files, and the rules at the edge's (htpasswd, --error-page and --maintenance pages).
   material (listenerConfig) {
     return { ...loadListenerTls(listenerConfig, this.certificates), edge: loadEdge(listenerConfig) }
   }
