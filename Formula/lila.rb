@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0a4610b3f05ffb8ee54fa3445203eeb144162410fb10961eca497b077acf7347"
+  sha256 "7b2923c1e3b91452d76fb18afd54eb63981b2bf88d8b0a74938f23611ecd5433"
   license "MIT"
 
   depends_on "node"
