@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7b2923c1e3b91452d76fb18afd54eb63981b2bf88d8b0a74938f23611ecd5433"
+  sha256 "f0e38250c6b6ffda92b86dc7b65979852d877f6cd8c9336481fe876a5e88889d"
   license "MIT"
 
   depends_on "node"

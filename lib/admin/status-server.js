@@ -365,4 +365,4 @@ function isLoopbackHost (hostHeader) {
   return host.toLowerCase() === 'localhost' || isLoopbackAddress(host)
 }
 
-module.exports = { StatusServer, createStatusServer, isLoopbackHost }
+module.exports = { createStatusServer, isLoopbackHost }

@@ -325,4 +325,4 @@ class Primary {
 
 const runPrimary = (config, io) => new Primary(config, io).run()
 
-module.exports = { Primary, runPrimary, workerCount }
+module.exports = { runPrimary, workerCount }
