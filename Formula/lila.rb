@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7f8cee9f40a269479e6f69034c8510894838ae0c9df70d07db9e7ccaf3c23d1a"
+  sha256 "f0e38250c6b6ffda92b86dc7b65979852d877f6cd8c9336481fe876a5e88889d"
   license "MIT"
 
   depends_on "node"

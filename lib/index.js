@@ -21,12 +21,12 @@
 // one config.accessLog asks for, on `stdout`; null: none. `fileLimit`: the limit on
 // open files (descriptors.js). `tracer` (telemetry/tracer.js, --otlp): the spans its
 // listeners make; null: none.
-// Certificates lila gets itself (--tls local|acme) come from a Keeper (tls/keeper.js)
-// through `certificates`, the board its listeners take them from (proxy/tls.js): by
-// default this balancer's own keeper; `keeper: null` when another process keeps them
-// (a --workers worker: the primary does, and feeds `certificates`). `keeperOptions`
-// go to the Keeper (tests: a short localLifetime). `fleet` (fleet/fleet.js), with
-// --fleet: the listeners' --rate-limit is decided fleet-wide, and stats() shows it.
+// `provisions` (balancer/provisions.js): what the listeners are served with besides the
+// config, the files it names read, the certificates lila gets itself (--tls
+// local|acme) and --fleet; by default this balancer's own, with a keeper of its own
+// when a config wants one (`keeperOptions` go to it; tests: a short localLifetime) and
+// no fleet. lila's command line gives one with the fleet; a --workers worker one fed
+// by the primary's keeper.
 
 const { Balancer } = require('./balancer/balancer')
 const { listeningLines } = require('./balancer/words')

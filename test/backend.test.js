@@ -4,7 +4,7 @@
 // traffic (passive), slow start and latency, all on a hand-driven clock. No sockets.
 
 const t = require('tap')
-const { FIRST_COOL_OFF_MS } = require('../lib/upstream/backend')
+const { FIRST_COOL_OFF_MS } = require('../lib/upstream/backend-health')
 const { makeBackend } = require('./fixtures/helpers')
 
 function setup (spec = {}, options = {}) {

@@ -16,12 +16,11 @@ const config = (listeners, top = {}) =>
   parseConfigFile(JSON.stringify({ check: 'none', host: '127.0.0.1', ...top, listeners }), 'test.json')
 
 // What runs when `cfg` was applied whole.
-const running = (cfg, keeper = 'none') => ({
+const running = cfg => ({
   listeners: cfg.listeners.map(config => ({
     config,
     routes: config.routes.map(route => ({ name: route.name, match: route.match, mode: route.pool.mode }))
-  })),
-  keeper
+  }))
 })
 
 // The plan, in the few words a row checks.
@@ -35,8 +34,7 @@ function summary (plan) {
     })),
     start: plan.start.map(s => `${s.config.name}${s.replaces ? ' replaces' : ''}${s.afterRetire ? ' after retire' : ''}`),
     retire: plan.retire.map(r => `${r.name}${r.replaced ? ' replaced' : ''}`),
-    order: plan.order,
-    keeper: plan.keeper
+    order: plan.order
   }
 }
 
@@ -44,14 +42,13 @@ const one = { name: 'one', port: 0, backends: B }
 const two = { name: 'two', port: 0, backends: B }
 const web = routes => ({ name: 'web', port: 0, protocol: 'http', backends: B, routes })
 const api = { name: 'api', match: '/api', backends: B }
-const tlsLocal = { ...one, tls: 'local', 'tls-names': 'a.test' }
 
 const cases = [
   {
     what: 'nothing changed',
     before: [one],
     after: [one],
-    plan: { settings: [], keep: [{ name: 'one', routes: [], removed: [] }], start: [], retire: [], order: ['one'], keeper: null }
+    plan: { settings: [], keep: [{ name: 'one', routes: [], removed: [] }], start: [], retire: [], order: ['one'] }
   },
   {
     what: 'a listener added',
@@ -106,26 +103,6 @@ const cases = [
     }
   },
   {
-    what: 'TLS local wanted for the first time: a keeper starts',
-    before: [one],
-    after: [tlsLocal],
-    plan: { keep: [{ name: 'one' }], keeper: 'start' }
-  },
-  {
-    what: 'TLS with a keeper of its own: the keeper reloads',
-    before: [tlsLocal],
-    keeper: 'own',
-    after: [{ ...tlsLocal, 'tls-names': 'b.test' }],
-    plan: { keep: [{ name: 'one' }], keeper: 'reload' }
-  },
-  {
-    what: 'TLS in a --workers worker: the primary keeps the certificates',
-    before: [one],
-    keeper: 'other',
-    after: [tlsLocal],
-    plan: { keeper: null }
-  },
-  {
     what: 'process-wide settings',
     before: [one],
     after: [one],
@@ -138,7 +115,7 @@ for (const row of cases) {
   t.test(row.what, async t => {
     const before = config(row.before)
     const after = config(row.after, row.top)
-    const plan = summary(planReload(before, after, running(before, row.keeper)))
+    const plan = summary(planReload(before, after, running(before)))
     t.match(plan, row.plan)
     for (const key of ['keep', 'start', 'retire']) {
       if (row.plan[key] !== undefined) t.equal(plan[key].length, row.plan[key].length, `${key}: nothing else`)

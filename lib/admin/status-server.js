@@ -19,8 +19,8 @@ const VERSION = require('../version')
 // what it is given, so the same server works over one process or, in the cluster
 // primary, over snapshots gathered from workers:
 //
-//   createStatusServer({ stats, control, parseBackend, parseFault, host, port, token, passwords, log,
-//                        historyEvery })
+//   new StatusServer({ stats, control, parseBackend, parseFault, host, port, token, passwords, log,
+//                      historyEvery })   (createStatusServer(options), the API's name for it)
 //     stats()    -> a snapshot as a Balancer's stats() returns it (or a promise of one)
 //     control    -> { drain, enable, disable, weight, add, remove } as control.js makes
 //                   them: each takes a plain request object and returns a promise of
@@ -54,30 +54,37 @@ const REALM = 'lila status'
 const MAX_BODY = 4096
 const READ = 'GET, HEAD'
 
-function createStatusServer ({
-  stats, control, parseBackend, parseFault = noFaults, host = '127.0.0.1', port, token = null, passwords = null,
-  log = silentLogger, version = VERSION, now = Date.now, historyEvery = undefined
-}) {
-  const history = new History({ stats, every: historyEvery, now })
-  const tokenDigest = token === null ? null : digest(token)
-  let auth = null
-  const setPasswords = file => { auth = file === null ? null : new BasicAuth(file, { realm: REALM }) }
-  setPasswords(passwords)
-  const sayRefused = throttled(message => log.info(message))
-  let loopback = false
-  let url = null
-
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch(err => {
-      log.error(`status: ${req.method} ${req.url}: ${err && err.message}`)
-      if (!res.headersSent) send(res, 500, `internal error: ${err && err.message}`)
-      else res.destroy()
+class StatusServer {
+  constructor ({
+    stats, control, parseBackend, parseFault = noFaults, host = '127.0.0.1', port, token = null, passwords = null,
+    log = silentLogger, version = VERSION, now = Date.now, historyEvery = undefined
+  }) {
+    Object.assign(this, { stats, control, parseBackend, parseFault, host, port, log, version, now })
+    this.history = new History({ stats, every: historyEvery, now })
+    this.tokenDigest = token === null ? null : digest(token)
+    this.auth = null // --status-basic-auth's BasicAuth, or null
+    this.setPasswords(passwords)
+    this.sayRefused = throttled(message => log.info(message))
+    this.loopback = false // bound to a loopback address: changes need no token there
+    this.url = null // once listening
+    this.server = http.createServer((req, res) => {
+      this.handle(req, res).catch(err => {
+        log.error(`status: ${req.method} ${req.url}: ${err && err.message}`)
+        if (!res.headersSent) send(res, 500, `internal error: ${err && err.message}`)
+        else res.destroy()
+      })
     })
-  })
-  server.requestTimeout = 10000
-  server.headersTimeout = 10000
+    this.server.requestTimeout = 10000
+    this.server.headersTimeout = 10000
+  }
 
-  async function handle (req, res) {
+  // The file read again (a reload), or null.
+  setPasswords (file) {
+    this.auth = file === null ? null : new BasicAuth(file, { realm: REALM })
+  }
+
+  async handle (req, res) {
+    const { auth, stats, control, parseBackend, parseFault, version, now, history } = this
     let target
     try {
       target = new URL(req.url, 'http://status.invalid')
@@ -93,7 +100,7 @@ function createStatusServer ({
         return send(res, 503, 'too many password checks under way; try again', { 'Retry-After': '1' }, true)
       }
       if (verdict !== 'ok') {
-        if (verdict === 'bad') sayRefused(`status: refused ${req.socket.remoteAddress}: wrong user or password`)
+        if (verdict === 'bad') this.sayRefused(`status: refused ${req.socket.remoteAddress}: wrong user or password`)
         return send(res, 401, 'this admin listener needs a user of its --status-basic-auth file', {
           'WWW-Authenticate': auth.challenge
         }, true)
@@ -120,9 +127,9 @@ function createStatusServer ({
 
     // lila run: POST /app/restart[?listener=NAME], a rolling restart of the app
     if (path === '/app/restart') {
-      return change(req, res, path, 'POST', query, listener => control.restartApp({ listener }))
+      return this.change(req, res, path, 'POST', query, listener => control.restartApp({ listener }))
     }
-    if (path === '/maintenance' || path === '/canary') return changePool(req, res, path, query)
+    if (path === '/maintenance' || path === '/canary') return this.changePool(req, res, path, query)
 
     // /backends, /backends/ADDRESS, /backends/ADDRESS/ACTION
     const parts = path.split('/')
@@ -137,7 +144,7 @@ function createStatusServer ({
       return send(res, 404, `no such page ${JSON.stringify(path)}: expected ${expected}`, {}, true)
     }
     const allowed = parts[3] === 'fault' ? 'POST, DELETE' : parts.length === 2 || parts.length === 4 ? 'POST' : 'DELETE'
-    return change(req, res, path, allowed, query, async (listener, route) => {
+    return this.change(req, res, path, allowed, query, async (listener, route) => {
       if (parts.length === 2) {
         const text = query.get('address') || await readAddress(req)
         return control.add({ spec: backendSpec(parseBackend, text, 'backend'), listener, route })
@@ -163,9 +170,10 @@ function createStatusServer ({
 
   // POST and DELETE /maintenance (?listener=, ?route=, ?page=FILE), POST /canary
   // (?share=PCT, ?listener=, ?route=): what a pool answers, not a backend.
-  function changePool (req, res, path, query) {
+  changePool (req, res, path, query) {
+    const { control } = this
     const allowed = path === '/maintenance' ? 'POST, DELETE' : 'POST'
-    return change(req, res, path, allowed, query, (listener, route) => {
+    return this.change(req, res, path, allowed, query, (listener, route) => {
       if (path === '/canary') return control.canary({ listener, route, share: shareOf(query.get('share')) })
       if (req.method === 'DELETE') return control.endMaintenance({ listener, route })
       return control.maintenance({ listener, route, page: query.get('page') || null })
@@ -174,9 +182,9 @@ function createStatusServer ({
 
   // A change: its method allowed and its asker (refuse), then `perform(listener, route)`
   // (?listener=, ?route=); answered its line, or a ControlError's status and line.
-  async function change (req, res, path, allowed, query, perform) {
+  async change (req, res, path, allowed, query, perform) {
     if (!allowed.split(', ').includes(req.method)) return notAllowed(res, req.method, path, allowed)
-    const refusal = refuse(req)
+    const refusal = this.refuse(req)
     if (refusal !== null) return send(res, 403, refusal, {}, true)
     let result
     try {
@@ -189,22 +197,22 @@ function createStatusServer ({
   }
 
   // null when the request may change things, else why not.
-  function refuse (req) {
+  refuse (req) {
     const origin = req.headers.origin
     if (origin !== undefined && origin !== `http://${req.headers.host}`) {
       return `refused: a change requested from the web page of ${origin}`
     }
-    if (auth !== null) return null // a user of --status-basic-auth's file: in
-    if (tokenDigest !== null) {
+    if (this.auth !== null) return null // a user of --status-basic-auth's file: in
+    if (this.tokenDigest !== null) {
       const match = /^Bearer +(\S+) *$/i.exec(req.headers.authorization || '')
       if (match === null) return 'refused: changes need the --status-token, sent as "Authorization: Bearer TOKEN"'
-      if (!crypto.timingSafeEqual(digest(match[1]), tokenDigest)) {
+      if (!crypto.timingSafeEqual(digest(match[1]), this.tokenDigest)) {
         return 'refused: wrong token in the Authorization header'
       }
       return null
     }
-    if (!loopback) {
-      return `refused: changes need --status-token when the status listener is not on loopback (it is on ${url})`
+    if (!this.loopback) {
+      return `refused: changes need --status-token when the status listener is not on loopback (it is on ${this.url})`
     }
     if (!isLoopbackHost(req.headers.host || '')) {
       return `refused: Host ${JSON.stringify(req.headers.host || '')} is not a loopback name`
@@ -212,7 +220,8 @@ function createStatusServer ({
     return null
   }
 
-  async function start (given = null) {
+  async listen (given = null) {
+    const { server, host, port, log } = this
     let address
     try {
       address = await listen(server, { host, port }, given)
@@ -225,32 +234,28 @@ function createStatusServer ({
     // keeps listening.
     const say = throttled(message => log.error(message))
     server.on('error', err => say(`status listener: accept failed: ${reasonOf(err)}`))
-    loopback = isLoopbackAddress(server.address().address)
-    url = `http://${address}/status`
-    log.always(`status on ${url}`) // at every level: scripts read the port from it
-    history.start()
-    return url
+    this.loopback = isLoopbackAddress(server.address().address)
+    this.url = `http://${address}/status`
+    log.always(`status on ${this.url}`) // at every level: scripts read the port from it
+    this.history.start()
+    return this.url
   }
 
-  function close ({ handOver = false } = {}) {
-    history.stop()
+  close ({ handOver = false } = {}) {
+    this.history.stop()
     return new Promise(resolve => {
-      server.close(() => resolve())
-      if (handOver) server.closeIdleConnections()
-      else server.closeAllConnections()
+      this.server.close(() => resolve())
+      if (handOver) this.server.closeIdleConnections()
+      else this.server.closeAllConnections()
     })
   }
 
-  return {
-    listen: start,
-    close,
-    setPasswords,
-    server,
-    history,
-    get url () { return url },
-    get descriptor () { return descriptorOf(server) }
+  get descriptor () {
+    return descriptorOf(this.server)
   }
 }
+
+const createStatusServer = options => new StatusServer(options)
 
 function send (res, status, body, headers = {}, line = false) {
   const text = line ? `${body}\n` : body

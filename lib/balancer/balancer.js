@@ -1,38 +1,23 @@
 'use strict'
 
-// A Balancer: a config's listeners, their pools and routes, the --redirect-http
-// listeners and the certificate keeper, run together; reloaded as a plan (plan.js)
-// that is bound, then applied. lib/index.js's createBalancer makes one; the options
-// are described there.
+// A Balancer: a config's listeners (each made and updated in place by
+// listener-maker.js) and their --redirect-http listeners, run together with what they
+// are served with (provisions.js: files read, the certificate keeper, --fleet);
+// reloaded as a plan (plan.js) that is bound, then applied.
+// lib/index.js's createBalancer makes one; the options are described there.
 
-const { Upstream } = require('../upstream/upstream')
-const { Listener } = require('../proxy/listener')
-const { createTcpProtocol } = require('../proxy/tcp')
-const { createHttpProtocol } = require('../proxy/http/protocol')
-const { loadListenerTls, Certificates } = require('../proxy/tls')
 const { RedirectListener } = require('../proxy/redirect')
-const { servesPlainHttp } = require('../tls/http01')
-const { loadEdge } = require('../proxy/edge/rules')
 const { viaToken } = require('../proxy/via')
-const { silentLogger, prefixed } = require('../log')
+const { silentLogger } = require('../log')
 const { RuntimeError, ControlError } = require('../errors')
-const { logsName } = require('../listener-names')
-const { wanted: keeperWanted } = require('../tls/wants')
 const { createControl, OPS } = require('../admin/control')
 const { createAccessLog } = require('../admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
 const { planReload, planRedirects } = require('./plan')
 const { Apps } = require('./apps')
-const { listeningOn, matchText, leftToDrain, plural } = require('./words')
-const { canaryPools } = require('./canary-pools')
-
-// One factory per protocol (config.protocol), each making the protocol object a new
-// Listener serves (listener.js) from { via }.
-const PROTOCOLS = {
-  tcp: createTcpProtocol,
-  http: createHttpProtocol, // HTTP/1.1 and HTTP/2
-  grpc: ({ via }) => createHttpProtocol({ via, grpc: true }) // HTTP, its own answers gRPC-shaped
-}
+const { Provisions } = require('./provisions')
+const { ListenerMaker } = require('./listener-maker')
+const { listeningOn, matchText, leftToDrain } = require('./words')
 
 class Balancer {
   constructor (config, {
@@ -46,32 +31,25 @@ class Balancer {
     accessLog = defaultAccessLog(config, stdout),
     fileLimit = descriptorLimit(),
     random = Math.random,
-    certificates = new Certificates(),
-    keeper,
     keeperOptions = {},
     stderr = process.stderr,
     env = process.env,
     onAppGiveUp = () => {},
-    fleet = null,
+    provisions = new Provisions({ log, now, keeperOptions }),
     tracer = null
   } = {}) {
     this.log = log
     this.now = now
     this.startedAt = now()
-    this.pools = { now, resolve, resolveSrv, table, random } // what every Upstream is made with
-    this.via = via
     this.table = table
     this.accessLog = accessLog
-    this.tracer = tracer
     this.fileLimit = fileLimit
-    this.certificates = certificates
-    this.ownKeeper = keeper === undefined // made here, when a config wants one
-    this.keeper = this.ownKeeper ? null : keeper
-    this.keeperOptions = keeperOptions
+    this.provisions = provisions
     this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
+    const pools = { now, resolve, resolveSrv, table, random } // what every Upstream is made with
+    const inForce = () => this.current
+    this.maker = new ListenerMaker({ log, pools, via, accessLog, tracer, provisions, apps: this.apps, inForce })
     this.closing = false
-    // --fleet (fleet/fleet.js): its listeners' --rate-limit decided fleet-wide; shown in stats
-    this.fleet = fleet
     this.current = config
     this.retiring = new Map() // listener removed by a reload -> Promise, while it drains
     this.redirects = new Map() // listener name -> RedirectListener (--redirect-http)
@@ -82,10 +60,10 @@ class Balancer {
     this.control = this.control.bind(this)
 
     const descriptors = this.descriptorsFor(config.listeners)
-    this.running = config.listeners.map(l => this.make(l, this.material(l), descriptors))
+    this.running = config.listeners.map(l => this.maker.make(l, provisions.material(l), descriptors))
     // Certificates lila makes (local) or kept (ACME) are there before the first client,
     // once every file was read: a state folder that cannot be used is a UsageError here.
-    this.keeperStarted = keeperWanted(config) && this.ownKeeper ? this.makeKeeper(config).start() : Promise.resolve()
+    this.keeperStarted = provisions.startKeeper(config)
   }
 
   get listeners () { return this.running }
@@ -119,7 +97,7 @@ class Balancer {
       throw err
     }
     this.started = true
-    this.beginKeeper() // ACME's TLS-ALPN-01 needs the listeners open
+    this.provisions.beginKeeper() // ACME's TLS-ALPN-01 needs the listeners open
     return addresses
   }
 
@@ -134,18 +112,15 @@ class Balancer {
   async reload (next) {
     if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
     this.apps.checkKept(this.running, next)
-    const loaded = next.listeners.map(config => this.material(config)) // may throw: nothing has changed yet
+    const loaded = this.provisions.materialOf(next) // may throw: nothing has changed yet
     const plan = planReload(this.current, next, this.runningShape())
-    // Certificates lila gets itself: new ones are made (local) or loaded before the
-    // listeners take the config; ACME orders start at once, in the background. (A
-    // UsageError here changes nothing: no listener took anything yet.)
-    let keeperLines = []
-    if (plan.keeper === 'start') await this.makeKeeper(next).start()
-    if (plan.keeper === 'reload') keeperLines = await this.keeper.reload(next)
+    // Certificates lila gets itself, before the listeners take the config. (A UsageError
+    // here changes nothing: no listener took anything yet.)
+    const keeperLines = await this.provisions.reloadKeeper(next)
 
     const descriptors = this.descriptorsFor(next.listeners)
     const starting = plan.start.map(step =>
-      ({ ...step, listener: this.make(step.config, loaded[step.index], descriptors) }))
+      ({ ...step, listener: this.maker.make(step.config, loaded[step.index], descriptors) }))
     const bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
 
     // From here on the reload is applied.
@@ -153,21 +128,9 @@ class Balancer {
     const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
     const routesStarted = []
     for (const { index, config, routes } of plan.keep) {
-      const listener = byName.get(config.name)
-      const { tls, backendTls, edge } = loaded[index]
-      this.certificates.use(config.name, tls)
-      const changes = listener.upstream.update(config, { tls: backendTls })
-      if (this.apps.of(listener) !== null) changes.push(...this.apps.of(listener).update(config.run))
-      const applied = this.applyRoutes(listener, routes, backendTls)
-      routesStarted.push(...applied.started)
-      const canaries = canaryPools(config, listener.canaryUpstreams, this.canaryMaker(listener.log, backendTls),
-        backendTls)
-      routesStarted.push(...canaries.started.map(upstream => upstream.start()))
-      const acme = this.acmeOf(config)
-      listener.reconfigure(config, {
-        tls, backendTls, descriptors, routes: applied.routes, edge, acme, canaries: canaries.upstreams
-      })
-      for (const change of [...changes, ...applied.lines, ...canaries.lines]) lines.push(`${config.name}: ${change}`)
+      const updated = this.maker.update(byName.get(config.name), config, loaded[index], routes, descriptors)
+      routesStarted.push(...updated.started)
+      for (const change of updated.lines) lines.push(`${config.name}: ${change}`)
     }
     const drained = new Map() // name -> connections left on the listener it replaces
     for (const { name, replaced } of plan.retire) {
@@ -200,12 +163,12 @@ class Balancer {
     const kept = new Set([...plan.keep.map(({ config }) => config.name), ...fresh.map(l => l.config.name)])
     this.running = plan.order.filter(name => kept.has(name)).map(name => byName.get(name))
     for (const { name } of plan.retire) {
-      if (!kept.has(name)) this.certificates.use(name, null) // its certificates are served no more
+      if (!kept.has(name)) this.provisions.certificates.use(name, null) // its certificates are served no more
     }
     this.current = next
     await this.updateRedirects(lines)
     lines.push(...keeperLines)
-    this.beginKeeper() // the listeners of the new config listen
+    this.provisions.beginKeeper() // the listeners of the new config listen
     return lines
   }
 
@@ -214,7 +177,7 @@ class Balancer {
   // `handOver`: another process listens on the same sockets now (cli/upgrade.js).
   close (timeout = this.current.shutdownTimeout, { handOver = false } = {}) {
     this.closing = true
-    if (this.keeper !== null && this.ownKeeper) this.keeper.close()
+    this.provisions.closeKeeper()
     const open = this.running.filter(listener => !this.retiring.has(listener))
     const all = open.map(listener => this.retire(listener, timeout, handOver))
     const redirected = [...this.redirects.values()].map(redirect => redirect.close())
@@ -257,7 +220,7 @@ class Balancer {
           canary: canaryOf(listener, null, backendsOf) // --canary: its side by side, and its pool's backends
         }
       }),
-      fleet: this.fleet === null ? null : this.fleet.snapshot() // --fleet: Redis, the members
+      fleet: this.provisions.fleetSnapshot() // --fleet: Redis, the members
     }
   }
 
@@ -298,34 +261,8 @@ class Balancer {
       listeners: this.running.map(listener => ({
         config: listener.config,
         routes: listener.routes.map(({ name, match, upstream }) => ({ name, match, mode: upstream.mode }))
-      })),
-      keeper: !this.ownKeeper ? 'other' : this.keeper === null ? 'none' : 'own'
+      }))
     }
-  }
-
-  // The keeper of this balancer's certificates, made when a config first wants one.
-  makeKeeper (config) {
-    const { Keeper } = require('../tls/keeper') // tls/ is loaded only for --tls local|acme
-    const publish = update => { this.certificates.apply(update); return Promise.resolve() }
-    const fleet = this.fleet === null ? null : this.fleet.certificates // --fleet: one order for the fleet
-    this.keeper = new Keeper(config, { log: this.log, now: this.now, ...this.keeperOptions, publish, fleet })
-    return this.keeper
-  }
-
-  beginKeeper () {
-    if (this.keeper !== null && this.ownKeeper) this.keeper.begin()
-  }
-
-  // TLS files and the rules at the edge's htpasswd files are read here (and again on
-  // every reload): a UsageError if one cannot be read or used.
-  material (listenerConfig) {
-    return { ...loadListenerTls(listenerConfig, this.certificates), edge: loadEdge(listenerConfig) }
-  }
-
-  // A plain-HTTP listener answers the ACME HTTP-01 challenges of the process's board
-  // (tls/http01.js), whichever listener the certificate is for.
-  acmeOf (listenerConfig) {
-    return servesPlainHttp(listenerConfig) ? this.certificates.challenges : null
   }
 
   // The limit on open files, and each listener's share of it (descriptors.js): what
@@ -334,47 +271,9 @@ class Balancer {
     return { limit: this.fileLimit, share: listenerShare(this.fileLimit, configs.length) }
   }
 
-  // A listener, not yet bound. Log lines about it carry its name when it has one or
-  // there are several (as many as the config in force has).
-  make (listenerConfig, { tls, backendTls, edge }, descriptors) {
-    const named = () => logsName(listenerConfig, this.current.listeners.length)
-    const log = prefixed(this.log, () => named() ? listenerConfig.name : null)
-    const several = this.current.listeners.filter(l => l.run !== null).length > 1
-    const app = listenerConfig.run === null ? null : this.apps.make(listenerConfig, log, several)
-    const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls, app })
-    const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
-    const canaries = canaryPools(listenerConfig, new Map(), this.canaryMaker(log, backendTls), backendTls).upstreams
-    const protocol = PROTOCOLS[listenerConfig.protocol]({ via: this.via })
-    const acme = this.acmeOf(listenerConfig)
-    const { accessLog, tracer } = this
-    const sharedLimits = this.fleet === null ? null : this.fleet.limits.forListener(listenerConfig.name)
-    const parts = { upstream, routes, log, protocol, tls, backendTls, descriptors, edge, acme, accessLog, sharedLimits }
-    const listener = new Listener({ config: listenerConfig, ...parts, canaries, tracer })
-    this.certificates.use(listenerConfig.name, tls)
-    if (app !== null) this.apps.attach(listener, app)
-    return listener
-  }
-
-  // A route's pool: an Upstream of its own, whose lines name the route.
-  makeRoute ({ name, match, pool }, listenerLog, backendTls) {
-    const { random, ...options } = this.pools // (a route's pool draws with Math.random)
-    const log = prefixed(listenerLog, () => `route ${name}`)
-    return { name, match, upstream: new Upstream(pool, { ...options, log, tls: backendTls }) }
-  }
-
   // lila run: a rolling restart of every app (SIGHUP, the control API). -> its lines.
   rollApps (reason, why) {
     return this.apps.roll(reason, why)
-  }
-
-  // How a listener's canary pools are made (canary-pools.js): an Upstream of its own,
-  // whose lines name it.
-  canaryMaker (listenerLog, backendTls) {
-    const { random, ...options } = this.pools
-    return (pool, name) => {
-      const log = prefixed(listenerLog, () => name === null ? 'canary' : `route ${name} canary`)
-      return new Upstream(pool, { ...options, log, tls: backendTls })
-    }
   }
 
   // New listeners bound, all or none: -> [[listener, address]].
@@ -387,33 +286,6 @@ class Balancer {
       throw err
     }
     return bound
-  }
-
-  // A kept listener's routes as planned (plan.js planRoutes): kept ones take their new
-  // settings, new ones start, removed ones stop checking (requests they hold finish).
-  // -> { routes, lines, started }: `started` the promises of new routes' first checks.
-  applyRoutes (listener, { next, removed }, backendTls) {
-    const old = new Map(listener.routes.map(route => [route.name, route]))
-    const lines = []
-    const started = []
-    const routes = next.map(({ config, kept, said }) => {
-      if (!kept) {
-        const route = this.makeRoute(config, listener.log, backendTls)
-        started.push(route.upstream.start())
-        lines.push(`route ${config.name} added (${plural(config.pool.backends.length, 'backend')})`)
-        return route
-      }
-      const { upstream } = old.get(config.name)
-      for (const change of [...said, ...upstream.update(config.pool, { tls: backendTls })]) {
-        lines.push(`route ${config.name}: ${change}`)
-      }
-      return { name: config.name, match: config.match, upstream }
-    })
-    for (const name of removed) {
-      old.get(name).upstream.close()
-      lines.push(`route ${name} removed`)
-    }
-    return { routes, lines, started }
   }
 
   retire (listener, timeout, handOver = false) {
@@ -430,9 +302,9 @@ class Balancer {
   // `given`: a socket the process was given for it (an upgrade), or undefined.
   async startRedirect (listener, given = null) {
     const { name, host, redirectHttp } = listener.config
-    const redirect = new RedirectListener({
-      host, port: redirectHttp, httpsPort: listener.port, challenges: this.certificates.challenges, log: listener.log
-    })
+    const { challenges } = this.provisions.certificates
+    const { port: httpsPort, log } = listener
+    const redirect = new RedirectListener({ host, port: redirectHttp, httpsPort, challenges, log })
     const bound = await redirect.listen(given || null)
     this.redirects.set(name, redirect)
     if (this.table) {

@@ -5,14 +5,12 @@
 // starts, then applies it (docs in ARCHITECTURE.md, "A reload").
 
 const { describeChanges, sameAddress } = require('../config/changes')
-const { wanted: keeperWanted } = require('../tls/wants')
 const { matchText } = require('./words')
 
 // current, next: configs (config/builder.js). running: what runs now, which is not
 // always `current` (a listener a reload could not start is in the config, not running):
-//   { listeners: [{ config, routes: [{ name, match, mode }] }], keeper: 'own' | 'none' | 'other' }
-// keeper: this balancer keeps certificates ('own'), would make a keeper when a config
-// wants one ('none'), or is fed by another process ('other': a --workers worker).
+//   { listeners: [{ config, routes: [{ name, match, mode }] }] }
+// (What the certificate keeper does is provisions.js's reloadKeeper.)
 // -> {
 //   settings: [line]         process-wide and listener options, in words (config/changes.js)
 //   keep:   [{ index, config, routes }]    listeners that stay and take the new config
@@ -22,7 +20,6 @@ const { matchText } = require('./words')
 //                            one on its port stopped accepting, so not before applying)
 //   retire: [{ name, replaced }]   listeners that stop accepting and drain
 //   order:  [name]           the running listeners' order once applied (the new config's)
-//   keeper: 'start' | 'reload' | null   what the certificate keeper does first
 // } (`index`: the listener's place in next.listeners)
 function planReload (current, next, running) {
   const byName = new Map(running.listeners.map(listener => [listener.config.name, listener]))
@@ -46,8 +43,7 @@ function planReload (current, next, running) {
     keep,
     start,
     retire: leaving.map(old => ({ name: old.name, replaced: named.has(old.name) })),
-    order: next.listeners.map(config => config.name),
-    keeper: keeperStep(running.keeper, next)
+    order: next.listeners.map(config => config.name)
   }
 }
 
@@ -74,11 +70,6 @@ function planRoutes (running, routes) {
 // same port (0 is any free one).
 function samePlace (old, config) {
   return old.port === null ? old.host === config.host : old.port !== 0 && old.port === config.port
-}
-
-function keeperStep (keeper, next) {
-  if (keeper === 'own') return 'reload'
-  return keeper === 'none' && keeperWanted(next) ? 'start' : null
 }
 
 // The --redirect-http listeners once a reload applied: running [{ name, host, port }],

@@ -29,7 +29,7 @@ const lazy = {
   get upgradeCommand () { return require('./upgrade-command') },
   get pidFile () { return require('./pid-file') },
   get Journal () { return require('../admin/journal').Journal },
-  get Fleet () { return require('../fleet/fleet').Fleet },
+  get Provisions () { return require('../balancer/provisions').Provisions },
   get startTelemetry () { return require('./telemetry-parts').startTelemetry },
   get processStats () { return require('../admin/process-stats').processStats }
 }
@@ -147,20 +147,20 @@ async function serve (config, io, onListening = () => {}) {
     gaveUp = true
     if (stopper !== null) stopper.stop('crash loop')
   }
-  let fleet = null
+  let provisions = null
   // --otlp: spans from the listeners, the metrics pushed (telemetry-parts.js)
   const telemetry = lazy.startTelemetry(config, { env, log })
   const stats = () => telemetry.withTelemetry(lb.stats())
   try {
     given = lazy.inherited.assign(inherited, config)
-    // --fleet: Redis is tried from now on, never waited for (fleet/fleet.js).
-    if (config.fleet !== null) fleet = new lazy.Fleet(config.fleet, { log, version: VERSION, about: () => aboutOf(lb) })
+    // the files read, certificates kept, and --fleet (balancer/provisions.js)
+    provisions = new lazy.Provisions({ log, fleet: config.fleet, about: () => aboutOf(lb) })
     // with the access log config asks for; lila run's app prints through logOut too
     lb = lazy.createBalancer(config, {
-      log, stdout, stderr: logOut, env, onAppGiveUp, fleet, tracer: telemetry.tracer
+      log, stdout, stderr: logOut, env, onAppGiveUp, provisions, tracer: telemetry.tracer
     })
     passwords = statusPasswords(config)
-    if (fleet !== null) fleet.start()
+    provisions.startFleet() // Redis is tried from now on, never waited for
   } catch (err) {
     // a certificate or htpasswd file that cannot be read or used
     if (!(err instanceof RuntimeError)) return usageError(err, stderr)
@@ -174,7 +174,7 @@ async function serve (config, io, onListening = () => {}) {
   // With --fleet, what they change is shared, and what other lilas change is made here.
   const journal = new lazy.Journal()
   const perform = journal.recording(lb.control)
-  const control = lazy.control.controlFrom(fleet === null ? perform : fleet.changes.sharing(perform))
+  const control = lazy.control.controlFrom(provisions.sharing(perform))
   // The status listener is bound first: a taken port fails at once, in one line.
   const status = config.status === null
     ? null
@@ -193,7 +193,7 @@ async function serve (config, io, onListening = () => {}) {
   } catch (err) {
     early.release(false)
     if (status !== null) await status.close()
-    if (fleet !== null) await fleet.close()
+    await provisions.closeFleet()
     await telemetry.close()
     if (!(err instanceof RuntimeError)) throw err
     log.error(err.message)
@@ -231,7 +231,7 @@ async function serve (config, io, onListening = () => {}) {
   // Started afresh, the PID file is written before the line a script waits for; taking
   // over from the lila before, once that one lets go.
   const enter = () => lazy.upgrade.enterService({ inherited, channel, pidFile: config.pidFile, log, perform })
-  if (fleet !== null) fleet.applyChanges(perform) // once the backends were checked
+  provisions.hearChanges(perform) // --fleet: once the backends were checked
   if (inherited.upgrade === null) entered = await enter()
   for (const line of lazy.listeningLines(lb, addresses)) log.always(line)
   if (inherited.upgrade !== null) entered = await enter()
@@ -265,7 +265,7 @@ async function serve (config, io, onListening = () => {}) {
     logOut.target = stderr
   }
   if (status !== null) await status.close({ handOver: handingOver() })
-  if (fleet !== null) await fleet.close()
+  await provisions.closeFleet()
   if (config.pidFile !== null) lazy.pidFile.removePidFile(config.pidFile, process.pid)
   return entered && !gaveUp ? code : 1
 }

@@ -3,6 +3,7 @@
 const { createBalancer, listeningLines } = require('../index')
 const { createLogger } = require('../log')
 const { Certificates } = require('../proxy/tls')
+const { Provisions } = require('../balancer/provisions')
 const { processStats } = require('../admin/process-stats')
 const { startTelemetry } = require('./telemetry-parts')
 const { UsageError, RuntimeError, toPlain } = require('../errors')
@@ -66,7 +67,11 @@ function runWorker (io) {
         // --otlp: a worker makes spans; the primary pushes the metrics and says the warnings
         telemetry = startTelemetry(config, { log, metrics: false, say: false })
         lb = createBalancer(config, {
-          log, via: message.via, table: message.table, certificates, keeper: null, tracer: telemetry.tracer
+          log,
+          via: message.via,
+          table: message.table,
+          provisions: new Provisions({ certificates, keeper: 'elsewhere' }),
+          tracer: telemetry.tracer
         })
         const given = new Map(Object.entries(message.sockets || {}))
         const addresses = await lb.listen(given, new Map(Object.entries(message.redirectSockets || {})))

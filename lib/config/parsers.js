@@ -2,22 +2,23 @@
 
 // Value parsers: one text (from argv, or a JSON value made text) in, one checked value
 // out, or a UsageError with one line that names the bad value and what was expected.
-// One per option type (PARSERS); the grammars of backends, faults and mirrors are in
-// backend-spec.js, routes' in route-spec.js. The config side only (argv.js,
-// builder.js): the running balancer takes values already parsed.
+// One per option type (PARSERS): the scalars here; header fields and names in
+// header-values.js, networks (CIDR) in network-values.js; the grammars of backends,
+// faults and mirrors are in backend-spec.js, routes' in route-spec.js. The config side
+// only (argv.js, builder.js): the running balancer takes values already parsed.
 
 const net = require('net')
 const os = require('os')
 const { UsageError } = require('../errors')
 const { formatAddress, isHostName, unixPath } = require('../address')
 const { MODES, modeWord } = require('../upstream/balancers')
-const { TOKEN } = require('../proxy/message/grammar')
-const { refusal, PLACEHOLDERS } = require('../proxy/http/header-rules')
 const { quote, forFlag, parseDuration, parseInteger, socketPathProblem, range } = require('./values')
 const { parseFault, parseMirror } = require('./backend-spec')
 const { parseRouteOption } = require('./route-spec')
 const { parseFleetUrl } = require('./fleet-url')
 const { EDGE_PARSERS } = require('./edge-values')
+const { HEADER_PARSERS } = require('./header-values')
+const { NETWORK_PARSERS } = require('./network-values')
 
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
@@ -38,121 +39,12 @@ const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/(?:\*|\*\+[a-z0-9!#$&^_.+-]+|[a
 const MODE_WORDS = MODES.flatMap(m => [modeWord(m), ...m.aliases])
 const MODE_NAMES = MODE_WORDS.join(', ') // for "expected one of"
 
-// host, IPv4 or [IPv6], with an optional :port: what a Host header may say.
-function isHostHeader (text) {
-  const match = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(text) || /^([^:[\]]+)(?::(\d{1,5}))?$/.exec(text)
-  if (!match || (match[2] !== undefined && Number(match[2]) > 65535)) return false
-  return text.startsWith('[') ? net.isIPv6(match[1]) : isHostName(match[1])
-}
-
-// A header name a rule may set or remove on `side` ('request' or 'response'), as
-// written; `verb` words the refusal.
-function headerName (name, text, flag, side, verb) {
-  if (name.startsWith(':')) {
-    const hint = side === 'request' ? ' (--host-header sets :authority)' : ''
-    throw new UsageError(`cannot ${verb} pseudo-header ${quote(name)}${forFlag(flag)}: lila writes those${hint}`)
-  }
-  if (!TOKEN.test(name)) {
-    throw new UsageError(`invalid header name ${quote(text)}${forFlag(flag)}: expected a token such as X-Env`)
-  }
-  const why = refusal(name.toLowerCase(), side)
-  if (why !== null) throw new UsageError(`cannot ${verb} header ${quote(name)}${forFlag(flag)}: ${why}`)
-  return name
-}
-
-// "Name: value" -> { name, value }: printable ASCII, not empty, and its placeholders
-// ({word}) known.
-function parseHeaderField (text, flag, side) {
-  const colon = text.indexOf(':', 1)
-  const example = side === 'request' ? '\'X-Env: prod\'' : '\'Strict-Transport-Security: max-age=31536000\''
-  if (colon === -1 && !text.startsWith(':')) {
-    throw new UsageError(`invalid header ${quote(text)}${forFlag(flag)}: expected NAME: VALUE, e.g. ${example}`)
-  }
-  const name = text.startsWith(':') && colon === -1 ? text : text.slice(0, colon)
-  headerName(name, text, flag, side, 'set')
-  const value = text.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '')
-  if (value === '') {
-    const del = side === 'request' ? '--del-header' : '--del-response-header'
-    throw new UsageError(`invalid header ${quote(text)}${forFlag(flag)}: expected a value after the ":" ` +
-      `(${del} ${name} removes it)`)
-  }
-  if (!/^[\t\x20-\x7e]+$/.test(value)) {
-    throw new UsageError(`invalid header value ${quote(value)}${forFlag(flag)}: expected printable ASCII`)
-  }
-  for (const [, word] of value.matchAll(/\{([a-z_]+)\}/g)) {
-    if (PLACEHOLDERS[word] === undefined) {
-      const known = Object.keys(PLACEHOLDERS).map(p => `{${p}}`).join(' or ')
-      throw new UsageError(`unknown placeholder {${word}} in ${quote(text)}${forFlag(flag)}: expected ${known}`)
-    }
-  }
-  return { name, value }
-}
-
-// An address's bytes (IPv4 or IPv6, IPv4 in its last 32 bits written dotted).
-function ipBytes (address) {
-  if (net.isIPv4(address)) return address.split('.').map(Number)
-  let text = address
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
-  if (dotted !== null) {
-    const [a, b, c, d] = dotted[1].split('.').map(Number)
-    text = text.slice(0, dotted.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
-  }
-  const [head, tail] = text.split('::')
-  const groups = head === '' ? [] : head.split(':')
-  const rest = tail === undefined ? [] : tail === '' ? [] : tail.split(':')
-  const all = tail === undefined ? groups : [...groups, ...Array(8 - groups.length - rest.length).fill('0'), ...rest]
-  return all.flatMap(group => [parseInt(group, 16) >> 8, parseInt(group, 16) & 0xff])
-}
-
-// 16 bytes -> an IPv6 address as RFC 5952 writes it: the longest run of zero groups as "::".
-function formatIpv6 (bytes) {
-  const groups = []
-  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i] << 8) | bytes[i + 1]).toString(16))
-  let best = [-1, 0]
-  for (let i = 0; i < 8;) {
-    let j = i
-    while (j < 8 && groups[j] === '0') j++
-    if (j - i > best[1] && j - i > 1) best = [i, j - i]
-    i = j === i ? i + 1 : j
-  }
-  if (best[0] === -1) return groups.join(':')
-  return `${groups.slice(0, best[0]).join(':')}::${groups.slice(best[0] + best[1]).join(':')}`
-}
-
-// "10.0.0.0/8", "::1" (a whole address: /32 or /128) -> "10.0.0.0/8", "::1/128". The
-// network's address must have its host bits zero: 10.1.2.3/8 is a slip, named.
-function parseCidr (text, whole, flag) {
-  const within = whole === text ? '' : ` in ${quote(whole)}`
-  const invalid = expected => new UsageError(`invalid network ${quote(text)}${within}${forFlag(flag)}: ` +
-    `expected ${expected}`)
-  const [address, length, ...rest] = text.split('/')
-  const family = net.isIP(address)
-  if (family === 0 || rest.length > 0) {
-    throw invalid('an IP address or a network such as 10.0.0.0/8 or 2001:db8::/32')
-  }
-  const max = family === 4 ? 32 : 128
-  if (length !== undefined && (!/^\d{1,3}$/.test(length) || Number(length) > max)) {
-    throw invalid(`a prefix length from 0 to ${max} after the "/"`)
-  }
-  const prefix = length === undefined ? max : Number(length)
-  const bytes = ipBytes(address)
-  for (let bit = prefix; bit < max; bit++) {
-    if (bytes[bit >> 3] & (0x80 >> (bit & 7))) {
-      const network = bytes.map((byte, i) => {
-        const keep = Math.min(8, Math.max(0, prefix - i * 8)) // the bits of this byte in the prefix
-        return byte & (0xff << (8 - keep)) & 0xff
-      })
-      const shown = family === 4 ? network.join('.') : formatIpv6(network)
-      throw invalid(`the network's own address, its host bits zero: ${shown}/${prefix}`)
-    }
-  }
-  return `${address.toLowerCase()}/${prefix}`
-}
-
 // One parser per option `type` in options.js: (text, flag, option) -> value.
 const SIZE_UNITS = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }
 
 const PARSERS = {
+  ...HEADER_PARSERS, // --set-header, --del-header, their response sides, --request-id, a Host
+  ...NETWORK_PARSERS, // --allow, --deny
   port: (text, flag) => parseInteger(text, flag, 0, 65535, 'a port number from 0 to 65535'),
   count: (text, flag) => parseInteger(text, flag, 0, 100, 'a whole number from 0 to 100'),
   // Bytes, or KiB, MiB, GiB with k, m, g (as nginx reads sizes): "1048576", "512k", "10m".
@@ -176,13 +68,6 @@ const PARSERS = {
     if (text.startsWith('grpc:') && GRPC_SERVICE.test(text.slice(5))) return { type: 'grpc', service: text.slice(5) }
     throw new UsageError(`invalid check ${quote(text)}${forFlag(flag)}: ` +
       'expected tcp, http:/path, grpc[:service] or none')
-  },
-  hostHeader: (text, flag) => {
-    if (!isHostHeader(text)) {
-      throw new UsageError(`invalid host ${quote(text)}${forFlag(flag)}: ` +
-        'expected a host name or address, with an optional :port')
-    }
-    return text
   },
   dnsServer: (text, flag) => {
     // 10.0.0.2, 10.0.0.2:5353, ::1 or [::1]:5353
@@ -277,21 +162,6 @@ const PARSERS = {
     }
     return { cookie: name }
   },
-  // --set-header, --set-response-header: "Name: value" -> { name, value }
-  headerField: (text, flag, option) => parseHeaderField(text, flag, option.side),
-  // --del-header, --del-response-header
-  headerName: (text, flag, option) => headerName(text, text, flag, option.side, 'remove'),
-  // --request-id NAME: a header on the request and its response both
-  requestId: (text, flag) => {
-    headerName(text, text, flag, 'request', 'use')
-    return headerName(text, text, flag, 'response', 'use')
-  },
-  // --host-header: backend (the backend's own, backend.js hostHeader) or a fixed Host
-  hostRule: (text, flag) => {
-    if (text === 'backend' || isHostHeader(text)) return text
-    throw new UsageError(`invalid host ${quote(text)}${forFlag(flag)}: ` +
-      'expected backend, or a host name or address with an optional :port')
-  },
   mirror: (text, flag) => parseMirror(text, flag),
   // "10/s", "600/m", "10/s,burst=50": a token bucket's rate (per second) and size (by
   // default, a second's worth and at least 1).
@@ -367,15 +237,6 @@ const PARSERS = {
         'e.g. https://acme-v02.api.letsencrypt.org/directory')
     }
     return url.href
-  },
-  // --allow, --deny: "10.0.0.0/8,::1" -> ['10.0.0.0/8', '::1/128']
-  cidrList: (text, flag) => {
-    const parts = String(text).split(',').map(part => part.trim())
-    if (parts.some(part => part === '')) {
-      throw new UsageError(`invalid network list ${quote(text)}${forFlag(flag)}: ` +
-        'expected networks separated by commas, e.g. 10.0.0.0/8,192.168.1.7')
-    }
-    return Object.freeze(parts.map(part => parseCidr(part, text, flag)))
   },
   // --basic-auth-realm: a quoted-string's content that any browser shows as it is
   realm: (text, flag) => {

@@ -14,8 +14,8 @@ const { UsageError } = require('../errors')
 // A lila's part in a fleet (--fleet): two connections to the fleet's Redis (commands,
 // and the channel of run-time changes), and what goes through them: rate-limit
 // decisions (limits.js), run-time changes (changes.js), the members (members.js). Made
-// by the composition (cli/main.js), which hands each part to where it is used through
-// a small interface; nothing on a request's path knows Redis. Redis is never waited
+// by balancer/provisions.js, which hands each part to where it is used through a small
+// interface; nothing on a request's path knows Redis. Redis is never waited
 // for: down, each part goes on alone, said once; back, it resyncs, said once.
 //
 //   const fleet = new Fleet(config.fleet, { log, version, about })
