@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f0e38250c6b6ffda92b86dc7b65979852d877f6cd8c9336481fe876a5e88889d"
+  sha256 "5fdff49fccb681673ac71858ff05714dcba278a124f6e8f7ba6abc3f1c552766"
   license "MIT"
 
   depends_on "node"

@@ -106,6 +106,14 @@ class App {
     return ports.sort((a, b) => a - b)
   }
 
+  // "app.2, pid 4242": the running instance on `port` (the start-up table's), or null.
+  instanceAt (port) {
+    for (const instance of this.running) {
+      if (instance.port === port) return `app.${instance.number}, pid ${instance.pid}`
+    }
+    return null
+  }
+
   announce () {
     this.listeners.tell(this.readyPorts())
   }
