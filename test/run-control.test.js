@@ -5,8 +5,8 @@
 // config reload that starts or stops a listener's app.
 
 const t = require('tap')
-const { request } = require('./fixtures/helpers')
-const { runApp, instances } = require('./fixtures/run')
+const { request, statusJson } = require('./fixtures/helpers')
+const { runApp, instances, requestLoop } = require('./fixtures/run')
 
 t.setTimeout(180000)
 
@@ -33,4 +33,25 @@ t.test('the start-up table shows each instance ready, with its port and pid', as
   }
   t.equal(numbers.size, rows.length, 'each instance once')
   t.equal((await request(lila.port)).status, 200)
+})
+
+t.test('--max-age: each instance older than it is replaced through a roll; no request failed', async t => {
+  const lila = await runApp(t, ['-i', '2', '--max-age', '3s'])
+  const before = (await instances(lila)).map(i => i.pid)
+  const loop = requestLoop(lila.port, 2, 100000)
+  t.teardown(() => loop.stop())
+  const old = 'app\\.(\\d) is older than --max-age 3s'
+  await lila.waitForLine(new RegExp(`app: rolling restart \\(${old}\\): 1 instance, 1 at a time$`))
+  const from = loop.state.ok
+  const done = new RegExp(`app: rolling restart done \\(${old}\\): 1 replaced in `)
+  await lila.waitForLine(done, { count: 2 })
+  const during = loop.state.ok - from
+  const { ok, failed } = await loop.stop()
+  const rolled = lila.lines.map(line => done.exec(line)).filter(Boolean).slice(0, 2).map(match => match[1])
+  t.same(rolled.sort(), ['1', '2'], 'app.1 and app.2 rolled, each for its age')
+  t.ok(during > 0, `${during} requests answered during the two rolls (${ok} in all)`)
+  t.same(failed, [], 'none failed')
+  const after = await instances(lila)
+  t.same(after.filter(i => before.includes(i.pid)), [], 'both first instances replaced')
+  t.ok((await statusJson(lila)).listeners[0].app.restarts['max-age'] >= 2, 'counted under max-age')
 })

@@ -10,36 +10,12 @@ const fs = require('fs')
 const os = require('os')
 const net = require('net')
 const path = require('path')
-const http = require('http')
 const { request, statusJson, within } = require('./fixtures/helpers')
 const { missing, startWrk, upgradableLila, gone } = require('./fixtures/upgrade')
-const { APP, runApp, instances, settled, groupMembers } = require('./fixtures/run')
+const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
 
 const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
 t.setTimeout(180000)
-
-// GET / again and again on keep-alive connections, `concurrency` at a time, until
-// stop() (at most 20,000): resolves { ok, failed, statuses }.
-function requestLoop (port, concurrency = 2) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency })
-  const state = { stopped: false, ok: 0, failed: [] }
-  const one = async () => {
-    for (let i = 0; i < 10000 && !state.stopped; i++) {
-      const res = await request(port, { agent })
-      if (res.status === 200) state.ok++
-      else state.failed.push(res.error ? res.error.message : res.status)
-    }
-  }
-  const running = Promise.all(Array.from({ length: concurrency }, one))
-  return {
-    async stop () {
-      state.stopped = true
-      await running
-      agent.destroy()
-      return state
-    }
-  }
-}
 
 // A WebSocket-style upgrade through lila to the app, which echoes: resolves the socket
 // once the 101 came.
