@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5fdff49fccb681673ac71858ff05714dcba278a124f6e8f7ba6abc3f1c552766"
+  sha256 "43a12c9df9b33834f57fcbb22a32e186ac136b80f4b4f457efa5a1fa43a2aa0a"
   license "MIT"
 
   depends_on "node"
