@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "43a12c9df9b33834f57fcbb22a32e186ac136b80f4b4f457efa5a1fa43a2aa0a"
+  sha256 "af97e084290d4d527230de59d2fbc0daf0ffccb013311e2bab7d5617eee1604f"
   license "MIT"
 
   depends_on "node"

@@ -5,8 +5,14 @@
 // config reload that starts or stops a listener's app.
 
 const t = require('tap')
-const { request, statusJson } = require('./fixtures/helpers')
-const { runApp, instances, requestLoop } = require('./fixtures/run')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { request, statusJson, spawnLila, httpBackend, until } = require('./fixtures/helpers')
+const { restartablePort } = require('./fixtures/ports')
+const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
+
+const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
 
 t.setTimeout(180000)
 
@@ -54,4 +60,39 @@ t.test('--max-age: each instance older than it is replaced through a roll; no re
   const after = await instances(lila)
   t.same(after.filter(i => before.includes(i.pid)), [], 'both first instances replaced')
   t.ok((await statusJson(lila)).listeners[0].app.restarts['max-age'] >= 2, 'counted under max-age')
+})
+
+t.test('a config reload that starts a listener\'s app, then stops it: the listener is replaced', { skip: LINUX }, async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-run-reload-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'lila.json')
+  const port = await restartablePort()
+  const backend = await httpBackend(t, 'static')
+  const write = listener => fs.writeFileSync(file, JSON.stringify({
+    host: '127.0.0.1',
+    'status-port': 0,
+    'status-host': '127.0.0.1',
+    listeners: [{ name: 'web', port, protocol: 'http', ...listener }]
+  }))
+  write({ backends: [backend.address] })
+  const lila = await spawnLila(t, ['--config', file])
+  lila.statusPort = Number((await lila.waitForLine(/status on http:\/\/127\.0\.0\.1:(\d+)\/status$/))[1])
+  t.equal(String((await request(port)).body), 'static\n')
+
+  write({ run: { command: `node ${APP}`, instances: 2 } })
+  lila.child.kill('SIGHUP')
+  await lila.waitForLine(new RegExp(`listener web replaced: listening on 127\\.0\\.0\\.1:${port} `))
+  await settled(lila, 2)
+  t.match(String((await request(port)).body), /^instance [12] pid \d+ port \d+\n$/, 'the app answers')
+  t.notMatch(lila.stderr, /rolling restart/, 'the reload that started the app did not roll it')
+  lila.child.kill('SIGHUP') // the same file: a rolling restart
+  await lila.waitForLine(/app: rolling restart done \(SIGHUP\): 2 replaced/)
+  const pids = (await instances(lila)).map(i => i.pid)
+
+  write({ backends: [backend.address] })
+  lila.child.kill('SIGHUP')
+  await lila.waitForLine(new RegExp(`listener web replaced: listening on 127\\.0\\.0\\.1:${port} `), { count: 2 })
+  t.equal(String((await request(port)).body), 'static\n', 'the backend answers again')
+  await until(() => groupMembers(pids).length === 0, `the app's processes ${pids} gone`, { timeout: 40000, every: 50 })
+  t.equal((await statusJson(lila)).listeners[0].app, null, 'no app any more')
 })

@@ -104,14 +104,14 @@ class Balancer {
   // Apply a new config (as config/builder.js builds it) without dropping a connection.
   // Listeners are matched by name: new ones are bound, checked and opened; removed ones
   // stop accepting and drain (up to shutdownTimeout, as on shutdown); one whose address
-  // or protocol changed is replaced so; the others take their new settings in place
-  // (upstream.update: backends join and drain). TLS files are read again, so renewed
+  // or protocol changed, or that starts or stops running an app, is replaced so; the
+  // others take their new settings in place (upstream.update: backends join and
+  // drain). TLS files are read again, so renewed
   // certificates take effect. Rejects, with nothing changed, when a TLS file cannot be
   // used (UsageError) or a new port cannot be bound (RuntimeError). Resolves with what
   // changed, as log lines.
   async reload (next) {
     if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
-    this.apps.checkKept(this.running, next)
     const loaded = this.provisions.materialOf(next) // may throw: nothing has changed yet
     const plan = planReload(this.current, next, this.runningShape())
     // Certificates lila gets itself, before the listeners take the config. (A UsageError
@@ -271,9 +271,15 @@ class Balancer {
     return { limit: this.fileLimit, share: listenerShare(this.fileLimit, configs.length) }
   }
 
-  // lila run: a rolling restart of every app (SIGHUP, the control API). -> its lines.
+  // lila run: a rolling restart of every running listener's app (SIGHUP, after its
+  // reload). -> its lines.
   rollApps (reason, why) {
-    return this.apps.roll(reason, why)
+    return this.apps.roll(reason, why, this.running)
+  }
+
+  // Does a running listener run an app?
+  get runsApp () {
+    return this.running.some(listener => this.apps.of(listener) !== null)
   }
 
   // New listeners bound, all or none: -> [[listener, address]].
@@ -291,8 +297,8 @@ class Balancer {
   retire (listener, timeout, handOver = false) {
     for (const upstream of upstreamsOf(listener)) upstream.close()
     // lila run: the app's instances stop once the listener has drained (an upgrade's
-    // new lila runs its own).
-    const stopApp = () => this.running.includes(listener) && !this.closing ? null : this.apps.stop(listener)
+    // new lila runs its own; a listener that replaces this one, its own).
+    const stopApp = () => this.apps.stop(listener)
     const closed = listener.close(timeout, { handOver }).then(stopApp).then(() => { this.retiring.delete(listener) })
     this.retiring.set(listener, closed)
     return closed

@@ -292,7 +292,7 @@ function handled (reloadConfig, program, runsApp) {
 function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp }) {
   const onHup = async () => {
     if (reloadConfig !== null) await reload(lb, reloadConfig, log, prepareReload)
-    if (runsApp) await lb.rollApps('signal', 'SIGHUP')
+    if (lb.runsApp) await lb.rollApps('signal', 'SIGHUP') // (a reload may have started or stopped one)
   }
   let handle
   const done = new Promise(resolve => {
