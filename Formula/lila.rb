@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "af97e084290d4d527230de59d2fbc0daf0ffccb013311e2bab7d5617eee1604f"
+  sha256 "9292206af89afd1fa7f9ca7f1416963d3c428596378da1d9e229a39f0c511621"
   license "MIT"
 
   depends_on "node"

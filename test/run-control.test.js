@@ -1,14 +1,15 @@
 'use strict'
 
 // lila run through the spawned executable, continued (run.test.js and run-roll.test.js
-// have the rest): the start-up table, --max-age under load, `lila restart-app`, and a
-// config reload that starts or stops a listener's app.
+// have the rest): the start-up table, --max-age under load, a config reload that starts
+// or stops a listener's app, and `lila restart-app`.
 
 const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { request, statusJson, spawnLila, httpBackend, until } = require('./fixtures/helpers')
+const { spawn } = require('child_process')
+const { request, statusJson, spawnLila, runLila, httpBackend, until } = require('./fixtures/helpers')
 const { restartablePort } = require('./fixtures/ports')
 const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
 
@@ -95,4 +96,63 @@ t.test('a config reload that starts a listener\'s app, then stops it: the listen
   t.equal(String((await request(port)).body), 'static\n', 'the backend answers again')
   await until(() => groupMembers(pids).length === 0, `the app's processes ${pids} gone`, { timeout: 40000, every: 50 })
   t.equal((await statusJson(lila)).listeners[0].app, null, 'no app any more')
+})
+
+t.test('lila restart-app --pid-file F (or PID): a rolling restart under load, said by the command', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-restart-app-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const pidFile = path.join(dir, 'lila.pid')
+  const lila = await runApp(t, ['-i', '2', '--pid-file', pidFile])
+  await settled(lila, 2)
+  const before = (await instances(lila)).map(i => i.pid)
+  const loop = requestLoop(lila.port, 2, 100000)
+  t.teardown(() => loop.stop())
+  const byFile = await runLila(['restart-app', '--pid-file', pidFile], { timeout: 60000 })
+  t.equal(byFile.code, 0, byFile.stderr)
+  t.match(byFile.stdout, /^lila: app: rolling restart done \(lila restart-app\): 2 replaced in \S+\n$/)
+  t.equal(byFile.stderr, '')
+  const byPid = await runLila(['restart-app', String(lila.child.pid)], { timeout: 60000 })
+  t.equal(byPid.code, 0, byPid.stderr)
+  t.match(byPid.stdout, /^lila: app: rolling restart done \(lila restart-app\): 2 replaced/)
+  const { ok, failed } = await loop.stop()
+  t.ok(ok > 0, `${ok} requests during the two rolls`)
+  t.same(failed, [], 'none failed')
+  const after = await instances(lila)
+  t.same(after.filter(i => before.includes(i.pid)), [], 'every instance replaced')
+  t.same(after.map(i => i.generation), [3, 3])
+  t.same((await statusJson(lila)).listeners[0].app.restarts, { command: 4 })
+  t.notMatch(lila.stderr, /SIGUSR2: starting/, 'no upgrade')
+  t.same(fs.readdirSync(dir), ['lila.pid'], 'no request or answer file left')
+})
+
+t.test('lila restart-app: a lila that runs no app, none running, a process that is not lila', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-restart-app-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const backend = await httpBackend(t, 'plain')
+  const plain = await spawnLila(t, ['rr', backend.address, '--host', '127.0.0.1', '--port', '0'])
+  const noApp = await runLila(['restart-app', String(plain.child.pid)])
+  t.equal(noApp.code, 1)
+  t.equal(noApp.stderr, `lila: pid ${plain.child.pid} runs no app: lila restart-app is for lila run\n`)
+  t.equal(String((await request(plain.port)).body), 'plain\n', 'that lila serves on')
+  t.notMatch(plain.stderr, /SIGUSR2/, 'and did not upgrade')
+
+  const noFile = await runLila(['restart-app', '--pid-file', path.join(dir, 'none.pid')])
+  t.equal(noFile.code, 1)
+  t.match(noFile.stderr, /^lila: cannot read --pid-file \S+none\.pid: no such file or directory\n$/)
+  const stale = path.join(dir, 'stale.pid')
+  fs.writeFileSync(stale, '999999999\n')
+  const noProcess = await runLila(['restart-app', '--pid-file', stale])
+  t.equal(noProcess.code, 1)
+  t.match(noProcess.stderr, /^lila: no process 999999999 \(from --pid-file \S+\): is lila running\?\n$/)
+  t.same(fs.readdirSync(dir).sort(), ['stale.pid'], 'no request left behind')
+
+  if (LINUX) return
+  const other = spawn('sleep', ['600'], { stdio: 'ignore' }) // (catches no signal, unlike a node under tap)
+  t.teardown(() => other.kill('SIGKILL'))
+  await new Promise(resolve => other.once('spawn', resolve))
+  const notLila = await runLila(['restart-app', String(other.pid)])
+  t.equal(notLila.code, 1)
+  t.equal(notLila.stderr, `lila: pid ${other.pid} does not handle SIGUSR2, which would end it: is it lila?\n`)
+  t.equal(other.exitCode, null, 'that process was not signalled')
+  t.equal(other.signalCode, null)
 })
