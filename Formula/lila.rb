@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9292206af89afd1fa7f9ca7f1416963d3c428596378da1d9e229a39f0c511621"
+  sha256 "ee86562c66a35ea161194247a7c67bd9c61df109d87b5b5cc9b58aba4cfea3e2"
   license "MIT"
 
   depends_on "node"

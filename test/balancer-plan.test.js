@@ -93,16 +93,16 @@ const cases = [
     plan: { start: ['one replaces'], retire: ['one replaced'] }
   },
   {
-    what: 'a listener that starts running an app (lila run): replaced, once the old one stopped accepting',
+    what: 'a listener that starts running an app (lila run): kept, the app swapped in (app-swap.js)',
     before: [{ ...one, port: 8123 }],
     after: [{ name: 'one', port: 8123, run: { command: 'node server.js' } }],
-    plan: { keep: [], start: ['one replaces after retire'], retire: ['one replaced'] }
+    plan: { keep: [{ name: 'one' }], start: [], retire: [] }
   },
   {
-    what: 'a listener that stops running its app: replaced',
+    what: 'a listener that stops running its app: kept',
     before: [{ name: 'one', port: 8123, run: { command: 'node server.js' } }],
     after: [{ ...one, port: 8123 }],
-    plan: { keep: [], start: ['one replaces after retire'], retire: ['one replaced'] }
+    plan: { keep: [{ name: 'one' }], start: [], retire: [] }
   },
   {
     what: 'an app\'s command changed: in place (its app rolls)',

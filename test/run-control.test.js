@@ -10,7 +10,6 @@ const os = require('os')
 const path = require('path')
 const { spawn } = require('child_process')
 const { request, statusJson, spawnLila, runLila, httpBackend, until } = require('./fixtures/helpers')
-const { restartablePort } = require('./fixtures/ports')
 const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
 
 const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
@@ -63,38 +62,52 @@ t.test('--max-age: each instance older than it is replaced through a roll; no re
   t.ok((await statusJson(lila)).listeners[0].app.restarts['max-age'] >= 2, 'counted under max-age')
 })
 
-t.test('a config reload that starts a listener\'s app, then stops it: the listener is replaced', { skip: LINUX }, async t => {
+t.test('a config reload that starts a listener\'s app, then stops it: in place, no request failed', { skip: LINUX }, async t => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-run-reload-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const file = path.join(dir, 'lila.json')
-  const port = await restartablePort()
   const backend = await httpBackend(t, 'static')
-  const write = listener => fs.writeFileSync(file, JSON.stringify({
+  const write = (listener, more = {}) => fs.writeFileSync(file, JSON.stringify({
     host: '127.0.0.1',
     'status-port': 0,
     'status-host': '127.0.0.1',
-    listeners: [{ name: 'web', port, protocol: 'http', ...listener }]
+    ...more,
+    listeners: [{ name: 'web', port: 0, protocol: 'http', ...listener }]
   }))
   write({ backends: [backend.address] })
   const lila = await spawnLila(t, ['--config', file])
   lila.statusPort = Number((await lila.waitForLine(/status on http:\/\/127\.0\.0\.1:(\d+)\/status$/))[1])
-  t.equal(String((await request(port)).body), 'static\n')
+  t.equal(String((await request(lila.port)).body), 'static\n')
+  const loop = requestLoop(lila.port, 2, 100000)
+  t.teardown(() => loop.stop())
+
+  // A new app that does not start: the reload is refused, the backend serves on.
+  write({ run: { command: `node ${APP}`, instances: 2, 'app-env': ['APP_FAIL=oops'], 'ready-timeout': '2s' } })
+  lila.child.kill('SIGHUP')
+  const [refused] = await lila.waitForLine(/reload refused: .*/)
+  t.match(refused, /reload refused: listener web: app did not start: app\.\d exited with code 1; its last line: oops; keeping the running config$/)
 
   write({ run: { command: `node ${APP}`, instances: 2 } })
   lila.child.kill('SIGHUP')
-  await lila.waitForLine(new RegExp(`listener web replaced: listening on 127\\.0\\.0\\.1:${port} `))
+  await lila.waitForLine(/reloaded \(/)
   await settled(lila, 2)
-  t.match(String((await request(port)).body), /^instance [12] pid \d+ port \d+\n$/, 'the app answers')
-  t.notMatch(lila.stderr, /rolling restart/, 'the reload that started the app did not roll it')
+  t.match(String((await request(lila.port)).body), /^instance [12] pid \d+ port \d+\n$/, 'the app answers')
+  t.equal(lila.lines.filter(line => /replaced|rolling restart/.test(line)).length, 0,
+    'the listener kept, and the app the reload started not rolled')
+  const started = loop.state.ok
   lila.child.kill('SIGHUP') // the same file: a rolling restart
   await lila.waitForLine(/app: rolling restart done \(SIGHUP\): 2 replaced/)
   const pids = (await instances(lila)).map(i => i.pid)
 
   write({ backends: [backend.address] })
   lila.child.kill('SIGHUP')
-  await lila.waitForLine(new RegExp(`listener web replaced: listening on 127\\.0\\.0\\.1:${port} `), { count: 2 })
-  t.equal(String((await request(port)).body), 'static\n', 'the backend answers again')
-  await until(() => groupMembers(pids).length === 0, `the app's processes ${pids} gone`, { timeout: 40000, every: 50 })
+  await lila.waitForLine(/reload: web: app stopped \(2 instances drained\)/)
+  await lila.waitForLine(/reloaded \(/, { count: 3 })
+  t.equal(String((await request(lila.port)).body), 'static\n', 'the backend answers again')
+  await until(() => groupMembers(pids).length === 0, `the app's processes ${pids} gone`, { timeout: 20000, every: 50 })
+  const { ok, failed } = await loop.stop()
+  t.ok(ok > started && started > 0, `${ok} requests over the reloads`)
+  t.same(failed, [], 'none failed')
   t.equal((await statusJson(lila)).listeners[0].app, null, 'no app any more')
 })
 

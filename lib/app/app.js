@@ -359,6 +359,18 @@ class App {
     return this.stopping
   }
 
+  // A reload took the app from its listener (balancer/app-swap.js): no more starts or
+  // rolls; each instance drains and stops, as a roll retires one. -> how many did.
+  async retireAll () {
+    this.stopped = true
+    clearInterval(this.sampler)
+    if (this.watcher !== null) this.watcher.close()
+    for (const slot of this.slots) clearTimeout(slot.timer)
+    const running = this.slots.map(slot => slot.instance).filter(i => i !== null && i.running && !this.leaving.has(i))
+    await Promise.all([...running.map(instance => this.retire(instance)), ...[...this.leaving].map(i => i.exited)])
+    return running.length
+  }
+
   // Now: SIGKILL to every instance's group.
   kill () {
     this.stopped = true

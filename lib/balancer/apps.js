@@ -31,6 +31,12 @@ class Apps {
     this.byListener.set(listener, app)
   }
 
+  // A kept listener's app a reload started (app-swap.js): the roll after it leaves it be.
+  adopt (listener, app) {
+    this.attach(listener, app)
+    this.fresh.add(app)
+  }
+
   of (listener) {
     return this.byListener.get(listener) || null
   }

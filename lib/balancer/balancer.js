@@ -15,6 +15,7 @@ const { createAccessLog } = require('../admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
 const { planReload, planRedirects } = require('./plan')
 const { Apps } = require('./apps')
+const { startGained, swapApp } = require('./app-swap')
 const { Provisions } = require('./provisions')
 const { ListenerMaker } = require('./listener-maker')
 const { listeningOn, matchText, leftToDrain } = require('./words')
@@ -104,31 +105,43 @@ class Balancer {
   // Apply a new config (as config/builder.js builds it) without dropping a connection.
   // Listeners are matched by name: new ones are bound, checked and opened; removed ones
   // stop accepting and drain (up to shutdownTimeout, as on shutdown); one whose address
-  // or protocol changed, or that starts or stops running an app, is replaced so; the
-  // others take their new settings in place (upstream.update: backends join and
-  // drain). TLS files are read again, so renewed
-  // certificates take effect. Rejects, with nothing changed, when a TLS file cannot be
-  // used (UsageError) or a new port cannot be bound (RuntimeError). Resolves with what
-  // changed, as log lines.
+  // or protocol changed is replaced so; the others take their new settings in place
+  // (upstream.update: backends join and drain; an app started or stopped: app-swap.js).
+  // TLS files are read again, so renewed certificates take effect. Rejects, with nothing
+  // changed, when a TLS file cannot be used (UsageError), a new port cannot be bound or
+  // an app a listener gains does not start (RuntimeError). Resolves with what changed,
+  // as log lines.
   async reload (next) {
     if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
     const loaded = this.provisions.materialOf(next) // may throw: nothing has changed yet
     const plan = planReload(this.current, next, this.runningShape())
-    // Certificates lila gets itself, before the listeners take the config. (A UsageError
-    // here changes nothing: no listener took anything yet.)
-    const keeperLines = await this.provisions.reloadKeeper(next)
-
-    const descriptors = this.descriptorsFor(next.listeners)
-    const starting = plan.start.map(step =>
-      ({ ...step, listener: this.maker.make(step.config, loaded[step.index], descriptors) }))
-    const bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
+    const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
+    // lila run: the apps kept listeners gain start first (app-swap.js); may throw
+    const several = next.listeners.filter(l => l.run !== null).length > 1
+    const gained = await startGained(this.apps, plan.keep, byName, several)
+    let keeperLines, descriptors, starting, bound
+    try {
+      // Certificates lila gets itself, before the listeners take the config. (A
+      // UsageError here changes nothing: no listener took anything yet.)
+      keeperLines = await this.provisions.reloadKeeper(next)
+      descriptors = this.descriptorsFor(next.listeners)
+      starting = plan.start.map(step =>
+        ({ ...step, listener: this.maker.make(step.config, loaded[step.index], descriptors) }))
+      bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
+    } catch (err) {
+      await Promise.all([...gained.values()].map(app => app.stop()))
+      throw err
+    }
 
     // From here on the reload is applied.
     const lines = [...plan.settings]
-    const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
     const routesStarted = []
     for (const { index, config, routes } of plan.keep) {
-      const updated = this.maker.update(byName.get(config.name), config, loaded[index], routes, descriptors)
+      const listener = byName.get(config.name)
+      for (const change of await swapApp(this.apps, listener, config, gained.get(listener))) {
+        lines.push(`${config.name}: ${change}`)
+      }
+      const updated = this.maker.update(listener, config, loaded[index], routes, descriptors)
       routesStarted.push(...updated.started)
       for (const change of updated.lines) lines.push(`${config.name}: ${change}`)
     }

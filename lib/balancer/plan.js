@@ -14,7 +14,6 @@ const { matchText } = require('./words')
 // -> {
 //   settings: [line]         process-wide and listener options, in words (config/changes.js)
 //   keep:   [{ index, config, routes }]    listeners that stay and take the new config
-//                            (same address and protocol, and an app in both or neither)
 //                            (routes: planRoutes)
 //   start:  [{ index, config, replaces, afterRetire }]   new listeners (replaces: one of
 //                            the same name stops; afterRetire: bound only once the old
@@ -29,7 +28,7 @@ function planReload (current, next, running) {
   const stays = new Set()
   next.listeners.forEach((config, index) => {
     const old = byName.get(config.name)
-    if (old !== undefined && sameAddress(old.config, config) && sameRunning(old.config, config)) {
+    if (old !== undefined && sameAddress(old.config, config)) {
       stays.add(old)
       keep.push({ index, config, routes: planRoutes(old.routes, config.routes) })
     } else {
@@ -65,13 +64,6 @@ function planRoutes (running, routes) {
     return { config, kept: true, said }
   })
   return { next: planned, removed: [...old.keys()] }
-}
-
-// Does a listener run an app (lila run) in both? One that starts or stops running one is
-// replaced: the new listener starts its app before it serves (as at start); the old one
-// drains, then stops its app.
-function sameRunning (a, b) {
-  return (a.run === null) === (b.run === null)
 }
 
 // Can a listener bind only once `old` stopped accepting? The same Unix socket, or the

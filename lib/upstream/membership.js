@@ -115,6 +115,16 @@ class Membership {
     this.checks.unwatch(backend)
   }
 
+  // Resolves once every backend had its first probe.
+  probed () {
+    return Promise.all(this.backends.map(b => this.watch(b)))
+  }
+
+  // `lila run`: the App the app group follows, given or taken away by a reload.
+  useApp (app) {
+    this.app = app
+  }
+
   // Add a backend as given on the command line (an operator's). Resolves with its
   // backends once each was probed; null when it is already a backend.
   async add (spec) {
