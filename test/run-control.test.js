@@ -8,8 +8,8 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawn } = require('child_process')
-const { request, statusJson, spawnLila, runLila, httpBackend, until } = require('./fixtures/helpers')
+const { spawn, spawnSync } = require('child_process')
+const { LILA, request, statusJson, spawnLila, runLila, httpBackend, until } = require('./fixtures/helpers')
 const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
 
 const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
@@ -168,4 +168,42 @@ t.test('lila restart-app: a lila that runs no app, none running, a process that 
   t.equal(notLila.stderr, `lila: pid ${other.pid} does not handle SIGUSR2, which would end it: is it lila?\n`)
   t.equal(other.exitCode, null, 'that process was not signalled')
   t.equal(other.signalCode, null)
+})
+
+const ESC = '\x1b'
+
+t.test('on a terminal the app\'s prefixes are coloured and the app gets FORCE_COLOR=1; NO_COLOR turns both off', async t => {
+  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: no terminal to try lila run in')
+  for (const noColour of [false, true]) {
+    const socket = `lila-run-colour-${process.pid}-${noColour ? 'no' : 'yes'}`
+    const tmux = (...args) => spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })
+    // Whatever the environment running the tests says: colours as a terminal has them.
+    const env = noColour ? 'env -u FORCE_COLOR NO_COLOR=1' : 'env -u NO_COLOR -u FORCE_COLOR'
+    const command = `exec ${env} APP_SAY_ENV=FORCE_COLOR ${LILA} run 'node ${APP}' -i 2 --protocol http ` +
+      '--host 127.0.0.1 --port 0'
+    t.equal(tmux('new-session', '-d', '-x', '200', '-y', '50', command).status, 0)
+    const lilaPid = Number(tmux('list-panes', '-F', '#{pane_pid}').stdout.trim())
+    let gone = false
+    t.teardown(() => {
+      if (!gone) try { process.kill(lilaPid, 'SIGKILL') } catch {} // (its instances go with it)
+      tmux('kill-server')
+    })
+    const screen = () => tmux('capture-pane', '-p', '-e', '-J').stdout
+    await until(() => (screen().match(/FORCE_COLOR=/g) || []).length === 2 && /listening on 127/.test(screen()),
+      'both instances and lila listening', { timeout: 20000, every: 50 })
+    const shown = screen()
+    if (noColour) {
+      t.notOk(shown.includes(`${ESC}[`), `NO_COLOR: no colour\n${shown}`)
+      t.match(shown, /^app\.1 \| FORCE_COLOR=\(not set\)$/m)
+      t.match(shown, /^app\.2 \| FORCE_COLOR=\(not set\)$/m)
+    } else {
+      const coloured = (colour, name) => new RegExp(`${ESC}\\[${colour}m${name}${ESC}\\[\\d*m \\| FORCE_COLOR=1`)
+      t.match(shown, coloured(36, 'app\\.1'), 'app.1 in cyan; the app told')
+      t.match(shown, coloured(33, 'app\\.2'), 'app.2 in yellow')
+    }
+    tmux('send-keys', 'C-c')
+    await until(() => { try { process.kill(lilaPid, 0); return false } catch { return true } }, 'lila to exit',
+      { timeout: 20000, every: 50 })
+    gone = true
+  }
 })
