@@ -10,6 +10,7 @@ const os = require('os')
 const path = require('path')
 const { spawn, spawnSync } = require('child_process')
 const { LILA, request, statusJson, spawnLila, runLila, httpBackend, until } = require('./fixtures/helpers')
+const { restartablePorts } = require('./fixtures/ports')
 const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
 
 const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
@@ -206,4 +207,47 @@ t.test('on a terminal the app\'s prefixes are coloured and the app gets FORCE_CO
       { timeout: 20000, every: 50 })
     gone = true
   }
+})
+
+t.test('--app-ports, --app-env, --check http, --surge, --stop-signal; SIGKILL after --stop-timeout', { skip: LINUX }, async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-run-options-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const unhealthy = path.join(dir, 'unhealthy')
+  fs.writeFileSync(unhealthy, '')
+  const [first, , , last] = await restartablePorts(4)
+  const env = { APP_IGNORE_TERM: '1', APP_SAY_ENV: 'GREETING', APP_UNHEALTHY_IF: unhealthy }
+  const lila = await runApp(t, ['-i', '2', '--app-ports', `${first}-${last}`, '--app-env', 'GREETING=hi',
+    '--check', 'http:/healthz', '--surge', '2', '--stop-signal', 'SIGINT', '--stop-timeout', '60s'],
+  { env, waitForListening: false })
+  lila.statusPort = Number((await lila.waitForLine(/status on http:\/\/127\.0\.0\.1:(\d+)\/status$/))[1])
+  // Listening on PORT is not ready while --check fails: lila does not listen yet.
+  await until(() => (lila.stdout.match(/^app\.\d \| listening on \d+$/mg) || []).length === 2, 'both instances listening')
+  t.same((await instances(lila)).map(i => i.state), ['starting', 'starting'], 'listening, yet not ready: /healthz fails')
+  t.notMatch(lila.stderr, /listening on 127/, 'lila does not listen yet')
+  fs.rmSync(unhealthy)
+  const [, , port] = await lila.waitForLine(/listening on (\S+):(\d+) /)
+  await settled(lila, 2)
+  const before = await instances(lila)
+  t.ok(before.every(i => i.port >= first && i.port <= last), `ports from --app-ports: ${before.map(i => i.port)}`)
+  t.match(lila.stdout, /^app\.1 \| GREETING=hi$/m, '--app-env reaches the app')
+  t.match(lila.stdout, /^app\.2 \| GREETING=hi$/m)
+  t.equal((await request(Number(port))).status, 200)
+
+  // Both at once; the old ones ignore SIGTERM, and die of --stop-signal SIGINT at once
+  // (with SIGTERM, the roll would wait --stop-timeout, 60s).
+  lila.child.kill('SIGHUP')
+  await lila.waitForLine(/app: rolling restart \(SIGHUP\): 2 instances, 2 at a time$/)
+  await lila.waitForLine(/app: rolling restart done \(SIGHUP\): 2 replaced/)
+  const after = await instances(lila)
+  t.ok(after.every(i => i.port >= first && i.port <= last && i.generation === 2), 'the new ones in the range too')
+  await until(() => groupMembers(before.map(i => i.pid)).length === 0, 'the old instances gone')
+  await lila.stop('SIGKILL')
+
+  // An app that ignores the stop signal: SIGKILL once --stop-timeout passed, and lila exits.
+  const stubborn = await runApp(t, ['-i', '1', '--stop-timeout', '1s'], { env: { APP_IGNORE_TERM: '1' } })
+  await settled(stubborn, 1)
+  const [{ pid }] = await instances(stubborn)
+  const { code } = await stubborn.stop('SIGTERM', 20000)
+  t.equal(code, 0, 'lila exits once the instance was killed')
+  await until(() => groupMembers([pid]).length === 0, 'the instance that ignored SIGTERM gone')
 })
