@@ -149,6 +149,12 @@ t.test('lila restart-app: a lila that runs no app, none running, a process that 
   t.equal(noApp.stderr, `lila: pid ${plain.child.pid} runs no app: lila restart-app is for lila run\n`)
   t.equal(String((await request(plain.port)).body), 'plain\n', 'that lila serves on')
   t.notMatch(plain.stderr, /SIGUSR2/, 'and did not upgrade')
+  const workers = await spawnLila(t, ['rr', backend.address, '--host', '127.0.0.1', '--port', '0', '--workers', '2'])
+  const primary = await runLila(['restart-app', String(workers.child.pid)])
+  t.equal(primary.code, 1)
+  t.equal(primary.stderr, `lila: pid ${workers.child.pid} runs no app: lila restart-app is for lila run\n`, '--workers too')
+  t.equal(String((await request(workers.port)).body), 'plain\n')
+  t.notMatch(workers.stderr, /SIGUSR2/)
 
   const noFile = await runLila(['restart-app', '--pid-file', path.join(dir, 'none.pid')])
   t.equal(noFile.code, 1)
