@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ee86562c66a35ea161194247a7c67bd9c61df109d87b5b5cc9b58aba4cfea3e2"
+  sha256 "e1dbed5f94a9130752e72961d3f16f0c6fd671782499207a6af9cc2b21f901d1"
   license "MIT"
 
   depends_on "node"

@@ -46,8 +46,7 @@ class Apps {
     return Promise.all([...this.byListener.values()].map(app => app.start()))
   }
 
-  // New listeners of a reload (one that starts running an app is new: plan.js): an app
-  // that does not start is a line, not a failure.
+  // New listeners of a reload: an app that does not start is a line, not a failure.
   async start (listeners, lines) {
     for (const listener of listeners) {
       const app = this.of(listener)
