@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e1dbed5f94a9130752e72961d3f16f0c6fd671782499207a6af9cc2b21f901d1"
+  sha256 "b274b6f996c608bd6667558753878c3f7287b59dd4d64a6adef59de30cfcc880"
   license "MIT"
 
   depends_on "node"

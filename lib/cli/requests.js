@@ -18,7 +18,7 @@ const { reasonOf } = require('../errors')
 //
 //   sendRequest(kind, { pid, pidFile, body, what, waitMs }, io) -> exit code  (the command)
 //   takeRequest(kind, { pid, pidFile }) -> { body, report(outcome) } or null  (the running lila)
-//   waiting(kind, { pid, pidFile }) -> is a request there (not taken)?
+//   waiting(kind, { pid, pidFile }) -> a stamp of the request there, not answered, or null
 
 const POLL_MS = 100
 
@@ -150,9 +150,17 @@ function takeRequest (kind, { pid = process.pid, pidFile = null } = {}) {
   return null
 }
 
-// Is a request of `kind` there? (An upgrade's is taken by the upgrade itself.)
+// The request of `kind` there and not answered yet, as a stamp that tells one request
+// from the next (its file's inode and time), or null. (An upgrade's request is taken by
+// the upgrade itself.)
 function waiting (kind, { pid = process.pid, pidFile = null } = {}) {
-  return candidates(kind, { pid, pidFile }).some(file => fs.existsSync(file) && !fs.existsSync(`${file}.done`))
+  for (const file of candidates(kind, { pid, pidFile })) {
+    try {
+      const stat = fs.statSync(file)
+      if (!fs.existsSync(`${file}.done`)) return `${file} ${stat.ino} ${stat.mtimeMs}`
+    } catch {}
+  }
+  return null
 }
 
 function candidates (kind, { pid, pidFile }) {

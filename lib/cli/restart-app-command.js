@@ -21,13 +21,17 @@ function requestRestart ({ pid, pidFile }, io) {
 
 function onSigusr2 ({ pidFile, restart, upgrade }) {
   let serving = false // a restart request taken: another SIGUSR2 meanwhile does not take it again
+  let upgraded = null // the upgrade request the last upgrade() was for (it may still run)
   return () => {
     const request = serving ? null : requests.takeRequest('restart-app', { pidFile })
+    const asked = requests.waiting('upgrade', { pidFile })
     if (request !== null) {
       serving = true
       answer(request, restart).finally(() => { serving = false })
-      if (!requests.waiting('upgrade', { pidFile })) return
+      // Only an upgrade asked for and not yet begun: one under way would answer it no.
+      if (asked === null || asked === upgraded) return
     }
+    upgraded = asked
     upgrade()
   }
 }
