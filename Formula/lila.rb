@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b274b6f996c608bd6667558753878c3f7287b59dd4d64a6adef59de30cfcc880"
+  sha256 "f9be872e68457bbd0925e0017cf922aa6949e92300e17993c510565e9a06433d"
   license "MIT"
 
   depends_on "node"
