@@ -257,3 +257,51 @@ t.test('--app-ports, --app-env, --check http, --surge, --stop-signal; SIGKILL af
   t.equal(code, 0, 'lila exits once the instance was killed')
   await until(() => groupMembers([pid]).length === 0, 'the instance that ignored SIGTERM gone')
 })
+
+t.test('SIGUSR2 with requests beside the PID file: restart-app served, an upgrade asked too begun once', async t => {
+  const { onSigusr2 } = require('../lib/cli/restart-app-command')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-sigusr2-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const pidFile = path.join(dir, 'lila.pid')
+  const ask = kind => fs.writeFileSync(`${pidFile}.${kind}`, JSON.stringify({ by: process.pid }), { mode: 0o644 })
+  const answer = kind => JSON.parse(fs.readFileSync(`${pidFile}.${kind}.done`, 'utf8'))
+  let upgrades = 0
+  let rolls = 0
+  const handler = onSigusr2({
+    pidFile,
+    restart: async () => { rolls++; return ['app: rolling restart done (lila restart-app): 2 replaced in 1s'] },
+    upgrade: () => { upgrades++ }
+  })
+
+  handler() // a bare kill -USR2: an upgrade
+  t.same({ rolls, upgrades }, { rolls: 0, upgrades: 1 })
+  ask('restart-app')
+  handler()
+  await until(() => fs.existsSync(`${pidFile}.restart-app.done`), 'the answer')
+  t.same(answer('restart-app'), { ok: true, message: 'app: rolling restart done (lila restart-app): 2 replaced in 1s' })
+  t.same({ rolls, upgrades }, { rolls: 1, upgrades: 1 }, 'a restart-app request alone: no upgrade')
+  fs.rmSync(`${pidFile}.restart-app`)
+  fs.rmSync(`${pidFile}.restart-app.done`)
+
+  ask('upgrade') // lila upgrade and lila restart-app at once: one SIGUSR2 for both
+  ask('restart-app')
+  handler()
+  t.same({ rolls, upgrades }, { rolls: 2, upgrades: 2 }, 'both served')
+  await until(() => fs.existsSync(`${pidFile}.restart-app.done`), 'the answer')
+  fs.rmSync(`${pidFile}.restart-app`)
+  fs.rmSync(`${pidFile}.restart-app.done`)
+  ask('restart-app') // while that upgrade still runs (its request unanswered)
+  handler()
+  await until(() => fs.existsSync(`${pidFile}.restart-app.done`), 'the answer')
+  t.same({ rolls, upgrades }, { rolls: 3, upgrades: 2 }, 'the upgrade under way is not begun again')
+
+  const none = onSigusr2({ pidFile, restart: () => null, upgrade: () => { upgrades++ } })
+  fs.rmSync(`${pidFile}.restart-app`)
+  fs.rmSync(`${pidFile}.restart-app.done`)
+  fs.rmSync(`${pidFile}.upgrade`)
+  ask('restart-app')
+  none()
+  await until(() => fs.existsSync(`${pidFile}.restart-app.done`), 'the answer')
+  t.same(answer('restart-app'), { ok: false, message: `pid ${process.pid} runs no app: lila restart-app is for lila run` })
+  t.equal(upgrades, 2, 'no upgrade')
+})
