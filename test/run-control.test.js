@@ -227,7 +227,8 @@ t.test('--app-ports, --app-env, --check http, --surge, --stop-signal; SIGKILL af
   { env, waitForListening: false })
   lila.statusPort = Number((await lila.waitForLine(/status on http:\/\/127\.0\.0\.1:(\d+)\/status$/))[1])
   // Listening on PORT is not ready while --check fails: lila does not listen yet.
-  await until(() => (lila.stdout.match(/^app\.\d \| listening on \d+$/mg) || []).length === 2, 'both instances listening')
+  await until(() => (lila.stdout.match(/^app\.\d \| listening on \d+$/mg) || []).length === 2, 'both instances listening',
+    { timeout: 20000, every: 20 })
   t.same((await instances(lila)).map(i => i.state), ['starting', 'starting'], 'listening, yet not ready: /healthz fails')
   t.notMatch(lila.stderr, /listening on 127/, 'lila does not listen yet')
   fs.rmSync(unhealthy)
@@ -246,7 +247,7 @@ t.test('--app-ports, --app-env, --check http, --surge, --stop-signal; SIGKILL af
   await lila.waitForLine(/app: rolling restart done \(SIGHUP\): 2 replaced/)
   const after = await instances(lila)
   t.ok(after.every(i => i.port >= first && i.port <= last && i.generation === 2), 'the new ones in the range too')
-  await until(() => groupMembers(before.map(i => i.pid)).length === 0, 'the old instances gone')
+  await until(() => groupMembers(before.map(i => i.pid)).length === 0, 'the old instances gone', { timeout: 15000 })
   await lila.stop('SIGKILL')
 
   // An app that ignores the stop signal: SIGKILL once --stop-timeout passed, and lila exits.
@@ -255,7 +256,7 @@ t.test('--app-ports, --app-env, --check http, --surge, --stop-signal; SIGKILL af
   const [{ pid }] = await instances(stubborn)
   const { code } = await stubborn.stop('SIGTERM', 20000)
   t.equal(code, 0, 'lila exits once the instance was killed')
-  await until(() => groupMembers([pid]).length === 0, 'the instance that ignored SIGTERM gone')
+  await until(() => groupMembers([pid]).length === 0, 'the instance that ignored SIGTERM gone', { timeout: 15000 })
 })
 
 t.test('SIGUSR2 with requests beside the PID file: restart-app served, an upgrade asked too begun once', async t => {
