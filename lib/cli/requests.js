@@ -196,4 +196,4 @@ function writeOutcome (file, outcome) {
   } catch {} // the command waits in vain, then says so; the log has the outcome
 }
 
-module.exports = { sendRequest, takeRequest, waiting, requestPath }
+module.exports = { sendRequest, takeRequest, waiting }
