@@ -2,7 +2,9 @@
 
 // lila run through the spawned executable, continued (run.test.js and run-roll.test.js
 // have the rest): the start-up table, --max-age under load, a config reload that starts
-// or stops a listener's app, and `lila restart-app`.
+// or stops a listener's app, `lila restart-app` (and the SIGUSR2 handler that answers
+// it), colour on a terminal, and the options --app-ports, --app-env, --check, --surge,
+// --stop-signal and --stop-timeout.
 
 const t = require('tap')
 const fs = require('fs')
