@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f0e38250c6b6ffda92b86dc7b65979852d877f6cd8c9336481fe876a5e88889d"
+  sha256 "92b08ec05e10616a3e3f600ce47944c6392fa9db76a89cabfd481d081a231908"
   license "MIT"
 
   depends_on "node"

@@ -93,6 +93,24 @@ const cases = [
     plan: { start: ['one replaces'], retire: ['one replaced'] }
   },
   {
+    what: 'a listener that starts running an app (lila run): kept, the app swapped in (app-swap.js)',
+    before: [{ ...one, port: 8123 }],
+    after: [{ name: 'one', port: 8123, run: { command: 'node server.js' } }],
+    plan: { keep: [{ name: 'one' }], start: [], retire: [] }
+  },
+  {
+    what: 'a listener that stops running its app: kept',
+    before: [{ name: 'one', port: 8123, run: { command: 'node server.js' } }],
+    after: [{ ...one, port: 8123 }],
+    plan: { keep: [{ name: 'one' }], start: [], retire: [] }
+  },
+  {
+    what: 'an app\'s command changed: in place (its app rolls)',
+    before: [{ name: 'one', port: 8123, run: { command: 'node server.js' } }],
+    after: [{ name: 'one', port: 8123, run: { command: 'node server2.js' } }],
+    plan: { keep: [{ name: 'one' }], start: [], retire: [] }
+  },
+  {
     what: 'routes: one added, one changed, one removed',
     before: [web([api, { name: 'old', match: '/old', backends: B }])],
     after: [web([{ ...api, match: 'api.test/v2', mode: 'lc' }, { name: 'static', match: '/static', backends: B }])],

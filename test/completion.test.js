@@ -30,14 +30,14 @@ t.test('bash: options, values, modes, commands and help topics', async t => {
   t.same(complete('bash', ['lila', 'rr', ':9001', '--protocol', '']), ['grpc', 'http', 'tcp'], 'an option\'s values')
   t.same(complete('bash', ['lila', '--log-level', 'd']), ['debug'])
   t.same(complete('bash', ['lila', '--access-log', '']), ['combined', 'json', 'text'])
-  t.same(complete('bash', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes first')
+  t.same(complete('bash', ['lila', 'r']), ['random', 'restart-app', 'round-robin', 'rr', 'run'], 'modes and commands')
   t.same(complete('bash', ['lila', 'comp']), ['completion'], 'and commands')
   t.same(complete('bash', ['lila', 'completion', '']), ['bash', 'zsh'])
   t.same(complete('bash', ['lila', 'help', '']), [...GROUPS.map(g => g.name), 'all'].sort(), 'the topics of lila help')
   t.same(complete('bash', ['lila', 'help', 'h']), ['headers', 'health', 'http', 'http2'])
   const all = complete('bash', ['lila', '--'])
   t.same(all, OPTIONS.map(o => o.flag).sort(), 'every option lila has, and only those')
-  t.same(complete('bash', ['lila', '']).filter(w => !['demo', 'help', 'version', 'completion', 'upgrade'].includes(w)),
+  t.same(complete('bash', ['lila', '']).filter(w => !['run', 'demo', 'help', 'version', 'completion', 'upgrade', 'restart-app'].includes(w)),
     MODES.flatMap(m => [m.name, ...m.aliases]).sort())
 })
 
@@ -46,7 +46,7 @@ t.test('zsh loads the same script through bashcompinit', async t => {
   if (zsh === null) return t.skip('zsh is not installed')
   t.same(zsh, ['--retries', '--retry-budget', '--retry-on'])
   t.same(complete('zsh', ['lila', 'rr', ':9001', '--protocol', '']), ['grpc', 'http', 'tcp'], 'an option\'s values')
-  t.same(complete('zsh', ['lila', 'r']), ['random', 'round-robin', 'rr'], 'modes')
+  t.same(complete('zsh', ['lila', 'r']), ['random', 'restart-app', 'round-robin', 'rr', 'run'], 'modes and commands')
 })
 
 t.test('a shell lila does not know: exit 2, one line', async t => {

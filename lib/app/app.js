@@ -106,6 +106,14 @@ class App {
     return ports.sort((a, b) => a - b)
   }
 
+  // "app.2, pid 4242": the running instance on `port` (the start-up table's), or null.
+  instanceAt (port) {
+    for (const instance of this.running) {
+      if (instance.port === port) return `app.${instance.number}, pid ${instance.pid}`
+    }
+    return null
+  }
+
   announce () {
     this.listeners.tell(this.readyPorts())
   }
@@ -349,6 +357,18 @@ class App {
     for (const slot of this.slots) clearTimeout(slot.timer)
     this.stopping = Promise.all([...this.running].map(instance => this.#stopInstance(instance))).then(() => {})
     return this.stopping
+  }
+
+  // A reload took the app from its listener (balancer/app-swap.js): no more starts or
+  // rolls; each instance drains and stops, as a roll retires one. -> how many did.
+  async retireAll () {
+    this.stopped = true
+    clearInterval(this.sampler)
+    if (this.watcher !== null) this.watcher.close()
+    for (const slot of this.slots) clearTimeout(slot.timer)
+    const running = this.slots.map(slot => slot.instance).filter(i => i !== null && i.running && !this.leaving.has(i))
+    await Promise.all([...running.map(instance => this.retire(instance)), ...[...this.leaving].map(i => i.exited)])
+    return running.length
   }
 
   // Now: SIGKILL to every instance's group.

@@ -1,7 +1,5 @@
 'use strict'
 
-const { RuntimeError } = require('../errors')
-
 // lila run, as the balancer holds it: the App (app/app.js) of each listener that runs
 // one, made with the listener (its Upstream's source of backends), started before the
 // listener opens, stopped once it has drained, rolled on SIGHUP or the control API.
@@ -11,6 +9,7 @@ class Apps {
   constructor (io) {
     this.io = io
     this.byListener = new Map() // Listener -> App
+    this.fresh = new Set() // Apps a reload just started: the roll after it leaves them be
   }
 
   get size () {
@@ -32,6 +31,12 @@ class Apps {
     this.byListener.set(listener, app)
   }
 
+  // A kept listener's app a reload started (app-swap.js): the roll after it leaves it be.
+  adopt (listener, app) {
+    this.attach(listener, app)
+    this.fresh.add(app)
+  }
+
   of (listener) {
     return this.byListener.get(listener) || null
   }
@@ -45,24 +50,19 @@ class Apps {
   async start (listeners, lines) {
     for (const listener of listeners) {
       const app = this.of(listener)
-      if (app !== null) await app.start().catch(err => lines.push(`listener ${listener.config.name}: ${err.message}`))
+      if (app === null) continue
+      this.fresh.add(app)
+      await app.start().catch(err => lines.push(`listener ${listener.config.name}: ${err.message}`))
     }
   }
 
-  // A rolling restart of every app (SIGHUP, the control API). -> a line each.
-  roll (reason, why) {
-    return Promise.all([...this.byListener.values()].map(app => app.roll(reason, why)))
-  }
-
-  // A reload may change what an app runs, not whether a listener runs one.
-  checkKept (running, next) {
-    for (const config of next.listeners) {
-      const listener = running.find(l => l.config.name === config.name)
-      if (listener !== undefined && (listener.config.run === null) !== (config.run === null)) {
-        const what = config.run === null ? 'stop running its app' : 'start running an app'
-        throw new RuntimeError(`listener ${config.name} cannot ${what} on a reload: restart lila for that`)
-      }
-    }
+  // A rolling restart of the apps of `listeners` (those running; SIGHUP after its
+  // reload), but those the reload just started: they run the new command already.
+  // -> a line each.
+  roll (reason, why, listeners) {
+    const apps = listeners.map(listener => this.of(listener)).filter(app => app !== null && !this.fresh.has(app))
+    this.fresh.clear()
+    return Promise.all(apps.map(app => app.roll(reason, why)))
   }
 
   // The listener has drained: its app's instances stop (an upgrade's new lila runs its own).

@@ -15,6 +15,7 @@ const { createAccessLog } = require('../admin/access-log')
 const { descriptorLimit, listenerShare, limitWarning } = require('../descriptors')
 const { planReload, planRedirects } = require('./plan')
 const { Apps } = require('./apps')
+const { startGained, swapApp } = require('./app-swap')
 const { Provisions } = require('./provisions')
 const { ListenerMaker } = require('./listener-maker')
 const { listeningOn, matchText, leftToDrain } = require('./words')
@@ -105,30 +106,42 @@ class Balancer {
   // Listeners are matched by name: new ones are bound, checked and opened; removed ones
   // stop accepting and drain (up to shutdownTimeout, as on shutdown); one whose address
   // or protocol changed is replaced so; the others take their new settings in place
-  // (upstream.update: backends join and drain). TLS files are read again, so renewed
-  // certificates take effect. Rejects, with nothing changed, when a TLS file cannot be
-  // used (UsageError) or a new port cannot be bound (RuntimeError). Resolves with what
-  // changed, as log lines.
+  // (upstream.update: backends join and drain; an app started or stopped: app-swap.js).
+  // TLS files are read again, so renewed certificates take effect. Rejects, with nothing
+  // changed, when a TLS file cannot be used (UsageError), a new port cannot be bound or
+  // an app a listener gains does not start (RuntimeError). Resolves with what changed,
+  // as log lines.
   async reload (next) {
     if (!this.started) throw new RuntimeError('cannot reload before listen() is done')
-    this.apps.checkKept(this.running, next)
     const loaded = this.provisions.materialOf(next) // may throw: nothing has changed yet
     const plan = planReload(this.current, next, this.runningShape())
-    // Certificates lila gets itself, before the listeners take the config. (A UsageError
-    // here changes nothing: no listener took anything yet.)
-    const keeperLines = await this.provisions.reloadKeeper(next)
-
-    const descriptors = this.descriptorsFor(next.listeners)
-    const starting = plan.start.map(step =>
-      ({ ...step, listener: this.maker.make(step.config, loaded[step.index], descriptors) }))
-    const bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
+    const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
+    // lila run: the apps kept listeners gain start first (app-swap.js); may throw
+    const several = next.listeners.filter(l => l.run !== null).length > 1
+    const gained = await startGained(this.apps, plan.keep, byName, several)
+    let keeperLines, descriptors, starting, bound
+    try {
+      // Certificates lila gets itself, before the listeners take the config. (A
+      // UsageError here changes nothing: no listener took anything yet.)
+      keeperLines = await this.provisions.reloadKeeper(next)
+      descriptors = this.descriptorsFor(next.listeners)
+      starting = plan.start.map(step =>
+        ({ ...step, listener: this.maker.make(step.config, loaded[step.index], descriptors) }))
+      bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
+    } catch (err) {
+      await Promise.all([...gained.values()].map(app => app.stop()))
+      throw err
+    }
 
     // From here on the reload is applied.
     const lines = [...plan.settings]
-    const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
     const routesStarted = []
     for (const { index, config, routes } of plan.keep) {
-      const updated = this.maker.update(byName.get(config.name), config, loaded[index], routes, descriptors)
+      const listener = byName.get(config.name)
+      for (const change of await swapApp(this.apps, listener, config, gained.get(listener))) {
+        lines.push(`${config.name}: ${change}`)
+      }
+      const updated = this.maker.update(listener, config, loaded[index], routes, descriptors)
       routesStarted.push(...updated.started)
       for (const change of updated.lines) lines.push(`${config.name}: ${change}`)
     }
@@ -271,9 +284,15 @@ class Balancer {
     return { limit: this.fileLimit, share: listenerShare(this.fileLimit, configs.length) }
   }
 
-  // lila run: a rolling restart of every app (SIGHUP, the control API). -> its lines.
+  // lila run: a rolling restart of every running listener's app (SIGHUP, after its
+  // reload). -> its lines.
   rollApps (reason, why) {
-    return this.apps.roll(reason, why)
+    return this.apps.roll(reason, why, this.running)
+  }
+
+  // Does a running listener run an app?
+  get runsApp () {
+    return this.running.some(listener => this.apps.of(listener) !== null)
   }
 
   // New listeners bound, all or none: -> [[listener, address]].
@@ -291,8 +310,8 @@ class Balancer {
   retire (listener, timeout, handOver = false) {
     for (const upstream of upstreamsOf(listener)) upstream.close()
     // lila run: the app's instances stop once the listener has drained (an upgrade's
-    // new lila runs its own).
-    const stopApp = () => this.running.includes(listener) && !this.closing ? null : this.apps.stop(listener)
+    // new lila runs its own; a listener that replaces this one, its own).
+    const stopApp = () => this.apps.stop(listener)
     const closed = listener.close(timeout, { handOver }).then(stopApp).then(() => { this.retiring.delete(listener) })
     this.retiring.set(listener, closed)
     return closed

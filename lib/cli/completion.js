@@ -11,7 +11,7 @@ const { LOG_LEVELS, ACCESS_LOG_FORMATS } = require('../config/parsers')
 const { UsageError } = require('../errors')
 
 const SHELLS = ['bash', 'zsh']
-const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade']
+const COMMANDS = ['run', 'demo', 'help', 'version', 'completion', 'upgrade', 'restart-app']
 const TOPICS = [...GROUPS.map(g => g.name), 'all'] // what `lila help` takes
 
 // The words an option's value may be, when it is one of a few; 'FILE' for a path.

@@ -126,9 +126,10 @@ const ABOUT = {
       'listens on PORT itself, in any language. An instance is a backend once its port accepts (or ' +
       '--check passes); lila listens once one is ready. Its lines reach lila\'s stdout and stderr whole, ' +
       'led by "app.N | ".',
-    'A rolling restart (SIGHUP, --watch, POST /app/restart, --max-rss, --max-age) starts a new instance, ' +
-      'waits until it is ready, then drains the one it replaces and stops its process group (SIGKILL ' +
-      'after --stop-timeout): no request is lost, and a new version that fails stops the roll. An ' +
+    'A rolling restart (SIGHUP, lila restart-app PID, POST /app/restart, --watch, --max-rss, --max-age) ' +
+      'starts a new instance, waits until it is ready, then drains the one it replaces and stops its ' +
+      'process group (SIGKILL after --stop-timeout): no request is lost, and a new version that fails ' +
+      'stops the roll; lila restart-app waits for it and says how it went. An ' +
       'instance that exits is started again after 100ms, doubling to 30s; a crash loop is said once. ' +
       'When lila ends, even by kill -9, so do the instances.'
   ],
@@ -150,7 +151,8 @@ const ABOUT = {
 const SIGNALS = [
   ['SIGTERM, SIGINT', 'stop accepting; open connections finish within --shutdown-timeout; a second one cuts them'],
   ['SIGHUP', 'with --config: read the file again and apply what changed; under lila run, then a rolling restart'],
-  ['SIGUSR2', 'a new lila takes over the listening sockets (what lila upgrade sends)']
+  ['SIGUSR2', 'a new lila takes over the listening sockets (what lila upgrade sends; lila restart-app sends it ' +
+    'with a request file instead)']
 ]
 
 // Commands a newcomer can paste, each with what it shows and its topic; a test parses
@@ -237,7 +239,7 @@ function usage (width) {
       ['lila --config lila.json', 'listeners from a JSON file; SIGHUP reloads it'],
       ['lila run \'CMD\' [options]', 'your app, N instances behind lila: lila help run'],
       ['lila demo [mode] [options]', 'three local demo backends behind lila'],
-      ['lila upgrade PID', 'a new lila takes over its listening sockets'],
+      ['lila upgrade|restart-app PID', 'a new lila takes over, or lila run\'s app rolls'],
       ['lila help [TOPIC|all]', 'a topic below; all: every option; lila version'],
       ['lila completion bash|zsh', 'tab completion: source <(lila completion bash)']
     ], width)

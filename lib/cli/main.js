@@ -27,6 +27,7 @@ const lazy = {
   get inherited () { return require('./inherited') },
   get upgrade () { return require('./upgrade') },
   get upgradeCommand () { return require('./upgrade-command') },
+  get restartAppCommand () { return require('./restart-app-command') },
   get pidFile () { return require('./pid-file') },
   get Journal () { return require('../admin/journal').Journal },
   get Provisions () { return require('../balancer/provisions').Provisions },
@@ -108,6 +109,8 @@ async function run (argv, io) {
       return 0
     case 'upgrade':
       return lazy.upgradeCommand.requestUpgrade(parsed, { stdout, stderr })
+    case 'restart-app':
+      return lazy.restartAppCommand.requestRestart(parsed, { stdout, stderr })
     case 'demo':
       return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
@@ -226,7 +229,8 @@ async function serve (config, io, onListening = () => {}) {
     const file = statusPasswords(next)
     return () => { if (status !== null) status.setPasswords(file) }
   }
-  stopper = untilStopped(lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp })
+  const { pidFile } = config
+  stopper = untilStopped(lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp, pidFile })
   early.release(true)
   // Started afresh, the PID file is written before the line a script waits for; taking
   // over from the lila before, once that one lets go.
@@ -287,12 +291,13 @@ function handled (reloadConfig, program, runsApp) {
 // over): stop accepting and drain for up to shutdownTimeout. A second one: cut every
 // connection now. SIGHUP (with a config file): reload it; one reload at a time, an
 // invalid file changes nothing; under lila run, then a rolling restart of the app (a
-// changed command or environment takes effect through it). SIGUSR2 (with an upgrader): a new lila takes over; one
-// under way is stopped with this one. (signals.js)
-function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp }) {
+// changed command or environment takes effect through it). SIGUSR2 (with an upgrader):
+// lila restart-app's rolling restart, or a new lila takes over; one under way is
+// stopped with this one. (signals.js)
+function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader, handingOver, runsApp, pidFile }) {
   const onHup = async () => {
     if (reloadConfig !== null) await reload(lb, reloadConfig, log, prepareReload)
-    if (runsApp) await lb.rollApps('signal', 'SIGHUP')
+    if (lb.runsApp) await lb.rollApps('signal', 'SIGHUP') // (a reload may have started or stopped one)
   }
   let handle
   const done = new Promise(resolve => {
@@ -310,7 +315,14 @@ function untilStopped (lb, signals, log, { reloadConfig, prepareReload, upgrader
       },
       destroy: () => lb.destroy(),
       reload: reloadConfig === null && !runsApp ? null : onHup,
-      upgrade: upgrader === null ? null : () => upgrader.upgrade()
+      // lila restart-app's request (restart-app-command.js), or an upgrade
+      upgrade: upgrader === null
+        ? null
+        : lazy.restartAppCommand.onSigusr2({
+          pidFile,
+          restart: () => lb.runsApp ? lb.rollApps('command', 'lila restart-app') : null,
+          upgrade: () => upgrader.upgrade()
+        })
     })
   })
   return { done, stop: name => handle.stop(name) }

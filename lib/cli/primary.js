@@ -12,6 +12,7 @@ const { createStatusServer } = require('../admin/status-server')
 const { Journal } = require('../admin/journal')
 const { assign } = require('./inherited')
 const upgrade = require('./upgrade')
+const { onSigusr2 } = require('./restart-app-command')
 const { runPrimary } = require('./workers')
 const { removePidFile } = require('./pid-file')
 const { startTelemetry } = require('./telemetry-parts')
@@ -102,11 +103,16 @@ async function primary (config, io) {
     args: io.args,
     given: given.listeners,
     givenRedirects: given.redirects,
+    // SIGUSR2: lila restart-app is answered (no app runs under --workers), or an upgrade
     upgrade: program === null
       ? null
-      : () => upgrader === null
+      : onSigusr2({
+        pidFile: config.pidFile,
+        restart: () => null,
+        upgrade: () => upgrader === null
           ? upgrade.refuseUpgrade({ pidFile: config.pidFile, log }, 'the workers are still starting')
-          : upgrader.upgrade(),
+          : upgrader.upgrade()
+      }),
     onFailed: io.onFailed,
     // Started afresh, the PID file is written before the line a script waits for.
     onListening: () => {

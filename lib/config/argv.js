@@ -16,7 +16,7 @@ const { environmentValues, variableOf } = require('./environment')
 
 // Words that name a command rather than a mode or a backend: `lila help` and
 // `lila version` do what --help and --version do.
-const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade', 'run']
+const COMMANDS = ['demo', 'help', 'version', 'completion', 'upgrade', 'restart-app', 'run']
 const LONG_FLAGS = OPTIONS.map(o => o.flag)
 
 // The command line as a source of values (builder.js jsonSource() is the file): a
@@ -104,6 +104,7 @@ function helpCommand (words) {
 //   { command: 'version' }                   (also `lila version`)
 //   { command: 'completion', shell }         (`lila completion bash`; the shell unchecked)
 //   { command: 'upgrade', pid, pidFile, exec }   (`lila upgrade 1234`: see upgradeCommand)
+//   { command: 'restart-app', pid, pidFile }     (`lila restart-app 1234`: see processCommand)
 //   { command: 'run' | 'demo', config }
 //   { command: 'run', configFile, logLevel, pidFile, environment }   (--config: main.js
 //                                               reads the file with the environment's
@@ -131,6 +132,7 @@ function parseCommandLine (argv, env = {}) {
   }
 
   if (positionals[0] === 'upgrade') return upgradeCommand(values, positionals)
+  if (positionals[0] === 'restart-app') return processCommand('restart-app', values, positionals, [])
   if (values.exec !== undefined) throw new UsageError('option --exec applies to lila upgrade only')
 
   const environment = environmentValues(env)
@@ -214,25 +216,34 @@ function runEntry (words, entries) {
 // lila is to start a new one (cli/upgrade-command.js), and from which executable.
 //   -> { command: 'upgrade', pid, pidFile, exec }   (pid or pidFile null; exec null: lila's own)
 function upgradeCommand (values, positionals) {
-  const usage = 'expected lila upgrade PID or lila upgrade --pid-file FILE'
+  const parsed = processCommand('upgrade', values, positionals, ['exec'])
+  const exec = values.exec === undefined ? null : PARSERS.file(values.exec, '--exec')
+  return { ...parsed, exec }
+}
+
+// `lila COMMAND PID` or `lila COMMAND --pid-file FILE`: a command to a running lila
+// (upgrade, restart-app), which keeps its own options; `more`: the others it takes.
+//   -> { command, pid, pidFile }   (pid or pidFile null)
+function processCommand (command, values, positionals, more) {
+  const usage = `expected lila ${command} PID or lila ${command} --pid-file FILE`
+  const allowed = ['pid-file', ...more]
   for (const o of OPTIONS) {
-    if (values[o.name] !== undefined && o.name !== 'pid-file' && o.name !== 'exec') {
-      throw new UsageError(`option ${o.flag} does not apply to lila upgrade: ` +
-        'the running lila keeps its own options (only --pid-file and --exec may be given)')
+    if (values[o.name] !== undefined && !allowed.includes(o.name)) {
+      throw new UsageError(`option ${o.flag} does not apply to lila ${command}: ` +
+        `the running lila keeps its own options (only ${allowed.map(name => `--${name}`).join(' and ')} may be given)`)
     }
   }
   if (positionals.length > 2) throw new UsageError(`unexpected argument ${quote(positionals[2])}: ${usage}`)
   const pidFile = values['pid-file'] === undefined ? null : PARSERS.file(values['pid-file'], '--pid-file')
-  const exec = values.exec === undefined ? null : PARSERS.file(values.exec, '--exec')
   const text = positionals[1]
   if (text === undefined && pidFile === null) throw new UsageError(`no process given: ${usage}`)
   if (text !== undefined && pidFile !== null) {
     throw new UsageError(`both a PID (${quote(text)}) and --pid-file given: ${usage}, not both`)
   }
   if (text !== undefined && !/^[1-9][0-9]{0,9}$/.test(text)) {
-    throw new UsageError(`invalid process ID ${quote(text)}: expected a number, as in lila upgrade 1234`)
+    throw new UsageError(`invalid process ID ${quote(text)}: expected a number, as in lila ${command} 1234`)
   }
-  return { command: 'upgrade', pid: text === undefined ? null : Number(text), pidFile, exec }
+  return { command, pid: text === undefined ? null : Number(text), pidFile }
 }
 
 // One --route as the builder takes it (see buildRoutes).

@@ -337,10 +337,12 @@ function buildConfig (globals, listeners, src, listenerAt = () => null) {
       }
     }
   }
-  // lila run's instances are processes of lila's own: one lila runs them.
+  // lila run's instances are processes of lila's own: one process starts, watches and
+  // rolls them (docs/run.md says why, and what to do instead).
   if (globals.workers !== 1 && listeners.some(l => l.run !== null)) {
     throw src.fail('workers', `${src.about(BY_NAME.get('workers'))}does not apply to lila run: ` +
-      'lila runs in one process in front of the app\'s instances (--instances is the app\'s)')
+      'one lila process starts, watches and rolls the app\'s instances, which several workers could not share; ' +
+      'leave it out, and give the app the cores with --instances N (or auto)')
   }
   // A --redirect-http port is a listener too.
   const taken = listeners.map(l => ({ name: l.name, host: l.host, port: l.port }))

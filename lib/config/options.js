@@ -849,7 +849,8 @@ const OPTIONS = [
     default: null,
     shown: 'none',
     scope: 'global',
-    help: 'write the process ID to FILE once listening (for lila upgrade and systemd\'s PIDFile=); removed at exit'
+    help: 'write the process ID to FILE once listening (for lila upgrade, lila restart-app and systemd\'s ' +
+      'PIDFile=); removed at exit'
   },
   {
     name: 'exec',

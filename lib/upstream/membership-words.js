@@ -8,8 +8,9 @@ const { formatPorts } = require('../format')
 // The start-up table: a row per backend (and per name that resolved to nothing), and
 // per port range a row saying how many of its ports listen, above theirs: its idle
 // ports are not backends, and have no row. The app of `lila run` likewise: how many of
-// its instances are ready, above theirs.
-function startupTable (groups) {
+// its instances are ready, above theirs, each named (app.2, its pid) by `instanceOf(port)`.
+// `checked`: are backends probed (a pending one is then not checked yet, not unchecked).
+function startupTable (groups, { checked = true, instanceOf = () => null } = {}) {
   const rows = [['backend', 'state', 'check']]
   for (const group of groups) {
     if (group.range !== null) {
@@ -23,8 +24,9 @@ function startupTable (groups) {
       rows.push([group.label, '-', `cannot resolve: ${group.error || 'no address'}`])
     }
     for (const b of group.backends) {
-      const notes = [b.name, b.backup ? 'backup' : null].filter(Boolean)
-      const why = b.state === 'down' ? b.downReason : (b.lastCheck || 'not checked (--check none)')
+      const notes = [b.name, group.app ? instanceOf(b.port) : null, b.backup ? 'backup' : null].filter(Boolean)
+      const unchecked = checked ? 'not checked yet' : 'not checked (--check none)'
+      const why = b.state === 'down' ? b.downReason : (b.lastCheck || unchecked)
       rows.push([b.address + (notes.length ? ` (${notes.join(', ')})` : ''), b.state, why])
     }
   }

@@ -47,11 +47,19 @@ class Membership {
     this.#rebuild()
   }
 
-  // Resolve names and scan port ranges, then probe every backend once.
+  // Resolve names and scan port ranges, then probe every backend once: those that
+  // joined meanwhile too (an app's instance ready while the first were probed), so that
+  // the start-up table shows what each was found to be.
   async start () {
     await Promise.all(this.groups.filter(group => group.watched).map(group => this.#discover(group)))
     this.checks.start()
-    await Promise.all(this.backends.map(b => this.watch(b)))
+    const probed = new Set()
+    for (let round = 0; round < 100; round++) {
+      const fresh = this.backends.filter(b => !probed.has(b))
+      if (fresh.length === 0) break
+      for (const backend of fresh) probed.add(backend)
+      await Promise.all(fresh.map(b => this.watch(b)))
+    }
   }
 
   // The backend with this address ("10.0.0.1:80", "unix:/run/app.sock"), or null.
@@ -105,6 +113,16 @@ class Membership {
 
   unwatch (backend) {
     this.checks.unwatch(backend)
+  }
+
+  // Resolves once every backend had its first probe.
+  probed () {
+    return Promise.all(this.backends.map(b => this.watch(b)))
+  }
+
+  // `lila run`: the App the app group follows, given or taken away by a reload.
+  useApp (app) {
+    this.app = app
   }
 
   // Add a backend as given on the command line (an operator's). Resolves with its
@@ -192,7 +210,8 @@ class Membership {
 
   // The start-up table (membership-words.js).
   table () {
-    return startupTable(this.groups)
+    const instanceOf = port => this.app === null ? null : this.app.instanceAt(port)
+    return startupTable(this.groups, { checked: this.checks.on, instanceOf })
   }
 
   // Each port range: how many of its ports listen, for the snapshot.

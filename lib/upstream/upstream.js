@@ -254,6 +254,11 @@ class Upstream {
     return this.members.update(config, tls)
   }
 
+  // A reload that starts (or stops: null) lila run's app in place: the App its app
+  // group follows; probed(): every backend's first probe, before those replaced leave.
+  useApp (app) { this.members.useApp(app) }
+  probed () { return this.members.probed() }
+
   // --- an operator's calls (admin/control.js): each one change, said in the log ---
 
   // The backend with this address, or null; retired ones are not found.
