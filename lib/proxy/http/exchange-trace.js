@@ -11,7 +11,6 @@
 
 const { KIND } = require('../../wire/otlp')
 const { epochOf } = require('../../telemetry/span')
-const { editedRequest } = require('./edge-calls')
 
 // lila's own answers that are a refusal of the request, not a failure: an event.
 const REFUSALS = new Set([400, 401, 403, 404, 408, 413, 429, 431, 508])
@@ -38,8 +37,6 @@ class ExchangeTrace {
     this.tracer = tracer
     this.attempt = null // the CLIENT span of the attempt under way
     this.seats = [] // { backend, wasDown, said } per attempt, for the ejections it led to
-    this.copy = null // the head as sent, with the traceparent at fields[at] (traced)
-    this.at = -1
     this.traceId = span.traceId
     if (!span.recording) return
     span.set('http.request.method', head.method)
@@ -59,9 +56,9 @@ class ExchangeTrace {
     span.set('lila.listener', x.listener.name)
   }
 
-  // The request as the attempt seated on `lease` sends it: `sent` with the traceparent
-  // of the attempt's new CLIENT span (and the client's tracestate only with its trace).
-  seated (x, lease, sent) {
+  // The attempt seated on `lease`: its new CLIENT span, whose traceparent the backend
+  // gets (message/rewrite.js requestFields, as the leg sends the request).
+  seated (x, lease) {
     this.closeAttempt()
     const { backend } = lease
     const span = this.attempt = this.tracer.childSpan(this.span, KIND.client, x.head.method)
@@ -75,39 +72,16 @@ class ExchangeTrace {
       span.set('lila.attempt', x.attempt.attempts)
       span.set('lila.queue_ms', x.attempt.queuedMs)
     }
-    return this.traced(sent, span.traceparent)
+    return span
   }
 
-  // `sent` with `traceparent` for its field of that name: a copy of the head the first
-  // time (the client's traceparent out, and its tracestate when the trace is lila's),
-  // whose value a retry then replaces: the copy is this trace's own.
-  traced (sent, traceparent) {
-    if (sent === this.copy) {
-      sent.fields[this.at] = traceparent
-      return sent
-    }
-    const dropState = this.span.traceState === null
-    const fields = []
-    const from = sent.fields
-    for (let i = 0; i < from.length; i += 3) {
-      const lower = from[i + 1]
-      if (lower === 'traceparent' || (dropState && lower === 'tracestate')) continue
-      fields.push(from[i], lower, from[i + 2])
-    }
-    this.at = fields.length + 2
-    fields.push('traceparent', 'traceparent', traceparent)
-    this.copy = { ...sent, fields }
-    return this.copy
-  }
-
-  // A --mirror copy (mirror.js start: a Shadow, or null): a CLIENT span of its own, its
-  // traceparent on the copy's head; mirror.js ends the span.
+  // A --mirror copy (mirror.js start: a Shadow, or null): a CLIENT span of its own, the
+  // parent its traceparent names; mirror.js ends the span.
   mirror (x, mirror, bodyDone) {
     const span = this.tracer.childSpan(this.span, KIND.client, x.head.method)
     span.set('http.request.method', x.head.method)
     span.set('lila.mirror', mirror.address)
-    const head = editedRequest(x.sent, { path: null, fields: [['traceparent', span.traceparent]] })
-    return mirror.start(head, x, bodyDone, span)
+    return mirror.start(x.sent, x, bodyDone, span)
   }
 
   // The attempt's backend answered `status` (before the attempt judges it: a retry
