@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "36b1cbd76d77df52ec0ac73a0da9128e94f38b82c5dcc01ea4d77dec54dc69e2"
+  sha256 "db56b77e29cd561566a214a08e8752a9990c731c4b3305b85a1590f180dff4b2"
   license "MIT"
 
   depends_on "node"

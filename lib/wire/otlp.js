@@ -88,7 +88,7 @@ function writeSpan (w, span) {
 // the request is made around the first `n` of them when the batch goes. The same bytes
 // as encodeTraces of the same spans.
 //   const spans = new EncodedSpans({ resource, scope })
-//   spans.add(span); spans.count
+//   spans.add(span) -> true (the span's bytes are kept, not the span); spans.count
 //   spans.take(n) -> the ExportTraceServiceRequest of the first n (the rest stay)
 class EncodedSpans {
   constructor ({ resource: attrs, scope: scopeOf }) {
@@ -109,6 +109,7 @@ class EncodedSpans {
   add (span) {
     writeSpan(this.w, span)
     this.ends.push(this.w.pos)
+    return true
   }
 
   take (n) {
@@ -196,21 +197,47 @@ function scope (w, { name, version }) {
 // KeyValue { key = 1; AnyValue value = 2 }, AnyValue's one of string 1, bool 2, int 3,
 // double 4. Most attributes repeat from span to span (the method, the backend, the
 // status): each key's KeyValues are kept encoded, up to PER_KEY values a key (then
-// that key's start afresh), so a batch copies bytes rather than encoding them again.
-const ENCODED = new Map() // key -> Map(value -> the KeyValue's bytes)
+// that key's start afresh), so a batch copies bytes rather than encoding them again;
+// the value a key had last is checked first, as it mostly comes again. A fraction
+// (a time) is written as it comes: it seldom repeats.
+const ENCODED = new Map() // key -> Encoded
 const PER_KEY = 256
+
+class Encoded {
+  constructor () {
+    this.last = undefined // the value seen last, and its KeyValue's bytes
+    this.bytes = null
+    this.values = new Map() // value -> its KeyValue's bytes
+  }
+}
 
 function attributes (w, field, flat) {
   for (let i = 0; i < flat.length; i += 2) {
     const key = flat[i]
     const value = flat[i + 1]
-    let values = ENCODED.get(key)
-    if (values === undefined) ENCODED.set(key, values = new Map())
+    let known = ENCODED.get(key)
+    if (known === undefined) ENCODED.set(key, known = new Encoded())
+    if (value === known.last) {
+      w.message(field, known.bytes)
+      continue
+    }
+    if (typeof value === 'number' && !Number.isInteger(value)) {
+      w.begin(field)
+      w.string(1, key)
+      w.begin(2)
+      w.double(4, value)
+      w.end()
+      w.end()
+      continue
+    }
+    const { values } = known
     let bytes = values.get(value)
     if (bytes === undefined) {
       if (values.size >= PER_KEY) values.clear()
       values.set(value, bytes = keyValue(key, value))
     }
+    known.last = value
+    known.bytes = bytes
     w.message(field, bytes)
   }
 }

@@ -10,11 +10,14 @@
 // calls it where its events are; nothing here writes the exchange's fields.
 
 const { KIND } = require('../../wire/otlp')
-const { epochOf } = require('../../telemetry/span')
+const { Span, epochOf } = require('../../telemetry/span')
 
 // lila's own answers that are a refusal of the request, not a failure: an event.
 const REFUSALS = new Set([400, 401, 403, 404, 408, 413, 429, 431, 508])
 const VERSIONS = ['1.0', '1.1', '2']
+// What the request's span is once it ended (the tracer may make it again for another
+// request): a span that records nothing, for whatever comes late.
+const ENDED = new Span(null)
 
 class ExchangeTrace {
   constructor (tracer, x) {
@@ -36,7 +39,7 @@ class ExchangeTrace {
     const span = this.span = tracer.serverSpan(traceparent ?? undefined, tracestate, name, epochOf(x.openedAt))
     this.tracer = tracer
     this.attempt = null // the CLIENT span of the attempt under way
-    this.seats = [] // { backend, wasDown, said } per attempt, for the ejections it led to
+    this.seats = null // { backend, wasDown, said } per attempt, for the ejections it led to
     this.traceId = span.traceId
     if (!span.recording) return
     span.set('http.request.method', head.method)
@@ -63,7 +66,7 @@ class ExchangeTrace {
     const { backend } = lease
     const span = this.attempt = this.tracer.childSpan(this.span, KIND.client, x.head.method)
     if (span.recording) {
-      this.seats.push({ backend, wasDown: backend.state === 'down', said: false })
+      (this.seats ||= []).push({ backend, wasDown: backend.state === 'down', said: false })
       span.set('http.request.method', x.head.method)
       if (backend.host !== null) span.set('server.address', backend.host)
       if (backend.port !== null) span.set('server.port', backend.port)
@@ -117,8 +120,9 @@ class ExchangeTrace {
   ended (x) {
     this.closeAttempt()
     const span = this.span
+    this.span = ENDED
     if (!span.recording) return span.finish()
-    this.ejections()
+    this.ejections(span)
     const status = x.status
     span.set('http.response.status_code', status)
     if (x.res === null && x.tunnel === null) span.set('lila.answer', 'lila') // lila's own, or none (499)
@@ -137,12 +141,13 @@ class ExchangeTrace {
 
   // Backends this request was seated on that traffic took out since (passive health:
   // perhaps once the next backend's verdict blamed them): an event each, once.
-  ejections () {
+  ejections (span = this.span) {
+    if (this.seats === null) return
     for (const seat of this.seats) {
       const { backend } = seat
       if (seat.said || seat.wasDown || backend.state !== 'down' || backend.downSource !== 'traffic') continue
       seat.said = true
-      this.span.event('ejection', ['lila.backend', backend.address, 'lila.reason', backend.downReason || ''])
+      span.event('ejection', ['lila.backend', backend.address, 'lila.reason', backend.downReason || ''])
     }
   }
 }
