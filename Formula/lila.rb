@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "db56b77e29cd561566a214a08e8752a9990c731c4b3305b85a1590f180dff4b2"
+  sha256 "3fe1248c99cdfc1d8c40261af664fa13a5b4602d9821c02c3ab11922de183bbc"
   license "MIT"
 
   depends_on "node"

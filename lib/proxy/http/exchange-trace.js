@@ -125,7 +125,9 @@ class ExchangeTrace {
     this.ejections(span)
     const status = x.status
     span.set('http.response.status_code', status)
-    if (x.res === null && x.tunnel === null) span.set('lila.answer', 'lila') // lila's own, or none (499)
+    if (x.res === null && x.tunnel === null) { // lila's own, or none (499); or a backend's, its body a page
+      span.set('lila.answer', x.interceptedBy === null ? 'lila' : 'error-page')
+    }
     if (x.attempt.attempts > 0) span.set('lila.attempts', x.attempt.attempts)
     if (status >= 500) span.fail(x.res === null && x.attempt.attempts > 0 ? x.attempt.failure : `answered ${status}`)
     if (status === 499) span.set('error.type', 'client closed the request')
