@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3fe1248c99cdfc1d8c40261af664fa13a5b4602d9821c02c3ab11922de183bbc"
+  sha256 "e143deb485dce6d79303772e6f46dbf302a4083578cfb40763dcff3c7fcb6f4c"
   license "MIT"
 
   depends_on "node"
