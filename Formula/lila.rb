@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "e143deb485dce6d79303772e6f46dbf302a4083578cfb40763dcff3c7fcb6f4c"
+  sha256 "551e8c4db2dd9ea7f65c6bd1747d76d6af154fce9aecb9de6df49e57b647e597"
   license "MIT"
 
   depends_on "node"

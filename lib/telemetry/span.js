@@ -4,9 +4,9 @@
 // to the microsecond), attributes (flat: key, value, ...), events and status. A span
 // that is not sampled still has IDs (the traceparent a backend gets names it, as the
 // SDKs' non-recording spans do) but keeps nothing: set() and event() return at once,
-// and its end is not exported. Made by tracer.js; ended once. A sampled span whose end
-// the batch encoded at once is taken back by the tracer and made again for a later
-// request: whoever holds a span lets go of it as it ends.
+// and its end is not exported. Made by tracer.js; ended once. A span not sampled, or
+// one whose end the batch encoded at once, is taken back by the tracer and made again
+// for a later request: whoever holds a span lets go of it as it ends.
 
 const { performance } = require('perf_hooks')
 const { traceparentOf } = require('../wire/trace-context')
@@ -75,10 +75,10 @@ class Span {
     this.message = message
   }
 
-  finish (time = epochNow()) {
+  finish (time) {
     if (this.end !== 0) return
-    this.end = time
-    if (this.recording) this.tracer.ended(this)
+    this.end = this.recording ? time || epochNow() : 1 // not sampled: its end is no one's
+    this.tracer.ended(this)
   }
 }
 

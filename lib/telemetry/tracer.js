@@ -59,10 +59,11 @@ class Tracer {
     return parseInt(traceId.slice(18), 16) / TWO_56 < this.sample
   }
 
-  // A sampled span ended: to the batch, and back here once the batch holds its bytes
-  // alone (or dropped it).
+  // A span ended: a sampled one to the batch; back here unless the batch keeps the
+  // object (OTLP/JSON's, until it goes).
   ended (span) {
-    if (this.batch !== null && this.batch.add(span) && this.spare.length < SPARE) this.spare.push(span)
+    if (span.recording && (this.batch === null || !this.batch.add(span))) return
+    if (this.spare.length < SPARE) this.spare.push(span)
   }
 }
 

@@ -18,6 +18,7 @@ const VERSIONS = ['1.0', '1.1', '2']
 // What the request's span is once it ended (the tracer may make it again for another
 // request): a span that records nothing, for whatever comes late.
 const ENDED = new Span(null)
+ENDED.end = 1 // ended: never handed back
 
 class ExchangeTrace {
   constructor (tracer, x) {
