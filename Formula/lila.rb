@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "551e8c4db2dd9ea7f65c6bd1747d76d6af154fce9aecb9de6df49e57b647e597"
+  sha256 "be18fdaaee3277fbd6d5979f452f30c9bfed3600963a3c0d33ad156e7c641764"
   license "MIT"
 
   depends_on "node"

@@ -4,11 +4,13 @@
 // a response, decided once for every pairing of codecs (as HAProxy applies its rules
 // on HTX before mux_h1 or mux_h2 formats it, and Go's ReverseProxy sets them whatever
 // the transport). Hop-by-hop fields (RFC 9110 7.6.1) stop here both ways; a request
-// gets lila's X-Forwarded-*, Forwarded (RFC 7239) and Via (7.6.3), and the header
-// options (header-rules.js) have the last word. Each codec only serialises what comes
-// out (http1/heads.js as HTTP/1.1 text, http2/headers.js as a header list), adding
-// what is its protocol's own: the request line or pseudo-headers, and the framing
-// (Transfer-Encoding, a response's Content-Length, Connection, Upgrade).
+// gets lila's X-Forwarded-*, Forwarded (RFC 7239) and Via (7.6.3), the fields a
+// --forward-auth 2xx gives it (--forward-auth-copy) and the traceparent of lila's
+// CLIENT span (--otlp), and the header options (header-rules.js) have the last word.
+// Each codec only serialises what comes out (http1/heads.js as HTTP/1.1 text,
+// http2/headers.js as a header list), adding what is its protocol's own: the request
+// line or pseudo-headers, and the framing (Transfer-Encoding, a response's
+// Content-Length, Connection, Upgrade).
 //
 // The output, `out`: a Fields the caller gives, refilled from its start. Its `list`
 // holds four entries per field: the name as HTTP/1.1 writes it, the name in lower case
