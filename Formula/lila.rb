@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "be18fdaaee3277fbd6d5979f452f30c9bfed3600963a3c0d33ad156e7c641764"
+  sha256 "fb81f86d3c15553a0fd317ffef32c79f99316670e37c546cc347e5517411976e"
   license "MIT"
 
   depends_on "node"

@@ -142,3 +142,16 @@ conn.post(Buffer.from('x')).then(r => { console.log(JSON.stringify(r)); conn.clo
   t.same([untrusted.status, untrusted.error], [0, 'DEPTH_ZERO_SELF_SIGNED_CERT'], 'untrusted: refused, never sent')
   t.equal(bodies, 1, 'the one trusted POST reached the collector')
 })
+
+t.test('an answer before the payload went whole: the connection is not used again', async t => {
+  const early = await tcpBackend(t, 'early', socket => {
+    socket.once('data', () => {
+      socket.pause() // reads no more of it
+      socket.write('HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n')
+    })
+  })
+  const conn = post(t, early.port, { timeout: 2000 })
+  const first = await conn.post(Buffer.alloc(8 * 1024 * 1024, 1)) // more than the socket buffers hold
+  t.same([first.status, first.keep], [413, false], 'the refusal, and the connection dropped')
+  t.equal(conn.socket, null, 'not kept')
+})

@@ -50,6 +50,10 @@ class PostConnection {
     const answer = this.answer = new Answer(socket, result => {
       clearTimeout(timer)
       this.answer = null
+      // An answer before the whole payload went (a refusal that did not read it): the
+      // connection is not reused, and the payload's bytes (the caller's to reuse once
+      // answered: wire/otlp.js take) are never read again.
+      if (socket.writableLength > 0) result.keep = false
       if (!result.keep && this.socket === socket) this.drop()
       if (result.status === 0 && reused && !answer.heard && !answer.timedOut) return this.send(payload, resolve, false)
       resolve(result)

@@ -89,7 +89,8 @@ function writeSpan (w, span) {
 // as encodeTraces of the same spans.
 //   const spans = new EncodedSpans({ resource, scope })
 //   spans.add(span) -> true (the span's bytes are kept, not the span); spans.count
-//   spans.take(n) -> the ExportTraceServiceRequest of the first n (the rest stay)
+//   spans.take(n) -> the ExportTraceServiceRequest of the first n (the rest stay): its
+//                    bytes are good until the next take (batch.js exports one at a time)
 class EncodedSpans {
   constructor ({ resource: attrs, scope: scopeOf }) {
     const w = new ProtoWriter(1024)
@@ -100,6 +101,7 @@ class EncodedSpans {
     this.scope = s.finish() // ScopeSpans' field 1, whole
     this.w = new ProtoWriter(65536, false) // its own buffer: kept while spans wait
     this.ends = [] // where each span's bytes end
+    this.out = new ProtoWriter(65536, false) // the request taken last, its buffer kept
   }
 
   get count () {
@@ -117,7 +119,8 @@ class EncodedSpans {
     const length = ends[n - 1]
     const scopeSpans = this.scope.length + length
     const resourceSpans = this.resource.length + 1 + varintSize(scopeSpans) + scopeSpans
-    const out = new ProtoWriter(1 + varintSize(resourceSpans) + resourceSpans, false)
+    const out = this.out
+    out.pos = 0
     out.tag(1, 2)
     out.varint(resourceSpans)
     out.raw(this.resource)
