@@ -15,6 +15,7 @@ const path = require('path')
 const http = require('http')
 const { spawnLila, httpBackend, request, curl, settled, deadPort } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
+const { TYPE, FLAG, frame, encodeBlock, hpackInt, rawClient } = require('./fixtures/h2-frames')
 
 const HTTP = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--status-port', '0']
 
@@ -81,6 +82,25 @@ t.test('a 504 from --timeout, a 413, a 429 and a 431 each with its page', async 
   t.equal(big.body.toString(), 'too big, sorry\n', '413: its page')
   const huge = await curl(['-s', '-o', '-', '-w', '|%{http_code}', '-H', `X-Big: ${'y'.repeat(70000)}`, `http://127.0.0.1:${lila.port}/`])
   t.equal(huge.stdout, 'too big, sorry\n|431', '431 (a head refused before any route): the listener\'s page')
+  // HTTP/2: a header list past 64 KiB (curl and Node's client keep to lila's
+  // SETTINGS_MAX_HEADER_LIST_SIZE and never send one: a client of raw frames does),
+  // a 4,000-byte field and 17 references to it.
+  const client = rawClient(lila.port)
+  t.teardown(() => client.socket.destroy())
+  const name = Buffer.from('x-big')
+  const value = Buffer.alloc(4000, 'y')
+  const block = Buffer.concat([
+    encodeBlock([':method', 'GET', ':scheme', 'http', ':path', '/', ':authority', 'localhost']),
+    Buffer.from([0x40]), hpackInt(name.length, 7, 0), name, hpackInt(value.length, 7, 0), value,
+    Buffer.alloc(17, 0x80 | 62)
+  ])
+  client.send(frame(TYPE.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, block))
+  t.equal(await client.status(1), 431, 'HTTP/2: 431')
+  const end = await client.waitFor(f => f.type === TYPE.DATA && f.stream === 1 && (f.flags & FLAG.END_STREAM) !== 0,
+    'the 431\'s body')
+  const body = Buffer.concat(client.frames.filter(f => f.type === TYPE.DATA && f.stream === 1).map(f => f.payload))
+  t.ok(end !== null, 'its body ends the stream')
+  t.equal(body.toString(), 'too big, sorry\n', 'HTTP/2: the listener\'s page too')
   let limited = null // the first GET took a token, the 413 and the 431 none: one more, then 429
   for (let i = 0; i < 3 && limited === null; i++) {
     const res = await request(lila.port, { path: '/' })
@@ -109,6 +129,11 @@ t.test('a backend\'s own 502 passes as it is; with --intercept-errors it gets th
   const ok = await request(intercepting.port, { path: '/', headers: { 'x-ok': '1' } })
   t.equal(ok.status, 502, 'every such answer')
   await settled(intercepting)
+  // Counted as the backend's answers (their status is), as the listener's too.
+  const metrics = (await request(intercepting.statusPort, { path: '/metrics' })).body.toString()
+  const counted = name => Number((new RegExp(`^${name}\\{[^}]*code="5xx"[^}]*\\} (\\d+)$`, 'm').exec(metrics) || [])[1])
+  t.equal(counted('lila_backend_responses_total'), 2, 'the backend\'s 5xx, its body replaced: the backend\'s')
+  t.equal(counted('lila_listener_responses_total'), 2, 'and the listener\'s')
 
   const h2failing = await h2Backend(t, 'h2failing', stream => {
     stream.respond({ ':status': 502, 'content-type': 'text/plain' })

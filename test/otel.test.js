@@ -146,6 +146,56 @@ t.test('a backend that resets once: two CLIENT spans under one SERVER span, the 
   t.equal(server.attrs['http.response.status_code'], 200)
 })
 
+t.test('a backend that traffic takes out: an ejection event on the SERVER span, naming it', async t => {
+  const down = await httpBackend(t, 'down', req => req.socket.destroy())
+  const up = await httpBackend(t, 'up')
+  const lila = await spawnLila(t, args([down.address, up.address], col, '--eject-after', '1', '--status-port', '0'), { env: ENV })
+  // Round robin: one of the first two requests tries `down` first, and its reset takes
+  // it out (--eject-after 1) before `up` answers.
+  const traces = [randomTrace(), randomTrace()]
+  for (const trace of traces) {
+    const res = await curl(['-H', `traceparent: 00-${trace}-${PARENT}-01`, `http://127.0.0.1:${lila.port}/`])
+    t.equal(res.stdout, 'up\n', 'answered by the backend that is up')
+  }
+  await until(() => traces.some(trace => spansOf(col, trace).length >= 3), 'the retried request\'s 3 spans',
+    { timeout: 15000, every: 25 })
+  const retried = traces.find(trace => spansOf(col, trace).length >= 3)
+  const server = spansOf(col, retried).find(s => s.kind === SERVER)
+  const ejection = (server.events || []).find(e => e.name === 'ejection')
+  t.ok(ejection, 'an ejection event')
+  const attrs = Object.fromEntries((ejection ? ejection.attributes : []).map(a => [a.key, a.value.stringValue]))
+  t.equal(attrs['lila.backend'], down.address, 'naming the backend taken out')
+  t.ok(attrs['lila.reason'], `and why (${attrs['lila.reason']})`)
+  t.equal((await statusJson(lila)).listeners[0].backends.find(b => b.address === down.address).state, 'down',
+    'the backend is out')
+})
+
+t.test('OTLP/JSON (OTEL_EXPORTER_OTLP_PROTOCOL=http/json): the same spans and metrics reach the collector', async t => {
+  const backend = await httpBackend(t, 'a')
+  const env = { ...ENV, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'json-edge' }
+  const lila = await spawnLila(t, args([backend.address], col, '--otlp-interval', '1s'), { env })
+  const trace = randomTrace()
+  t.equal((await curl(['-H', `traceparent: 00-${trace}-${PARENT}-01`, `http://127.0.0.1:${lila.port}/json`])).stdout, 'a\n')
+  await waitSpans(col, trace, 2)
+  const spans = spansOf(col, trace)
+  const server = spans.find(s => s.kind === SERVER)
+  const client = spans.find(s => s.kind === CLIENT)
+  t.equal(server.parentSpanId, PARENT, 'the SERVER span under the client\'s')
+  t.equal(client.parentSpanId, server.spanId, 'the CLIENT span under it')
+  t.equal(parseTraceparent(backend.last.headers.traceparent).parentId, client.spanId, 'the backend\'s parent: the CLIENT span')
+  t.equal(server.attrs['url.path'], '/json')
+  t.equal(server.attrs['http.response.status_code'], 200, 'an int attribute, as JSON\'s decimal string')
+  t.equal(server.resource['service.name'], 'json-edge')
+  t.ok(BigInt(server.startTimeUnixNano) < BigInt(server.endTimeUnixNano), 'times in nanoseconds, in order')
+  const counter = () => {
+    const metric = col.metrics('json-edge').find(m => m.name === 'lila_backend_requests_total')
+    return metric === undefined ? -1 : Number(metric.sum.dataPoints[0].asInt)
+  }
+  await until(() => counter() === 1, 'lila_backend_requests_total = 1 at the collector, over OTLP/JSON',
+    { timeout: 15000, every: 50 })
+  t.pass('the metrics too')
+})
+
 t.test('--trace-sample 0: a request without a decision is not exported; a sampled traceparent is', async t => {
   const backend = await httpBackend(t, 'a')
   const lila = await spawnLila(t, args([backend.address], col, '--trace-sample', '0'), { env: ENV })

@@ -73,7 +73,13 @@ const REQUESTS = [
     'content-type', 'application/grpc', 'te', 'trailers', 'grpc-timeout', '5S', 'cookie', 'a=1', 'cookie', 'b=2'], false)],
   ['HTTP/2: a length, Host beside :authority, Via', h2([':method', 'POST', ':scheme', 'https', ':authority', 'h2.example',
     ':path', '/u', 'host', 'h2.example', 'content-length', '4', 'via', '2 edge', 'x-forwarded-for', '9.9.9.9'], false)],
-  ['HTTP/2: no :authority', h2([':method', 'GET', ':scheme', 'http', ':path', '/', 'host', 'only-host.example'])]
+  ['HTTP/2: no :authority', h2([':method', 'GET', ':scheme', 'http', ':path', '/', 'host', 'only-host.example'])],
+  ['a forged Remote-User, a trace context', h1('GET /me HTTP/1.1\r\nHost: h\r\nRemote-User: mallory\r\n' +
+    'remote-groups: admins\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n' +
+    'tracestate: vendor=1\r\n\r\n')],
+  ['HTTP/2: a forged Remote-User, a trace context', h2([':method', 'GET', ':scheme', 'http', ':authority', 'h',
+    ':path', '/me', 'remote-user', 'mallory', 'traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    'tracestate', 'vendor=1'])]
 ]
 
 const SETTINGS = [
@@ -88,17 +94,36 @@ const SETTINGS = [
       hostHeader: 'api.internal'
     })
   })],
-  ['--host-header backend', settingsOf({ via: 'lila-ab', ...rules({ hostHeader: 'backend' }) })]
+  ['--host-header backend', settingsOf({ via: 'lila-ab', ...rules({ hostHeader: 'backend' }) })],
+  ['--forward-auth-copy', settingsOf({ via: 'lila-ab', copy: ['Remote-User', 'Remote-Groups'] })],
+  ['--forward-auth-copy and a rule on one of its names', settingsOf({
+    via: 'lila-ab', copy: ['Remote-User', 'Remote-Groups'], ...rules({ setHeader: [field('Remote-Groups', 'fixed')] })
+  })]
+]
+
+// --forward-auth's 2xx, as the exchange holds it (edge/forward-auth.js: lower-case names).
+const GRANT = new Map([['remote-user', 'alice'], ['remote-groups', 'admins,ops'], ['x-other', 'not copied']])
+// --otlp's CLIENT span as the rewrite reads it: under the client's trace (its
+// tracestate kept), or one lila began (the client's traceparent unreadable or absent).
+const SPAN = '00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01'
+const UNDER_CLIENT = { traceparent: SPAN, traceState: 'vendor=1' }
+const LILAS = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00', traceState: null }
+
+const CONTEXTS = [
+  ['', from],
+  [', 100 Continue answered', { ...from, continued: true }],
+  [', a forward-auth grant', { ...from, grant: GRANT }],
+  [', a CLIENT span under the client\'s trace', { ...from, span: UNDER_CLIENT }],
+  [', a grant and a CLIENT span of lila\'s trace', { ...from, grant: GRANT, span: LILAS }]
 ]
 
 t.test('a request: the same fields to an HTTP/1.1 and to an HTTP/2 backend', async t => {
   for (const [settingsName, settings] of SETTINGS) {
     for (const [name, head] of REQUESTS) {
-      for (const continued of [false, true]) {
-        const ctx = { ...from, continued }
+      for (const [ctxName, ctx] of CONTEXTS) {
         const text = h1Request(head, ctx, 'b:1', settings, '99m')
         const list = h2Request(head, ctx, 'b:1', settings, 'http', '99m')
-        t.same(h1Fields(text), h2Fields(list), `${name}, ${settingsName}${continued ? ', 100 Continue answered' : ''}`)
+        t.same(h1Fields(text), h2Fields(list), `${name}, ${settingsName}${ctxName}`)
       }
     }
   }
@@ -113,6 +138,42 @@ t.test('a request: the same fields to an HTTP/1.1 and to an HTTP/2 backend', asy
   const unix = h2Request(REQUESTS[0][1], { ...from, clientAddress: 'unix:' }, 'b:1', SETTINGS[1][1])
   t.equal(h2Fields(unix).find(([name]) => name === 'forwarded')[1], 'for=unknown;proto=https;host=front.example',
     'a Unix socket\'s client is "unknown" in Forwarded, to an HTTP/2 backend too')
+})
+
+t.test('--forward-auth-copy: the auth service\'s fields, never the client\'s, to either backend', async t => {
+  const forged = REQUESTS.find(([name]) => name === 'a forged Remote-User, a trace context')[1]
+  const forgedH2 = REQUESTS.find(([name]) => name === 'HTTP/2: a forged Remote-User, a trace context')[1]
+  const [copy, ruled] = SETTINGS.slice(-2).map(([, settings]) => settings)
+  const picked = (fields, ...names) => fields.filter(([name]) => names.includes(name))
+  for (const head of [forged, forgedH2]) {
+    const v = `HTTP/${head.version === 2 ? '2' : '1.1'} client`
+    for (const [backend, fieldsOf] of [['HTTP/1.1', (ctx, s) => h1Fields(h1Request(head, ctx, 'b:1', s))],
+      ['HTTP/2', (ctx, s) => h2Fields(h2Request(head, ctx, 'b:1', s))]]) {
+      t.same(picked(fieldsOf({ ...from, grant: GRANT }, copy), 'remote-user', 'remote-groups', 'x-other'),
+        [['remote-user', 'alice'], ['remote-groups', 'admins,ops']], `${v}, ${backend} backend: the grant's values`)
+      t.same(picked(fieldsOf(from, copy), 'remote-user', 'remote-groups'), [],
+        `${v}, ${backend} backend: no grant, none of the client's`)
+      t.same(picked(fieldsOf({ ...from, grant: GRANT }, ruled), 'remote-user', 'remote-groups'),
+        [['remote-user', 'alice'], ['remote-groups', 'fixed']], `${v}, ${backend} backend: a rule has the last word`)
+      t.same(picked(fieldsOf(from, SETTINGS[0][1]), 'remote-user'), [['remote-user', 'mallory']],
+        `${v}, ${backend} backend: without --forward-auth-copy the field is the client's to send`)
+    }
+  }
+})
+
+t.test('--otlp: the CLIENT span\'s traceparent replaces the client\'s, to either backend', async t => {
+  const head = REQUESTS.find(([name]) => name === 'a forged Remote-User, a trace context')[1]
+  const settings = SETTINGS[0][1]
+  const trace = fields => fields.filter(([name]) => name === 'traceparent' || name === 'tracestate')
+  for (const [backend, fieldsOf] of [['HTTP/1.1', ctx => h1Fields(h1Request(head, ctx, 'b:1', settings))],
+    ['HTTP/2', ctx => h2Fields(h2Request(head, ctx, 'b:1', settings))]]) {
+    t.same(trace(fieldsOf(from)), [['traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'],
+      ['tracestate', 'vendor=1']], `${backend}: no span, the client's trace context as it came`)
+    t.same(trace(fieldsOf({ ...from, span: UNDER_CLIENT })), [['tracestate', 'vendor=1'], ['traceparent', SPAN]],
+      `${backend}: under the client's trace, its tracestate kept`)
+    t.same(trace(fieldsOf({ ...from, span: LILAS })), [['traceparent', LILAS.traceparent]],
+      `${backend}: a trace lila began, the client's tracestate dropped`)
+  }
 })
 
 // RFC 9110 7.6.3: Via names the protocol the request was received in. An HTTP/1.0

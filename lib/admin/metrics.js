@@ -56,7 +56,8 @@ const LISTENER_BY_CAUSE = [
     'Connections or requests tried on another backend, by what failed (connect, closed, reset, invalid, a status).',
     l => l.retries, 'cause'],
   ['lila_listener_responses_total',
-    'http: responses to clients by status class (the backend\'s, or lila\'s own; 499: the client left first).',
+    'http: responses to clients by status class (the backend\'s, or lila\'s own; 499: the client left first; ' +
+    'a backend\'s answer whose body --intercept-errors replaced is the backend\'s).',
     l => l.responses, 'code'],
   ['lila_listener_limited_total',
     'Clients or http requests turned away by a per-client limit (--rate-limit, --max-conn-per-client).',
@@ -84,7 +85,8 @@ const BACKEND_BY_CAUSE = [
   ['lila_backend_ejections_total',
     'Times passive health took the backend out, by the failure that did it.', b => b.ejections, 'cause'],
   ['lila_backend_responses_total',
-    'http: responses the backend gave that reached clients, by status class.', b => b.responses, 'code'],
+    'http: responses the backend gave that reached clients, by status class (with --intercept-errors, those ' +
+    'whose body became an --error-page too).', b => b.responses, 'code'],
   ['lila_backend_faults_injected_total',
     'Requests (http) or connections (tcp) an injected fault struck, by kind (delay, error, reset).',
     b => b.faultsInjected, 'kind']

@@ -11,7 +11,8 @@
 //   const batch = new SpanBatch(exporter, spans, { maxQueue, size, delay })
 //                         spans: wire/otlp.js EncodedSpans (protobuf: each span encoded
 //                         as it ends), or JsonSpans here; { add, count, take(n) }
-//   batch.add(span)       from the request path: a comparison and the span encoded
+//   batch.add(span) -> done  from the request path: a comparison and the span encoded;
+//                         done: nothing of the span object is kept (it may be reused)
 //   batch.snapshot() -> { queued, dropped, ...exporter.snapshot() }
 
 class SpanBatch {
@@ -30,9 +31,9 @@ class SpanBatch {
   add (span) {
     if (this.queue.count >= this.maxQueue) {
       this.dropped++
-      return
+      return true
     }
-    this.queue.add(span)
+    const done = this.queue.add(span)
     if (this.queue.count >= this.size && this.exporting === null && !this.soon) {
       this.soon = true
       setImmediate(() => {
@@ -40,6 +41,7 @@ class SpanBatch {
         this.flush()
       })
     }
+    return done
   }
 
   flush () {
@@ -80,6 +82,7 @@ class JsonSpans {
 
   add (span) {
     this.spans.push(span)
+    return false // kept until it goes
   }
 
   take (n) {

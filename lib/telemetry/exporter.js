@@ -16,10 +16,9 @@
 //   exporter.end()      closing: no more waiting between tries
 //   exporter.close()
 
-const http = require('http')
-const https = require('https')
 const zlib = require('zlib')
 const { CONTENT_TYPES } = require('../wire/otlp')
+const { PostConnection } = require('./post')
 
 const RETRYABLE = new Set([429, 502, 503, 504])
 const TRIES = 5
@@ -37,11 +36,10 @@ class OtlpExporter {
     this.random = random
     this.timeout = timeout
     this.gzip = compression === 'gzip'
-    this.transport = this.url.protocol === 'https:' ? https : http
-    this.agent = new this.transport.Agent({ keepAlive: true, maxSockets: 1 })
-    this.headers = { 'content-type': json ? CONTENT_TYPES.json : CONTENT_TYPES.protobuf }
-    for (const [name, value] of headers) this.headers[name] = value
-    if (this.gzip) this.headers['content-encoding'] = 'gzip'
+    const fields = { 'content-type': json ? CONTENT_TYPES.json : CONTENT_TYPES.protobuf }
+    for (const [name, value] of headers) fields[name.toLowerCase()] = value
+    if (this.gzip) fields['content-encoding'] = 'gzip'
+    this.connection = new PostConnection(this.url, { headers: fields, timeout })
     this.sent = 0 // items (spans, metric points) the collector took
     this.failed = 0 // items given up after their tries
     this.exports = 0 // requests the collector took
@@ -101,23 +99,7 @@ class OtlpExporter {
 
   // One POST: { status, error (a reason, or null), retryAfter (ms, or -1) }.
   post (payload) {
-    return new Promise(resolve => {
-      let settled = false
-      const settle = answer => {
-        if (settled) return
-        settled = true
-        resolve(answer)
-      }
-      const headers = { ...this.headers, 'content-length': payload.length }
-      const req = this.transport.request(this.url, { method: 'POST', headers, agent: this.agent }, res => {
-        res.resume() // a partial success's words are not kept
-        res.on('end', () => settle({ status: res.statusCode, error: null, retryAfter: retryAfterOf(res) }))
-        res.on('error', err => settle({ status: 0, error: err.message, retryAfter: -1 }))
-      })
-      req.setTimeout(this.timeout, () => req.destroy(new Error(`no answer within ${this.timeout} ms`)))
-      req.on('error', err => settle({ status: 0, error: err.code || err.message, retryAfter: -1 }))
-      req.end(payload)
-    })
+    return this.connection.post(payload)
   }
 
   wait (ms) {
@@ -148,17 +130,8 @@ class OtlpExporter {
   close () {
     this.end()
     this.closed = true
-    this.agent.destroy()
+    this.connection.close()
   }
-}
-
-// Retry-After: seconds, or an HTTP date; -1 when absent or unreadable.
-function retryAfterOf (res) {
-  const value = res.headers['retry-after']
-  if (value === undefined) return -1
-  if (/^\d+$/.test(value.trim())) return Number(value) * 1000
-  const at = Date.parse(value)
-  return Number.isNaN(at) ? -1 : Math.max(0, at - Date.now())
 }
 
 function gzip (body) {

@@ -4,7 +4,9 @@
 // to the microsecond), attributes (flat: key, value, ...), events and status. A span
 // that is not sampled still has IDs (the traceparent a backend gets names it, as the
 // SDKs' non-recording spans do) but keeps nothing: set() and event() return at once,
-// and its end is not exported. Made by tracer.js; ended once.
+// and its end is not exported. Made by tracer.js; ended once. A span not sampled, or
+// one whose end the batch encoded at once, is taken back by the tracer and made again
+// for a later request: whoever holds a span lets go of it as it ends.
 
 const { performance } = require('perf_hooks')
 const { traceparentOf } = require('../wire/trace-context')
@@ -18,8 +20,26 @@ const epochNow = () => ORIGIN + performance.now()
 const epochOf = reading => ORIGIN + reading
 
 class Span {
-  constructor (tracer, { traceId, spanId, parentId, traceState, flags, kind, name, start, recording }) {
+  constructor (tracer) {
     this.tracer = tracer
+    this.recording = false
+    this.traceId = ''
+    this.spanId = ''
+    this.parentId = null
+    this.traceState = null
+    this.flags = 0
+    this.kind = 0
+    this.name = ''
+    this.start = 0
+    this.end = 0 // not ended
+    this.attributes = []
+    this.events = null
+    this.status = STATUS.unset
+    this.message = null
+  }
+
+  // A span made anew (tracer.js), fresh or taken back.
+  begin (traceId, spanId, parentId, traceState, flags, kind, name, start, recording) {
     this.recording = recording
     this.traceId = traceId
     this.spanId = spanId
@@ -29,11 +49,12 @@ class Span {
     this.kind = kind
     this.name = name
     this.start = start
-    this.end = 0 // not ended
-    this.attributes = []
+    this.end = 0
+    if (this.attributes.length !== 0) this.attributes = [] // (setting length 0 costs more)
     this.events = null
     this.status = STATUS.unset
     this.message = null
+    return this
   }
 
   // What the next hop gets: this span as its parent.
@@ -54,10 +75,10 @@ class Span {
     this.message = message
   }
 
-  finish (time = epochNow()) {
+  finish (time) {
     if (this.end !== 0) return
-    this.end = time
-    if (this.recording) this.tracer.ended(this)
+    this.end = this.recording ? time || epochNow() : 1 // not sampled: its end is no one's
+    this.tracer.ended(this)
   }
 }
 

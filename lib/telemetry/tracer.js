@@ -18,55 +18,38 @@ const { KIND, FLAGS } = require('../wire/otlp')
 
 const TWO_56 = 2 ** 56
 
+// Spans taken back (span.js), at most this many waiting to be made again.
+const SPARE = 256
+
 class Tracer {
   constructor ({ sample, batch }) {
     this.sample = sample // 0..1
     this.batch = batch // SpanBatch, or null: nothing exported (a test)
+    this.spare = [] // spans whose end the batch is done with
   }
 
   serverSpan (traceparent, tracestate, name, start = epochNow(), kind = KIND.server) {
     const parent = traceparent === undefined ? null : parseTraceparent(traceparent)
     if (parent !== null) {
       const recording = (parseInt(parent.flags, 16) & 1) === 1
-      return new Span(this, {
-        traceId: parent.traceId,
-        spanId: randomSpanId(),
-        parentId: parent.parentId,
-        traceState: tracestate === undefined ? null : tracestate,
-        flags: (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote | FLAGS.isRemote,
-        kind,
-        name,
-        start,
-        recording
-      })
+      return this.span().begin(parent.traceId, randomSpanId(), parent.parentId,
+        tracestate === undefined ? null : tracestate,
+        (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote | FLAGS.isRemote, kind, name, start, recording)
     }
     const traceId = randomTraceId()
     const recording = this.sampled(traceId)
-    return new Span(this, {
-      traceId,
-      spanId: randomSpanId(),
-      parentId: null,
-      traceState: null,
-      flags: (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote,
-      kind,
-      name,
-      start,
-      recording
-    })
+    return this.span().begin(traceId, randomSpanId(), null, null, (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote,
+      kind, name, start, recording)
   }
 
   childSpan (parent, kind, name) {
-    return new Span(this, {
-      traceId: parent.traceId,
-      spanId: randomSpanId(),
-      parentId: parent.spanId,
-      traceState: parent.traceState,
-      flags: (parent.recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote,
-      kind,
-      name,
-      start: epochNow(),
-      recording: parent.recording
-    })
+    const { recording } = parent
+    return this.span().begin(parent.traceId, randomSpanId(), parent.spanId, parent.traceState,
+      (recording ? FLAGS.sampled : 0) | FLAGS.hasIsRemote, kind, name, epochNow(), recording)
+  }
+
+  span () {
+    return this.spare.length > 0 ? this.spare.pop() : new Span(this)
   }
 
   // TraceIdRatioBased: the trace ID's last 56 bits, as a fraction, under the ratio.
@@ -76,8 +59,11 @@ class Tracer {
     return parseInt(traceId.slice(18), 16) / TWO_56 < this.sample
   }
 
+  // A span ended: a sampled one to the batch; back here unless the batch keeps the
+  // object (OTLP/JSON's, until it goes).
   ended (span) {
-    if (this.batch !== null) this.batch.add(span)
+    if (span.recording && (this.batch === null || !this.batch.add(span))) return
+    if (this.spare.length < SPARE) this.spare.push(span)
   }
 }
 

@@ -88,8 +88,9 @@ function writeSpan (w, span) {
 // the request is made around the first `n` of them when the batch goes. The same bytes
 // as encodeTraces of the same spans.
 //   const spans = new EncodedSpans({ resource, scope })
-//   spans.add(span); spans.count
-//   spans.take(n) -> the ExportTraceServiceRequest of the first n (the rest stay)
+//   spans.add(span) -> true (the span's bytes are kept, not the span); spans.count
+//   spans.take(n) -> the ExportTraceServiceRequest of the first n (the rest stay): its
+//                    bytes are good until the next take (batch.js exports one at a time)
 class EncodedSpans {
   constructor ({ resource: attrs, scope: scopeOf }) {
     const w = new ProtoWriter(1024)
@@ -100,6 +101,7 @@ class EncodedSpans {
     this.scope = s.finish() // ScopeSpans' field 1, whole
     this.w = new ProtoWriter(65536, false) // its own buffer: kept while spans wait
     this.ends = [] // where each span's bytes end
+    this.out = new ProtoWriter(65536, false) // the request taken last, its buffer kept
   }
 
   get count () {
@@ -109,6 +111,7 @@ class EncodedSpans {
   add (span) {
     writeSpan(this.w, span)
     this.ends.push(this.w.pos)
+    return true
   }
 
   take (n) {
@@ -116,7 +119,8 @@ class EncodedSpans {
     const length = ends[n - 1]
     const scopeSpans = this.scope.length + length
     const resourceSpans = this.resource.length + 1 + varintSize(scopeSpans) + scopeSpans
-    const out = new ProtoWriter(1 + varintSize(resourceSpans) + resourceSpans, false)
+    const out = this.out
+    out.pos = 0
     out.tag(1, 2)
     out.varint(resourceSpans)
     out.raw(this.resource)
@@ -196,21 +200,47 @@ function scope (w, { name, version }) {
 // KeyValue { key = 1; AnyValue value = 2 }, AnyValue's one of string 1, bool 2, int 3,
 // double 4. Most attributes repeat from span to span (the method, the backend, the
 // status): each key's KeyValues are kept encoded, up to PER_KEY values a key (then
-// that key's start afresh), so a batch copies bytes rather than encoding them again.
-const ENCODED = new Map() // key -> Map(value -> the KeyValue's bytes)
+// that key's start afresh), so a batch copies bytes rather than encoding them again;
+// the value a key had last is checked first, as it mostly comes again. A fraction
+// (a time) is written as it comes: it seldom repeats.
+const ENCODED = new Map() // key -> Encoded
 const PER_KEY = 256
+
+class Encoded {
+  constructor () {
+    this.last = undefined // the value seen last, and its KeyValue's bytes
+    this.bytes = null
+    this.values = new Map() // value -> its KeyValue's bytes
+  }
+}
 
 function attributes (w, field, flat) {
   for (let i = 0; i < flat.length; i += 2) {
     const key = flat[i]
     const value = flat[i + 1]
-    let values = ENCODED.get(key)
-    if (values === undefined) ENCODED.set(key, values = new Map())
+    let known = ENCODED.get(key)
+    if (known === undefined) ENCODED.set(key, known = new Encoded())
+    if (value === known.last) {
+      w.message(field, known.bytes)
+      continue
+    }
+    if (typeof value === 'number' && !Number.isInteger(value)) {
+      w.begin(field)
+      w.string(1, key)
+      w.begin(2)
+      w.double(4, value)
+      w.end()
+      w.end()
+      continue
+    }
+    const { values } = known
     let bytes = values.get(value)
     if (bytes === undefined) {
       if (values.size >= PER_KEY) values.clear()
       values.set(value, bytes = keyValue(key, value))
     }
+    known.last = value
+    known.bytes = bytes
     w.message(field, bytes)
   }
 }

@@ -167,9 +167,11 @@ class ProtoWriter {
     this.varint(length)
     this.room(length)
     const { buf } = this
+    const at = this.pos
     for (let i = 0; i < length; i++) {
-      buf[this.pos++] = (HEX[text.charCodeAt(2 * i)] << 4) | HEX[text.charCodeAt(2 * i + 1)]
+      buf[at + i] = (HEX[text.charCodeAt(2 * i)] << 4) | HEX[text.charCodeAt(2 * i + 1)]
     }
+    this.pos = at + length
   }
 
   // An embedded message already encoded (its content): `field`, its length, its bytes.
@@ -179,12 +181,10 @@ class ProtoWriter {
     this.varint(n)
     this.room(n)
     const { buf } = this
-    if (n > 64) {
-      buf.set(bytes, this.pos)
-      this.pos += n
-      return
-    }
-    for (let i = 0; i < n; i++) buf[this.pos++] = bytes[i]
+    const at = this.pos
+    this.pos = at + n
+    if (n > 16) buf.set(bytes, at)
+    else for (let i = 0; i < n; i++) buf[at + i] = bytes[i]
   }
 
   // A packed repeated field of doubles, or of fixed64s (non-negative integers).

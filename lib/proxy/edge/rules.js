@@ -25,14 +25,16 @@
 // the exchange calls the rules"):
 //   rules.admit(clientAddress, authorization, grpc, head, proto) -> null (go on), a
 //       Grant (go on with these headers: { pass: Map lower-case name -> value }, from
-//       --forward-auth's 2xx), a Refusal to answer ({ status, grpcStatus, fields:
-//       [[name, value]], reason, detail, page }: `page` the body of an auth service's
-//       answer, else undefined), or a Promise of one (a password checked for the first
-//       time, an auth service asked); `head` the request's, `proto` http or https
-//   rules.rewriteRequest(target, get, grant) -> null, or { path, fields: [[name, value |
+//       --forward-auth's 2xx: the exchange keeps `pass` for message/rewrite.js,
+//       which puts --forward-auth-copy's fields in what any backend gets), a Refusal
+//       to answer ({ status, grpcStatus, fields: [[name, value]], reason, detail, page
+//       }: `page` the body of an auth service's answer, else undefined), or a Promise
+//       of one (a password checked for the first time, an auth service asked); `head`
+//       the request's, `proto` http or https
+//   rules.rewriteRequest(target, get) -> null, or { path, fields: [[name, value |
 //       null]], traceId }: `target` the request's origin form with its query
-//       ("/api/x?y=1"), `grant` admit's Grant or null; the target to send on (null: as
-//       it is), fields to set (null: remove), the request's trace ID (null: no --trace)
+//       ("/api/x?y=1"); the target to send on (null: as it is), fields to set (null:
+//       remove), the request's trace ID (null: no --trace)
 //   rules.responseTransform(method, acceptEncoding, status, get) -> null, or
 //       { fields, encoding }: fields to set or remove in the response head, and the
 //       coding to compress the body with (null: none)
@@ -65,9 +67,8 @@ const BUSY = refusal(503, 14, 'auth-busy', 'too many password checks under way; 
 class Rules {
   // gates: AddressGates, listener's first; auths: BasicAuths; chooser: negotiate.js's
   // or null (no --compress); where: " on route NAME" or "" for log lines.
-  // services: --forward-auth's AuthServices (forward-auth.js), listener's first; copy:
-  // --forward-auth-copy's names, lower case.
-  constructor ({ gates, auths, pass, chooser, types, trace, prefix, stats, where, services = [], copy = [] }) {
+  // services: --forward-auth's AuthServices (forward-auth.js), listener's first.
+  constructor ({ gates, auths, pass, chooser, types, trace, prefix, stats, where, services = [] }) {
     this.gates = gates
     this.auths = auths.map(auth => ({
       auth,
@@ -82,7 +83,6 @@ class Rules {
     this.stats = stats
     this.where = where
     this.services = services
-    this.copy = copy
   }
 
   admit (clientAddress, authorization, grpc, head, proto) {
@@ -130,14 +130,9 @@ class Rules {
     return answer
   }
 
-  rewriteRequest (target, get, grant = null) {
+  rewriteRequest (target, get) {
     let edits = null
     const edit = () => (edits ||= { path: null, fields: [], traceId: null })
-    // --forward-auth-copy: the auth service's values, never the client's own
-    for (const name of this.copy) {
-      const value = grant === null ? undefined : grant.pass.get(name)
-      if (value !== undefined || get(name) !== undefined) edit().fields.push([name, value === undefined ? null : value])
-    }
     if (this.prefix !== null) {
       edit().path = stripPrefix(target, this.prefix)
       edits.fields.push(['x-forwarded-prefix', this.prefix])
@@ -211,8 +206,7 @@ function compileEdge (config, loaded, stats, services) {
     prefix: null,
     stats,
     where: '',
-    services: http && config.forwardAuth !== null ? [services.get(config.forwardAuth)] : [],
-    copy: config.forwardAuthCopy.map(name => name.toLowerCase())
+    services: http && config.forwardAuth !== null ? [services.get(config.forwardAuth)] : []
   }
   const rulesOf = parts => {
     const empty = parts.gates.length + parts.auths.length + parts.services.length === 0 && parts.chooser === null &&

@@ -10,12 +10,15 @@
 // calls it where its events are; nothing here writes the exchange's fields.
 
 const { KIND } = require('../../wire/otlp')
-const { epochOf } = require('../../telemetry/span')
-const { editedRequest } = require('./edge-calls')
+const { Span, epochOf } = require('../../telemetry/span')
 
 // lila's own answers that are a refusal of the request, not a failure: an event.
 const REFUSALS = new Set([400, 401, 403, 404, 408, 413, 429, 431, 508])
 const VERSIONS = ['1.0', '1.1', '2']
+// What the request's span is once it ended (the tracer may make it again for another
+// request): a span that records nothing, for whatever comes late.
+const ENDED = new Span(null)
+ENDED.end = 1 // ended: never handed back
 
 class ExchangeTrace {
   constructor (tracer, x) {
@@ -37,9 +40,7 @@ class ExchangeTrace {
     const span = this.span = tracer.serverSpan(traceparent ?? undefined, tracestate, name, epochOf(x.openedAt))
     this.tracer = tracer
     this.attempt = null // the CLIENT span of the attempt under way
-    this.seats = [] // { backend, wasDown, said } per attempt, for the ejections it led to
-    this.copy = null // the head as sent, with the traceparent at fields[at] (traced)
-    this.at = -1
+    this.seats = null // { backend, wasDown, said } per attempt, for the ejections it led to
     this.traceId = span.traceId
     if (!span.recording) return
     span.set('http.request.method', head.method)
@@ -59,14 +60,14 @@ class ExchangeTrace {
     span.set('lila.listener', x.listener.name)
   }
 
-  // The request as the attempt seated on `lease` sends it: `sent` with the traceparent
-  // of the attempt's new CLIENT span (and the client's tracestate only with its trace).
-  seated (x, lease, sent) {
+  // The attempt seated on `lease`: its new CLIENT span, whose traceparent the backend
+  // gets (message/rewrite.js requestFields, as the leg sends the request).
+  seated (x, lease) {
     this.closeAttempt()
     const { backend } = lease
     const span = this.attempt = this.tracer.childSpan(this.span, KIND.client, x.head.method)
     if (span.recording) {
-      this.seats.push({ backend, wasDown: backend.state === 'down', said: false })
+      (this.seats ||= []).push({ backend, wasDown: backend.state === 'down', said: false })
       span.set('http.request.method', x.head.method)
       if (backend.host !== null) span.set('server.address', backend.host)
       if (backend.port !== null) span.set('server.port', backend.port)
@@ -75,39 +76,16 @@ class ExchangeTrace {
       span.set('lila.attempt', x.attempt.attempts)
       span.set('lila.queue_ms', x.attempt.queuedMs)
     }
-    return this.traced(sent, span.traceparent)
+    return span
   }
 
-  // `sent` with `traceparent` for its field of that name: a copy of the head the first
-  // time (the client's traceparent out, and its tracestate when the trace is lila's),
-  // whose value a retry then replaces: the copy is this trace's own.
-  traced (sent, traceparent) {
-    if (sent === this.copy) {
-      sent.fields[this.at] = traceparent
-      return sent
-    }
-    const dropState = this.span.traceState === null
-    const fields = []
-    const from = sent.fields
-    for (let i = 0; i < from.length; i += 3) {
-      const lower = from[i + 1]
-      if (lower === 'traceparent' || (dropState && lower === 'tracestate')) continue
-      fields.push(from[i], lower, from[i + 2])
-    }
-    this.at = fields.length + 2
-    fields.push('traceparent', 'traceparent', traceparent)
-    this.copy = { ...sent, fields }
-    return this.copy
-  }
-
-  // A --mirror copy (mirror.js start: a Shadow, or null): a CLIENT span of its own, its
-  // traceparent on the copy's head; mirror.js ends the span.
+  // A --mirror copy (mirror.js start: a Shadow, or null): a CLIENT span of its own, the
+  // parent its traceparent names; mirror.js ends the span.
   mirror (x, mirror, bodyDone) {
     const span = this.tracer.childSpan(this.span, KIND.client, x.head.method)
     span.set('http.request.method', x.head.method)
     span.set('lila.mirror', mirror.address)
-    const head = editedRequest(x.sent, { path: null, fields: [['traceparent', span.traceparent]] })
-    return mirror.start(head, x, bodyDone, span)
+    return mirror.start(x.sent, x, bodyDone, span)
   }
 
   // The attempt's backend answered `status` (before the attempt judges it: a retry
@@ -143,11 +121,14 @@ class ExchangeTrace {
   ended (x) {
     this.closeAttempt()
     const span = this.span
+    this.span = ENDED
     if (!span.recording) return span.finish()
-    this.ejections()
+    this.ejections(span)
     const status = x.status
     span.set('http.response.status_code', status)
-    if (x.res === null && x.tunnel === null) span.set('lila.answer', 'lila') // lila's own, or none (499)
+    if (x.res === null && x.tunnel === null) { // lila's own, or none (499); or a backend's, its body a page
+      span.set('lila.answer', x.interceptedBy === null ? 'lila' : 'error-page')
+    }
     if (x.attempt.attempts > 0) span.set('lila.attempts', x.attempt.attempts)
     if (status >= 500) span.fail(x.res === null && x.attempt.attempts > 0 ? x.attempt.failure : `answered ${status}`)
     if (status === 499) span.set('error.type', 'client closed the request')
@@ -163,12 +144,13 @@ class ExchangeTrace {
 
   // Backends this request was seated on that traffic took out since (passive health:
   // perhaps once the next backend's verdict blamed them): an event each, once.
-  ejections () {
+  ejections (span = this.span) {
+    if (this.seats === null) return
     for (const seat of this.seats) {
       const { backend } = seat
       if (seat.said || seat.wasDown || backend.state !== 'down' || backend.downSource !== 'traffic') continue
       seat.said = true
-      this.span.event('ejection', ['lila.backend', backend.address, 'lila.reason', backend.downReason || ''])
+      span.event('ejection', ['lila.backend', backend.address, 'lila.reason', backend.downReason || ''])
     }
   }
 }

@@ -115,6 +115,9 @@ class Exchange {
     this.maxBody = pool.maxBody
     this.sent = head // the head as it goes on: a copy a rule edited, or the client's
     this.traceId = null // --trace: the request's trace ID
+    this.grant = null // --forward-auth's 2xx: the fields it lets the request in with (a Map), or null
+    this.clientSpan = null // --otlp: the attempt's CLIENT span, the backend's parent (message/rewrite.js)
+    this.interceptedBy = null // --intercept-errors: the Backend whose answer was replaced by a page
     this.plan = null // what a rule does to the response: responseTransform's
     this.compressed = null // its body on the way compressed (edge-calls.js CompressedBody)
     this.canary = pool.canary // --canary (proxy/canary.js) beside the pool, or null; the side chosen
@@ -217,8 +220,9 @@ class Exchange {
     // A body said to be too large is refused before any of it is read (and before a
     // client waiting for 100 Continue sends it); one of unknown length, as it comes (onBody).
     if (body.length > this.maxBody) return this.answer(413, overSize(this.maxBody))
+    if (grant !== null) this.grant = grant.pass
     if (rules !== null) {
-      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name), grant)
+      const edits = rules.rewriteRequest(originForm(head), name => fieldOf(head.fields, name))
       if (edits !== null) {
         this.sent = editedRequest(head, edits)
         if (this.trace === null) this.traceId = edits.traceId
@@ -277,7 +281,7 @@ class Exchange {
 
   // A slot on a backend: a leg to it.
   seated (lease) {
-    if (this.trace !== null) this.sent = this.trace.seated(this, lease, this.sent)
+    if (this.trace !== null) this.clientSpan = this.trace.seated(this, lease)
     this.leg = new this.listener.protocol.Leg(this, lease.backend, false)
     this.leg.start()
   }
@@ -508,8 +512,10 @@ class Exchange {
   }
 
   // --intercept-errors: the backend's answer is dropped (its leg abandoned) for the
-  // --error-page of its status, its Retry-After kept.
+  // --error-page of its status, its Retry-After kept. It counts as the backend's answer
+  // (the status is), as HAProxy's and nginx's count what the server said.
   intercepted (status, res, page) {
+    this.interceptedBy = this.attempt.backend
     this.leg.abandon()
     this.leg = null
     this.releaseLease()
@@ -675,7 +681,7 @@ class Exchange {
     const { accessLog, protocol } = this.listener
     const ms = performance.now() - this.openedAt
     const answered = this.res !== null || this.tunnel !== null // by a backend, not lila
-    protocol.stats.count(this.status, answered ? this.attempt.backend : null, ms)
+    protocol.stats.count(this.status, answered ? this.attempt.backend : this.interceptedBy, ms)
     if (this.canary !== null) this.canary.count(this.side, this.status, ms)
     if (accessLog !== null) accessLog.log(requestRecord(this, ms))
     if (this.trace !== null) this.trace.ended(this)

@@ -92,7 +92,7 @@ class Mirror {
       return false
     }
     const { head } = shadow
-    const headers = copiedFields(head, shadow.ctx, this.hostHeader, this.rewrite)
+    const headers = copiedFields(head, shadow.ctx, this.hostHeader, this.rewrite, shadow.span)
     if (body !== null) headers.push('Content-Length', String(body.length))
     headers.push(...MARK)
     let req
@@ -265,10 +265,11 @@ function spanSettled (span, answer, failure) {
 }
 
 // The fields message/rewrite.js decides for the primary, as Node's list of fields for
-// the copy: one source for what a backend is sent (X-Forwarded-*, Via, Host).
-function copiedFields (head, ctx, hostHeader, rewrite) {
+// the copy: one source for what a backend is sent (X-Forwarded-*, Via, Host; with
+// --otlp, the traceparent of the copy's own span).
+function copiedFields (head, ctx, hostHeader, rewrite, span) {
   const fields = new Fields()
-  requestFields(head, ctx, hostHeader, rewrite, null, fields)
+  requestFields(head, ctx, hostHeader, rewrite, null, span, fields)
   const { list } = fields
   const out = []
   for (let i = 0; i < fields.length; i += FIELD) {

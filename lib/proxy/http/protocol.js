@@ -37,8 +37,8 @@ class HttpProtocol {
     this.alpn = ['h2', 'http/1.1'] // over TLS, HTTP/2 first
     this.limitsRequests = true // --rate-limit counts requests (exchange.js), not connections
     this.via = via
-    // message/rewrite.js rewriteSettings: { proto, via, forwarded, viaHops } and the
-    // header options compiled (header-rules.js: idHeader, host, request, response)
+    // message/rewrite.js rewriteSettings: { proto, via, forwarded, copy, viaHops } and
+    // the header options compiled (header-rules.js: idHeader, host, request, response)
     this.rewrite = null
     this.pools = new Map() // Backend -> Pool
     this.http2Pools = new Map() // Backend -> http2/pool.js Http2Pool, with --backend-protocol h2
@@ -63,7 +63,8 @@ class HttpProtocol {
   reconfigure (config, listener) {
     const proto = listener.tls === null ? 'http' : 'https'
     const rules = compileHeaderRules(config)
-    this.rewrite = rewriteSettings({ proto, via: this.via, forwarded: config.forwarded, rules })
+    const copy = config.forwardAuthCopy
+    this.rewrite = rewriteSettings({ proto, via: this.via, forwarded: config.forwarded, rules, copy })
     this.connectTimeout = config.connectTimeout
     this.backendTls = listener.backendTls
     this.sticky.configure(config.sticky, listener.tls !== null)

@@ -14,6 +14,8 @@ const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
 
 const EMPTY = Buffer.alloc(0)
+// What is known of a request whose head was too large to keep.
+const OVERSIZED = Object.freeze({ method: 'GET', contentType: null, fields: Object.freeze([]) })
 // The fields of the head being listed (message/rewrite.js): one array for every
 // session, as a head is listed at once.
 const FIELDS = new Fields()
@@ -102,6 +104,13 @@ class Http2Session {
       this.goAway()
     }
     return STREAM
+  }
+
+  // A request whose header list is past the codec's limit (64 KiB): 431, with
+  // --error-page's page as HTTP/1.1 clients get it; nothing of its head was kept.
+  onOversized (conn, s) {
+    this.idleTicks = 0
+    return this.refuse(s, OVERSIZED, 431, 'request head too large')
   }
 
   onSettings () {}

@@ -4,11 +4,13 @@
 // a response, decided once for every pairing of codecs (as HAProxy applies its rules
 // on HTX before mux_h1 or mux_h2 formats it, and Go's ReverseProxy sets them whatever
 // the transport). Hop-by-hop fields (RFC 9110 7.6.1) stop here both ways; a request
-// gets lila's X-Forwarded-*, Forwarded (RFC 7239) and Via (7.6.3), and the header
-// options (header-rules.js) have the last word. Each codec only serialises what comes
-// out (http1/heads.js as HTTP/1.1 text, http2/headers.js as a header list), adding
-// what is its protocol's own: the request line or pseudo-headers, and the framing
-// (Transfer-Encoding, a response's Content-Length, Connection, Upgrade).
+// gets lila's X-Forwarded-*, Forwarded (RFC 7239) and Via (7.6.3), the fields a
+// --forward-auth 2xx gives it (--forward-auth-copy) and the traceparent of lila's
+// CLIENT span (--otlp), and the header options (header-rules.js) have the last word.
+// Each codec only serialises what comes out (http1/heads.js as HTTP/1.1 text,
+// http2/headers.js as a header list), adding what is its protocol's own: the request
+// line or pseudo-headers, and the framing (Transfer-Encoding, a response's
+// Content-Length, Connection, Upgrade).
 //
 // The output, `out`: a Fields the caller gives, refilled from its start. Its `list`
 // holds four entries per field: the name as HTTP/1.1 writes it, the name in lower case
@@ -39,6 +41,8 @@ const VIA = 4 // Via: likewise, always
 const TE = 5 // only "trailers" goes on (what HTTP/2 allows; gRPC needs it)
 const TRAILER = 6 // goes on where trailers can follow
 const EXPECT = 7 // not when lila answered 100 Continue itself
+const TRACEPARENT = 8 // not when lila's CLIENT span (--otlp) is the backend's parent
+const TRACESTATE = 9 // nor then when the trace is lila's, not the client's
 const REQUEST = new Map([
   ...[...HOP_BY_HOP].map(name => [name, DROP]),
   ['te', TE],
@@ -52,7 +56,9 @@ const REQUEST = new Map([
   ['forwarded', FORWARDED],
   ['via', VIA],
   ['trailer', TRAILER],
-  ['expect', EXPECT]
+  ['expect', EXPECT],
+  ['traceparent', TRACEPARENT],
+  ['tracestate', TRACESTATE]
 ])
 
 // Responses: framing is the client's codec's (a length, chunks, or the end of a stream).
@@ -90,15 +96,23 @@ class Fields {
 //   via        this lila's Via token (proxy/via.js)
 //   forwarded  true: add lila's RFC 7239 Forwarded element
 //   rules      header-rules.js compileHeaderRules: { idHeader, host, request, response }
+//   copy       --forward-auth-copy's names as written: the fields a forward-auth 2xx
+//              gives the backend (the client's own of those names never go on)
 // and, made here once, Via's value for each version a request was received in (RFC
-// 9110 7.6.3: the received protocol) and the HTTP/1.1 lines that never change.
-function rewriteSettings ({ proto, via, forwarded, rules }) {
+// 9110 7.6.3: the received protocol), the HTTP/1.1 lines that never change, and
+// `omit`: the names of the client's fields left out, as a rule or the copy replaces
+// them (null: none).
+function rewriteSettings ({ proto, via, forwarded, rules, copy = [] }) {
   const viaHops = [`1.0 ${via}`, `1.1 ${via}`, `2.0 ${via}`] // by head.version: 0, 1, 2
+  const touched = rules.request === null ? [] : [...rules.request.touched]
+  const omit = [...touched, ...copy.map(name => name.toLowerCase())]
   return Object.freeze({
     proto,
     via,
     forwarded,
     ...rules,
+    copy: copy.length === 0 ? null : Object.freeze(copy.flatMap(name => [name, name.toLowerCase()])),
+    omit: omit.length === 0 ? null : new Set(omit),
     viaHops: Object.freeze(viaHops),
     viaLines: Object.freeze(viaHops.map(hop => `Via: ${hop}\r\n`)),
     protoLine: `X-Forwarded-Proto: ${proto}\r\n`
@@ -108,17 +122,22 @@ function rewriteSettings ({ proto, via, forwarded, rules }) {
 // The fields a backend is sent for `head` (lila's form, as the exchange sends it on:
 // exchange.sent), into `out`.
 //   ctx: the exchange: clientAddress, requestId, continued (lila answered the client's
-//        Expect: 100-continue itself: the backend gets the body without it), and what
+//        Expect: 100-continue itself: the backend gets the body without it), grant
+//        (--forward-auth's 2xx: Map lower-case name -> value, or null), and what
 //        header rules read (header-rules.js)
 //   backendHost: the backend's hostHeader, for a request without Host (HTTP/1.0) and
 //        --host-header backend
 //   settings: rewriteSettings'
 //   grpcTimeout: what is left of a gRPC call's deadline (grpc-timeout's form), or null:
 //        the client's grpc-timeout as it came, if any
-function requestFields (head, ctx, backendHost, settings, grpcTimeout, out) {
+//   span: the CLIENT span (--otlp, telemetry/span.js) this request is sent under, or
+//        null: its `traceparent` replaces the client's; the client's tracestate goes
+//        on only with its own trace (`traceState` not null)
+function requestFields (head, ctx, backendHost, settings, grpcTimeout, span, out) {
   out.length = 0
   const rules = settings.request // --set-header, --del-header, --request-id
   const touched = rules === null ? null : rules.touched
+  const omit = settings.omit
   const hostRule = settings.host // --host-header
   const host = hostRule !== null ? hostRule.fixed || backendHost : head.host !== null ? head.host : backendHost
   out.add('Host', 'host', host, null)
@@ -130,7 +149,7 @@ function requestFields (head, ctx, backendHost, settings, grpcTimeout, out) {
   const fields = head.fields
   for (let i = 0; i < fields.length; i += 3) {
     const lower = fields[i + 1]
-    if (touched !== null && touched.has(lower)) continue
+    if (omit !== null && omit.has(lower)) continue
     const kind = REQUEST.get(lower)
     if (kind === undefined) {
       if (listed === null || !listed.includes(lower)) out.add(fields[i], lower, fields[i + 2], null)
@@ -150,7 +169,27 @@ function requestFields (head, ctx, backendHost, settings, grpcTimeout, out) {
       case EXPECT:
         if (!ctx.continued && (listed === null || !listed.includes(lower))) out.add(fields[i], lower, value, null)
         break
+      case TRACEPARENT:
+        if (span === null && (listed === null || !listed.includes(lower))) out.add(fields[i], lower, value, null)
+        break
+      case TRACESTATE:
+        if ((span === null || span.traceState !== null) && (listed === null || !listed.includes(lower))) {
+          out.add(fields[i], lower, value, null)
+        }
+        break
     }
+  }
+  const copy = settings.copy // --forward-auth-copy: the auth service's values, never the client's
+  const grant = ctx.grant
+  if (copy !== null && grant !== undefined && grant !== null) {
+    for (let i = 0; i < copy.length; i += 2) {
+      const lower = copy[i + 1]
+      const value = grant.get(lower)
+      if (value !== undefined && (touched === null || !touched.has(lower))) out.add(copy[i], lower, value, null)
+    }
+  }
+  if (span !== null && (touched === null || !touched.has('traceparent'))) {
+    out.add('traceparent', 'traceparent', span.traceparent, null)
   }
   if (head.contentLength !== -1) out.add('Content-Length', 'content-length', String(head.contentLength), null)
   if (te) out.add('TE', 'te', 'trailers', null)

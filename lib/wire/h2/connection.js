@@ -15,6 +15,9 @@
 //
 // The owner (one object may own many connections):
 //   onStream(conn, stream, head, endStream) -> handler   a request (server side)
+//   onOversized(conn, stream) -> handler   (optional) a request whose header list is
+//                             past the limits, its head not kept: the owner answers it
+//                             (431) on the stream; without, the connection says 431
 //   onSettings(conn)          the peer's SETTINGS took effect (capacity may change)
 //   onGoaway(conn, lastStreamId, code)   the peer goes away; streams above lastStreamId
 //                             were reset (REFUSED_STREAM: not processed, safe to retry)

@@ -203,9 +203,20 @@ class Inbound {
   }
 
   // A request whose header list is past the limits (an HPACK bomb, or just too big):
-  // answered 431 here (RFC 9113 10.5.1), since no head was kept to hand on; the rest of
-  // the request, if any, is refused with NO_ERROR (8.1).
+  // answered 431 (RFC 9113 10.5.1) on a stream of its own by an owner that has words
+  // for it (onOversized: its error page), else here; no head was kept to hand on. The
+  // rest of the request, if any, is refused with NO_ERROR (8.1).
   tooLarge (id, endStream) {
+    if (this.owner.onOversized !== undefined) {
+      const s = new Stream(this, id, this.peerWindow, this.options.initialWindowSize)
+      s.headed = true
+      s.endReceived = endStream
+      this.streams.set(id, s)
+      this.opened++
+      this.work += 2
+      s.handler = this.owner.onOversized(this, s) || NULL_HANDLER
+      return
+    }
     this.output.headers(id, TOO_LARGE, true, this.peerFrameSize)
     if (endStream) this.remember(id, 1)
     else this.rst(id, C.NO_ERROR)
