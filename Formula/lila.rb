@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "92b08ec05e10616a3e3f600ce47944c6392fa9db76a89cabfd481d081a231908"
+  sha256 "92cdd664b2a5e4372619e65f3cd6471915b9b29fb863b192990f6048195dbfe5"
   license "MIT"
 
   depends_on "node"
