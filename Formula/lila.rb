@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "92cdd664b2a5e4372619e65f3cd6471915b9b29fb863b192990f6048195dbfe5"
+  sha256 "116e2d29d6522c67cf21e0a669cc7335b9d29179badb36f4c00df432e77c83ee"
   license "MIT"
 
   depends_on "node"
