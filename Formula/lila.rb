@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "116e2d29d6522c67cf21e0a669cc7335b9d29179badb36f4c00df432e77c83ee"
+  sha256 "5aab501fc19c135799d3a2770401be988b3ceac2ed418373e2df45cd4b71b9ea"
   license "MIT"
 
   depends_on "node"

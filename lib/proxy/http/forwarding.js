@@ -7,6 +7,8 @@ const { fieldOf } = require('./edge-calls')
 // Retry-After (seconds) on lila's own 503s: no backend could take the request, or lila
 // was short of descriptors or memory.
 const UNAVAILABLE_RETRY_AFTER = 5
+// attempt.answered's `how`, read there at once: one for every answer.
+const ANSWER = { replayable: false, bytesIn: 0, latencyMs: -1 }
 
 // An exchange's way to a backend: the owner of its Attempt (lib/upstream/attempt.js,
 // which decides where the request goes, how often it is tried and whom a failure
@@ -71,7 +73,10 @@ class Forwarding {
   answered (status, latencyMs, res) {
     const { x } = this
     const leg = this.leg
-    const how = { replayable: x.body.canRepeat(), bytesIn: x.bytesIn, latencyMs }
+    const how = ANSWER
+    how.replayable = x.body.canRepeat()
+    how.bytesIn = x.bytesIn
+    how.latencyMs = latencyMs
     if (x.trace !== null) x.trace.answered(status)
     const retried = this.judged(status, how)
     if (x.trace !== null) x.trace.judged(x, `answered ${status}`, retried)

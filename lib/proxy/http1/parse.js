@@ -404,15 +404,22 @@ function hasToken (tokens, token) {
   return tokens !== null && tokens.includes(token)
 }
 
-// "timeout=5, max=100" -> { timeout: 5000, max: 100 } (ms; -1 when absent).
+// "timeout=5, max=100" -> { timeout: 5000, max: 100 } (ms; -1 when absent). A backend
+// says the same on every response: the last value's answer is kept (read, never changed).
+let lastHint = null
+let lastKeepAlive = Object.freeze({ timeout: -1, max: -1 })
 function parseKeepAlive (value) {
+  if (value === lastHint) return lastKeepAlive
   const out = { timeout: -1, max: -1 }
-  if (value === null) return out
-  const timeout = /(?:^|[,\s])timeout=(\d+)/i.exec(value)
-  const max = /(?:^|[,\s])max=(\d+)/i.exec(value)
-  if (timeout) out.timeout = Number(timeout[1]) * 1000
-  if (max) out.max = Number(max[1])
-  return out
+  if (value !== null) {
+    const timeout = /(?:^|[,\s])timeout=(\d+)/i.exec(value)
+    const max = /(?:^|[,\s])max=(\d+)/i.exec(value)
+    if (timeout) out.timeout = Number(timeout[1]) * 1000
+    if (max) out.max = Number(max[1])
+  }
+  lastHint = value
+  lastKeepAlive = Object.freeze(out)
+  return lastKeepAlive
 }
 
 // buf[start, end), without a new view when that is all of it.
