@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "961a94b5dca7164568c32a2f74cd4ea3e0d712364e6c819355a97e15e6fd7a9b"
+  sha256 "8c1c84be540044ab42524871fe1375de39182c2dcd8b6c2d914036b5896ea13c"
   license "MIT"
 
   depends_on "node"

@@ -22,6 +22,12 @@ class BodyReader {
     return this.left !== 0
   }
 
+  // A reader of its own for a connection that is to read a body: NO_BODY, which every
+  // connection has until then (and which never reads one), makes one.
+  own () {
+    return this === NO_BODY ? new BodyReader() : this
+  }
+
   // Exchange `x`'s body is to be read: how it is framed.
   start (x) {
     const { head } = x
@@ -66,4 +72,6 @@ class BodyReader {
   }
 }
 
-module.exports = { BodyReader }
+const NO_BODY = new BodyReader()
+
+module.exports = { BodyReader, NO_BODY }

@@ -12,8 +12,8 @@ const NOT_HTTP = -1
 // The request heads a client connection (session.js) receives, found at the front of
 // what it read: past empty lines (RFC 9112 2.2), searched from where the last search
 // stopped (a head arriving a byte at a time costs linear work, not quadratic), parsed
-// strictly (parse.js). One per connection; what it found is in its fields, so that a
-// request allocates nothing here.
+// strictly (parse.js). What it found is in its fields, read at once, so that a request
+// allocates nothing here.
 class HeadReader {
   constructor () {
     this.scanned = 0 // bytes of the buffer (from `start`) already searched for a head's end
@@ -25,9 +25,11 @@ class HeadReader {
 
   // The head at the front of `buf`, parsed; or null: refused (`status`; NOT_HTTP: the
   // client may have meant HTTP/2, `mayBeHttp2`), or not all there yet (`start` ===
-  // buf.length: not begun). `clientEnded`: no more will come.
-  read (buf, clientEnded, mayBeHttp2) {
+  // buf.length: not begun). `scanned`: the bytes from `start` searched before, and
+  // after (`this.scanned`). `clientEnded`: no more will come.
+  read (buf, scanned, clientEnded, mayBeHttp2) {
     this.status = 0
+    this.scanned = scanned
     let start = 0
     while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2
     this.start = start

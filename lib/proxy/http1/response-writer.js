@@ -149,6 +149,13 @@ class ResponseWriter {
     return bytes.length
   }
 
+  // lila's answer to a request it cannot serve, the connection's last. Returns its size.
+  refusal (status, detail, retryAfter, grpc, page) {
+    const bytes = reply(status, detail, { close: true, retryAfter, grpc, page })
+    this.client.write(bytes)
+    return bytes.length
+  }
+
   // The exchange is over: nothing of its response is left to write.
   done () {
     this.heldHead = null

@@ -5,8 +5,7 @@ const { resetOrDestroy } = require('../../upstream/dial')
 const { reasonOf } = require('../../errors')
 const { HeadReader, NOT_HTTP } = require('./head-reader')
 const { MAX_HEAD } = require('../message/grammar')
-const { BodyReader } = require('./body-reader')
-const { reply } = require('./replies')
+const { NO_BODY } = require('./body-reader')
 const { ResponseWriter } = require('./response-writer')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
@@ -14,6 +13,8 @@ const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // what the client still sends for LINGER_MS, so the client reads the response before
 // the connection is reset.
 const { LINGER_MS } = require('../../limits')
+
+const HEADS = new HeadReader() // one for every connection: a head is read at once
 
 // The HttpSession a client socket serves.
 const SESSION = Symbol('lila.httpSession')
@@ -29,12 +30,11 @@ const CLIENT = handlers({
 })
 
 // One client connection speaking HTTP/1.1: the codec of lila's own on the client's
-// side. It reads request heads (strictly, parse.js) and each request's body through its
-// framing (Content-Length, or chunked: checked, and passed as it is to an HTTP/1.1
-// backend or taken apart for an HTTP/2 one), hands each request to an exchange the
-// protocol makes (newExchange: http/exchange.js), writes what the exchange answers in
-// HTTP/1.1, and keeps the connection alive between requests. Pipelined requests wait, unread past one head's
-// worth, until the response before them is done, so responses go out in order.
+// side. It reads request heads (head-reader.js) and each request's body through its
+// framing (body-reader.js), hands each request to an exchange the protocol makes
+// (newExchange: http/exchange.js), has what the exchange answers written in HTTP/1.1
+// (response-writer.js), and keeps the connection alive between requests. Pipelined
+// requests wait, unread past one head's worth, until the response before them is done.
 //
 // A client in the clear whose first bytes are the HTTP/2 connection preface is handed
 // to the protocol's HTTP/2 side (toHttp2); over TLS, the protocol chose the codec by
@@ -45,7 +45,7 @@ class HttpSession {
     this.client = client
     this.clientAddress = clientAddress(client)
     this.buf = null // received, not yet consumed: a partial head or pipelined requests
-    this.heads = new HeadReader() // the request heads at the front of buf
+    this.scanned = 0 // bytes of buf already searched for the end of a head (HEADS)
     this.exchange = null // the request being served
     this.headTimer = null
     this.closing = false // no further request will be served on this connection
@@ -54,7 +54,7 @@ class HttpSession {
     this.clientEnded = false
     this.lingerTimer = null
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
-    this.bodyReader = new BodyReader() // the request body being read
+    this.bodyReader = NO_BODY // the body being read: one made for the first request with one
     this.writer = new ResponseWriter(client, listener) // the response being written
     // The first bytes may be the HTTP/2 preface (prior knowledge; over TLS, HTTP/2 is
     // agreed by ALPN only): until the first request.
@@ -242,11 +242,12 @@ class HttpSession {
         if (preface === HTTP2) return this.toHttp2(buf)
         if (preface === MAYBE) return this.waitForHead()
       }
-      const head = this.heads.read(buf, this.clientEnded, this.mayBeHttp2)
-      const { start, end, status } = this.heads
+      const head = HEADS.read(buf, this.scanned, this.clientEnded, this.mayBeHttp2)
+      const { start, end, status, detail } = HEADS
+      this.scanned = HEADS.scanned
       if (head === null) {
         if (status === NOT_HTTP) return this.notHttp()
-        if (status !== 0) return this.refuse(status, this.heads.detail)
+        if (status !== 0) return this.refuse(status, detail)
         if (start === buf.length) {
           this.buf = null
           break
@@ -263,7 +264,7 @@ class HttpSession {
       if (this.draining) this.lastRequest()
       const x = this.listener.protocol.newExchange(this, head, end - start)
       this.exchange = x
-      this.bodyReader.start(x)
+      if (head.bodyLength !== 0) (this.bodyReader = this.bodyReader.own()).start(x) // a length, or chunked (-1)
       x.start()
       if (end < buf.length) {
         buf = buf.subarray(end)
@@ -324,10 +325,9 @@ class HttpSession {
     // A head refused before an exchange is counted here; an exchange counts its own.
     if (this.exchange === null) this.listener.protocol.stats.refused(status)
     this.buf = null
-    const bytes = reply(status, detail, { close: true, retryAfter, grpc, page }) // page: --error-page's
-    this.client.write(bytes)
+    const size = this.writer.refusal(status, detail, retryAfter, grpc, page) // page: --error-page's
     this.shut()
-    return bytes.length
+    return size
   }
 
   onHeadTimeout () {
