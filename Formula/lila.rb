@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8c1c84be540044ab42524871fe1375de39182c2dcd8b6c2d914036b5896ea13c"
+  sha256 "c9b05f7408c0754f1a437eb1e950f87c0a6925dbba285ea2868ca8de154dd0e0"
   license "MIT"
 
   depends_on "node"

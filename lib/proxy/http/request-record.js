@@ -46,4 +46,4 @@ function requestRecord (x, ms) {
 // A parsed head's `version` (http1/parse.js 0 or 1, http2/request.js 2) as the log says it.
 const VERSIONS = ['HTTP/1.0', 'HTTP/1.1', 'HTTP/2.0']
 
-module.exports = { recorded, requestRecord }
+module.exports = { recorded }

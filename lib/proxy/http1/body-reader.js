@@ -74,4 +74,4 @@ class BodyReader {
 
 const NO_BODY = new BodyReader()
 
-module.exports = { BodyReader, NO_BODY }
+module.exports = { NO_BODY }
