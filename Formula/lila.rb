@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c9b05f7408c0754f1a437eb1e950f87c0a6925dbba285ea2868ca8de154dd0e0"
+  sha256 "6606128d1d76bfa7dd18b1c31c7a38564f607e10a7c465df0771b0dc1e093b5d"
   license "MIT"
 
   depends_on "node"
