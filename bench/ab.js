@@ -23,6 +23,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { parseArgs } = require('util')
+const { startListening } = require('./procs')
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
@@ -69,19 +70,10 @@ function cpuSeconds (pid) {
 }
 
 function startLila (exe, backend, extra) {
-  return new Promise((resolve, reject) => {
-    const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
-      ...extra.split(' ').filter(Boolean)]
-    if (H2) args.push('--backend-protocol', 'h2')
-    const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-    let err = ''
-    child.stderr.on('data', chunk => {
-      err += chunk
-      const listening = /listening on \S+:(\d+)/.exec(err)
-      if (listening) resolve({ child, port: Number(listening[1]) })
-    })
-    child.on('exit', () => reject(new Error(err)))
-  })
+  const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    ...extra.split(' ').filter(Boolean)]
+  if (H2) args.push('--backend-protocol', 'h2')
+  return startListening(exe, args)
 }
 
 // The requests one client run through `port` completed: wrk's, or h2load's succeeded.

@@ -15,6 +15,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { parseArgs } = require('util')
+const { startListening } = require('./procs')
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
@@ -43,16 +44,7 @@ function startLila (port) {
   const args = ['--require', path.join(__dirname, 'garbage-probe.js'), LILA, 'rr', `127.0.0.1:${port}`,
     '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none']
   if (H2) args.push('--backend-protocol', 'h2')
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LILA_GARBAGE_PROBE: out } })
-  return new Promise((resolve, reject) => {
-    let err = ''
-    child.stderr.on('data', chunk => {
-      err += chunk
-      const listening = /listening on \S+:(\d+)/.exec(err)
-      if (listening) resolve({ child, port: Number(listening[1]) })
-    })
-    child.on('exit', () => reject(new Error(err)))
-  })
+  return startListening(process.execPath, args, { env: { ...process.env, LILA_GARBAGE_PROBE: out } })
 }
 
 // The requests one load run completed.

@@ -9,12 +9,13 @@
 //
 //   node bench/startup.js [LILA=./lila] [--clients 5000] [--runs 30]
 
-const { spawn, execFileSync } = require('child_process')
+const { execFileSync } = require('child_process')
 const http = require('http')
 const net = require('net')
 const fs = require('fs')
 const path = require('path')
 const { parseArgs } = require('util')
+const procs = require('./procs')
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
@@ -40,19 +41,9 @@ function rssKiB (pid) {
   return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
 }
 
-// A process started with its stderr watched for "listening on HOST:PORT".
+// A process started with up to 20,000 descriptors, once it says it listens.
 function startListening (argv) {
-  const child = spawn('sh', ['-c', 'ulimit -n 20000 2>/dev/null; exec "$@"', 'sh', ...argv],
-    { stdio: ['ignore', 'ignore', 'pipe'] })
-  return new Promise((resolve, reject) => {
-    let err = ''
-    child.stderr.on('data', chunk => {
-      err += chunk
-      const listening = /listening on \S+:(\d+)/.exec(err)
-      if (listening) resolve({ child, port: Number(listening[1]) })
-    })
-    child.on('exit', () => reject(new Error(err)))
-  })
+  return procs.startListening('sh', ['-c', 'ulimit -n 20000 2>/dev/null; exec "$@"', 'sh', ...argv])
 }
 
 function get (port, agent) {
