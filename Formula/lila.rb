@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6606128d1d76bfa7dd18b1c31c7a38564f607e10a7c465df0771b0dc1e093b5d"
+  sha256 "1d8811c64dc721dcbd8374fd51d0a93718ad23db85dab29a3eda25ec80d27a5c"
   license "MIT"
 
   depends_on "node"
