@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1d8811c64dc721dcbd8374fd51d0a93718ad23db85dab29a3eda25ec80d27a5c"
+  sha256 "62fc6a1ffa44bdb526a73dfb4240e0d88fcdb3b96cc8b72ad4af1d34f3d21b71"
   license "MIT"
 
   depends_on "node"
