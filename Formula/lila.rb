@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "62fc6a1ffa44bdb526a73dfb4240e0d88fcdb3b96cc8b72ad4af1d34f3d21b71"
+  sha256 "117af6fcbd6f831e329e7dcf21e470b5544c320e9cc41c4b00a121f6de3ca071"
   license "MIT"
 
   depends_on "node"
