@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7f73b3f88d0f86a300f203f626d0db9ade4292be325425481ef396a4a93bba97"
+  sha256 "1c4509f6be6236d0f3ead0b0d22bcd50b8e6d803074a1b62a29ee3501517e52d"
   license "MIT"
 
   depends_on "node"

@@ -9,18 +9,21 @@
 // end a stream a turn after its DATA): --backend-protocol h2; HTTP/2 clients (H1's
 // shape, h2load -c10 -m10) in place of wrk: --client h2load. --old-args and --new-args
 // add options to one side only (the same executable twice: an option's cost, e.g.
-// --fleet).
+// --fleet). --post BYTES: each request a POST with a body of that size (P1's, P2's shape).
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
 //        [--protocol http|tcp] [--backend-protocol h1|h2] [--client wrk|h2load]
-//        [--body BYTES] [--connections N] [--old-args='OPTIONS'] [--new-args='OPTIONS']
+//        [--body BYTES] [--connections N] [--post BYTES] [--old-args='OPTIONS'] [--new-args='OPTIONS']
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
 const http = require('http')
 const http2 = require('http2')
 const fs = require('fs')
+const os = require('os')
+const path = require('path')
 const { parseArgs } = require('util')
+const { startListening } = require('./procs')
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
@@ -30,6 +33,7 @@ const { values: flags, positionals } = parseArgs({
     client: { type: 'string', default: 'wrk' },
     body: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
+    post: { type: 'string', default: '0' },
     'old-args': { type: 'string', default: '' },
     'new-args': { type: 'string', default: '' }
   }
@@ -37,12 +41,27 @@ const { values: flags, positionals } = parseArgs({
 const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
   console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--backend-protocol h1|h2] ' +
-    '[--client wrk|h2load] [--body BYTES] [--connections N] [--old-args=OPTIONS] [--new-args=OPTIONS]')
+    '[--client wrk|h2load] [--body BYTES] [--connections N] [--post BYTES] [--old-args=OPTIONS] [--new-args=OPTIONS]')
   process.exit(2)
 }
 const BODY = Buffer.alloc(Number(flags.body), 'a')
 const H2 = flags['backend-protocol'] === 'h2'
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
+
+const POST = Number(flags.post)
+
+// The request body for --post: a file for h2load, a script for wrk.
+function postFile () {
+  const file = path.join(os.tmpdir(), `lila-ab-post-${POST}.bin`)
+  if (!fs.existsSync(file)) fs.writeFileSync(file, Buffer.alloc(POST, 'p'))
+  return file
+}
+
+function postScript () {
+  const file = path.join(os.tmpdir(), `lila-ab-post-${POST}.lua`)
+  fs.writeFileSync(file, `wrk.method = "POST"\nwrk.body = string.rep("p", ${POST})\n`)
+  return file
+}
 
 // utime + stime of a process, in seconds.
 function cpuSeconds (pid) {
@@ -51,26 +70,19 @@ function cpuSeconds (pid) {
 }
 
 function startLila (exe, backend, extra) {
-  return new Promise((resolve, reject) => {
-    const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
-      ...extra.split(' ').filter(Boolean)]
-    if (H2) args.push('--backend-protocol', 'h2')
-    const child = spawn(exe, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-    let err = ''
-    child.stderr.on('data', chunk => {
-      err += chunk
-      const listening = /listening on \S+:(\d+)/.exec(err)
-      if (listening) resolve({ child, port: Number(listening[1]) })
-    })
-    child.on('exit', () => reject(new Error(err)))
-  })
+  const args = ['rr', backend, '--protocol', flags.protocol, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    ...extra.split(' ').filter(Boolean)]
+  if (H2) args.push('--backend-protocol', 'h2')
+  return startListening(exe, args)
 }
 
 // The requests one client run through `port` completed: wrk's, or h2load's succeeded.
 function load (port, duration) {
   const url = `http://127.0.0.1:${port}/`
   const h2 = flags.client === 'h2load'
-  const argv = h2 ? ['h2load', '-c10', '-m10', '-D', String(duration), url] : ['wrk', '-t1', `-c${flags.connections}`, `-d${duration}s`, url]
+  const argv = h2 ? ['h2load', '-c10', '-m10', '-D', String(duration)] : ['wrk', '-t1', `-c${flags.connections}`, `-d${duration}s`]
+  if (POST > 0) argv.push(...(h2 ? ['-d', postFile()] : ['-s', postScript()]))
+  argv.push(url)
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0], argv.slice(1))
     let out = ''
@@ -88,7 +100,10 @@ function load (port, duration) {
 async function main () {
   const servers = []
   for (let i = 0; i < 2; i++) {
-    const server = (H2 ? http2.createServer : http.createServer)((req, res) => res.end(BODY)).listen(0, '127.0.0.1')
+    const server = (H2 ? http2.createServer : http.createServer)((req, res) => {
+      req.resume() // a POST's body read and dropped
+      req.on('end', () => res.end(BODY))
+    }).listen(0, '127.0.0.1')
     await new Promise(resolve => server.once('listening', resolve))
     servers.push(server)
   }

@@ -25,8 +25,10 @@ end
 
 // Run one interval of load against 127.0.0.1:port and resolve with its figures.
 // `tool` is 'wrk' or 'node'; `cpu` pins the generator.
-async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close = false, cpu = null, dir, threads = 1 }) {
-  if (tool === 'wrk') return runWrk({ port, urlPath, connections, seconds, close, cpu, dir, threads })
+// `post`: bytes of a request body, each request a POST (wrk and h2load only).
+async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close = false, cpu = null, dir, threads = 1, post = 0 }) {
+  if (tool === 'wrk') return runWrk({ port, urlPath, connections, seconds, close, cpu, dir, threads, post })
+  if (post > 0) throw new Error('POST workloads need wrk')
   const argv = ['node', __filename, '--port', String(port), '--path', urlPath,
     '--connections', String(connections), '--duration', String(seconds)]
   if (close) argv.push('--close')
@@ -36,9 +38,9 @@ async function runLoad ({ tool, port, urlPath = '/', connections, seconds, close
   return JSON.parse(line)
 }
 
-async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir, threads = 1 }) {
-  const script = path.join(dir, 'report.lua')
-  if (!fs.existsSync(script)) fs.writeFileSync(script, WRK_SCRIPT)
+async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir, threads = 1, post = 0 }) {
+  const script = path.join(dir, post > 0 ? `report-post-${post}.lua` : 'report.lua')
+  if (!fs.existsSync(script)) fs.writeFileSync(script, post > 0 ? postScript(post) + WRK_SCRIPT : WRK_SCRIPT)
   // One thread (run.js): the generator shares its core with both backends.
   // wrk takes whole seconds.
   const argv = ['wrk', `-t${threads}`, `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '5s', '-s', script]
@@ -61,16 +63,31 @@ async function runWrk ({ port, urlPath, connections, seconds, close, cpu, dir, t
   }
 }
 
+// wrk's lines for a POST of `bytes` bytes per request (before WRK_SCRIPT's done()).
+function postScript (bytes) {
+  return `wrk.method = "POST"\nwrk.body = string.rep("p", ${bytes})\n` +
+    'wrk.headers["Content-Type"] = "application/octet-stream"\n'
+}
+
+// h2load's request body: a file of `bytes` bytes in `dir`.
+function postFile (dir, bytes) {
+  const file = path.join(dir, `post-${bytes}.bin`)
+  if (!fs.existsSync(file)) fs.writeFileSync(file, Buffer.alloc(bytes, 'p'))
+  return file
+}
+
 // ---- h2load: HTTP/2 clients -------------------------------------------------------
 
 // One interval of HTTP/2 load (h2c, prior knowledge) against 127.0.0.1:port: h2load
 // (nghttp2-client), one thread, `connections` connections with up to `streams` requests
 // in flight on each, for `seconds`. Latency percentiles come from its per-request log
 // (h2load prints only min, max, mean). Same result shape as runLoad.
-async function runH2load ({ port, urlPath = '/', connections, streams, seconds, cpu = null, dir }) {
+async function runH2load ({ port, urlPath = '/', connections, streams, seconds, cpu = null, dir, post = 0 }) {
   const log = path.join(dir, `h2load-${process.pid}.log`)
   const argv = ['h2load', '-t1', `-c${connections}`, `-m${streams}`, `-D${Math.max(1, Math.round(seconds))}`,
-    '--log-file', log, `http://127.0.0.1:${port}${urlPath}`]
+    '--log-file', log]
+  if (post > 0) argv.push('-d', postFile(dir, post), '-H', 'content-type: application/octet-stream')
+  argv.push(`http://127.0.0.1:${port}${urlPath}`)
   try {
     const out = await procs.run(procs.pinned(cpu, argv), (seconds + 30) * 1000)
     const finished = out.match(/finished in ([\d.]+)(m?s), ([\d.]+) req\/s/)

@@ -214,4 +214,21 @@ function runSync (argv, opts = {}) {
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
-module.exports = { which, lilaArgv, pinned, start, run, killAll, installCleanup, freePort, runSync, sleep, tail }
+// A process that says "listening on HOST:PORT" on its stderr (lila, or a bare server
+// told to): { child, port } once it has, rejected with what it said if it exits first.
+function startListening (command, args, options = {}) {
+  const child = require('child_process').spawn(command, args, { ...options, stdio: ['ignore', 'ignore', 'pipe'] })
+  return new Promise((resolve, reject) => {
+    let err = ''
+    child.stderr.on('data', chunk => {
+      err += chunk
+      const listening = /listening on \S+:(\d+)/.exec(err)
+      if (listening) resolve({ child, port: Number(listening[1]) })
+    })
+    child.on('exit', () => reject(new Error(err)))
+  })
+}
+
+module.exports = {
+  which, lilaArgv, pinned, start, run, killAll, installCleanup, freePort, runSync, sleep, tail, startListening
+}

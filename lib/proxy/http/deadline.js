@@ -73,8 +73,7 @@ function callExpired (exchange) {
   const where = attempt.waiter !== null
     ? 'while it waited for a backend slot'
     : attempt.backend === null ? 'before a backend took it' : `before backend ${attempt.backend.address} answered`
-  exchange.abandonUpstream()
-  exchange.releaseLease()
+  exchange.forwarding.drop()
   const detail = `the call's deadline (grpc-timeout ${exchange.head.grpcTimeout}) passed ${where}`
   exchange.answer(504, detail, { quiet: true })
 }

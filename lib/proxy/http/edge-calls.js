@@ -47,6 +47,13 @@ function editedRequest (head, { path, fields }) {
   return out
 }
 
+// What the rules at the edge do to the response to exchange `x` (responseTransform's
+// plan: field edits, a compression), seeing its status and fields `res`.
+function responsePlan (x, status, res) {
+  const accepts = fieldOf(x.head.fields, 'accept-encoding')
+  return x.rules.responseTransform(x.head.method, accepts, status, name => fieldOf(res.fields, name))
+}
+
 // The response head as the client gets it: responseTransform's field edits; with its
 // body compressed, no length (the framing's now: chunked, or the end of the stream).
 function editedResponse (res, fields, compressed) {
@@ -110,4 +117,4 @@ class ToClient {
   }
 }
 
-module.exports = { fieldOf, editedRequest, editedResponse, CompressedBody }
+module.exports = { fieldOf, editedRequest, responsePlan, editedResponse, CompressedBody }

@@ -127,7 +127,7 @@ class ExchangeTrace {
     const status = x.status
     span.set('http.response.status_code', status)
     if (x.res === null && x.tunnel === null) { // lila's own, or none (499); or a backend's, its body a page
-      span.set('lila.answer', x.interceptedBy === null ? 'lila' : 'error-page')
+      span.set('lila.answer', x.forwarding.interceptedBy === null ? 'lila' : 'error-page')
     }
     if (x.attempt.attempts > 0) span.set('lila.attempts', x.attempt.attempts)
     if (status >= 500) span.fail(x.res === null && x.attempt.attempts > 0 ? x.attempt.failure : `answered ${status}`)

@@ -1,6 +1,19 @@
 'use strict'
 
+const { performance } = require('perf_hooks')
 const { fieldValue } = require('../../fields')
+
+// Once per exchange (exchange.js), as it ends: counted (response-stats.js, --canary's
+// counts), written to the access log, its --otlp span ended.
+function recorded (x) {
+  const { accessLog, protocol } = x.listener
+  const ms = performance.now() - x.openedAt
+  const answered = x.res !== null || x.tunnel !== null // by a backend, not lila
+  protocol.stats.count(x.status, answered ? x.attempt.backend : x.forwarding.interceptedBy, ms)
+  if (x.canary !== null) x.canary.count(x.side, x.status, ms)
+  if (accessLog !== null) accessLog.log(requestRecord(x, ms))
+  if (x.trace !== null) x.trace.ended(x)
+}
 
 // What the access log (admin/access-log.js) prints of one HTTP request, whatever HTTP
 // its client and backend spoke: `x` is the exchange (exchange.js), read for its
@@ -33,4 +46,4 @@ function requestRecord (x, ms) {
 // A parsed head's `version` (http1/parse.js 0 or 1, http2/request.js 2) as the log says it.
 const VERSIONS = ['HTTP/1.0', 'HTTP/1.1', 'HTTP/2.0']
 
-module.exports = { requestRecord }
+module.exports = { recorded }

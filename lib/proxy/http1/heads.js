@@ -33,15 +33,34 @@ function requestHead (head, fields) {
 //          upgrade: a 101 switching protocols }
 //   length: the Content-Length to say (-1: none), when not chunked
 function responseHead (res, fields, how, length = res.contentLength) {
-  let out = `HTTP/1.1 ${res.status} ${reasonOf(res)}\r\n`
+  let out = statusLine(res.status, reasonOf(res))
   const list = fields.list
   for (let i = 0; i < fields.length; i += FIELD) out = lineOf(out, list, i)
   if (how.upgrade) return `${out}Connection: upgrade\r\nUpgrade: ${res.upgrade}\r\n\r\n`
   if (how.chunked) out += 'Transfer-Encoding: chunked\r\n'
-  else if (length !== -1) out += `Content-Length: ${length}\r\n`
+  else if (length !== -1) out += length < LENGTH_LINES.length ? lengthLine(length) : `Content-Length: ${length}\r\n`
   if (how.close) out += 'Connection: close\r\n'
   else if (how.keepAlive10) out += 'Connection: keep-alive\r\n'
   return `${out}\r\n`
+}
+
+// Status lines with their usual reason phrase, and Content-Length lines of small
+// lengths, made once each, as they are asked for: most responses say one of a few.
+const STATUS_LINES = new Map()
+const LENGTH_LINES = new Array(1024).fill(null)
+
+function statusLine (status, reason) {
+  if (reason === STATUS_CODES[status]) {
+    let line = STATUS_LINES.get(status)
+    if (line === undefined) STATUS_LINES.set(status, line = `HTTP/1.1 ${status} ${reason}\r\n`)
+    return line
+  }
+  return `HTTP/1.1 ${status} ${reason}\r\n`
+}
+
+function lengthLine (length) {
+  const line = LENGTH_LINES[length]
+  return line !== null ? line : (LENGTH_LINES[length] = `Content-Length: ${length}\r\n`)
 }
 
 // `out` and the field at list[i] as a line: the one made once, or name: value. (Added

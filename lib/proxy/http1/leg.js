@@ -79,7 +79,8 @@ class Http1Leg {
     const socket = conn.socket
     // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
     const left = x.deadline === null ? null : x.deadline.left()
-    requestFields(x.sent, x, this.backend.hostHeader, x.listener.protocol.rewrite, left, x.clientSpan, FIELDS)
+    const { rewrite } = x.listener.protocol
+    requestFields(x.sent, x, this.backend.hostHeader, rewrite, left, x.forwarding.clientSpan, FIELDS)
     const head = requestHead(x.sent, FIELDS)
     this.sentAt = performance.now()
     const corked = body.heldBytes > 0 || (body.done && this.chunkedOut)

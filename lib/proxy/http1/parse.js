@@ -11,13 +11,15 @@
 // A parse returns a head object, or throws an HttpError carrying the status to answer.
 
 const { HttpError } = require('../../errors')
-const { TOKEN, BAD_VALUE, trimOws, MAX_TARGET, MAX_HEADERS } = require('../message/grammar')
+const { TOKEN, MAX_TARGET } = require('../message/grammar')
+const { FACTS, parseFields, connectionTokens, checkLines } = require('./fields')
 
-const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(\d)\.(\d)$/
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([\t -~\x80-\xff]*))?$/
+const { STATUS_CODES } = require('http')
+// A reason phrase (RFC 9112 4): tabs, spaces, visible ASCII and obs-text.
+const REASON = /^[\t -~\x80-\xff]*$/
 
 // The same control bytes less CR and LF, for a whole head at once: its line endings are
-// checked on their own (splitLines).
+// checked on their own (checkLines).
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const CONTROL_BUT_CRLF = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/
 
@@ -30,126 +32,10 @@ function findHeadEnd (buf, start, from = start) {
   return i === -1 ? -1 : i + 4
 }
 
-// Header lines -> { fields, framing facts }. Shared by requests and responses; `lines`
-// starts after the first line. `fields` is flat, three entries per field: the name as
-// sent, the name in lower case, the value (one array per head, none per field).
-// `controls`: the head holds a control byte other than CR and LF somewhere, so each value
-// is checked for one; most heads hold none, and skip the check.
-function parseFields (lines, first, controls = true) {
-  const fields = []
-  let contentLength = -1
-  let transferEncoding = null
-  let connection = ''
-  let upgrade = null
-  let host = null
-  let hosts = 0
-  let expect = null
-  let keepAliveHint = null
-  let contentType = null
-  let grpcTimeout = null
-  if (lines.length - first > MAX_HEADERS) throw new HttpError(431, 'too many header fields')
-  for (let i = first; i < lines.length; i++) {
-    const line = lines[i]
-    const colon = line.indexOf(':')
-    if (colon <= 0) {
-      const folded = line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9
-      throw new HttpError(400, folded ? 'obsolete line folding in a header' : 'header line without a name and colon')
-    }
-    const name = line.slice(0, colon)
-    if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
-    const lower = name.toLowerCase()
-    const value = trimOws(line, colon + 1)
-    if (controls && BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
-    fields.push(name, lower, value)
-    switch (lower) {
-      case 'host':
-        host = value
-        hosts++
-        break
-      case 'expect':
-        expect = value.toLowerCase()
-        break
-      case 'upgrade':
-        upgrade = value
-        break
-      case 'connection':
-        connection = connection ? `${connection},${value}` : value
-        break
-      case 'keep-alive':
-        keepAliveHint = value
-        break
-      case 'content-type':
-        contentType = value
-        break
-      case 'grpc-timeout':
-        grpcTimeout = value
-        break
-      case 'content-length':
-        // A repeated Content-Length is refused even when the values agree (RFC 9112
-        // allows merging them; strict parsers such as Node's and nginx's do not).
-        if (contentLength !== -1) throw new HttpError(400, 'more than one Content-Length header')
-        if (line.indexOf('\t') !== -1) throw new HttpError(400, 'tab in Content-Length')
-        if (!/^\d{1,15}$/.test(value)) throw new HttpError(400, `invalid Content-Length ${JSON.stringify(value)}`)
-        contentLength = Number(value)
-        break
-      case 'transfer-encoding':
-        // A tab around the coding is OWS (RFC 9110 5.6.3), trimmed like a space: safe,
-        // since lila writes its own framing on, never this field as it came.
-        transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`
-        break
-    }
-  }
-  return {
-    fields,
-    contentLength,
-    transferEncoding,
-    connection: connectionTokens(connection),
-    upgrade,
-    host,
-    hosts,
-    expect,
-    keepAliveHint,
-    contentType, // gRPC calls are known by it (message/grpc.js callType)
-    grpcTimeout
-  }
-}
-
-// "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
-function connectionTokens (value) {
-  if (value === '') return null
-  const lower = value.toLowerCase()
-  if (lower.indexOf(',') === -1) { // most often one token: "keep-alive", "close"
-    const token = trimOws(lower, 0)
-    return token === '' ? [] : [token]
-  }
-  const tokens = []
-  for (const part of lower.split(',')) {
-    const token = trimOws(part, 0)
-    if (token !== '') tokens.push(token)
-  }
-  return tokens
-}
-
 // A head's text, the blank line that ends it left out (latin1Slice: Buffer#toString
 // ('latin1', ...) without its argument checks).
 function headText (buf, start, end) {
   return buf.latin1Slice(start, end - 4)
-}
-
-// A head's lines, each LF checked to follow a CR and each line to hold no other CR.
-function splitLines (text) {
-  const lines = []
-  let from = 0
-  for (let lf = text.indexOf('\n'); lf !== -1; lf = text.indexOf('\n', from)) {
-    if (lf === 0 || text.charCodeAt(lf - 1) !== 13) throw new HttpError(400, 'bare CR or LF in the message head')
-    lines.push(text.slice(from, lf - 1))
-    from = lf + 1
-  }
-  lines.push(from === 0 ? text : text.slice(from))
-  for (let i = 0; i < lines.length; i++) {
-    if (lines[i].indexOf('\r') !== -1) throw new HttpError(400, 'bare CR or LF in the message head')
-  }
-  return lines
 }
 
 // Does buf, from `from` on, hold a LF without a CR right before it? A head that will
@@ -161,52 +47,97 @@ function hasBareLf (buf, from) {
   return false
 }
 
-// A request head in buf[start, end) (end from findHeadEnd).
+// The methods most requests use, so that those are not made again per request.
+const METHODS = ['GET', 'POST', 'PUT', 'HEAD', 'DELETE', 'OPTIONS', 'PATCH', 'CONNECT', 'TRACE']
+// A request-target: visible ASCII.
+const TARGET = /^[!-~]+$/
+
+// The request line's method, text[0, length), or null when it is no token.
+function methodOf (text, length) {
+  for (let i = 0; i < METHODS.length; i++) {
+    const method = METHODS[i]
+    if (method.length === length && text.startsWith(method)) return method
+  }
+  const method = text.slice(0, length)
+  return length > 0 && TOKEN.test(method) ? method : null
+}
+
+// A request head in buf[start, end) (end from findHeadEnd). The request line is
+// method SP request-target SP HTTP/d.d, each part as RFC 9112 3 says, nothing around.
 function parseRequestHead (buf, start, end) {
   const text = headText(buf, start, end)
-  const lines = splitLines(text)
-  const requestLine = lines[0]
-  if (requestLine.length > MAX_TARGET + 32) throw new HttpError(414, 'request target too long')
-  const match = REQUEST_LINE.exec(requestLine)
-  if (match === null) throw new HttpError(400, 'malformed request line')
-  const [, method, target, major, minor] = match
-  if (major !== '1' || (minor !== '0' && minor !== '1')) {
-    throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
+  const count = checkLines(text)
+  const lf = text.indexOf('\n')
+  const lineEnd = lf === -1 ? text.length : lf - 1
+  if (lineEnd > MAX_TARGET + 32) throw new HttpError(414, 'request target too long')
+  const space = text.indexOf(' ')
+  const second = space === -1 ? -1 : text.indexOf(' ', space + 1)
+  const method = space === -1 || space > lineEnd ? null : methodOf(text, space)
+  if (method === null || second === -1 || lineEnd - second !== 9 || !text.startsWith(' HTTP/', second) ||
+    text.charCodeAt(lineEnd - 2) !== 46 || !isDigit(text.charCodeAt(lineEnd - 3)) ||
+    !isDigit(text.charCodeAt(lineEnd - 1))) {
+    throw new HttpError(400, 'malformed request line')
   }
+  const target = text.slice(space + 1, second)
+  if (!TARGET.test(target)) throw new HttpError(400, 'malformed request line')
+  const major = text.charCodeAt(lineEnd - 3) - 48
+  const minor = text.charCodeAt(lineEnd - 1) - 48
+  if (major !== 1 || minor > 1) throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
   if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
   if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
-  const head = parseFields(lines, 1, CONTROL_BUT_CRLF.test(text))
-  head.method = method
-  head.target = target
-  head.version = minor === '1' ? 1 : 0
-  head.path = requestPath(method, target)
+  const fields = parseFields(text, lineEnd + 2, count, CONTROL_BUT_CRLF.test(text))
+  const f = FACTS
+  const version = minor
+  const path = requestPath(method, target)
   // RFC 9112 3.2.2: with an absolute-form target, its authority is the host; a Host
   // field that says otherwise is replaced (rewrite.js), never passed on beside it.
-  head.authority = target.charCodeAt(0) === 47 || target === '*' ? null : authorityOf(target)
-  if (head.authority !== null) head.host = head.authority
-
-  if (head.version === 1 && head.hosts !== 1) {
-    throw new HttpError(400, head.hosts === 0 ? 'missing Host header' : 'more than one Host header')
+  const authority = target.charCodeAt(0) === 47 || target === '*' ? null : authorityOf(target)
+  if (version === 1 && f.hosts !== 1) {
+    throw new HttpError(400, f.hosts === 0 ? 'missing Host header' : 'more than one Host header')
   }
-  if (head.hosts > 1) throw new HttpError(400, 'more than one Host header')
+  if (f.hosts > 1) throw new HttpError(400, 'more than one Host header')
 
   // Body framing (RFC 9112 section 6): chunked, a length, or none.
-  head.chunked = false
-  if (head.transferEncoding !== null) {
-    if (head.version === 0) throw new HttpError(400, 'Transfer-Encoding in an HTTP/1.0 request')
-    if (head.contentLength !== -1) throw new HttpError(400, 'both Content-Length and Transfer-Encoding')
-    if (head.transferEncoding.toLowerCase() !== 'chunked') {
-      throw new HttpError(400, `unsupported Transfer-Encoding ${JSON.stringify(head.transferEncoding)}`)
+  let chunked = false
+  if (f.transferEncoding !== null) {
+    if (version === 0) throw new HttpError(400, 'Transfer-Encoding in an HTTP/1.0 request')
+    if (f.contentLength !== -1) throw new HttpError(400, 'both Content-Length and Transfer-Encoding')
+    if (f.transferEncoding.toLowerCase() !== 'chunked') {
+      throw new HttpError(400, `unsupported Transfer-Encoding ${JSON.stringify(f.transferEncoding)}`)
     }
-    head.chunked = true
+    chunked = true
   }
-  head.bodyLength = head.chunked ? -1 : Math.max(head.contentLength, 0)
-  head.keepAlive = keepAliveOf(head)
+  const connection = connectionTokens(f.connection)
   // h2c is not passed on: a client speaking HTTP/2 straight to a backend would be out
   // of lila's sight ("h2c smuggling"). Without the upgrade, Upgrade is just hop-by-hop.
-  head.asksUpgrade = head.upgrade !== null && hasToken(head.connection, 'upgrade')
-  head.isUpgrade = head.asksUpgrade && !/^\s*h2c\s*$/i.test(head.upgrade)
-  return head
+  const asksUpgrade = f.upgrade !== null && hasToken(connection, 'upgrade')
+  return {
+    fields,
+    contentLength: f.contentLength,
+    transferEncoding: f.transferEncoding,
+    connection,
+    upgrade: f.upgrade,
+    host: authority !== null ? authority : f.host,
+    hosts: f.hosts,
+    expect: f.expect,
+    keepAliveHint: f.keepAliveHint,
+    contentType: f.contentType, // gRPC calls are known by it (message/grpc.js callType)
+    grpcTimeout: f.grpcTimeout,
+    method,
+    target,
+    version,
+    path,
+    authority,
+    chunked,
+    bodyLength: chunked ? -1 : Math.max(f.contentLength, 0),
+    keepAlive: keepAliveOf(version, connection),
+    asksUpgrade,
+    isUpgrade: asksUpgrade && !/^\s*h2c\s*$/i.test(f.upgrade)
+  }
+}
+
+function isDigit (code) {
+  return code >= 48 && code <= 57
 }
 
 // "http://host:port/path" -> "host:port". User information (user@host) has no place in
@@ -237,60 +168,103 @@ function requestPath (method, target) {
 }
 
 // A response head in buf[start, end). `method` is the request's, because a response to
-// HEAD has no body whatever its headers say.
+// HEAD has no body whatever its headers say. The status line is HTTP/1.x SP 3DIGIT,
+// then SP and a reason phrase of visible bytes, spaces and tabs, or nothing.
 function parseResponseHead (buf, start, end, method) {
   const text = headText(buf, start, end)
-  const lines = splitLines(text)
-  const match = STATUS_LINE.exec(lines[0])
-  if (match === null) throw new HttpError(502, 'malformed status line from the backend')
-  const head = parseFields(lines, 1, CONTROL_BUT_CRLF.test(text))
-  head.version = match[1] === '1' ? 1 : 0
-  head.status = Number(match[2])
-  head.reason = match[3] || ''
+  const count = checkLines(text)
+  const lf = text.indexOf('\n')
+  const lineEnd = lf === -1 ? text.length : lf - 1
+  const minor = text.charCodeAt(7) - 48
+  const hundreds = text.charCodeAt(9) - 48
+  if (!text.startsWith('HTTP/1.') || (minor !== 0 && minor !== 1) || text.charCodeAt(8) !== 32 ||
+    hundreds < 1 || hundreds > 9 || !isDigit(text.charCodeAt(10)) || !isDigit(text.charCodeAt(11)) ||
+    (lineEnd !== 12 && (lineEnd < 12 || text.charCodeAt(12) !== 32))) {
+    throw new HttpError(502, 'malformed status line from the backend')
+  }
+  const status = hundreds * 100 + (text.charCodeAt(10) - 48) * 10 + text.charCodeAt(11) - 48
+  const reason = reasonAt(text, status, lineEnd)
+  const fields = parseFields(text, lineEnd + 2, count, CONTROL_BUT_CRLF.test(text))
+  const f = FACTS
   // Framing: none, chunked, a length, or until the backend closes.
-  head.chunked = false
-  head.bodyLength = -1 // -1 with chunked false: read until close
-  const status = head.status
+  let chunked = false
+  let bodyLength = -1 // -1 with chunked false: read until close
   if (status < 200 || status === 204 || status === 304 || method === 'HEAD') {
-    head.bodyLength = 0
-  } else if (head.transferEncoding !== null) {
+    bodyLength = 0
+  } else if (f.transferEncoding !== null) {
     // Only a lone "chunked" is framing lila can follow; anything else would leave lila
     // and the client disagreeing about where the response ends.
-    if (head.transferEncoding.toLowerCase() !== 'chunked') {
-      const coding = JSON.stringify(head.transferEncoding)
+    if (f.transferEncoding.toLowerCase() !== 'chunked') {
+      const coding = JSON.stringify(f.transferEncoding)
       throw new HttpError(502, `unsupported Transfer-Encoding ${coding} from the backend`)
     }
-    if (head.contentLength !== -1) {
+    if (f.contentLength !== -1) {
       throw new HttpError(502, 'both Content-Length and Transfer-Encoding from the backend')
     }
-    head.chunked = true
-  } else if (head.contentLength !== -1) {
-    head.bodyLength = head.contentLength
+    chunked = true
+  } else if (f.contentLength !== -1) {
+    bodyLength = f.contentLength
   }
-  head.keepAlive = keepAliveOf(head)
-  return head
+  const connection = connectionTokens(f.connection)
+  return {
+    fields,
+    contentLength: f.contentLength,
+    transferEncoding: f.transferEncoding,
+    connection,
+    upgrade: f.upgrade,
+    host: f.host,
+    hosts: f.hosts,
+    expect: f.expect,
+    keepAliveHint: f.keepAliveHint,
+    contentType: f.contentType,
+    grpcTimeout: f.grpcTimeout,
+    version: minor,
+    status,
+    reason,
+    chunked,
+    bodyLength,
+    keepAlive: keepAliveOf(minor, connection)
+  }
+}
+
+// The reason phrase after a status line's code ('' for none): the status's usual one
+// when it is that, as most are, so that it is not made again per response.
+function reasonAt (text, status, lineEnd) {
+  if (lineEnd <= 13) return ''
+  const usual = STATUS_CODES[status]
+  if (usual !== undefined && usual.length === lineEnd - 13 && text.startsWith(usual, 13)) return usual
+  const reason = text.slice(13, lineEnd)
+  if (!REASON.test(reason)) throw new HttpError(502, 'malformed status line from the backend')
+  return reason
 }
 
 // HTTP/1.1 stays open unless told to close; HTTP/1.0 closes unless told otherwise.
-function keepAliveOf (head) {
-  return head.version === 1
-    ? !hasToken(head.connection, 'close')
-    : hasToken(head.connection, 'keep-alive')
+function keepAliveOf (version, connection) {
+  return version === 1
+    ? !hasToken(connection, 'close')
+    : hasToken(connection, 'keep-alive')
 }
 
 function hasToken (tokens, token) {
   return tokens !== null && tokens.includes(token)
 }
 
-// "timeout=5, max=100" -> { timeout: 5000, max: 100 } (ms; -1 when absent).
+// "timeout=5, max=100" -> { timeout: 5000, max: 100 } (ms; -1 when absent). A backend
+// says the same on every response: the last value's answer is kept (read, never changed).
+let lastHint = null
+let lastKeepAlive = Object.freeze({ timeout: -1, max: -1 })
 function parseKeepAlive (value) {
+  if (value === lastHint) return lastKeepAlive
   const out = { timeout: -1, max: -1 }
-  if (value === null) return out
-  const timeout = /(?:^|[,\s])timeout=(\d+)/i.exec(value)
-  const max = /(?:^|[,\s])max=(\d+)/i.exec(value)
-  if (timeout) out.timeout = Number(timeout[1]) * 1000
-  if (max) out.max = Number(max[1])
-  return out
+  if (value !== null) {
+    const timeout = /(?:^|[,\s])timeout=(\d+)/i.exec(value)
+    const max = /(?:^|[,\s])max=(\d+)/i.exec(value)
+    if (timeout) out.timeout = Number(timeout[1]) * 1000
+    if (max) out.max = Number(max[1])
+  }
+  lastHint = value
+  lastKeepAlive = Object.freeze(out)
+  return lastKeepAlive
 }
 
 // buf[start, end), without a new view when that is all of it.

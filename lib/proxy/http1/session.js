@@ -2,13 +2,11 @@
 
 const { clientAddress } = require('../origin')
 const { resetOrDestroy } = require('../../upstream/dial')
-const { reasonOf, HttpError } = require('../../errors')
-const { findHeadEnd, hasBareLf, parseRequestHead, view } = require('./parse')
+const { reasonOf } = require('../../errors')
+const { HeadReader, NOT_HTTP } = require('./head-reader')
 const { MAX_HEAD } = require('../message/grammar')
-const { ChunkedReader } = require('./chunked')
-const { responseHead, fieldsOfTrailers, trailerLines } = require('./heads')
-const { Fields, responseFields, trailerFields } = require('../message/rewrite')
-const { reply, CONTINUE } = require('./replies')
+const { NO_BODY } = require('./body-reader')
+const { ResponseWriter } = require('./response-writer')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // After lila's last response on a connection it shuts its side and reads (and drops)
@@ -16,30 +14,7 @@ const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // the connection is reset.
 const { LINGER_MS } = require('../../limits')
 
-// Body bytes up to this many are copied behind a head into one write (writeAfter).
-const JOIN_LIMIT = 16 * 1024
-const LAST_CHUNK = '0\r\n\r\n'
-// What an HTTP/1.x request line ends with.
-const HTTP_LINE = / HTTP\/\d\.\d$/
-
-// How the client's copy of a final response head is framed (heads.js responseHead's
-// `how`): one object per combination, so that a response allocates none.
-// HEAD_FRAMING[chunked*4 | close*2 | keepAlive10].
-const HEAD_FRAMING = []
-for (let i = 0; i < 8; i++) {
-  HEAD_FRAMING.push(Object.freeze({ chunked: (i & 4) !== 0, close: (i & 2) !== 0, keepAlive10: (i & 1) !== 0 }))
-}
-const UPGRADE = { upgrade: true } // responseHead's `how` for a 101
-const INTERIM = HEAD_FRAMING[0] // a 1xx: its fields alone
-
-// The fields of the head being written (message/rewrite.js): one array for every
-// session, as a head is written at once.
-const FIELDS = new Fields()
-
-// How a response body reaches the client (`framing`).
-const LENGTH = 0 // as it comes: its length was said, or it has none
-const CHUNKS = 1 // lila frames each piece in a chunk (a body of unknown length)
-const UNTIL_CLOSE = 2 // as it comes, the connection's close ends it
+const HEADS = new HeadReader() // one for every connection: a head is read at once
 
 // The HttpSession a client socket serves.
 const SESSION = Symbol('lila.httpSession')
@@ -55,12 +30,11 @@ const CLIENT = handlers({
 })
 
 // One client connection speaking HTTP/1.1: the codec of lila's own on the client's
-// side. It reads request heads (strictly, parse.js) and each request's body through its
-// framing (Content-Length, or chunked: checked, and passed as it is to an HTTP/1.1
-// backend or taken apart for an HTTP/2 one), hands each request to an exchange the
-// protocol makes (newExchange: http/exchange.js), writes what the exchange answers in
-// HTTP/1.1, and keeps the connection alive between requests. Pipelined requests wait, unread past one head's
-// worth, until the response before them is done, so responses go out in order.
+// side. It reads request heads (head-reader.js) and each request's body through its
+// framing (body-reader.js), hands each request to an exchange the protocol makes
+// (newExchange: http/exchange.js), has what the exchange answers written in HTTP/1.1
+// (response-writer.js), and keeps the connection alive between requests. Pipelined
+// requests wait, unread past one head's worth, until the response before them is done.
 //
 // A client in the clear whose first bytes are the HTTP/2 connection preface is handed
 // to the protocol's HTTP/2 side (toHttp2); over TLS, the protocol chose the codec by
@@ -71,7 +45,7 @@ class HttpSession {
     this.client = client
     this.clientAddress = clientAddress(client)
     this.buf = null // received, not yet consumed: a partial head or pipelined requests
-    this.scanned = 0 // bytes of buf already searched for the end of a head
+    this.scanned = 0 // bytes of buf already searched for the end of a head (HEADS)
     this.exchange = null // the request being served
     this.headTimer = null
     this.closing = false // no further request will be served on this connection
@@ -80,15 +54,8 @@ class HttpSession {
     this.clientEnded = false
     this.lingerTimer = null
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
-    // The request body being read: bytes left of its length, or -1 while chunked
-    // (`chunks`, a ChunkedReader, finds its end); 0: none is being read.
-    this.bodyLeft = 0
-    this.chunks = null
-    this.decoded = null // taking a chunked body apart: the ChunkedReader's onData
-    // The response being written.
-    this.heldHead = null // its head, until the body bytes read with it join it
-    this.framing = LENGTH
-    this.keepAlive = false // the connection may serve another request after it
+    this.bodyReader = NO_BODY // the body being read: one made for the first request with one
+    this.writer = new ResponseWriter(client, listener) // the response being written
     // The first bytes may be the HTTP/2 preface (prior knowledge; over TLS, HTTP/2 is
     // agreed by ALPN only): until the first request.
     this.mayBeHttp2 = listener.protocol.startHttp2 !== undefined && !client.encrypted
@@ -133,122 +100,51 @@ class HttpSession {
 
   // --- The exchange's client (see http/exchange.js) ---
 
+  // The response and its head are the writer's (response-writer.js).
   sendContinue (x) {
-    if (x.head.version !== 1) return false
-    this.client.write(CONTINUE, 'latin1')
-    return true
+    return this.writer.sendContinue(x)
   }
 
-  // 1xx heads go on as they are, less hop-by-hop fields; never to HTTP/1.0.
   interim (x, res) {
-    if (x.head.version !== 1) return
-    responseFields(res, false, null, x, null, FIELDS)
-    this.client.write(responseHead(res, FIELDS, INTERIM, -1), 'latin1')
+    this.writer.interim(x, res)
   }
 
   takesChunked (x) {
     return x.head.version === 1
   }
 
-  // The final head: framed for this client (the backend's chunks as they are, a length,
-  // chunks of lila's, or the connection's close), with `cookie` (--sticky), held until
-  // the first body piece joins it (send, flushHead). Returns its size.
   respond (x, res, how, cookie) {
-    const { head } = x
-    const status = res.status
-    let length = res.contentLength
-    let chunked = false
-    this.framing = LENGTH
-    if (how.framed) {
-      chunked = true
-    } else if (head.method === 'HEAD' || status === 204 || status === 304) {
-      // no body, whatever its length says
-    } else if (how.bodyless) {
-      if (length === -1) length = 0
-    } else if (length === -1) {
-      if (head.version === 1 && !how.untilClose) {
-        this.framing = CHUNKS
-        chunked = true
-      } else {
-        this.framing = UNTIL_CLOSE
-      }
-    }
-    // After a declined upgrade, what the client sent next may be meant as the new
-    // protocol or as HTTP; rather than guess, the connection ends with this response.
-    this.keepAlive = head.keepAlive && !this.closing && !head.asksUpgrade && this.framing !== UNTIL_CLOSE &&
-      x.body.done
-    const headFraming = HEAD_FRAMING[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
-    // The Trailer field stays when its trailers can follow: in lila's chunks.
-    responseFields(res, chunked, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
-    const text = responseHead(res, FIELDS, headFraming, length)
-    this.heldHead = text
-    return text.length
+    return this.writer.respond(x, res, how, cookie, this.closing)
   }
 
   flushHead (x) {
-    const head = this.heldHead
-    if (head === null || this.exchange !== x) return
-    this.heldHead = null
-    this.client.write(head, 'latin1')
+    if (this.exchange === x) this.writer.flushHead()
   }
 
-  // A piece of the response's body; false when the client's socket is full.
   send (x, piece) {
-    const head = this.heldHead
-    if (this.framing === CHUNKS) {
-      const size = `${piece.length.toString(16)}\r\n`
-      if (head !== null) this.heldHead = null
-      this.client.cork()
-      this.client.write(head === null ? size : head + size, 'latin1')
-      this.client.write(piece)
-      const flowing = this.client.write('\r\n', 'latin1')
-      this.client.uncork()
-      return flowing
-    }
-    if (head === null) return this.client.write(piece)
-    this.heldHead = null
-    return this.writeAfter(head, piece)
+    return this.writer.send(piece)
   }
 
-  // The response's body is complete: its last chunk and trailers, when lila frames it.
-  // Returns the bytes that took.
   finishResponse (x, trailers) {
-    let out = this.heldHead === null ? '' : this.heldHead
-    this.heldHead = null
-    if (this.framing === CHUNKS) out += trailers === null ? LAST_CHUNK : `0\r\n${trailerLinesOf(trailers)}\r\n`
-    if (out !== '') this.client.write(out, 'latin1')
-    return this.framing === CHUNKS ? out.length : 0
+    return this.writer.finish(trailers)
   }
 
-  // A 101's head, as the backend's (with `cookie`).
   tunnelHead (x, res, cookie) {
-    responseFields(res, false, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
-    const text = responseHead(res, FIELDS, UPGRADE)
-    this.client.write(text, 'latin1')
-    return text.length
+    return this.writer.tunnelHead(x, res, cookie)
   }
 
-  // lila's own answer; returns its size. The connection stays when the request (and its
-  // body) was read whole.
-  // `more`: answerOf's { retryAfter, exhausted, fields, exact, page }.
   answer (x, status, detail, more) {
-    const { head } = x
-    this.keepAlive = head.keepAlive && x.body.done && !this.closing
-    const rules = this.listener.protocol.rewrite.response
-    const options = { ...more, close: !this.keepAlive, head: head.method === 'HEAD', grpc: x.grpc, rules, ctx: x }
-    const bytes = reply(status, detail, options)
-    this.heldHead = null
-    this.client.write(bytes)
-    return bytes.length
+    return this.writer.answer(x, status, detail, more, this.closing)
   }
 
   // The request's body broke its framing (400), or stopped coming (408): answered, and
   // the connection closed (the rest of the body cannot be told from the next request).
   refuseBody (x, status, detail) {
-    this.stopBody()
+    this.bodyReader.stop()
     return this.refuse(status, detail, { grpc: x.grpc, page: x.errorPage(status) })
   }
 
+  // Reading the client stops and goes on (an exchange's body, a tunnel's bytes).
   pauseBody (x) {
     this.client.pause()
   }
@@ -286,16 +182,17 @@ class HttpSession {
   // The exchange is over (`ok`: its response is complete, or lila answered).
   exchangeDone (x, ok) {
     this.exchange = null
-    this.heldHead = null
-    const reading = this.bodyLeft !== 0
-    this.stopBody()
+    this.writer.done()
+    const reading = this.bodyReader.active
+    const { keepAlive } = this.writer
+    this.bodyReader.stop()
     // Its head left before drain() and promised the client another request: wait for it.
-    if (ok && this.keepAlive && !reading && this.draining) {
+    if (ok && keepAlive && !reading && this.draining) {
       this.closing = false
       return this.awaitLastRequest()
     }
-    if (!ok || !this.keepAlive || reading || this.closing) return this.shut()
-    this.resume()
+    if (!ok || !keepAlive || reading || this.closing) return this.shut()
+    this.resumeBody(null)
     this.nextRequest()
   }
 
@@ -309,34 +206,9 @@ class HttpSession {
     return buf
   }
 
-  pause () {
-    this.client.pause()
-  }
-
-  resume () {
-    if (this.client.isPaused()) this.client.resume()
-  }
-
   // End lila's side of the connection (a tunnel's half-close).
   end () {
     if (!this.client.destroyed) this.client.end()
-  }
-
-  // A head (latin1 text) and the bytes after it, in one system call. A small piece is
-  // copied behind the head into one Buffer: one plain write, cheaper in Node than a
-  // corked writev of the two (a chunk array, the string encoded on the side).
-  writeAfter (head, piece) {
-    if (piece.length > JOIN_LIMIT) {
-      this.client.cork()
-      this.client.write(head, 'latin1')
-      const flowing = this.client.write(piece)
-      this.client.uncork()
-      return flowing
-    }
-    const bytes = Buffer.allocUnsafe(head.length + piece.length)
-    bytes.latin1Write(head, 0)
-    piece.copy(bytes, head.length)
-    return this.client.write(bytes)
   }
 
   // The listener's sweep, for the exchange's --timeout and --body-timeout (see
@@ -353,7 +225,7 @@ class HttpSession {
     const x = this.exchange
     if (x !== null) {
       if (x.tunnel !== null) return x.tunnel.toBackend(chunk)
-      if (this.bodyLeft !== 0) return this.readBody(chunk, 0)
+      if (this.bodyReader.active) return this.readBody(chunk, 0)
     }
     this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk])
     if (x === null) this.nextRequest()
@@ -370,51 +242,33 @@ class HttpSession {
         if (preface === HTTP2) return this.toHttp2(buf)
         if (preface === MAYBE) return this.waitForHead()
       }
-      // RFC 9112 2.2: ignore empty lines before a request line.
-      let start = 0
-      while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2
-      if (start === buf.length) {
-        this.buf = null
-        break
-      }
-      // A head arriving in pieces is searched from where the last search stopped, so
-      // a client sending a byte at a time costs linear work, not quadratic.
-      const from = Math.max(start, this.scanned)
-      const end = findHeadEnd(buf, start, from)
-      if (end === -1) {
-        if (buf.length - start > MAX_HEAD) return this.refuse(431, 'request head too large')
-        if (hasBareLf(buf, from)) return this.refuse(400, 'bare LF in the request head')
-        if (this.clientEnded) return this.refuse(400, 'connection closed in the middle of a request head')
+      const head = HEADS.read(buf, this.scanned, this.clientEnded, this.mayBeHttp2)
+      const { start, end, status, detail } = HEADS
+      this.scanned = HEADS.scanned
+      if (head === null) {
+        if (status === NOT_HTTP) return this.notHttp()
+        if (status !== 0) return this.refuse(status, detail)
+        if (start === buf.length) {
+          this.buf = null
+          break
+        }
         if (start > 0) this.buf = buf.subarray(start)
-        this.scanned = this.buf.length
         return this.waitForHead()
       }
       if (this.headTimer !== null) {
         clearTimeout(this.headTimer)
         this.headTimer = null
       }
-      if (end - start > MAX_HEAD + 4) return this.refuse(431, 'request head too large')
-      let head
-      try {
-        head = parseRequestHead(buf, start, end)
-      } catch (err) {
-        if (!(err instanceof HttpError)) throw err
-        if (this.mayBeHttp2 && !HTTP_LINE.test(buf.latin1Slice(start, buf.indexOf(10, start) - 1))) {
-          return this.notHttp()
-        }
-        return this.refuse(err.status, err.message)
-      }
       this.buf = null
-      this.scanned = 0
       this.mayBeHttp2 = false
       if (this.draining) this.lastRequest()
       const x = this.listener.protocol.newExchange(this, head, end - start)
       this.exchange = x
-      this.startBody(x)
+      if (head.bodyLength !== 0) (this.bodyReader = this.bodyReader.own()).start(x) // a length, or chunked (-1)
       x.start()
       if (end < buf.length) {
         buf = buf.subarray(end)
-        if (this.exchange === x && this.bodyLeft !== 0) this.readBody(buf, 0)
+        if (this.exchange === x && this.bodyReader.active) this.readBody(buf, 0)
         else this.unread(buf)
       }
       // The client already half-closed: a body not complete by now never will be.
@@ -423,48 +277,15 @@ class HttpSession {
     if (this.buf === null && this.exchange === null && this.clientEnded) this.shut()
   }
 
-  // The request's body is to be read: how it is framed.
-  startBody (x) {
-    const { head } = x
-    this.bodyLeft = head.chunked ? -1 : head.bodyLength
-    if (!head.chunked) return
-    this.chunks = new ChunkedReader(400, { keepTrailers: !x.body.framed })
-    if (!x.body.framed) this.decoded = (b, s, e) => x.onBody(b.subarray(s, e))
-  }
-
-  stopBody () {
-    this.bodyLeft = 0
-    this.chunks = null
-    this.decoded = null
-  }
-
-  // Body bytes from buf[start] for the exchange: up to the body's end, as it framed
-  // them (RequestBody's `framed`) or taken apart; what follows is the next request's.
+  // Body bytes from buf[start] for the exchange (body-reader.js); what follows its end
+  // is the next request's.
   readBody (buf, start) {
     const x = this.exchange
-    let end = buf.length
-    let trailers = null
-    if (this.chunks !== null) {
-      const before = this.chunks.data
-      let bodyEnd
-      try {
-        bodyEnd = this.chunks.read(buf, start, end, this.decoded)
-      } catch (err) {
-        if (!(err instanceof HttpError)) throw err
-        return x.clientBodyFailed(err.message)
-      }
-      if (bodyEnd !== -1) end = bodyEnd
-      if (this.decoded === null && end > start) x.onBody(view(buf, start, end), this.chunks.data - before)
-      if (bodyEnd === -1) return
-      if (this.decoded !== null) trailers = fieldsOfTrailers(this.chunks.trailers)
-    } else {
-      if (end - start > this.bodyLeft) end = start + this.bodyLeft
-      this.bodyLeft -= end - start
-      if (end > start) x.onBody(view(buf, start, end))
-      if (this.bodyLeft !== 0) return
-    }
-    if (this.exchange !== x) return
-    this.stopBody()
+    const reader = this.bodyReader
+    const end = reader.read(x, buf, start)
+    if (end === -1 || this.exchange !== x) return
+    const { trailers } = reader
+    reader.stop()
     if (end < buf.length) this.unread(buf.subarray(end))
     x.onBodyEnd(trailers)
   }
@@ -504,10 +325,9 @@ class HttpSession {
     // A head refused before an exchange is counted here; an exchange counts its own.
     if (this.exchange === null) this.listener.protocol.stats.refused(status)
     this.buf = null
-    const bytes = reply(status, detail, { close: true, retryAfter, grpc, page }) // page: --error-page's
-    this.client.write(bytes)
+    const size = this.writer.refusal(status, detail, retryAfter, grpc, page) // page: --error-page's
     this.shut()
-    return bytes.length
+    return size
   }
 
   onHeadTimeout () {
@@ -535,7 +355,7 @@ class HttpSession {
     const x = this.exchange
     if (x === null) return this.shut()
     if (x.tunnel !== null) x.tunnel.clientEnded()
-    else if (this.bodyLeft !== 0) x.clientBodyFailed('connection closed in the middle of the request body')
+    else if (this.bodyReader.active) x.clientBodyFailed('connection closed in the middle of the request body')
   }
 
   // No more requests: end lila's side, and give the client a moment to read it.
@@ -583,7 +403,7 @@ class HttpSession {
       this.drainTimer = null
       if (this.exchange === null && this.buf === null) this.shut() // (a head on its way has --header-timeout)
     }, this.graceMs)
-    this.resume()
+    this.resumeBody(null)
     this.nextRequest()
   }
 
@@ -593,12 +413,6 @@ class HttpSession {
     if (this.drainTimer !== null) clearTimeout(this.drainTimer)
     this.drainTimer = null
   }
-}
-
-// Trailer fields as they go on (message/rewrite.js), as HTTP/1.1 lines.
-function trailerLinesOf (fields) {
-  trailerFields(fields, FIELDS)
-  return trailerLines(FIELDS)
 }
 
 module.exports = { HttpSession }

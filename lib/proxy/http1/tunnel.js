@@ -23,7 +23,7 @@ class Tunnel {
   toBackend (piece) {
     // The backend closed: what the client still sends has nowhere to go.
     if (this.conn === null) return
-    if (!this.conn.socket.write(piece)) this.session.pause()
+    if (!this.conn.socket.write(piece)) this.session.pauseBody(null)
   }
 
   // A half-close passes through.

@@ -63,7 +63,8 @@ class Http2Leg {
     const { body } = x
     // A gRPC call's deadline, less the time it spent in lila (queued, connecting).
     const left = x.deadline === null ? null : x.deadline.left()
-    requestFields(x.sent, x, this.backend.hostHeader, x.listener.protocol.rewrite, left, x.clientSpan, FIELDS)
+    const { rewrite } = x.listener.protocol
+    requestFields(x.sent, x, this.backend.hostHeader, rewrite, left, x.forwarding.clientSpan, FIELDS)
     const list = requestList(x.sent, FIELDS, this.scheme)
     const endStream = body.done && body.heldBytes === 0 && trailerListOf(x.clientTrailers) === null
     const s = this.pool.request(LEG, list, endStream, this.fresh)

@@ -1,0 +1,118 @@
+'use strict'
+
+// Garbage per request: V8's sampling heap profiler (collected objects kept) in a lila
+// under wrk, W1's shape (keep-alive, 5-byte answers from a Node backend, 50
+// connections), divided by the requests wrk completed while it sampled. The heaviest
+// allocation sites follow. Linux, needs wrk.
+//
+//   node bench/garbage.js [LILA=./lila] [seconds=8] [--client wrk|h2load] [--body BYTES]
+//        [--post BYTES] [--backend-protocol h1|h2] [--top N]
+
+const { spawn } = require('child_process')
+const http = require('http')
+const http2 = require('http2')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { parseArgs } = require('util')
+const { startListening } = require('./procs')
+
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    client: { type: 'string', default: 'wrk' },
+    body: { type: 'string', default: '5' },
+    post: { type: 'string', default: '0' },
+    'backend-protocol': { type: 'string', default: 'h1' },
+    top: { type: 'string', default: '15' }
+  }
+})
+const [LILA = path.join(__dirname, '..', 'lila'), seconds = '8'] = positionals
+const BODY = Buffer.alloc(Number(flags.body), 'a')
+const H2 = flags['backend-protocol'] === 'h2'
+const out = path.join(os.tmpdir(), `lila-garbage-${process.pid}.json`)
+
+function backend () {
+  const server = (H2 ? http2.createServer : http.createServer)((req, res) => {
+    req.resume()
+    req.on('end', () => res.end(BODY))
+  })
+  return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve(server)))
+}
+
+function startLila (port) {
+  const args = ['--require', path.join(__dirname, 'garbage-probe.js'), LILA, 'rr', `127.0.0.1:${port}`,
+    '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none']
+  if (H2) args.push('--backend-protocol', 'h2')
+  return startListening(process.execPath, args, { env: { ...process.env, LILA_GARBAGE_PROBE: out } })
+}
+
+// The requests one load run completed.
+function load (port, duration) {
+  const url = `http://127.0.0.1:${port}/`
+  const post = Number(flags.post)
+  let argv
+  if (flags.client === 'h2load') {
+    argv = ['h2load', '-c10', '-m10', '-D', String(duration), url]
+    if (post > 0) argv.push('-d', bodyFile(post))
+  } else {
+    argv = ['wrk', '-t1', '-c50', `-d${duration}s`, url]
+    if (post > 0) argv.push('-s', wrkScript(post))
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0], argv.slice(1))
+    let text = ''
+    child.stdout.on('data', chunk => { text += chunk })
+    child.stderr.on('data', chunk => { text += chunk })
+    child.on('close', () => {
+      const count = flags.client === 'h2load' ? /(\d+) succeeded/.exec(text) : /(\d+) requests in/.exec(text)
+      if (count === null) reject(new Error(`no count: ${text}`))
+      else resolve(Number(count[1]))
+    })
+  })
+}
+
+function bodyFile (bytes) {
+  const file = path.join(os.tmpdir(), `lila-post-${bytes}.bin`)
+  if (!fs.existsSync(file)) fs.writeFileSync(file, Buffer.alloc(bytes, 'p'))
+  return file
+}
+
+function wrkScript (bytes) {
+  const file = path.join(os.tmpdir(), `lila-post-${bytes}.lua`)
+  fs.writeFileSync(file, `wrk.method = "POST"\nwrk.body = string.rep("p", ${bytes})\n` +
+    'wrk.headers["Content-Type"] = "application/octet-stream"\n')
+  return file
+}
+
+const until = (test, ms) => new Promise((resolve, reject) => {
+  const end = Date.now() + ms
+  const tick = () => test() ? resolve() : Date.now() > end ? reject(new Error('timed out')) : setTimeout(tick, 50)
+  tick()
+})
+
+async function main () {
+  const server = await backend()
+  const lila = await startLila(server.address().port)
+  await load(lila.port, 2) // warm-up
+  try { fs.unlinkSync(out) } catch {}
+  lila.child.kill('SIGWINCH')
+  await new Promise(resolve => setTimeout(resolve, 200))
+  const requests = await load(lila.port, Number(seconds))
+  lila.child.kill('SIGWINCH')
+  await until(() => fs.existsSync(out) && fs.statSync(out).size > 0, 10000)
+  const { total, top, error } = JSON.parse(fs.readFileSync(out, 'utf8'))
+  if (error) throw new Error(error)
+  console.log(`${requests} requests, ${(total / requests).toFixed(0)} bytes allocated per request`)
+  for (const [where, bytes] of top.slice(0, Number(flags.top))) {
+    console.log(`${(bytes / requests).toFixed(0).padStart(6)} B/req  ${(100 * bytes / total).toFixed(1).padStart(5)}%  ${where}`)
+  }
+  lila.child.kill()
+  server.close()
+  fs.unlinkSync(out)
+}
+
+main().catch(err => {
+  console.error(err.message)
+  process.exit(1)
+})

@@ -1,0 +1,123 @@
+'use strict'
+
+// lila's footprint against Node's own: start-up (hyperfine: `lila --version` and the
+// time from start to listening, against `node -e 0` and a bare Node HTTP server), idle
+// RSS (lila http in front of one backend against a bare Node HTTP server, each having
+// served one request), and memory per idle keep-alive client (CLIENTS clients that each
+// made one request and stay connected: RSS and, after a forced GC, V8's heap, before
+// and after, per client). Linux (/proc), needs hyperfine.
+//
+//   node bench/startup.js [LILA=./lila] [--clients 5000] [--runs 30]
+
+const { execFileSync } = require('child_process')
+const http = require('http')
+const net = require('net')
+const fs = require('fs')
+const path = require('path')
+const { parseArgs } = require('util')
+const procs = require('./procs')
+
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { clients: { type: 'string', default: '5000' }, runs: { type: 'string', default: '30' } }
+})
+const LILA = path.resolve(positionals[0] || path.join(__dirname, '..', 'lila'))
+const EXIT = path.join(__dirname, 'exit-on-listen.js')
+// A bare Node HTTP server: the floor a Node program starts from.
+const BARE = "const s = require('http').createServer((q, r) => r.end('hello')); s.listen(0, '127.0.0.1', " +
+  "() => process.stderr.write('listening on 127.0.0.1:' + s.address().port + '\\n'))"
+
+// hyperfine's mean wall time and user + system time of each command, in ms.
+function hyperfine (commands) {
+  const out = path.join(require('os').tmpdir(), `lila-startup-${process.pid}.json`)
+  execFileSync('hyperfine', ['-N', '--warmup', '3', '--runs', flags.runs, '--export-json', out, ...commands],
+    { stdio: 'ignore' })
+  const { results } = JSON.parse(fs.readFileSync(out, 'utf8'))
+  fs.unlinkSync(out)
+  return results.map(r => ({ command: r.command, mean: r.mean * 1000, cpu: (r.user + r.system) * 1000 }))
+}
+
+function rssKiB (pid) {
+  return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
+}
+
+// A process started with up to 20,000 descriptors, once it says it listens.
+function startListening (argv) {
+  return procs.startListening('sh', ['-c', 'ulimit -n 20000 2>/dev/null; exec "$@"', 'sh', ...argv])
+}
+
+function get (port, agent) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/', agent }, res => {
+      res.resume()
+      res.on('end', resolve)
+    }).on('error', reject)
+  })
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+// `count` clients, each sending one keep-alive request and reading its answer, then idle.
+async function idleClients (port, count) {
+  const sockets = []
+  const request = Buffer.from('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')
+  for (let i = 0; i < count; i += 100) {
+    await Promise.all(Array.from({ length: Math.min(100, count - i) }, () => new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(request))
+      socket.once('data', () => resolve())
+      socket.on('error', reject)
+      sockets.push(socket)
+    })))
+  }
+  return sockets
+}
+
+async function main () {
+  const lines = []
+  const say = line => { lines.push(line); console.log(line) }
+
+  const [node0, version] = hyperfine(['node -e 0', `${LILA} --version`])
+  say(`lila --version: ${version.mean.toFixed(1)} ms (CPU ${version.cpu.toFixed(1)} ms) against node -e 0: ` +
+    `${node0.mean.toFixed(1)} ms (CPU ${node0.cpu.toFixed(1)} ms): +${(version.mean - node0.mean).toFixed(1)} ms, ` +
+    `CPU +${(version.cpu - node0.cpu).toFixed(1)} ms`)
+
+  const backend = http.createServer((req, res) => res.end('hello')).listen(0, '127.0.0.1')
+  await new Promise(resolve => backend.once('listening', resolve))
+  const target = `127.0.0.1:${backend.address().port}`
+  const [bareStart, lilaStart] = hyperfine([
+    `node --require ${EXIT} -e "require('http').createServer().listen(0, '127.0.0.1')"`,
+    `node --require ${EXIT} ${LILA} rr ${target} --protocol http --host 127.0.0.1 --port 0 --check none`
+  ])
+  say(`start to listening: lila ${lilaStart.mean.toFixed(1)} ms (CPU ${lilaStart.cpu.toFixed(1)} ms) against a bare ` +
+    `Node HTTP server ${bareStart.mean.toFixed(1)} ms (CPU ${bareStart.cpu.toFixed(1)} ms) and node -e 0 ` +
+    `${node0.mean.toFixed(1)} ms: +${(lilaStart.mean - node0.mean).toFixed(1)} ms over node -e 0`)
+
+  const bare = await startListening(['node', '-e', BARE])
+  const lila = await startListening(['node', '--expose-gc', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
+    '--port', '0', '--check', 'none'])
+  await get(bare.port)
+  await get(lila.port)
+  await sleep(3000)
+  const [bareRss, lilaRss] = [rssKiB(bare.child.pid), rssKiB(lila.child.pid)]
+  say(`idle RSS, each having served one request: lila ${(lilaRss / 1024).toFixed(1)} MiB, a bare Node HTTP server ` +
+    `${(bareRss / 1024).toFixed(1)} MiB: lila +${((lilaRss - bareRss) / 1024).toFixed(1)} MiB`)
+
+  const count = Number(flags.clients)
+  for (const [name, proc] of [['lila', lila], ['bare Node HTTP server', bare]]) {
+    const before = rssKiB(proc.child.pid)
+    const sockets = await idleClients(proc.port, count)
+    await sleep(5000)
+    const after = rssKiB(proc.child.pid)
+    say(`${count} idle keep-alive clients (one request each): ${name} ${((after - before) / count).toFixed(2)} KiB of RSS each`)
+    for (const socket of sockets) socket.destroy()
+    await sleep(500)
+  }
+  bare.child.kill()
+  lila.child.kill()
+  backend.close()
+}
+
+main().catch(err => {
+  console.error(err.message)
+  process.exit(1)
+})
