@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "92b08ec05e10616a3e3f600ce47944c6392fa9db76a89cabfd481d081a231908"
+  sha256 "7e18644131ddce235af5fec14e6cacf85ea14521a46d7f706e0b16bd365cc1cf"
   license "MIT"
 
   depends_on "node"
