@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7e18644131ddce235af5fec14e6cacf85ea14521a46d7f706e0b16bd365cc1cf"
+  sha256 "00a2a166aded0553d82f3a0236ff02fddc66d4d1851b6d469b03ab510823017f"
   license "MIT"
 
   depends_on "node"
