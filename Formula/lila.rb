@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "00a2a166aded0553d82f3a0236ff02fddc66d4d1851b6d469b03ab510823017f"
+  sha256 "e9ceef07a22cd03bfbffe0c36530e65e70fbed3c8b7838881fa2c3d64a96cc99"
   license "MIT"
 
   depends_on "node"
