@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1c4509f6be6236d0f3ead0b0d22bcd50b8e6d803074a1b62a29ee3501517e52d"
+  sha256 "c170b21bd3db5026b37b3681f0821a5293ad84c5c5c63927d87fd240a85d7b01"
   license "MIT"
 
   depends_on "node"

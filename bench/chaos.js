@@ -13,7 +13,8 @@
 // The workloads (rows): HTTP/2 and HTTP/1.1 clients to HTTP/2 and to HTTP/1.1 backends
 // (h2load -c10 -m10 h2c; wrk -c10 keep-alive), gRPC unary calls (ghz -c20, 4
 // connections; again with lila's --retry-on reset, the calls said to be safe to run
-// twice) and tcp mode with a connection per request (wrk, Connection: close).
+// twice) and tcp mode with a connection per request (wrk, Connection: close; again
+// with lila's --retry-on reset).
 // Each cell says `failed / cut of total`: failed as the client counted it (h2load's
 // failed and errored streams and non-2xx answers, wrk's socket errors and non-2xx,
 // ghz's calls not OK); cut as the balancer logged it (lila's `response cut` lines,
@@ -71,7 +72,16 @@ const WORKLOADS = [
     protocol: 'grpc',
     lila: { 'retry-on': '502,503,reset' }
   },
-  { id: 'tcp', title: 'tcp mode, a connection per request', client: 'wrk-close', backend: 'h1', protocol: 'tcp' }
+  { id: 'tcp', title: 'tcp mode, a connection per request', client: 'wrk-close', backend: 'h1', protocol: 'tcp' },
+  // lila told that a client's bytes may go twice: resent after a reset before any answer.
+  {
+    id: 'tcp-reset',
+    title: 'tcp mode, a connection per request, lila `--retry-on reset`',
+    client: 'wrk-close',
+    backend: 'h1',
+    protocol: 'tcp',
+    lila: { 'retry-on': 'reset' }
+  }
 ]
 const FAULTS = ['kill', 'reload', 'upgrade']
 

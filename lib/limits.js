@@ -13,7 +13,8 @@ const LINGER_MS = 2000
 
 // What lila holds of what a client sent, to send it again to another backend if the
 // one it went to fails first: a tcp client's bytes while a backend is connected
-// (proxy/tcp.js: past this the client is paused), an HTTP request's body
+// (proxy/tcp.js: past this the client is paused) and, with --retry-on reset, until
+// the backend's first byte (past this none are kept), an HTTP request's body
 // (proxy/http/request-body.js: past this it can no longer be replayed; a body of a
 // known length up to this is read whole first), and the copy --mirror sends.
 const REPLAY_LIMIT = 64 * 1024

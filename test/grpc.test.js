@@ -16,7 +16,7 @@ const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/
 const { answerOf } = require('../lib/proxy/message/replies')
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
-const { listObject } = require('./fixtures/h2')
+const { listObject, h2Backend } = require('./fixtures/h2')
 
 t.test('grpc.js: grpc-timeout, grpc-message, the codes of lila\'s statuses (pure)', async t => {
   t.same(['5S', '100m', '2M', '1H', '1500u', '999n', '0S', '99999999H', '123456789S', '5 S', '5s', '', null].map(parseTimeout),
@@ -97,6 +97,12 @@ function rawCall (port, { path = '/lila.test.Echo/Unary', text = 'raw', headers 
       resolve(out)
     })
   }))
+}
+
+// A raw call's gRPC status and message, from its trailers or its trailers-only head.
+function statusOf ({ headers, trailers }) {
+  const fields = trailers !== null && trailers['grpc-status'] !== undefined ? trailers : headers || {}
+  return { status: fields['grpc-status'], message: decodeURIComponent(fields['grpc-message'] || '') }
 }
 
 e2e('unary calls alternate over two backends in round-robin; a backend status passes unchanged', async t => {
@@ -250,20 +256,38 @@ e2e('grpc-timeout: DEADLINE_EXCEEDED (4) when it runs out while lila holds the c
   t.ok(queued.endStream, 'trailers-only')
   t.equal(lila.stats().queued, 0, 'it left the queue')
 
-  // Reached the backend, which does not answer in time: lila ends it, and lets the
-  // backend's stream go.
-  a.releaseHeld()
-  await held
-  const slow = await rawCall(lila.port, { text: 'hold', headers: { 'grpc-timeout': '1S' } })
+  // Reached a backend that does not answer and keeps no deadline of its own (a plain
+  // HTTP/2 server), so the answer can only be lila's: lila ends the call, and resets the
+  // backend's stream.
+  const silent = await h2Backend(t, 'silent', () => {})
+  const toSilent = await startLila(t, [silent.address, '--protocol', 'grpc'])
+  const backendStream = new Promise(resolve => silent.server.once('stream', stream => {
+    stream.on('close', () => resolve(stream.rstCode))
+  }))
+  const slow = await rawCall(toSilent.port, { text: 'hold', headers: { 'grpc-timeout': '1S' } })
   t.equal(slow.headers['grpc-status'], '4')
   t.match(decodeURIComponent(slow.headers['grpc-message']), /passed before backend 127\.0\.0\.1:\d+ answered/)
+  t.ok(slow.endStream, 'trailers-only')
+  t.equal(await backendStream, http2.constants.NGHTTP2_CANCEL, "the backend's stream is let go (CANCEL)")
+
+  // A backend that keeps the deadline it was sent (grpc-js does) reaches it at the same
+  // moment as lila: whichever of the two says so first, the client is told
+  // DEADLINE_EXCEEDED.
+  a.releaseHeld()
+  await held
+  const raced = await rawCall(lila.port, { text: 'hold', headers: { 'grpc-timeout': '1S' } })
+  const said = decodeURIComponent(raced.headers['grpc-message'])
+  t.equal(raced.headers['grpc-status'], '4', `DEADLINE_EXCEEDED (${said})`)
+  t.match(said, /^(the call's deadline \(grpc-timeout 1S\) passed before backend 127\.0\.0\.1:\d+ answered|Deadline exceeded)$/)
   t.equal(a.calls, 2, 'the queued call never reached the backend')
 
   // A deadline that has not passed changes nothing; a malformed one is ignored.
   a.releaseHeld()
-  t.equal((await rawCall(lila.port, { text: 'x', headers: { 'grpc-timeout': '5S' } })).trailers['grpc-status'], '0')
+  const inTime = await rawCall(lila.port, { text: 'x', headers: { 'grpc-timeout': '5S' } })
+  t.same(statusOf(inTime), { status: '0', message: 'OK' }, 'a deadline not reached: the backend answers')
   const malformed = await rawCall(lila.port, { text: 'x', headers: { 'grpc-timeout': '5 seconds' } })
   t.equal(a.calls + (malformed.headers['grpc-status'] === undefined ? 0 : 1), 4, "a malformed grpc-timeout: the backend's to judge (grpc-js refuses it)")
+  await settles(t, toSilent)
   await settles(t, lila, client)
 })
 
@@ -322,7 +346,6 @@ e2e('--protocol http: a gRPC call gets gRPC-shaped answers; other requests the t
 })
 
 e2e('grpc-timeout: an HTTP/2 backend is sent what is left of the deadline', async t => {
-  const { h2Backend } = require('./fixtures/h2')
   const backend = await h2Backend(t, 'h2', (stream) => {
     stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true })
   })

@@ -6,7 +6,7 @@ const t = require('tap')
 const net = require('net')
 const crypto = require('crypto')
 const {
-  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, spawnLila, statusJson, within
+  tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, spawnLila, statusJson, settled, within
 } = require('./fixtures/helpers')
 
 // These tests are about moving bytes: no health probes (they would count as backend
@@ -245,6 +245,63 @@ t.test('an error on one side ends the other', async t => {
     }
     t.ok(rude.connections >= 1, 'the rude backend was tried')
   })
+})
+
+// --retry-on reset: bytes a backend took and reset before answering go to another
+// backend, when they fit in 64 KiB (REPLAY_LIMIT); without it, or past that, the
+// client is reset. `rude` reads everything up to the client's FIN, then resets.
+t.test('--retry-on reset: bytes a backend reset before answering go to another backend, up to 64 KiB', async t => {
+  const rude = await tcpBackend(t, 'rude', (socket, backend) => {
+    const chunks = []
+    socket.on('data', chunk => chunks.push(chunk))
+    socket.on('end', () => {
+      ;(backend.received ||= []).push(Buffer.concat(chunks))
+      socket.resetAndDestroy()
+    })
+  })
+  const echo = await tcpBackend(t, 'echo', socket => socket.pipe(socket))
+  const took = () => (rude.received || []).length
+  const digest = data => crypto.createHash('sha256').update(data).digest('hex')
+  // Each client's bytes, and what it got: its bytes back from echo, or a reset when
+  // rude took them and they were not sent again.
+  async function clients (lila, payloads) {
+    const outcomes = []
+    for (const payload of payloads) {
+      const before = took()
+      const { data, error } = await exchange(lila.port, payload)
+      const tookIt = took() > before
+      if (tookIt) t.equal(digest(rude.received.at(-1)), digest(payload), 'rude read the bytes whole before it reset')
+      outcomes.push({ tookIt, echoed: data === payload.toString() && error === null, reset: error !== null && error.code === 'ECONNRESET' })
+    }
+    return outcomes
+  }
+  const args = extra => ['rr', rude.address, echo.address, ...base, '--eject-after', '0', '--status-port', '0', ...extra]
+
+  const opted = await spawnLila(t, args(['--retry-on', 'reset']))
+  const small = await clients(opted, ['one', 'two', 'three', 'four'].map(s => Buffer.from(s)))
+  t.ok(small.some(o => o.tookIt), 'rude took some')
+  t.same(small.filter(o => !o.echoed), [], 'every client got its bytes back from echo')
+  const limit = crypto.randomBytes(64 * 1024)
+  const atLimit = await clients(opted, [limit, limit])
+  t.ok(atLimit.some(o => o.tookIt) && atLimit.every(o => o.echoed), '64 KiB: sent again, and echoed whole')
+  const past = crypto.randomBytes(64 * 1024 + 1)
+  const pastLimit = await clients(opted, [past, past])
+  t.ok(pastLimit.some(o => o.tookIt), 'rude took one past 64 KiB')
+  t.same(pastLimit.map(o => o.tookIt ? o.reset : o.echoed), [true, true], 'past 64 KiB: not kept, the client reset; the other echoed')
+  await settled(opted)
+
+  const plain = await spawnLila(t, args([]))
+  const without = await clients(plain, ['one', 'two'].map(s => Buffer.from(s)))
+  t.same(without.map(o => o.tookIt ? o.reset : o.echoed), [true, true], 'without it: the client rude took is reset')
+  t.ok(without.some(o => o.tookIt))
+  await settled(plain)
+})
+
+t.test('--retry-on in tcp mode takes reset or none only', async t => {
+  const { parseCommandLine } = require('../lib/config/argv')
+  t.same(parseCommandLine([':80', '--retry-on', 'reset']).config.listeners[0].retryOn, ['reset'])
+  t.throws(() => parseCommandLine([':80', '--retry-on', '502,reset']),
+    /option --retry-on "502,reset" names statuses, which need --protocol http: expected reset or none with --protocol tcp/)
 })
 
 t.test('--idle-timeout closes a connection with no traffic', async t => {

@@ -43,6 +43,13 @@ function buildListener ({
       throw src.fail(at(o.name), `${src.about(o)}needs ${src.setting('protocol', o.only)}`)
     }
   }
+  // tcp has no statuses: there --retry-on says only whether bytes go again after a reset.
+  if (kind === 'tcp' && given('retry-on') && settings.retryOn.some(code => code !== 'reset')) {
+    const subject = src.about(BY_NAME.get('retry-on'))
+    const text = quote(String(values.get('retry-on').value))
+    throw src.fail(at('retry-on'), `${subject}${text} names statuses, which need ${src.setting('protocol', 'http')}: ` +
+      `expected reset or none with ${src.setting('protocol', 'tcp')}`)
+  }
   if (settings.protocol === 'grpc') {
     if (settings.backendProtocol !== 'h2' && given('backend-protocol')) {
       const subject = src.about(BY_NAME.get('backend-protocol'))

@@ -130,9 +130,8 @@ const OPTIONS = [
     group: 'balancing',
     default: Object.freeze([502, 503]),
     shown: '502,503',
-    only: 'http',
     help: 'http: answers tried again elsewhere: codes, 5xx, gateway, none; ' +
-      'reset: any method after a reset (it may run twice)'
+      'reset: any method, or tcp\'s first 64 KiB, after a reset (it may run twice)'
   },
   {
     name: 'retry-budget',

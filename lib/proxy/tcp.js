@@ -10,7 +10,9 @@ const { traceConnection } = require('./tcp-trace')
 const { handlers, addListeners } = require('./socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
 // While a backend is being connected, what the client sends is held (and replayed to
-// the next backend if the connect fails). Past REPLAY_LIMIT, the client is paused.
+// the next backend if the connect fails). Past REPLAY_LIMIT, the client is paused. With
+// --retry-on reset, what went to a backend is kept until its first byte back, up to
+// REPLAY_LIMIT, for another backend if that one resets first.
 const { REPLAY_LIMIT } = require('../limits')
 
 // The TcpSession a client or backend socket serves.
@@ -84,6 +86,7 @@ class TcpSession {
     // it sends waits in `early` until a backend is connected.
     this.early = null
     this.earlyBytes = 0
+    this.kept = null // --retry-on reset: what the backend was sent, while it has answered nothing
     this.ownBuffer = null // the backend socket's own read buffer, while it moves bulk (READ)
     client[SESSION] = this
     addListeners(client, CLIENT)
@@ -108,7 +111,15 @@ class TcpSession {
       return
     }
     if (this.sentAt === 0) this.sentAt = performance.now()
+    if (this.kept !== null) this.keep(chunk)
     if (!this.upstream.write(chunk)) this.client.pause()
+  }
+
+  // Kept for a replay (--retry-on reset) while it stays within REPLAY_LIMIT; past it, none.
+  keep (chunk) {
+    this.earlyBytes += chunk.length
+    if (this.earlyBytes > REPLAY_LIMIT) this.kept = null
+    else this.kept.push(chunk)
   }
 
   fromUpstream (socket, chunk) {
@@ -239,11 +250,13 @@ class TcpSession {
     this.connectedAt = performance.now()
     // The verdict on this backend comes with its first byte (or a clean close); a
     // reset before that is a failure (see onUpstreamError).
-    if (this.early !== null) {
+    const early = this.early
+    this.early = null
+    if (early !== null) {
       this.sentAt = this.connectedAt
-      for (const chunk of this.early) socket.write(chunk)
-      this.early = null
+      for (const chunk of early) socket.write(chunk)
     }
+    if (this.attempt.resendsAfter('reset') && this.earlyBytes <= REPLAY_LIMIT) this.kept = early || []
     if (this.clientEnded) socket.end() // a FIN that came while connecting
     else if (this.client.isPaused()) this.client.resume()
   }
@@ -254,6 +267,7 @@ class TcpSession {
   onAnswer (gotData) {
     if (this.answered) return
     this.answered = true
+    this.kept = null
     if (!gotData) return this.attempt.succeeded()
     const now = performance.now()
     const connect = this.connectedAt - this.startedAt
@@ -269,6 +283,22 @@ class TcpSession {
     const retried = this.attempt.failed(reason, { cause, replayable: !this.clientClosed })
     if (this.clientClosed) this.finish()
     else if (!retried) this.unserved(null)
+  }
+
+  // The backend reset after the client's bytes reached it, before a byte came back: they
+  // go again to another backend (the verdict on this one waits for it), else the
+  // client is reset as the backend did.
+  resend (socket, reason) {
+    this.listener.log.debug(`${this.attempt.backend.address} reset before answering: ${reason}`)
+    this.piping = false
+    this.upstream = null
+    this.early = this.kept
+    this.kept = null
+    socket.destroy()
+    const how = { cause: 'reset', sent: true, replayable: !this.clientClosed }
+    const retried = this.attempt.failed(`${reason} before answering`, how)
+    if (this.clientClosed) this.finish()
+    else if (!retried) resetOrDestroy(this.client)
   }
 
   // lila itself could not open a backend connection (out of descriptors): nobody is
@@ -297,6 +327,9 @@ class TcpSession {
       this.piping = false
       return this.connectFailed(socket, `${reason} before any data`, 'reset')
     }
+    // --retry-on reset: the user said the bytes may go twice; those kept go to another
+    // backend, as HTTP's requests do (attempt.js resendsAfter).
+    if (this.kept !== null && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) return this.resend(socket, reason)
     this.listener.log.debug(`${this.attempt.backend.address} connection error: ${reason}`)
     // A backend that resets a connection before answering anything failed it.
     if (!this.answered) {
