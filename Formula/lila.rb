@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c170b21bd3db5026b37b3681f0821a5293ad84c5c5c63927d87fd240a85d7b01"
+  sha256 "1e5a8eb39fc69c8c5442783e21ad0911f52ef06a8a98a44e8ba16b69d9fc8b5d"
   license "MIT"
 
   depends_on "node"

@@ -12,7 +12,7 @@
 
 const { Upstream } = require('../upstream/upstream')
 const { Listener } = require('../proxy/listener')
-const { createTcpProtocol } = require('../proxy/tcp')
+const { createTcpProtocol } = require('../proxy/tcp-protocol')
 const { createHttpProtocol } = require('../proxy/http/protocol')
 const { prefixed } = require('../log')
 const { logsName } = require('../listener-names')

@@ -27,7 +27,7 @@ const MAX_WAITING = 1024
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
-// object made for this listener (tcp.js createTcpProtocol, http/protocol.js
+// object made for this listener (tcp-protocol.js createTcpProtocol, http/protocol.js
 // createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
 //   name                         'tcp', 'http': what snapshots and log lines say
 //   newSession(listener, client)  a Session (below) for a client connection, chosen

@@ -9,14 +9,13 @@ const { Attempt } = require('../upstream/attempt')
 const { traceConnection } = require('./tcp-trace')
 const { handlers, addListeners } = require('./socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
-// While a backend is being connected, what the client sends is held (and replayed to
-// the next backend if the connect fails). Past REPLAY_LIMIT, the client is paused. With
-// --retry-on reset, what went to a backend is kept until its first byte back, up to
-// REPLAY_LIMIT, for another backend if that one resets first.
+// While a backend is being connected, what the client sends is held (and replayed to the
+// next backend if the connect fails); past REPLAY_LIMIT, the client is paused. With
+// --retry-on reset, what went to a backend is kept until its first byte back (as long
+// as it stays within REPLAY_LIMIT) for another backend if that one resets first.
 const { REPLAY_LIMIT } = require('../limits')
 
-// The TcpSession a client or backend socket serves.
-const SESSION = Symbol('lila.tcpSession')
+const SESSION = Symbol('lila.tcpSession') // the TcpSession a client or backend socket serves
 
 // Socket event handlers shared by every session (socket-events.js): `this` is the
 // socket and its session hangs off it.
@@ -408,33 +407,14 @@ class TcpSession {
   drain () {}
 }
 
-// Pass a FIN on to `socket`. One that has already read its peer's FIN and has nothing
-// left to write is closed instead: close() sends the same FIN, without a shutdown()
-// call and its round through the event loop first. Called a tick after the other
-// side's 'end', so that when both FINs came in the same batch of reads (a connection
-// per request, as in HTTP/1.0 or W2 of the bench) this socket's own 'end' came first
-// and neither side needs a shutdown(). TLS ends with its own close_notify, so it
-// always ends.
+// Pass a FIN on to `socket`; one that has read its peer's FIN with nothing left to write
+// is closed instead (the same FIN, without shutdown()'s round through the loop). A tick
+// after the other side's 'end', so that both FINs of one batch of reads (a connection per
+// request, bench W2) need no shutdown(). TLS always ends (its own close_notify).
 function passEnd (socket) {
   if (socket.destroyed) return
   if (socket.readableEnded && socket.writableLength === 0 && !socket.encrypted) socket.destroy()
   else socket.end()
 }
 
-// TCP as a Listener's protocol (listener.js): TcpSessions, and nothing of its own to
-// configure, sweep or clean up but the connect timeout. One per listener.
-function createTcpProtocol () {
-  return {
-    name: 'tcp',
-    newSession (listener, client) { return new TcpSession(listener, client) },
-    alpn: undefined,
-    reconfigure (config, listener) {},
-    timeouts (config) { return [config.connectTimeout] },
-    sweep (listener) {},
-    drained () {},
-    snapshot () { return null },
-    snapshotBackend (backend) { return backend.snapshot() }
-  }
-}
-
-module.exports = { TcpSession, createTcpProtocol, READ, SESSION } // READ, SESSION: for test/tcp-reads.test.js
+module.exports = { TcpSession, READ, SESSION } // READ, SESSION: for test/tcp-reads.test.js

@@ -16,8 +16,7 @@ const { answerList } = require('./replies')
 const EMPTY = Buffer.alloc(0)
 // What is known of a request whose head was too large to keep.
 const OVERSIZED = Object.freeze({ method: 'GET', contentType: null, fields: Object.freeze([]) })
-// The fields of the head being listed (message/rewrite.js): one array for every
-// session, as a head is listed at once.
+// The fields of the head being listed (message/rewrite.js): one array for all sessions.
 const FIELDS = new Fields()
 
 // What lila's HTTP/2 server side tells clients (RFC 9113 6.5.2) and the limits its
