@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "72b3a504a9c9a690703c3853b8a0bb6a731179e0d891dd799ca23da7ea7a02ab"
+  sha256 "3e18bcfaab15e79f63e25ac10d630629c16453046b83c4f1b92e0b776a87b406"
   license "MIT"
 
   depends_on "node"
