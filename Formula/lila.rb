@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3e18bcfaab15e79f63e25ac10d630629c16453046b83c4f1b92e0b776a87b406"
+  sha256 "fcb0496eea636464a01ff26aaa6370ebdd8da13f8f5b77a523b75895fb4edb4b"
   license "MIT"
 
   depends_on "node"

@@ -15,9 +15,8 @@
 //
 // The owner (one object may own many connections):
 //   onStream(conn, stream, head, endStream) -> handler   a request (server side)
-//   onOversized(conn, stream) -> handler   (optional) a request whose header list is
-//                             past the limits, its head not kept: the owner answers it
-//                             (431) on the stream; without, the connection says 431
+//   onOversized(conn, stream) -> handler   (optional) a request past the header limits,
+//                             no head kept: the owner answers 431 (else the codec does)
 //   onSettings(conn)          the peer's SETTINGS took effect (capacity may change)
 //   onGoaway(conn, lastStreamId, code)   the peer goes away; streams above lastStreamId
 //                             were reset (REFUSED_STREAM: not processed, safe to retry)
@@ -184,9 +183,7 @@ class Connection {
   }
 
   // Are lila's stream ids spent (client side)? Then only a new connection opens more.
-  spent () {
-    return this.outbound.nextId > this.options.maxStreamId
-  }
+  spent () { return this.outbound.nextId > this.options.maxStreamId }
 
   // Open a stream with a request's header list (client side); null if it cannot.
   request (handler, list, endStream) {
