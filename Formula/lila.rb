@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1e5a8eb39fc69c8c5442783e21ad0911f52ef06a8a98a44e8ba16b69d9fc8b5d"
+  sha256 "fcb0496eea636464a01ff26aaa6370ebdd8da13f8f5b77a523b75895fb4edb4b"
   license "MIT"
 
   depends_on "node"

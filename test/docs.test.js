@@ -124,3 +124,23 @@ t.test('no sleeps in tests: every pause in a test file says why', async t => {
   }
   t.same(silent, [], 'a pause without a comment: wait on an event or poll with until() instead')
 })
+
+// README's "Reading the code" says how big lib/ is: within a tenth of the truth.
+t.test('README says about how many lines and files lib/ has', async t => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ')
+  const claim = /lila is about ([\d,]+) lines in some (\d+) files under `lib\/`/.exec(readme)
+  t.ok(claim, 'the sentence is in README.md')
+  const files = []
+  const walk = dir => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name)
+      if (entry.isDirectory()) walk(full)
+      else if (entry.name.endsWith('.js')) files.push(full)
+    }
+  }
+  walk(path.join(ROOT, 'lib'))
+  const lines = files.reduce((sum, file) => sum + fs.readFileSync(file, 'utf8').split('\n').length - 1, 0)
+  const near = (said, real) => Math.abs(said - real) <= real / 10
+  t.ok(near(Number(claim[1].replace(/,/g, '')), lines), `${lines} lines; README says about ${claim[1]}`)
+  t.ok(near(Number(claim[2]), files.length), `${files.length} files; README says some ${claim[2]}`)
+})

@@ -502,7 +502,7 @@ t.test('an HPACK bomb: a header list past the limit is answered 431, never built
   const bomb = frame(C.HEADERS, C.END_HEADERS, 3, Buffer.concat([block(GET), Buffer.alloc(16000, 0xbe)]))
   h.feed(bomb)
   t.same(h.events(), ['stream 1 es'], 'the bomb never reaches the owner')
-  t.ok(h.conn.decoder.listSize > 60e6, `what it would have decoded to: ${h.conn.decoder.listSize} bytes`)
+  t.ok(h.conn.inbound.decoder.listSize > 60e6, `what it would have decoded to: ${h.conn.inbound.decoder.listSize} bytes`)
   const out = h.out()
   t.same(out.map(f => f.list || f.code), [[':status', '431', 'content-length', '0'], C.NO_ERROR], '431, and the rest of the request refused')
   h.feed(F.data(3, 'late'), F.headers(5, GET))

@@ -57,11 +57,11 @@ function check (h) {
   const conn = h.conn
   if (conn.output.length > 4 * 1024 * 1024) throw new Error(`output holds ${conn.output.length} bytes`)
   if (conn.streams.size > DEFAULTS.maxConcurrentStreams) throw new Error(`${conn.streams.size} streams open`)
-  if (conn.decoder.size > conn.decoder.max || conn.decoder.max > DEFAULTS.headerTableSize) throw new Error('the HPACK table past its size')
-  if (conn.pending !== null && conn.pending.length >= 9 + 16384) throw new Error(`a partial frame of ${conn.pending.length} bytes`)
-  if (conn.blockLength > DEFAULTS.maxHeaderListSize) throw new Error('a header block past the limit')
-  if (conn.blocked.length > conn.streams.size || conn.waiting.length > conn.streams.size) {
-    throw new Error(`lists of streams growing: blocked ${conn.blocked.map(s => s.id)}, waiting ${conn.waiting.map(s => s.id)}`)
+  if (conn.inbound.decoder.size > conn.inbound.decoder.max || conn.inbound.decoder.max > DEFAULTS.headerTableSize) throw new Error('the HPACK table past its size')
+  if (conn.inbound.pending !== null && conn.inbound.pending.length >= 9 + 16384) throw new Error(`a partial frame of ${conn.inbound.pending.length} bytes`)
+  if (conn.inbound.blockLength > DEFAULTS.maxHeaderListSize) throw new Error('a header block past the limit')
+  if (conn.outbound.blocked.length > conn.streams.size || conn.outbound.waiting.length > conn.streams.size) {
+    throw new Error(`lists of streams growing: blocked ${conn.outbound.blocked.map(s => s.id)}, waiting ${conn.outbound.waiting.map(s => s.id)}`)
   }
 }
 

@@ -6,9 +6,9 @@ const { specAddress } = require('../address')
 const { describeFault } = require('../format')
 
 // Runtime control of one balancer's backends, for the status listener and the
-// dashboard: the functions status.js is given, over the listeners of one process.
-// (With several worker processes, the primary gives status.js functions that ask
-// every worker to do the same.)
+// dashboard: the functions status-server.js's StatusServer is given (`control`), over
+// the listeners of one process. (With several worker processes, the primary gives it
+// functions that ask every worker to do the same: controlFrom.)
 //
 // Each takes one plain object and returns a promise of { message, backends }: a line
 // saying what was done and the snapshots of the backends it touched. It rejects with a

@@ -2,7 +2,7 @@
 
 // What a reload changes, decided before anything is touched: a pure function of the
 // config in force, the new one and what is running. balancer.js binds what the plan
-// starts, then applies it (docs in ARCHITECTURE.md, "A reload").
+// starts, then applies it (docs/design.md, "A reload is the DNS machinery again").
 
 const { describeChanges, sameAddress } = require('../config/changes')
 const { matchText } = require('./words')

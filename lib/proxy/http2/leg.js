@@ -204,7 +204,7 @@ class Http2Leg {
     if (this.held !== null && !this.release()) return
     this.ended = true
     const s = this.s
-    if (!s.closed && !s.endSent && !s.endQueued) s.conn.reset(s, NO_ERROR)
+    if (s.writable) s.conn.reset(s, NO_ERROR)
     this.x.responseDone(trailers)
   }
 

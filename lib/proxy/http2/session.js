@@ -4,7 +4,7 @@ const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
 const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
-const { IGNORE } = require('../../wire/h2/stream')
+const { IGNORE, OPEN, HALF_CLOSED_LOCAL } = require('../../wire/h2/stream')
 const { LINGER_MS } = require('../../limits')
 const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../message/replies')
@@ -170,7 +170,7 @@ class Http2Session {
   // HTTP/1.1 would write it.
   respond (x, res, how, cookie) {
     const s = x.stream
-    if (s.closed || s.endSent || s.endQueued) return -1
+    if (!s.writable) return -1
     const rules = this.listener.protocol.rewrite.response
     // The Trailer field stays when its trailers can follow: an HTTP/2 or chunked body.
     responseFields(res, res.chunked || res.version === 2, rules, x, cookie, FIELDS)
@@ -189,7 +189,7 @@ class Http2Session {
   // The body is all sent: the trailers, or an empty DATA, end the stream.
   finishResponse (x, trailers) {
     const s = x.stream
-    if (s.closed || s.endSent || s.endQueued) return 0
+    if (!s.writable) return 0
     if (this.heldEnds !== null) {
       this.heldEnds.push(() => this.finishResponse(x, trailers))
       return 0
@@ -209,7 +209,7 @@ class Http2Session {
   // `more`: answerOf's { retryAfter, exhausted, fields, exact, page }.
   answer (x, status, detail, more) {
     const s = x.stream
-    if (s.closed || s.endSent || s.endQueued) return 0
+    if (!s.writable) return 0
     const rules = this.listener.protocol.rewrite.response
     const options = { ...more, head: x.head.method === 'HEAD', grpc: x.grpc, rules, ctx: x }
     const { list, body } = answerList(status, detail, options)
@@ -255,7 +255,7 @@ class Http2Session {
   // is the stream's last frame: held while the ends are (goAway).
   cut (x, why = null) {
     const s = x.stream
-    if (why !== null && x.grpc !== null && !s.closed && !s.endSent && !s.endQueued) {
+    if (why !== null && x.grpc !== null && s.writable) {
       const trailers = cutTrailers(why)
       if (this.heldEnds !== null) this.heldEnds.push(() => this.conn.headers(s, trailers, true))
       else this.conn.headers(s, trailers, true)
@@ -300,11 +300,11 @@ class Http2Session {
   // reset NO_ERROR. On this path only: no cost otherwise. (Nothing to do for a stream
   // closed, whose body ended, or whose response is not whole.)
   finishBody (s) {
-    if (s.closed || s.endReceived || !(s.endSent || s.endQueued)) return
+    if (s.state !== HALF_CLOSED_LOCAL && !(s.state === OPEN && s.endQueued)) return
     this.conn.drop(s)
     const linger = () => {
       if (s.closed) return
-      if (s.endSent) this.conn.reset(s, NO_ERROR)
+      if (s.state === HALF_CLOSED_LOCAL) this.conn.reset(s, NO_ERROR)
       else setTimeout(linger, LINGER_MS).unref() // the client has not taken it all yet
     }
     setTimeout(linger, LINGER_MS).unref()

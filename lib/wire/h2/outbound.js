@@ -1,62 +1,60 @@
 'use strict'
 
-// A Connection's side that its owner and its streams' handlers call (connection.js
-// holds the rest): opening streams, header blocks and DATA out under the peer's flow
-// control (what its windows hold back waits on the stream, in order, with the end and
-// trailers behind it), resets, pause and resume of what comes in, PING, and the
-// transport's congestion. Methods of Connection, kept in a file of their own.
+// What a Connection sends (connection.js owns one): the streams it opens (client side),
+// header blocks and DATA under the peer's flow control (what its windows hold back
+// waits on the stream, in order, with the end and trailers behind it), and the
+// transport's congestion (a write that said false hears onDrain when there is room).
+// It keeps what the peer allows lila to send: its SETTINGS' frame size and initial
+// window, and both windows' credit.
 
-const { Stream, IGNORE } = require('./stream')
+const { Stream } = require('./stream')
 const C = require('./constants')
 
-const PING_PAYLOAD = Buffer.from('lila-h2!', 'latin1')
-
 class Outbound {
-  // Can a new stream be opened (client side)?
-  canOpen () {
-    return !this.closed && !this.closing && !this.goneAway && this.nextId <= this.options.maxStreamId &&
-      this.streams.size < this.peerMaxStreams
+  constructor (conn) {
+    this.conn = conn
+    this.output = conn.output
+    this.nextId = conn.server ? 2 : 1 // lila's next stream (client side)
+    this.peerWindow = C.DEFAULT_WINDOW // the peer's SETTINGS_INITIAL_WINDOW_SIZE
+    this.peerFrameSize = C.DEFAULT_FRAME_SIZE
+    this.sendWindow = C.DEFAULT_WINDOW // connection-level, lila -> peer
+    this.blocked = [] // streams with DATA waiting for window
+    this.waiting = [] // streams told to wait (write() said false)
+    this.congested = false // the transport holds more than it wants
+    this.flood = conn.flood // told of the real work sent
   }
 
-  // Are lila's stream ids spent (client side)? Then only a new connection opens more.
-  spent () {
-    return this.nextId > this.options.maxStreamId
-  }
-
-  // Open a stream with a request's header list (client side); null if it cannot.
-  request (handler, list, endStream) {
-    if (!this.canOpen()) return null
-    const s = new Stream(this, this.nextId, this.peerWindow, this.options.initialWindowSize)
+  // A new stream with a request's header list (client side).
+  open (handler, list, endStream, recvWindow) {
+    const s = new Stream(this.conn, this.nextId, this.peerWindow, recvWindow)
     this.nextId += 2
     s.handler = handler
     s.bodiless = isHead(list) // its answer has no content, whatever its content-length
-    this.streams.set(s.id, s)
     this.output.headers(s.id, list, endStream, this.peerFrameSize)
-    this.work += 2
-    if (endStream) s.endSent = true
-    this.wrote()
+    this.flood.worked()
+    if (endStream) s.endLocal()
     return s
   }
 
   // A header block on s: the response head (or a 1xx) on the server side, or trailers
   // (endStream) on either; trailers wait behind DATA still queued.
   headers (s, list, endStream) {
-    if (s.closed || s.endSent || s.endQueued) return
+    if (!s.writable) return
     if (s.queue !== null && endStream) {
       s.trailers = list
       s.endQueued = true
       return
     }
     this.output.headers(s.id, list, endStream, this.peerFrameSize)
-    this.work += 2
-    this.wrote()
-    if (endStream) this.sent(s)
+    this.flood.worked()
+    this.conn.wrote()
+    if (endStream) this.conn.sent(s)
   }
 
   // Body bytes on s (chunk may be empty to end it). False: wait for onDrain before
   // writing more (the rest is taken and queued, held to at most what was written).
   write (s, chunk, endStream) {
-    if (s.closed || s.endSent || s.endQueued) return false
+    if (!s.writable) return false
     if (s.queue !== null) {
       s.queue.push(chunk)
       s.queued += chunk.length
@@ -72,9 +70,9 @@ class Outbound {
       this.blocked.push(s)
       at = -1
     }
-    this.wrote()
+    this.conn.wrote()
     if (at === length && endStream) {
-      this.sent(s)
+      this.conn.sent(s)
       return true
     }
     return at === length && !this.congested ? true : this.wait(s)
@@ -94,7 +92,7 @@ class Outbound {
       this.output.data(s.id, chunk, from, from + n, endStream && from + n === to)
       s.sendWindow -= n
       this.sendWindow -= n
-      this.work += 2
+      this.flood.worked()
       from += n
     }
     return from
@@ -128,7 +126,7 @@ class Outbound {
       this.output.headers(s.id, s.trailers, true, this.peerFrameSize)
       s.trailers = null
     }
-    if (s.endQueued) this.sent(s)
+    if (s.endQueued) this.conn.sent(s)
     if (s.wantDrain && !this.congested && !s.closed) {
       s.wantDrain = false
       s.handler.onDrain(s)
@@ -146,76 +144,61 @@ class Outbound {
       if (this.sendWindow > 0) this.sendQueued(s)
       if (s.queue !== null) this.blocked.push(s)
     }
-    this.wrote()
+    this.conn.wrote()
   }
 
-  // lila sent END_STREAM on s.
-  sent (s) {
-    s.endSent = true
-    this.settle(s)
+  // --- What the peer allows (the connection's SETTINGS and WINDOW_UPDATE frames) ---
+
+  setFrameSize (value) {
+    this.peerFrameSize = value
   }
 
-  // s ended both ways: it leaves the table.
-  settle (s) {
-    if (s.endSent && s.endReceived && !s.closed) {
-      this.remove(s)
-      if (this.closing && this.streams.size === 0) this.finish(C.NO_ERROR, 'done')
+  // SETTINGS_INITIAL_WINDOW_SIZE changed: every stream's window moves by the difference
+  // (6.9.2). False when one goes past 2^31-1 (a connection error).
+  setInitialWindow (value, streams) {
+    const delta = value - this.peerWindow
+    this.peerWindow = value
+    let fits = true
+    for (const s of streams) {
+      s.sendWindow += delta
+      if (s.sendWindow > C.MAX_WINDOW) fits = false
     }
+    return fits
   }
 
-  remove (s) {
-    s.closed = true
+  // The connection's window (s null) or s's grew; false when past 2^31-1.
+  grow (s, increment) {
+    if (s === null) {
+      this.sendWindow += increment
+      if (this.sendWindow > C.MAX_WINDOW) return false
+      this.unblock()
+      return true
+    }
+    s.sendWindow += increment
+    if (s.sendWindow > C.MAX_WINDOW) return false
+    if (s.queue !== null) {
+      this.sendQueued(s)
+      this.conn.wrote()
+    }
+    return true
+  }
+
+  // s left the table: it waits for nothing any more.
+  forget (s) {
     if (s.queue !== null) drop(this.blocked, s)
     if (s.wantDrain) drop(this.waiting, s)
-    s.queue = null
-    this.streams.delete(s.id)
-    this.remember(s.id, 0)
-    this.owner.onStreamClosed(this, s)
-    if (this.goneAway && this.streams.size === 0 && !this.closed) this.finish(C.NO_ERROR, 'the peer went away')
   }
 
-  // Reset s (CANCEL unless said): its handler hears nothing more.
-  reset (s, code = C.CANCEL) {
-    if (s.closed) return
-    this.remove(s)
-    this.rst(s.id, code)
-  }
-
-  // What still comes on s is read and dropped, its window given back as it comes (a
-  // server that answered before the request's body ended lets the client finish it).
-  drop (s) {
-    s.handler = IGNORE
-    this.resume(s)
-  }
-
-  // Inbound flow control: stop giving back window for s, then give back what came.
-  pause (s) {
-    s.paused = true
-  }
-
-  resume (s) {
-    if (!s.paused) return
-    s.paused = false
-    s.unacked += s.held
-    s.held = 0
-    if (!s.closed) this.credit(s)
-  }
-
-  // A PING of lila's (to find a dead peer); false when too many are unanswered.
-  ping () {
-    if (this.closed || this.pings >= this.options.maxPings) return false
-    this.pings++
-    this.output.ping(false, PING_PAYLOAD, 0)
-    this.wrote()
-    return true
+  // Every stream is gone (the connection ended).
+  clear () {
+    this.blocked = []
+    this.waiting = []
   }
 
   // The transport: it could not take everything (congested), or took it all.
   setCongested (congested) {
     this.congested = congested
-    if (congested) return
-    this.controlBacklog = 0
-    if (this.waiting.length === 0) return
+    if (congested || this.waiting.length === 0) return
     const waiting = this.waiting
     this.waiting = []
     for (let i = 0; i < waiting.length; i++) {
