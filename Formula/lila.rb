@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fcb0496eea636464a01ff26aaa6370ebdd8da13f8f5b77a523b75895fb4edb4b"
+  sha256 "01042a974bce300f6307d864cbef62e77900c58a50bb72eebd7c39d51e4259b8"
   license "MIT"
 
   depends_on "node"
