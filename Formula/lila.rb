@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "01042a974bce300f6307d864cbef62e77900c58a50bb72eebd7c39d51e4259b8"
+  sha256 "735d10cc783a09d98ba4c6e4be040351fb47fbc8e4417efccbbacd3e742fe803"
   license "MIT"
 
   depends_on "node"

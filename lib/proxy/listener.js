@@ -27,33 +27,12 @@ const MAX_WAITING = 1024
 
 // What every listener does, whatever its protocol: bind, accept, hold clients above
 // --max-conn, track sessions, and drain them on close. The protocol comes in as an
-// object made for this listener (tcp-protocol.js createTcpProtocol, http/protocol.js
-// createHttpProtocol: HTTP/1.1 and HTTP/2), of which the listener uses only this:
-//   name                         'tcp', 'http': what snapshots and log lines say
-//   newSession(listener, client)  a Session (below) for a client connection, chosen
-//                                by the protocol before it runs (HTTP: by ALPN)
-//   alpn                         what TLS offers clients to speak (undefined: nothing)
-//   limitsRequests               true: --rate-limit counts requests (the protocol asks
-//                                rateLimited()), not connections
-//   reconfigure(config, listener)  settings derived from the config: at the start and
-//                                on every reload (after the listener took the new ones)
-//   timeouts(config)             the ms the protocol's own timeouts need sweeps for
-//   sweep(listener)              those timeouts, run with every sweep (sweep.js)
-//   drained()                    clean-up once every session is gone after close()
-//   snapshot()                   what the listener's snapshot adds, or null
-//   snapshotBackend(backend)     a backend as stats() shows it (balancer.js)
-// A Session: `newSession(listener, client)`, then `start()` (or `turnAway(refusal)`
-// when a per-client limit refuses the client: close it, or answer 429), serves one client
-// connection and calls `listener.sessionDone(session)` exactly once when it is over. It
-// has `destroy()`, `drain(graceMs)` (a graceful close: end once what is in flight is
-// done, cutting nothing a client may be sending; HTTP/1.1 between requests waits up to
-// graceMs for one), and `onIdleSweep(idleLimit)`: one sweep passed; a session that saw no byte
-// move for `idleLimit` sweeps (--idle-timeout) closes itself (sweep.js). With
-// --accept-proxy or TLS termination a connection first goes through its prelude
-// (prelude.js: the PROXY header, the TLS handshake); the session then reads the
-// TLSSocket, and the client's address is the one the header gave. A session may hand
-// its connection on to a session of another kind (handOver): an HTTP/1.1 session whose
-// client speaks HTTP/2.
+// object made for this listener (tcp-protocol.js, http/protocol.js: HTTP/1.1 and
+// HTTP/2); what the listener uses of it and of the sessions it makes is
+// listener-interfaces.js's PROTOCOL and SESSION. With --accept-proxy or TLS termination
+// a connection first goes through its prelude (prelude.js: the PROXY header, the TLS
+// handshake); the session then reads the TLSSocket, and the client's address is the one
+// the header gave.
 class Listener {
   // descriptors: { limit, share }: the process's limit on open files and this
   // listener's share of it (descriptors.js), null each when unknown. edge: what its

@@ -9,6 +9,7 @@ function createTcpProtocol () {
     name: 'tcp',
     newSession (listener, client) { return new TcpSession(listener, client) },
     alpn: undefined,
+    limitsRequests: false, // --rate-limit counts connections
     reconfigure (config, listener) {},
     timeouts (config) { return [config.connectTimeout] },
     sweep (listener) {},
