@@ -6,7 +6,7 @@
 // The peers lila's CPU per request is read against, in column order; FLOOR stands for
 // the Node floor of lila's own layer (node-tcp or node-http, peers/node-proxy.js).
 const FLOOR = 'node floor'
-const RATIO_PEERS = ['haproxy-tcp', 'haproxy-http', 'http-proxy', FLOOR]
+const RATIO_PEERS = ['haproxy-tcp', 'haproxy-http', 'nginx-http', 'caddy', 'http-proxy', FLOOR]
 
 function markdown ({ meta, workloads, cells, notes, probes }) {
   const out = []
@@ -120,7 +120,7 @@ function redisTable (rows) {
 
 // HTTP/2 clients (H1) and gRPC calls (G1): the protocol to the backends beside the
 // usual columns, ratios to the L7 peers that serve HTTP/2.
-const H2_RATIO_PEERS = ['haproxy-http', 'nginx-http', FLOOR]
+const H2_RATIO_PEERS = ['haproxy-http', 'nginx-http', 'caddy', FLOOR]
 
 function h2Table (rows, w) {
   const out = ['| contender | to backends | req/s | p50 ms | p99 ms | errors | share A/B | LB CPU % | load CPU % | **LB CPU µs/req** | ' +
@@ -184,8 +184,8 @@ function pct (value) {
 // The targets at a glance: lila against its same-layer peers, per workload and mode.
 function glance (workloads, cells) {
   const out = ['## At a glance: LB CPU µs/request', '',
-    '| workload | balance | lila-tcp | ÷ haproxy-tcp | ÷ node floor | lila-http | ÷ haproxy-http | ÷ http-proxy | ÷ node floor |',
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|']
+    '| workload | balance | lila-tcp | ÷ haproxy-tcp | ÷ node floor | lila-http | ÷ haproxy-http | ÷ nginx-http | ÷ caddy | ÷ node floor |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|']
   let any = false
   const redis = []
   for (const w of workloads) {
@@ -203,7 +203,7 @@ function glance (workloads, cells) {
       const label = w.backendProtocols && w.backendProtocols.length > 1 ? `${w.id}, to ${backendProtocol}` : w.id
       const ratios = (c, peers) => peers.map(peer => c ? ratio(rows, c, peer) : '').join(' | ')
       out.push(`| ${label} | ${mode} | ${us(tcp)} | ${ratios(tcp, ['haproxy-tcp', FLOOR])} | ` +
-        `${us(http)} | ${ratios(http, ['haproxy-http', 'http-proxy', FLOOR])} |`)
+        `${us(http)} | ${ratios(http, ['haproxy-http', 'nginx-http', 'caddy', FLOOR])} |`)
       if (w.backend === 'redis' && tcp && tcp.status === 'ok') {
         const peer = rpsRatio(rows, tcp, 'haproxy-tcp')
         const direct = rpsRatio(rows, tcp, 'direct')

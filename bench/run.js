@@ -118,7 +118,8 @@ async function main () {
 
   notes.push('Peers run with the configs generated in contenders.js: HAProxy `nbthread 1`, defaults otherwise ' +
     '(16 KiB buffers, no splicing), `http-reuse always` in http mode; nginx `worker_processes 1`, upstream ' +
-    'keepalive 128 in http mode; http-proxy with a keep-alive agent. The L7 peers add X-Forwarded-For/-Proto/-Host as lila http does.')
+    'keepalive 128 in http mode; Caddy `reverse_proxy` (GOMAXPROCS=1, 128 idle connections per backend, h2c where ' +
+    'the workload needs it); http-proxy with a keep-alive agent. The L7 peers add X-Forwarded-For/-Proto/-Host as lila http does.')
   notes.push('share A/B: requests each backend served in the measured interval. Through a tcp balancer with keep-alive ' +
     '(W1, W3, W4) backends are chosen per connection, not per request, so W4 shows the slow backend\'s connections ' +
     'serving fewer requests whatever the mode.')
@@ -362,6 +363,7 @@ function describeMachine (opts, { loadgen, workloads, seconds }) {
   const peers = []
   if (procs.which('haproxy')) peers.push((firstLine([procs.which('haproxy'), '-v']) || 'HAProxy ?').replace(/ version /, ' ').replace(/ \d{4}\/.*$/, ''))
   if (procs.which('nginx')) peers.push((firstLine([procs.which('nginx'), '-v']) || 'nginx ?').replace(/^nginx version: nginx\//, 'nginx '))
+  if (procs.which('caddy')) peers.push(`Caddy ${(firstLine([procs.which('caddy'), 'version']) || '?').split(' ')[0]}`)
   const hp = safe(() => require(require.resolve('http-proxy/package.json', { paths: [__dirname] })).version, null)
   if (hp) peers.push(`http-proxy ${hp}`)
   if (procs.which('wrk')) peers.push((firstLine(['wrk', '--version']) || 'wrk ?').replace(/ \[.*$/, '').replace(/ +Copyright.*$/, ''))
