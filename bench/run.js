@@ -194,9 +194,6 @@ async function measureCell ({ w, mode, backendProtocol, contender, backends, dir
       ? contender.cannotH2({ backendProtocol, grpc: Boolean(w.grpc), h2: Boolean(w.h2 || w.grpc) })
       : null)
   if (missing) return { ...cell, status: 'skipped', reason: missing }
-  if (w.post > 16384 && contender.name === 'node-http') {
-    return { ...cell, status: 'skipped', reason: 'the Node floor forwards heads, not request bodies longer than a read' }
-  }
   const addresses = backendProtocol === 'h2' ? backends.h2Addresses : backends.addresses
   if (!addresses) return { ...cell, status: 'skipped', reason: `${w.backend} backends do not speak h2c (the Node backend never; Go before 1.24)` }
   let lb

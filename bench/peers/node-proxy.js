@@ -9,11 +9,12 @@
 //
 // tcp: accept, connect to the next backend in turn, pass bytes both ways (a data handler
 // each way, back-pressure, FIN passed on).
-// http: HTTP/1.1 clients sending bodiless requests; each request's head (found by its
+// http: HTTP/1.1 clients, one request at a time; each request's head (found by its
 // blank line, nothing else parsed) is written as it came on an idle pooled connection
-// to the next backend in turn, and the response passed back, its end found by its
-// Content-Length, the connection then pooled again (a client's Connection: close is
-// taken out of the head and honoured on the client's side only).
+// to the next backend in turn, then its body as read (Content-Length only), and the
+// response passed back, its end found by its Content-Length, the connection pooled
+// again once both are through (a client's Connection: close is taken out of the head
+// and honoured on the client's side only). NODE_FLOOR_READS=own: see readingOwn.
 // h2: HTTP/2 clients by prior knowledge (h2c), each stream sent as a stream of one
 // HTTP/2 session per backend (h2c), the next backend in turn; headers, body and trailers
 // passed both ways (enough for gRPC unary calls).
@@ -76,25 +77,82 @@ const CLOSE_LINE = /\r\nconnection:\s*close\r\n/i
 const CONNECTION_LINE = /\r\nconnection:[^\r]*\r\n/i
 
 function serveHttp () {
-  return net.createServer({ noDelay: true }, client => {
-    let pending = null // a request head still arriving
+  const own = process.env.NODE_FLOOR_READS === 'own'
+  return net.createServer({ noDelay: true, pauseOnConnect: own }, accepted => {
+    const client = own ? readingOwn(accepted) : accepted
+    client.headPart = null // a request head still arriving
+    client.bodyLeft = 0 // request body bytes still to pass to client.conn
+    client.conn = null
     client.on('error', () => {})
-    client.on('data', chunk => {
-      const buf = pending === null ? chunk : Buffer.concat([pending, chunk])
-      const end = buf.indexOf(HEAD_END)
-      if (end === -1) {
-        pending = buf
-        return
-      }
-      pending = null
-      client.pause() // one request at a time
-      // Connection: close (W2) is the client's: the backend connection stays pooled, as
-      // a balancer keeps it.
-      const text = buf.latin1Slice(0, end + 4)
-      const close = CLOSE.test(text)
-      send(next(), close ? Buffer.from(text.replace(CLOSE_LINE, '\r\n'), 'latin1') : buf, client, close)
-    })
+    if (!own) client.on('data', chunk => fromClient(client, chunk))
   })
+}
+
+function fromClient (client, chunk) {
+  if (client.bodyLeft > 0) return passBody(client, chunk)
+  const buf = client.headPart === null ? chunk : Buffer.concat([client.headPart, chunk])
+  const end = buf.indexOf(HEAD_END)
+  if (end === -1) {
+    client.headPart = Buffer.from(buf) // a read's buffer may be read into again
+    return
+  }
+  client.headPart = null
+  // Connection: close (W2) is the client's: the backend connection stays pooled, as
+  // a balancer keeps it.
+  const text = buf.latin1Slice(0, end + 4)
+  const close = CLOSE.test(text)
+  const length = CONTENT_LENGTH.exec(text)
+  client.bodyLeft = length === null ? 0 : Number(length[1])
+  client.pause() // one request at a time (resumed for its body below)
+  const head = close ? Buffer.from(text.replace(CLOSE_LINE, '\r\n'), 'latin1') : buf.subarray(0, end + 4)
+  send(next(), head, client, close)
+  if (client.bodyLeft === 0) return
+  client.resume()
+  if (end + 4 < buf.length) passBody(client, buf.subarray(end + 4))
+}
+
+// Request body bytes (P1, P2: Content-Length bodies) to the backend connection the head
+// went to, with back-pressure. What follows the body is the next request: a client
+// whose response came before its body's end (nginx's `return 200`) sends it at once.
+function passBody (client, chunk) {
+  const rest = chunk.length > client.bodyLeft ? chunk.subarray(client.bodyLeft) : null
+  if (rest !== null) chunk = chunk.subarray(0, client.bodyLeft)
+  client.bodyLeft -= chunk.length
+  const conn = client.conn
+  const full = !conn.write(chunk)
+  if (client.bodyLeft > 0) {
+    if (full) client.pause()
+    return
+  }
+  if (conn.left !== 0) return client.pause() // until the response is through
+  done(conn, client)
+  if (rest !== null) fromClient(client, rest)
+}
+
+// NODE_FLOOR_READS=own, an experiment (issue 37): the accepted socket's handle wrapped
+// anew with `onread` (net.Server has no such option; `handle` and `_handle` are Node's
+// internals), reading into a buffer of its own, reused when the write of what it read
+// completed at once, else replaced. Shows what Node's new buffer per read costs.
+function readingOwn (accepted) {
+  const handle = accepted._handle
+  accepted._handle = null
+  accepted.destroy()
+  const state = { next: Buffer.allocUnsafeSlow(64 * 1024) }
+  const client = new net.Socket({
+    handle,
+    readable: true,
+    writable: true,
+    onread: {
+      buffer: () => state.next,
+      callback (nread, buffer) {
+        const conn = client.conn
+        fromClient(client, buffer.subarray(0, nread))
+        const holder = client.conn || conn
+        if (holder !== null && holder.writableLength > 0) state.next = Buffer.allocUnsafeSlow(64 * 1024)
+      }
+    }
+  })
+  return client
 }
 
 // The request head `head` to a pooled connection of backend `b`, the response back.
@@ -102,6 +160,7 @@ function serveHttp () {
 function send (b, head, client, close) {
   const conn = b.idle.pop() || connect(b)
   conn.client = client
+  client.conn = conn
   conn.close = close
   conn.head = null
   conn.left = -1
@@ -112,6 +171,7 @@ function connect (b) {
   const conn = net.connect({ host: b.host, port: b.port, noDelay: true })
   conn.backend = b
   conn.on('error', () => { if (conn.client) conn.client.destroy() })
+  conn.on('drain', () => { if (conn.client && conn.client.bodyLeft > 0) conn.client.resume() })
   conn.on('data', chunk => {
     const client = conn.client
     if (client === null) return conn.destroy()
@@ -133,14 +193,18 @@ function connect (b) {
     }
     if (body.length > 0) client.write(body)
     conn.left -= body.length
-    if (conn.left <= 0) {
-      conn.client = null
-      conn.backend.idle.push(conn)
-      if (conn.close) client.end()
-      else client.resume()
-    }
+    if (conn.left <= 0 && client.bodyLeft <= 0) done(conn, client)
   })
   return conn
+}
+
+// The request's body and the response are both through: the connection pooled again.
+function done (conn, client) {
+  conn.client = null
+  client.conn = null
+  conn.backend.idle.push(conn)
+  if (conn.close) client.end()
+  else client.resume()
 }
 
 function serveH2 () {
