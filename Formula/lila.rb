@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "735d10cc783a09d98ba4c6e4be040351fb47fbc8e4417efccbbacd3e742fe803"
+  sha256 "5a5c144726f9bf37fb0445aeb01732b8bbc7de9f4f8e8d95cbaed8b05725a03c"
   license "MIT"
 
   depends_on "node"
