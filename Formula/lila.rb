@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5a5c144726f9bf37fb0445aeb01732b8bbc7de9f4f8e8d95cbaed8b05725a03c"
+  sha256 "28e6392359a85a87cc21836b409179cc7d1bdacfa2a5a6a2227c760e172ce0b0"
   license "MIT"
 
   depends_on "node"
