@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "28e6392359a85a87cc21836b409179cc7d1bdacfa2a5a6a2227c760e172ce0b0"
+  sha256 "7139db295e0e56d04bc8f6b40343b695e28932f6499684c2c42a7380de7fddd1"
   license "MIT"
 
   depends_on "node"
