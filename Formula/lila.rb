@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "735d10cc783a09d98ba4c6e4be040351fb47fbc8e4417efccbbacd3e742fe803"
+  sha256 "7139db295e0e56d04bc8f6b40343b695e28932f6499684c2c42a7380de7fddd1"
   license "MIT"
 
   depends_on "node"

@@ -9,7 +9,7 @@ const t = require('tap')
 const fs = require('fs')
 const path = require('path')
 const { spawnSync } = require('child_process')
-const { ROOT } = require('./fixtures/helpers')
+const { ROOT, spawnLila, tcpBackend } = require('./fixtures/helpers')
 
 const TOLERANCE = 4
 // Folders and files only a serving lila needs.
@@ -32,3 +32,32 @@ t.test('lila --version loads what ARCHITECTURE.md says', async t => {
   t.same(required, builtins.sort(), 'the Node built-ins the doc names')
   t.same(lib.filter(file => SERVING.test(file)), [], 'nothing only a serving lila needs')
 })
+
+// What a plain listener loads: a feature's modules (TLS, compression, --basic-auth's
+// hashes, forward auth, tracing, --workers, the fleet, lila run, ACME) load only when it
+// is configured (ARCHITECTURE.md, "The start of a process"). The built file, so that its
+// bundled require is what is held to it, then lib/ for which of lila's modules.
+// tls/wants.js and tls/http01.js (what a config asks of ACME, its HTTP-01 answers) are small
+// and read by every listener's setup.
+const FEATURES = /^(telemetry|fleet|app)\/|^tls\/(?!wants\.js$|http01\.js$)|^wire\/(otlp|jose|x509)\.js$|^proxy\/edge\/(basic-auth|passwords|bcrypt|apr1|sha-crypt|crypt64)\.js$|^proxy\/(tcp-trace|http\/exchange-trace)\.js$/
+const UNUSED_BUILTINS = ['tls', 'zlib', 'https', 'cluster', 'http2']
+const FIXTURE = path.join(__dirname, 'fixtures', 'loaded-modules.js')
+
+for (const protocol of ['tcp', 'http']) {
+  t.test(`a plain ${protocol} listener loads no feature it does not use`, async t => {
+    const backend = await tcpBackend(t, 'a')
+    const args = ['rr', backend.address, '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--protocol', protocol]
+    const loaded = async prefix => {
+      const lila = await spawnLila(t, args, { lila: process.execPath, prefix, env: { ...process.env, NODE_OPTIONS: '' } })
+      t.equal((await lila.stop()).code, 0, 'it stops cleanly')
+      return JSON.parse(lila.stderr.trim().split('\n').pop())
+    }
+    const built = await loaded(['-r', FIXTURE, path.join(ROOT, 'lila')])
+    t.ok(built.builtins.includes('net'), 'the built file is observed (it loads net)')
+    t.same(built.builtins.filter(name => UNUSED_BUILTINS.includes(name)), [], `./lila loads none of ${UNUSED_BUILTINS.join(', ')}`)
+    const source = await loaded([FIXTURE])
+    t.same(source.builtins.filter(name => UNUSED_BUILTINS.includes(name)), [], 'nor does lib/')
+    t.ok(source.lib.includes('proxy/listener.js'), 'lib/ is observed (it loads the listener)')
+    t.same(source.lib.filter(file => FEATURES.test(file)), [], 'no feature module')
+  })
+}

@@ -2,7 +2,6 @@
 
 const fs = require('fs')
 const net = require('net')
-const cluster = require('cluster')
 
 // The file of a Unix socket listener. Node (libuv) removes the path a server was bound
 // to when the server closes, which in an upgrade would take the path from under the new
@@ -27,7 +26,7 @@ const owned = new WeakMap() // server -> { path, ino }
 // Workers of --workers bind through their primary (cluster), which shares one socket
 // per name: they must all bind the same temporary name, the primary's.
 function temporaryName (path) {
-  const owner = cluster.isWorker ? process.ppid : process.pid
+  const owner = require('cluster').isWorker ? process.ppid : process.pid
   const name = `${path}.${owner}.new`
   return Buffer.byteLength(name) > MAX_PATH ? null : name
 }

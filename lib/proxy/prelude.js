@@ -1,6 +1,5 @@
 'use strict'
 
-const tls = require('tls')
 const { parseProxyHeader } = require('../wire/proxy-protocol')
 const { setOrigin, carryOrigin } = require('./origin')
 const { readClientHello, MAX_HELLO } = require('../wire/client-hello')
@@ -54,7 +53,7 @@ function startPrelude (raw, {
   }
 
   const handshake = (origin, challenge) => {
-    const socket = new tls.TLSSocket(raw, challenge !== null
+    const socket = new (require('tls').TLSSocket)(raw, challenge !== null
       ? { isServer: true, secureContext: challenge, ALPNProtocols: ['acme-tls/1'] }
       : {
           isServer: true,

@@ -6,7 +6,6 @@ const { clientAddress, originOf } = require('./origin')
 const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../upstream/dial')
 const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
-const { traceConnection } = require('./tcp-trace')
 const { handlers, addListeners } = require('./socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
 // While a backend is being connected, what the client sends is held (and replayed to the
@@ -376,7 +375,7 @@ class TcpSession {
     attempt.release(client.bytesRead, client.bytesWritten)
     listener.sessionDone(this)
     if (listener.accessLog !== null) listener.accessLog.log(this.record())
-    if (listener.tracer !== null) traceConnection(listener.tracer, this)
+    if (listener.tracer !== null) require('./tcp-trace').traceConnection(listener.tracer, this) // tracing only
     if (listener.log.enabled('debug')) {
       const backend = this.piping ? attempt.backend.address : 'no backend'
       const bytes = `${client.bytesRead} bytes in, ${client.bytesWritten} out`

@@ -12,7 +12,6 @@
 // the one they began with.
 
 const fs = require('fs')
-const tls = require('tls')
 const { X509Certificate } = require('crypto')
 const { UsageError } = require('../errors')
 
@@ -67,7 +66,7 @@ function factsOf (x509) {
 // UsageError naming both files.
 function contextOf ({ certPem, keyPem, clientCa, certFile = null, keyFile = null, certAt, keyAt }) {
   try {
-    return tls.createSecureContext({ cert: certPem, key: keyPem, ca: clientCa || undefined })
+    return require('tls').createSecureContext({ cert: certPem, key: keyPem, ca: clientCa || undefined })
   } catch (err) {
     if (certFile === null) throw err
     if (/key values mismatch/.test(err.message)) {
@@ -131,7 +130,7 @@ class ListenerTls {
   set (material, status = this.status) {
     this.status = status
     if (material === null) {
-      if (this.context === null) this.context = tls.createSecureContext({ ca: this.clientCa || undefined })
+      if (this.context === null) this.context = require('tls').createSecureContext({ ca: this.clientCa || undefined })
       return
     }
     const x509 = new X509Certificate(material.cert)
@@ -182,7 +181,7 @@ class Challenges {
       if (op === 'add') this.http.set(token, keyAuthorization)
       else this.http.delete(token)
     } else if (type === 'tls-alpn-01') {
-      if (op === 'add') this.alpn.set(name, tls.createSecureContext({ cert, key }))
+      if (op === 'add') this.alpn.set(name, require('tls').createSecureContext({ cert, key }))
       else this.alpn.delete(name)
     }
   }

@@ -1,7 +1,6 @@
 'use strict'
 
 const net = require('net')
-const tls = require('tls')
 const { reasonOf } = require('../errors')
 
 // A connection to a backend: plain TCP, or TLS with --backend-tls (`tlsOptions` from
@@ -32,7 +31,7 @@ function dial (backend, tlsOptions, { allowHalfOpen = false, preface = null, onr
     : null
   if (preface !== null) raw.write(preface) // sent as soon as the connect completes
   if (tlsOptions === null) return raw
-  const socket = tls.connect({
+  const socket = require('tls').connect({
     ...(raw === null ? { port: backend.port } : { socket: raw }),
     host: backend.host, // to connect to, or (with a socket) to check the certificate against
     servername: backend.name || undefined, // SNI takes names only

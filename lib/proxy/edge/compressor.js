@@ -16,10 +16,8 @@
 // stats.compressed(encoding, bytesIn, bytesOut) counts what went through (EdgeStats).
 // `levels` (LEVELS' shape) is for the bench, which tries others.
 
-const zlib = require('zlib')
 const { setImmediate } = require('timers')
 
-const { constants } = zlib
 // Chosen by measurement (bench/edge.js, bench/RESULTS-edge.md: CPU per MiB and ratio at
 // every level, against nginx and Caddy). gzip 4, the first of zlib's lazy-matching
 // levels: 11% fewer bytes than level 1 (nginx's default) and within 3% of level 5, for
@@ -34,6 +32,7 @@ const LEVELS = {
 const HIGH_WATER = 64 * 1024
 
 function createStream (encoding, levels) {
+  const zlib = require('zlib') // loaded on the first compressed answer (ARCHITECTURE.md)
   if (encoding === 'gzip') {
     return zlib.createGzip({ level: levels.gzip.level, highWaterMark: HIGH_WATER, chunkSize: HIGH_WATER })
   }
@@ -41,14 +40,14 @@ function createStream (encoding, levels) {
     highWaterMark: HIGH_WATER,
     chunkSize: HIGH_WATER,
     params: {
-      [constants.BROTLI_PARAM_QUALITY]: levels.br.quality,
-      [constants.BROTLI_PARAM_LGWIN]: levels.br.window,
-      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT
+      [zlib.constants.BROTLI_PARAM_QUALITY]: levels.br.quality,
+      [zlib.constants.BROTLI_PARAM_LGWIN]: levels.br.window,
+      [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT
     }
   })
 }
 
-const FLUSH = { gzip: constants.Z_SYNC_FLUSH, br: constants.BROTLI_OPERATION_FLUSH }
+const FLUSH = { gzip: 'Z_SYNC_FLUSH', br: 'BROTLI_OPERATION_FLUSH' } // names in zlib.constants
 
 class Compressor {
   constructor (encoding, sink, stats, levels = LEVELS) {
@@ -68,7 +67,7 @@ class Compressor {
     this.stream.on('error', err => this.sink.error(err))
     this.flush = () => {
       this.flushing = false
-      if (!this.ended && !this.stream.destroyed) this.stream.flush(FLUSH[this.encoding])
+      if (!this.ended && !this.stream.destroyed) this.stream.flush(require('zlib').constants[FLUSH[this.encoding]])
     }
   }
 

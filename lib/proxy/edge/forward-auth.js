@@ -22,7 +22,6 @@
 //              shape; `page` the body as edge/error-pages.js Pages are: type, render)
 
 const http = require('http')
-const https = require('https')
 const crypto = require('crypto')
 
 // Of the auth service's answer to anything but a 2xx, what goes back to the client.
@@ -47,7 +46,7 @@ class AuthService {
     this.url = new URL(url)
     this.stats = stats
     const secure = this.url.protocol === 'https:'
-    this.client = secure ? https : http
+    this.client = secure ? require('https') : http // https only when used (ARCHITECTURE.md)
     this.agent = new this.client.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS, scheduling: 'lifo' })
     this.timeout = 0
     this.copy = []

@@ -46,8 +46,6 @@
 const fs = require('fs')
 const { UsageError } = require('../../errors')
 const { AddressGate } = require('./addresses')
-const { BasicAuth } = require('./basic-auth')
-const { parsePasswords } = require('./passwords')
 const { encodingChooser } = require('./negotiate')
 const { compressible, compressedFields, typeMatcher } = require('./compress')
 const { Compressor } = require('./compressor')
@@ -181,7 +179,7 @@ function readPasswords (file, readFile = fs.readFileSync) {
     const reasons = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a folder' }
     throw new UsageError(`cannot read --basic-auth file ${JSON.stringify(file)}: ${reasons[err.code] || err.code}`)
   }
-  return parsePasswords(text, file)
+  return require('./passwords').parsePasswords(text, file) // loaded with --basic-auth only (ARCHITECTURE.md)
 }
 
 // services: the listener's AuthServices (forward-auth.js), configured for this config.
@@ -191,6 +189,7 @@ function compileEdge (config, loaded, stats, services) {
   const auths = new Map() // one per file: routes that share the listener's file share what it remembers
   const authOf = file => {
     if (file === null) return null
+    const { BasicAuth } = require('./basic-auth') // loaded with --basic-auth only
     if (!auths.has(file)) auths.set(file, new BasicAuth(loaded.passwords.get(file), { realm: config.basicAuthRealm }))
     return auths.get(file)
   }

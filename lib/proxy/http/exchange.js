@@ -10,7 +10,6 @@ const { RequestBody, BUFFER_FIRST } = require('./request-body')
 const { responsePlan, editedResponse, CompressedBody } = require('./edge-calls')
 const { admit, overSize } = require('./admission')
 const { Forwarding } = require('./forwarding')
-const { ExchangeTrace } = require('./exchange-trace')
 const { responseBody } = require('../message/response-body')
 
 const CLIENT_CLOSED = 499 // the client went away before any response: nginx's "client closed request"
@@ -80,7 +79,9 @@ class Exchange {
     this.replied = 0 // the status lila answered itself, if it did
     this.openedAt = performance.now() // for the request-time histogram and the access log
     // --otlp: its spans (exchange-trace.js), or null
-    this.trace = listener.tracer === null ? null : new ExchangeTrace(listener.tracer, this)
+    // Required here: the telemetry modules load only when tracing is on (ARCHITECTURE.md).
+    const { tracer } = listener
+    this.trace = tracer === null ? null : new (require('./exchange-trace').ExchangeTrace)(tracer, this)
     if (this.trace !== null) this.traceId = this.trace.traceId
   }
 
