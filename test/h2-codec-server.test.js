@@ -11,7 +11,7 @@ const os = require('os')
 const path = require('path')
 const { spawn } = require('child_process')
 const { within, outputOf, until } = require('./fixtures/helpers')
-const { toolPath } = require('./fixtures/grpc')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { startResponder } = require('./fixtures/h2-responder')
 const { h2client, request } = require('./fixtures/h2-client')
@@ -20,8 +20,7 @@ const { ENHANCE_YOUR_CALM } = require('../lib/wire/h2/constants')
 
 const FLOODER = path.join(__dirname, 'fixtures', 'h2-frames.js')
 
-const H2SPEC = toolPath('h2spec')
-const has = tool => process.env.PATH.split(':').some(dir => fs.existsSync(path.join(dir, tool)))
+const H2SPEC = tool('h2spec').path
 
 // What a command prints, given `input` on its stdin.
 function run (command, args, input) {
@@ -57,7 +56,7 @@ function h2spec (t, port, tls) {
   }))
 }
 
-t.test('h2spec: no failure, h2c and over TLS', { skip: H2SPEC === null && 'h2spec not installed (GOBIN=.tools go install github.com/summerwind/h2spec/cmd/h2spec@latest)' }, async t => {
+t.test('h2spec: no failure, h2c and over TLS', { skip: tool('h2spec').skip }, async t => {
   const cert = makeCertificate(certDir(t), 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
   for (const tls of [false, true]) {
     const responder = await startResponder(t, { secure: tls ? cert : null })
@@ -67,7 +66,7 @@ t.test('h2spec: no failure, h2c and over TLS', { skip: H2SPEC === null && 'h2spe
   }
 })
 
-t.test('curl, by prior knowledge and over TLS', { skip: !has('curl') && 'curl not installed' }, async t => {
+t.test('curl, by prior knowledge and over TLS', { skip: tool('curl').skip }, async t => {
   const responder = await startResponder(t)
   const plain = await outputOf('curl', ['-s', '--http2-prior-knowledge', '-D', '-', `http://127.0.0.1:${responder.port}/trailers`])
   t.match(plain, /^HTTP\/2 200/)
@@ -81,7 +80,7 @@ t.test('curl, by prior knowledge and over TLS', { skip: !has('curl') && 'curl no
   t.equal(over, '2 200 1048576', '1 MiB over TLS, ALPN h2')
 })
 
-t.test('nghttp: a large body under its 64 KiB windows, trailers, several streams', { skip: !has('nghttp') && 'nghttp not installed (nghttp2-client)' }, async t => {
+t.test('nghttp: a large body under its 64 KiB windows, trailers, several streams', { skip: tool('nghttp').skip }, async t => {
   const responder = await startResponder(t)
   const base = `http://127.0.0.1:${responder.port}`
   const out = await outputOf('nghttp', ['-ns', `${base}/big/3000000`, `${base}/trailers`, `${base}/`, `${base}/missing`])
@@ -91,7 +90,7 @@ t.test('nghttp: a large body under its 64 KiB windows, trailers, several streams
   t.equal(body, 'echoed')
 })
 
-t.test('h2load: 10,000 requests over 10 connections of 10 streams', { skip: !has('h2load') && 'h2load not installed (nghttp2-client)' }, async t => {
+t.test('h2load: 10,000 requests over 10 connections of 10 streams', { skip: tool('h2load').skip }, async t => {
   const responder = await startResponder(t)
   const out = await outputOf('h2load', ['-n', '10000', '-c', '10', '-m', '10', `http://127.0.0.1:${responder.port}/`], { timeout: 60000 })
   t.match(out, /requests: 10000 total, 10000 started, 10000 done, 10000 succeeded, 0 failed, 0 errored/)

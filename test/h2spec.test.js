@@ -11,10 +11,10 @@ const os = require('os')
 const path = require('path')
 const { spawn } = require('child_process')
 const { spawnLila, httpBackend, within } = require('./fixtures/helpers')
-const { toolPath } = require('./fixtures/grpc')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 
-const H2SPEC = toolPath('h2spec')
+const H2SPEC = tool('h2spec').path
 
 // h2spec's JUnit report -> Map 'package classname' -> 'passed' | 'failed' | 'skipped'.
 // Read with a pattern: the report can hold bytes an XML parser refuses.
@@ -48,7 +48,7 @@ function h2spec (t, port, { tls = false } = {}) {
   }))
 }
 
-t.test('h2spec: lila fails no case, h2c and over TLS', { skip: H2SPEC === null && 'h2spec not installed (GOBIN=.tools go install github.com/summerwind/h2spec/cmd/h2spec@latest)' }, async t => {
+t.test('h2spec: lila fails no case, h2c and over TLS', { skip: tool('h2spec').skip }, async t => {
   // The app answers once the request is whole, as most do. One that answered at once
   // would race h2spec: 6.9.1's HEADERS (no END_STREAM) then two WINDOW_UPDATEs, when
   // the updates come in a later read, find the stream answered and reset NO_ERROR

@@ -13,13 +13,14 @@ const path = require('path')
 const crypto = require('crypto')
 const { spawnSync } = require('child_process')
 const { httpBackend, request, startLila, deadPort, until, isSettled, curl } = require('./fixtures/helpers')
-const { h2load, H2LOAD } = require('./fixtures/h2')
+const { h2load } = require('./fixtures/h2')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 
 const HTTP = ['--protocol', 'http']
 const CURL_HTTP2 = /\bHTTP2\b/.test(spawnSync('curl', ['--version'], { encoding: 'utf8' }).stdout || '')
 const noCurl = CURL_HTTP2 ? false : 'curl with HTTP/2 support is not installed'
-const noH2load = H2LOAD ? false : 'h2load is not installed (Debian package nghttp2-client)'
+const noH2load = tool('h2load').skip
 
 async function settles (t, lila) {
   await until(() => isSettled({ listeners: [lila.stats()] }), 'live counts to return to zero').catch(err => {
