@@ -6,12 +6,11 @@
 // own client side fetches from it with bodies both ways under flow control.
 
 const t = require('tap')
-const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { spawn } = require('child_process')
 const { within, outputOf, until } = require('./fixtures/helpers')
 const { tool } = require('./fixtures/tools')
+const { h2spec } = require('./fixtures/h2spec')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { startResponder } = require('./fixtures/h2-responder')
 const { h2client, request } = require('./fixtures/h2-client')
@@ -19,8 +18,6 @@ const { gcFunction } = require('../lib/cli/heap')
 const { ENHANCE_YOUR_CALM } = require('../lib/wire/h2/constants')
 
 const FLOODER = path.join(__dirname, 'fixtures', 'h2-frames.js')
-
-const H2SPEC = tool('h2spec').path
 
 // What a command prints, given `input` on its stdin.
 function run (command, args, input) {
@@ -34,33 +31,11 @@ function run (command, args, input) {
   }))
 }
 
-// h2spec's JUnit report: how many cases passed, failed and were skipped, and the
-// failures' names.
-function h2spec (t, port, tls) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-h2spec-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const report = path.join(dir, 'report.xml')
-  const args = ['-h', '127.0.0.1', '-p', String(port), '-j', report, ...(tls ? ['-t', '-k'] : [])]
-  return within(120000, 'h2spec to finish', new Promise((resolve, reject) => {
-    const child = spawn(H2SPEC, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-    let stderr = ''
-    child.stderr.on('data', chunk => { stderr += chunk })
-    child.on('close', () => {
-      if (!fs.existsSync(report)) return reject(new Error(`h2spec wrote no report: ${stderr}`))
-      const text = fs.readFileSync(report, 'latin1')
-      const cases = [...text.matchAll(/<testcase package="([^"]*)" classname="([^"]*)"[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)]
-      const failed = cases.filter(m => /<(failure|error)\b/.test(m[4] || '')).map(m => `${m[1]} ${m[2]}`)
-      const skipped = cases.filter(m => /<skipped\b/.test(m[4] || '')).length
-      resolve({ total: cases.length, failed, skipped })
-    })
-  }))
-}
-
 t.test('h2spec: no failure, h2c and over TLS', { skip: tool('h2spec').skip }, async t => {
   const cert = makeCertificate(certDir(t), 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
   for (const tls of [false, true]) {
     const responder = await startResponder(t, { secure: tls ? cert : null })
-    const result = await h2spec(t, responder.port, tls)
+    const result = await h2spec(t, responder.port, { tls })
     t.ok(result.total >= 145, `${tls ? 'h2' : 'h2c'}: h2spec ran its ${result.total} cases`)
     t.same(result.failed, [], `${tls ? 'h2' : 'h2c'}: none failed (${result.skipped} skipped)`)
   }
