@@ -5,6 +5,7 @@
 
 const t = require('tap')
 const net = require('net')
+const { tmpDir } = require('./fixtures/tmp')
 const {
   spawnLila, tcpBackend, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
 } = require('./fixtures/helpers')
@@ -109,7 +110,6 @@ t.test('http, text: lila\'s own answers and the quoting of odd targets', async t
 
 t.test('combined: the Combined Log Format, read by a regular expression and by goaccess', async t => {
   const fs = require('fs')
-  const os = require('os')
   const path = require('path')
   const { spawnSync } = require('child_process')
   const { curl } = require('./fixtures/helpers')
@@ -136,8 +136,7 @@ t.test('combined: the Combined Log Format, read by a regular expression and by g
 
   const goaccess = spawnSync('goaccess', ['--version'], { encoding: 'utf8' })
   if (goaccess.error) return t.skip('goaccess is not installed (Debian package goaccess)')
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-goaccess-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-goaccess-')
   fs.writeFileSync(path.join(dir, 'access.log'), lines.join('\n') + '\n')
   const report = path.join(dir, 'report.json')
   const run = spawnSync('goaccess', [path.join(dir, 'access.log'), '--log-format=COMBINED', '--no-global-config', '-o', report], { encoding: 'utf8' })

@@ -7,10 +7,10 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { httpBackend, spawnLila, runLila, curl, within } = require('./fixtures/helpers')
 const { h2connect, h2request } = require('./fixtures/h2')
+const { tmpDir } = require('./fixtures/tmp')
 
 const LIMIT = 100 * 1024
 
@@ -31,8 +31,7 @@ async function countingBackend (t) {
 }
 
 function files (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-body-size-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-body-size-')
   const write = (name, size) => {
     const file = path.join(dir, name)
     fs.writeFileSync(file, Buffer.alloc(size, 'b'))
@@ -119,8 +118,7 @@ t.test('--max-body-size per route: a route\'s own in place of the listener\'s, w
 
 t.test('--max-body-size per route in the config file, inherited from the listener otherwise', async t => {
   const { backend } = await countingBackend(t)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-body-size-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-body-size-')
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify({
     listeners: [{
@@ -144,8 +142,7 @@ t.test('--max-body-size per route in the config file, inherited from the listene
 
 // A file of `size` bytes, removed with the test.
 function bodyFile (t, size) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-body-size-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-body-size-')
   const file = path.join(dir, 'body')
   fs.writeFileSync(file, Buffer.alloc(size, 'b'))
   return file

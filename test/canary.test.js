@@ -10,11 +10,11 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const http = require('http')
 const { spawnLila, httpBackend, request, curl, statusJson, settled } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
+const { tmpDir } = require('./fixtures/tmp')
 
 const HTTP = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--status-port', '0']
 
@@ -133,8 +133,7 @@ t.test('the share changed through the control API moves new clients only', async
 t.test('a reload changes the share without dropping a connection, keeps one set through the API, and refuses 150%', async t => {
   const stable = await named(t, 'stable')
   const canary = await named(t, 'canary')
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-canary-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-canary-')
   const file = path.join(dir, 'lila.json')
   const config = share => JSON.stringify({
     'status-port': 0,

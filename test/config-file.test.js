@@ -5,7 +5,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { parseConfigFile, readConfigFile } = require('../lib/config/file')
 const { parseCommandLine } = require('../lib/config/argv')
@@ -13,6 +12,7 @@ const { LISTENER_OPTIONS } = require('../lib/config/options')
 const { parseJson } = require('../lib/config/json')
 const { listenerConfig, configWith } = require('../lib/config/defaults')
 const { ROOT } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 function docsExample () {
   const docs = fs.readFileSync(path.join(ROOT, 'docs', 'config.md'), 'utf8')
@@ -296,8 +296,7 @@ t.test('the JSON parser agrees with JSON.parse on valid documents', async t => {
 })
 
 t.test('readConfigFile: a file that cannot be read', async t => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-config-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-config-')
   t.throws(() => readConfigFile(path.join(dir, 'none.json')), { message: `cannot read config file ${JSON.stringify(path.join(dir, 'none.json'))}: no such file` })
   t.throws(() => readConfigFile(dir), { message: `cannot read config file ${JSON.stringify(dir)}: it is a folder` })
   const file = path.join(dir, 'lila.json')

@@ -7,10 +7,10 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { spawnSync } = require('child_process')
 const { ROOT, LILA, spawnLila, tcpBackend } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 const UNIT = path.join(ROOT, 'contrib', 'lila.service')
 const text = fs.readFileSync(UNIT, 'utf8')
@@ -34,8 +34,7 @@ t.test('systemd-analyze verify accepts it, without a warning', async t => {
   const probe = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' })
   if (probe.error) return t.skip('systemd-analyze is not installed (Debian package systemd)')
   // verify checks that ExecStart exists: point it at this checkout's lila.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-unit-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-unit-')
   const unit = path.join(dir, 'lila.service')
   fs.writeFileSync(unit, text.replace(/^ExecStart=\S+/m, `ExecStart=${LILA}`))
   const socket = path.join(dir, 'lila.socket')
@@ -48,8 +47,7 @@ t.test('systemd-analyze verify accepts it, without a warning', async t => {
 t.test('ExecStart runs: reload on SIGHUP, clean stop on SIGTERM', async t => {
   const [program, ...args] = setting('ExecStart').split(' ')
   t.equal(program, '/usr/local/bin/lila', 'where npm i -g puts it')
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-unit-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-unit-')
   const file = path.join(dir, 'lila.json')
   const a = await tcpBackend(t, 'a')
   const b = await tcpBackend(t, 'b')

@@ -8,13 +8,13 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const path = require('path')
 const http2 = require('http2')
 const { httpBackend, spawnLila, within, until } = require('./fixtures/helpers')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { PREFACE, TYPE, FLAG, frame, headerBlock } = require('./fixtures/h2-frames')
+const { tmpDir } = require('./fixtures/tmp')
 
 // A keep-alive HTTP/1.1 connection read response by response.
 function keepAlive (port) {
@@ -220,8 +220,7 @@ t.test('SIGTERM: the streams an idle HTTP/2 connection\'s client opens within --
 
 t.test('a reload that removes a listener drains it the same way', async t => {
   const a = await httpBackend(t, 'a')
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-drain-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-drain-')
   const file = path.join(dir, 'lila.json')
   const listener = name => ({ name, host: '127.0.0.1', port: 0, protocol: 'http', 'drain-grace': '60s', backends: [a.address] })
   fs.writeFileSync(file, JSON.stringify({ listeners: [listener('one'), listener('two')] }))

@@ -7,7 +7,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const zlib = require('zlib')
 const http = require('http')
@@ -15,6 +14,7 @@ const http2 = require('http2')
 const { spawnSync } = require('child_process')
 const { httpBackend, spawnLila, curl, within } = require('./fixtures/helpers')
 const { h2connect, h2request } = require('./fixtures/h2')
+const { tmpDir } = require('./fixtures/tmp')
 
 const html = Buffer.from(`<!doctype html><title>lila</title>${'<p>Hello, compressible world.</p>\n'.repeat(2000)}`)
 
@@ -88,8 +88,7 @@ function writeUsers (t) {
 }
 
 function tempDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-edge-http-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-edge-http-')
   return dir
 }
 

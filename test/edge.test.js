@@ -8,11 +8,11 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const path = require('path')
 const { spawnSync } = require('child_process')
 const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within, until } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 // Connect to 127.0.0.1:port from `localAddress`, send `data` (a PROXY header, say),
 // and collect what comes back until the connection closes. Never rejects.
@@ -28,8 +28,7 @@ function from (localAddress, port, { host = '127.0.0.1', data = null } = {}) {
 }
 
 function tempDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-edge-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-edge-')
   return dir
 }
 

@@ -6,13 +6,13 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { parseCommandLine } = require('../lib/config/argv')
 const { readConfigFile } = require('../lib/config/file')
 const { variableOf } = require('../lib/config/environment')
 const { OPTIONS } = require('../lib/config/options')
 const { spawnLila, runLila, tcpBackend, exchange, statusJson } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 t.test('command line: the environment fills in what no flag says', async t => {
   const env = { LILA_RETRIES: '7', LILA_PROTOCOL: 'http', LILA_FORWARDED: 'yes', LILA_RETRY_BUDGET: 'off', LILA_LOG_LEVEL: 'debug' }
@@ -31,8 +31,7 @@ t.test('every option but --config, --help and --version has its variable', async
 })
 
 t.test('config file: the environment wins over the file, for every listener', async t => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-env-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-env-')
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify({
     'shutdown-timeout': '5s',

@@ -10,18 +10,17 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const http = require('http')
 const { spawnLila, httpBackend, request, curl, settled, deadPort } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
 const { TYPE, FLAG, frame, encodeBlock, hpackInt, rawClient } = require('./fixtures/h2-frames')
+const { tmpDir } = require('./fixtures/tmp')
 
 const HTTP = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--status-port', '0']
 
 function tempDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-error-pages-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-error-pages-')
   return dir
 }
 

@@ -5,17 +5,16 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { deadExports } = require('../scripts/dead-exports')
+const { tmpDir } = require('./fixtures/tmp')
 
 t.test('no module of lib/ exports a name nothing imports', async t => {
   t.same(deadExports(), [])
 })
 
 t.test('the check finds a name nothing imports, and sees the ways one is imported', async t => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-exports-'))
-  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const root = tmpDir(t, 'lila-exports-')
   const write = (file, text) => {
     fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true })
     fs.writeFileSync(path.join(root, file), text)

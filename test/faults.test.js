@@ -5,12 +5,12 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const http = require('http')
 const path = require('path')
 const { spawn } = require('child_process')
 const { httpBackend, request, spawnLila, tcpBackend, greetThenEcho, openGreeted, until, LILA } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
@@ -66,8 +66,7 @@ t.test('a storm of reloads (SIGHUP every 20 ms) under load drops nothing', async
   const a = await httpBackend(t, 'a')
   const b = await httpBackend(t, 'b')
   const echo = await tcpBackend(t, 'echo', greetThenEcho)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-storm-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-storm-')
   const file = path.join(dir, 'lila.json')
   // Written aside and renamed in, as a careful operator does: a SIGHUP that lands
   // mid-write would otherwise read half a file (and rightly refuse it).

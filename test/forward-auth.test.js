@@ -9,7 +9,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const path = require('path')
 const http = require('http')
@@ -19,6 +18,7 @@ const { spawnLila, httpBackend, request, curl, statusJson, settled, listenOn, de
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
 const { load, grpcBackend, grpcurlPath, grpcurl } = require('./fixtures/grpc')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { tmpDir } = require('./fixtures/tmp')
 
 const HTTP = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--status-port', '0']
 const COPY = ['--forward-auth-copy', 'Remote-User,Remote-Groups']
@@ -296,8 +296,7 @@ t.test('gRPC: the auth service\'s 401 is UNAUTHENTICATED, its absence UNAVAILABL
 t.test('a reload with a forward-auth URL that is not http(s) is refused with the start\'s words; the old config goes on', async t => {
   const auth = await authService(t, decide)
   const backend = await echoBackend(t)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-forward-auth-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-forward-auth-')
   const file = path.join(dir, 'lila.json')
   const config = url => JSON.stringify({
     listeners: [{ port: 0, host: '127.0.0.1', protocol: 'http', check: 'none', 'forward-auth': url, backends: [backend.address] }]

@@ -6,12 +6,11 @@
 // own client side fetches from it with bodies both ways under flow control.
 
 const t = require('tap')
-const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { spawn } = require('child_process')
 const { within, outputOf, until } = require('./fixtures/helpers')
-const { toolPath } = require('./fixtures/grpc')
+const { tool } = require('./fixtures/tools')
+const { h2spec } = require('./fixtures/h2spec')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { startResponder } = require('./fixtures/h2-responder')
 const { h2client, request } = require('./fixtures/h2-client')
@@ -19,9 +18,6 @@ const { gcFunction } = require('../lib/cli/heap')
 const { ENHANCE_YOUR_CALM } = require('../lib/wire/h2/constants')
 
 const FLOODER = path.join(__dirname, 'fixtures', 'h2-frames.js')
-
-const H2SPEC = toolPath('h2spec')
-const has = tool => process.env.PATH.split(':').some(dir => fs.existsSync(path.join(dir, tool)))
 
 // What a command prints, given `input` on its stdin.
 function run (command, args, input) {
@@ -35,39 +31,17 @@ function run (command, args, input) {
   }))
 }
 
-// h2spec's JUnit report: how many cases passed, failed and were skipped, and the
-// failures' names.
-function h2spec (t, port, tls) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-h2spec-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const report = path.join(dir, 'report.xml')
-  const args = ['-h', '127.0.0.1', '-p', String(port), '-j', report, ...(tls ? ['-t', '-k'] : [])]
-  return within(120000, 'h2spec to finish', new Promise((resolve, reject) => {
-    const child = spawn(H2SPEC, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-    let stderr = ''
-    child.stderr.on('data', chunk => { stderr += chunk })
-    child.on('close', () => {
-      if (!fs.existsSync(report)) return reject(new Error(`h2spec wrote no report: ${stderr}`))
-      const text = fs.readFileSync(report, 'latin1')
-      const cases = [...text.matchAll(/<testcase package="([^"]*)" classname="([^"]*)"[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)]
-      const failed = cases.filter(m => /<(failure|error)\b/.test(m[4] || '')).map(m => `${m[1]} ${m[2]}`)
-      const skipped = cases.filter(m => /<skipped\b/.test(m[4] || '')).length
-      resolve({ total: cases.length, failed, skipped })
-    })
-  }))
-}
-
-t.test('h2spec: no failure, h2c and over TLS', { skip: H2SPEC === null && 'h2spec not installed (GOBIN=.tools go install github.com/summerwind/h2spec/cmd/h2spec@latest)' }, async t => {
+t.test('h2spec: no failure, h2c and over TLS', { skip: tool('h2spec').skip }, async t => {
   const cert = makeCertificate(certDir(t), 'localhost', ['DNS:localhost', 'IP:127.0.0.1'])
   for (const tls of [false, true]) {
     const responder = await startResponder(t, { secure: tls ? cert : null })
-    const result = await h2spec(t, responder.port, tls)
+    const result = await h2spec(t, responder.port, { tls })
     t.ok(result.total >= 145, `${tls ? 'h2' : 'h2c'}: h2spec ran its ${result.total} cases`)
     t.same(result.failed, [], `${tls ? 'h2' : 'h2c'}: none failed (${result.skipped} skipped)`)
   }
 })
 
-t.test('curl, by prior knowledge and over TLS', { skip: !has('curl') && 'curl not installed' }, async t => {
+t.test('curl, by prior knowledge and over TLS', { skip: tool('curl').skip }, async t => {
   const responder = await startResponder(t)
   const plain = await outputOf('curl', ['-s', '--http2-prior-knowledge', '-D', '-', `http://127.0.0.1:${responder.port}/trailers`])
   t.match(plain, /^HTTP\/2 200/)
@@ -81,7 +55,7 @@ t.test('curl, by prior knowledge and over TLS', { skip: !has('curl') && 'curl no
   t.equal(over, '2 200 1048576', '1 MiB over TLS, ALPN h2')
 })
 
-t.test('nghttp: a large body under its 64 KiB windows, trailers, several streams', { skip: !has('nghttp') && 'nghttp not installed (nghttp2-client)' }, async t => {
+t.test('nghttp: a large body under its 64 KiB windows, trailers, several streams', { skip: tool('nghttp').skip }, async t => {
   const responder = await startResponder(t)
   const base = `http://127.0.0.1:${responder.port}`
   const out = await outputOf('nghttp', ['-ns', `${base}/big/3000000`, `${base}/trailers`, `${base}/`, `${base}/missing`])
@@ -91,7 +65,7 @@ t.test('nghttp: a large body under its 64 KiB windows, trailers, several streams
   t.equal(body, 'echoed')
 })
 
-t.test('h2load: 10,000 requests over 10 connections of 10 streams', { skip: !has('h2load') && 'h2load not installed (nghttp2-client)' }, async t => {
+t.test('h2load: 10,000 requests over 10 connections of 10 streams', { skip: tool('h2load').skip }, async t => {
   const responder = await startResponder(t)
   const out = await outputOf('h2load', ['-n', '10000', '-c', '10', '-m', '10', `http://127.0.0.1:${responder.port}/`], { timeout: 60000 })
   t.match(out, /requests: 10000 total, 10000 started, 10000 done, 10000 succeeded, 0 failed, 0 errored/)

@@ -7,7 +7,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { spawnLila, runLila, httpBackend, deadPort, curl, until } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
@@ -18,6 +17,7 @@ const { h1Request: requestHead, h2Request: requestList, h1Response: responseHead
 const { reply } = require('../lib/proxy/http1/replies')
 const { answerList } = require('../lib/proxy/http2/replies')
 const { listObject } = require('./fixtures/h2')
+const { tmpDir } = require('./fixtures/tmp')
 
 // What an HTTP/2 backend gets, as an object.
 const backendRequestHeaders = (...args) => listObject(requestList(...args))
@@ -290,8 +290,7 @@ t.test('--host-header: the backend as written, or a fixed value; HTTP/1.1 Host a
 })
 
 t.test('a bad value in the config file or the environment: one line, exit 2', async t => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-headers-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-headers-')
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify({ listeners: [{ protocol: 'http', backends: [':9001'], 'del-response-header': ['Content-Length'] }] }))
   const bad = await runLila(['--config', file])
@@ -306,8 +305,7 @@ t.test('a bad value in the config file or the environment: one line, exit 2', as
 
 t.test('SIGHUP reloads the header options', async t => {
   const backend = await echoBackend(t, 'h1')
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-headers-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-headers-')
   const file = path.join(dir, 'lila.json')
   const write = options => fs.writeFileSync(file, JSON.stringify({
     listeners: [{ name: 'web', protocol: 'http', host: '127.0.0.1', port: 0, check: 'none', backends: [backend.address], ...options }]

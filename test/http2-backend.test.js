@@ -11,7 +11,8 @@ const http = require('http')
 const https = require('https')
 const { constants } = require('http2')
 const { startLila, deadPort, until, within, isSettled, httpBackend, listenOn } = require('./fixtures/helpers')
-const { h2connect, h2request, h2Backend, h2load, H2LOAD } = require('./fixtures/h2')
+const { h2connect, h2request, h2Backend, h2load } = require('./fixtures/h2')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { frame, frameReader } = require('./fixtures/h2-frames')
 
@@ -361,7 +362,7 @@ t.test('HTTP/1.1 clients to HTTP/2 backends', async t => {
   await settles(t, lila)
 })
 
-t.test('h2load through HTTP/2 backends: 600 streams spread, every one served', { skip: H2LOAD ? false : 'h2load is not installed (Debian package nghttp2-client)' }, async t => {
+t.test('h2load through HTTP/2 backends: 600 streams spread, every one served', { skip: tool('h2load').skip }, async t => {
   const backends = await Promise.all(['a', 'b', 'c'].map(name => h2Backend(t, name)))
   const lila = await startLila(t, ['rr', ...backends.map(b => b.address), ...H2])
   const res = await h2load(['-n', '600', '-c', '6', '-m', '20', `http://127.0.0.1:${lila.port}/`])

@@ -16,6 +16,7 @@ const crypto = require('crypto')
 const { spawn } = require('child_process')
 const { spawnLila, httpBackend, within, listenOn } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
+const { tool } = require('./fixtures/tools')
 const { NGHTTP, NO_NGHTTPD, patterned, nghttpd } = require('./fixtures/nghttp')
 
 const MIB = 1024 * 1024
@@ -33,7 +34,7 @@ function run (command, args) {
   }))
 }
 
-t.test('nghttp through lila: a 3 MiB body byte for byte, an upload, several streams at once', { skip: NGHTTP === null && 'nghttp not installed (nghttp2-client)' }, async t => {
+t.test('nghttp through lila: a 3 MiB body byte for byte, an upload, several streams at once', { skip: tool('nghttp').skip }, async t => {
   const big = patterned(3 * MIB)
   const backend = await httpBackend(t, 'app', (req, res) => {
     let size = 0

@@ -8,18 +8,19 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const crypto = require('crypto')
 const { spawnSync } = require('child_process')
 const { httpBackend, request, startLila, deadPort, until, isSettled, curl } = require('./fixtures/helpers')
-const { h2load, H2LOAD } = require('./fixtures/h2')
+const { h2load } = require('./fixtures/h2')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { tmpDir } = require('./fixtures/tmp')
 
 const HTTP = ['--protocol', 'http']
 const CURL_HTTP2 = /\bHTTP2\b/.test(spawnSync('curl', ['--version'], { encoding: 'utf8' }).stdout || '')
 const noCurl = CURL_HTTP2 ? false : 'curl with HTTP/2 support is not installed'
-const noH2load = H2LOAD ? false : 'h2load is not installed (Debian package nghttp2-client)'
+const noH2load = tool('h2load').skip
 
 async function settles (t, lila) {
   await until(() => isSettled({ listeners: [lila.stats()] }), 'live counts to return to zero').catch(err => {
@@ -111,8 +112,7 @@ t.test('h2load over TLS (ALPN h2), and uploads larger than the first flow-contro
   t.equal(secure.statuses['2xx'], 200, `h2load over TLS: ${secure.succeeded} succeeded`)
   t.same(backends.map(b => b.requests), [100, 100])
 
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-h2-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-h2-')
   const file = path.join(dir, 'body')
   fs.writeFileSync(file, crypto.randomBytes(200 * 1024))
   const clear = await startLila(t, ['rr', ...backends.map(b => b.address), ...HTTP])

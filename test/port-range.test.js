@@ -9,7 +9,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const http = require('http')
 const { parseBackend } = require('../lib/config/backend-spec')
@@ -17,6 +16,7 @@ const { specAddress } = require('../lib/address')
 const { formatPorts } = require('../lib/format')
 const { PortRange, IDLE_PER_SCAN } = require('../lib/upstream/port-range')
 const { spawnLila, runLila, restartablePorts, closeServer } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 // A dev server on a fixed port, answering with its port: { port, requests, stop() }.
 async function devServer (t, port) {
@@ -192,8 +192,7 @@ t.test('usage errors: a reversed, malformed or too big range is one line, exit 2
     t.equal(run.code, 2, range)
     t.equal(run.stderr, `lila: invalid backend "${range}": ${expected}\nTry 'lila --help'.\n`)
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-range-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-range-')
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify({ listeners: [{ port: 0, backends: [':1-2000'] }] }))
   const run = await runLila(['--config', file])
@@ -203,8 +202,7 @@ t.test('usage errors: a reversed, malformed or too big range is one line, exit 2
 
 t.test('a range in the config file: a reload keeps its members; changed, the ports in both keep theirs', async t => {
   const ports = await restartablePorts(6)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-range-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-range-')
   const file = path.join(dir, 'lila.json')
   const write = (backends, weight = 1) => fs.writeFileSync(file, JSON.stringify({
     'check-interval': '100ms',

@@ -6,12 +6,12 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const path = require('path')
 const { createBalancer } = require('../lib/index')
 const { parseConfigFile } = require('../lib/config/file')
 const { tcpBackend, greetThenEcho, openGreeted, exchange, deadPort, captureLog, spawnLila, within, until, LILA } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 // A config from listener objects as they would be written in the file.
 function config (listeners, top = {}) {
@@ -154,8 +154,7 @@ t.test('a reload that cannot be applied changes nothing', async t => {
 
 t.test('SIGHUP: a backend joins while a connection from before goes on; a broken file is refused', async t => {
   const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name, greetThenEcho)))
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-reload-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-reload-')
   const file = path.join(dir, 'lila.json')
   const write = backends => fs.writeFileSync(file, JSON.stringify({ check: 'none', listeners: [{ host: '127.0.0.1', port: 0, mode: 'rr', backends }] }))
   write([a.address])
@@ -193,8 +192,7 @@ t.test('SIGHUP: a backend joins while a connection from before goes on; a broken
 // NODE_OPTIONS`: tap preloads a module into every node child it spawns, and that module
 // handles signals itself, early, which would hide the race.
 t.test('SIGHUP at once on the status or the listening line reloads, never kills', async t => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-reload-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-reload-')
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify({ check: 'none', 'status-port': 0, listeners: [{ host: '127.0.0.1', port: 0, backends: [`127.0.0.1:${await deadPort()}`] }] }))
   for (let i = 0; i < 10; i++) {

@@ -7,13 +7,13 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { Router, hostName } = require('../lib/proxy/router')
 const { parseRouteMatch } = require('../lib/config/route-spec')
 const { parseCommandLine } = require('../lib/config/argv')
 const { parseConfigFile } = require('../lib/config/file')
 const { spawnLila, runLila, startLila, httpBackend, request, curl, deadPort } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 const HTTP = ['--protocol', 'http', '--host', '127.0.0.1', '--port', '0']
 const routeOf = text => ({ name: text, match: parseRouteMatch(text) })
@@ -189,8 +189,7 @@ t.test('dashboard: a route\'s backends are listed under its line', async t => {
 t.test('reload: routes are added, changed and removed in place', async t => {
   const a = await httpBackend(t, 'a')
   const b = await httpBackend(t, 'b')
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-routes-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-routes-')
   const file = path.join(dir, 'lila.json')
   const write = routes => fs.writeFileSync(file, JSON.stringify({ protocol: 'http', check: 'none', listeners: [{ host: '127.0.0.1', port: 0, backends: [a.address], routes }] }))
   write([{ match: '/b', backends: [b.address] }])

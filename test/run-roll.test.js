@@ -11,10 +11,11 @@ const os = require('os')
 const net = require('net')
 const path = require('path')
 const { request, statusJson, within } = require('./fixtures/helpers')
-const { missing, startWrk, upgradableLila, gone } = require('./fixtures/upgrade')
+const { startWrk, upgradableLila, gone } = require('./fixtures/upgrade')
+const { tool } = require('./fixtures/tools')
 const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
 
-const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
+const NO_WRK = tool('wrk').skip
 t.setTimeout(180000)
 
 // A WebSocket-style upgrade through lila to the app, which echoes: resolves the socket

@@ -9,10 +9,11 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { request, until, statusJson, within } = require('./fixtures/helpers')
-const { missing, startWrk } = require('./fixtures/upgrade')
+const { startWrk } = require('./fixtures/upgrade')
+const { tool } = require('./fixtures/tools')
 const { runApp, instances, ready, settled, groupMembers } = require('./fixtures/run')
 
-const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
+const NO_WRK = tool('wrk').skip
 const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
 t.setTimeout(180000)
 
@@ -155,7 +156,7 @@ t.test('an ES module app and Python\'s http.server run', async t => {
   esm.child.kill('SIGHUP')
   await esm.waitForLine(/app: rolling restart done \(SIGHUP\): 2 replaced/)
 
-  if (missing('python3')) return t.skip('python3 is not installed')
+  if (tool('python3').skip) return t.skip(tool('python3').skip)
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-run-py-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   fs.writeFileSync(path.join(dir, 'hello.txt'), 'hello from python\n')

@@ -13,6 +13,7 @@ const path = require('path')
 const { spawnSync } = require('child_process')
 const { LILA, httpBackend, request, spawnLila, restartablePort, restartablePorts, runLila, within, until } = require('./fixtures/helpers')
 const { gone, alive, startWrk, UPGRADED } = require('./fixtures/upgrade')
+const { tmpDir } = require('./fixtures/tmp')
 
 const ACTIVATE = 'systemd-socket-activate'
 const NO_ACTIVATE = spawnSync(ACTIVATE, ['--version'], { stdio: 'ignore' }).error !== undefined &&
@@ -68,8 +69,7 @@ t.test('sockets named after listeners go to them (FileDescriptorName=), the stat
   const a = await httpBackend(t, 'a')
   const b = await httpBackend(t, 'b')
   const [first, second, third] = await restartablePorts(3)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-activate-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-activate-')
   const file = path.join(dir, 'lila.json')
   fs.writeFileSync(file, JSON.stringify({
     'status-port': third,
@@ -91,8 +91,7 @@ t.test('sockets named after listeners go to them (FileDescriptorName=), the stat
 t.test('--redirect-http on a socket systemd gives: named redirect, or after the listeners', { skip: NO_ACTIVATE }, async t => {
   const a = await httpBackend(t, 'a')
   const [https, plain] = await restartablePorts(2)
-  const state = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-activate-'))
-  t.teardown(() => fs.rmSync(state, { recursive: true, force: true }))
+  const state = tmpDir(t, 'lila-activate-')
   const args = ['rr', a.address, '--protocol', 'http', '--tls', 'local', '--state-dir', state, '--port', String(https), '--redirect-http', String(plain)]
   for (const names of [null, ['redirect', 'unknown']]) {
     const ports = names === null ? [https, plain] : [plain, https]

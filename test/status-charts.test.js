@@ -14,6 +14,7 @@ const { createStatusServer } = require('../lib/admin/status-server')
 const { parseBackend } = require('../lib/config/backend-spec')
 const histogram = require('../lib/histogram')
 const { startLila, httpBackend, deadPort, request, outputOf } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 // A snapshot of one listener with one backend: `total` requests, `failures`, and
 // `fast`/`slow` response-time samples (1 ms, 400 ms).
@@ -105,8 +106,7 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
   for (let i = 0; i < 10000 && !ready() && Date.now() < deadline; i++) await request(lilaPort)
   t.ok(ready(), 'three intervals with traffic, one with errors')
 
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-chromium-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-chromium-')
   const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--window-size=1400,700']
   const url = `http://127.0.0.1:${port}/status`
   const dom = await outputOf(chromium, [...args, '--dump-dom', url])

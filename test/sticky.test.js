@@ -8,7 +8,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const crypto = require('crypto')
 const { fieldValue, cookieValues, cookieValue } = require('../lib/fields')
@@ -28,6 +27,7 @@ const {
 } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { tmpDir } = require('./fixtures/tmp')
 
 const base = ['--host', '127.0.0.1', '--port', '0', '--check', 'none', '--protocol', 'http']
 
@@ -245,8 +245,7 @@ async function backends (t, names = ['a', 'b', 'c']) {
 }
 
 function jarFile (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-sticky-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-sticky-')
   return path.join(dir, 'jar')
 }
 
@@ -396,8 +395,7 @@ t.test('header-hash:X-User and cookie-hash:SID: a key reaches the same backend a
 
 t.test('a reload changes --sticky; the status shows it', async t => {
   const list = await backends(t, ['a', 'b'])
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-sticky-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-sticky-')
   const file = path.join(dir, 'lila.json')
   const config = sticky => JSON.stringify({
     'status-port': 0,

@@ -10,13 +10,13 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { spawn, spawnSync, execFileSync } = require('child_process')
 const {
   spawnLila, runLila, httpBackend, curl, restartablePort, outputOf, startLila, captureLog, within, request
 } = require('./fixtures/helpers')
 const { stateDir, servedCertificate } = require('./fixtures/certs')
+const { tmpDir } = require('./fixtures/tmp')
 
 const hasOpenssl = !spawnSync('openssl', ['version']).error
 
@@ -94,8 +94,7 @@ t.test('headless Chromium loads the page with the CA\'s SPKI fingerprint trusted
     '--tls', '--state-dir', stateDir(t)])
   const { spki } = await printedCa(lila)
   const browse = async (extra) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-chromium-'))
-    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const dir = tmpDir(t, 'lila-chromium-')
     const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${dir}`]
     return outputOf(chromium, [...flags, ...extra, '--dump-dom', `https://localhost:${lila.port}/`])
@@ -159,8 +158,7 @@ t.test('lila demo --tls: the line to paste trusts the local CA and goes over htt
 })
 
 t.test('a state folder that cannot be used: one line, exit 2', async t => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-local-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-local-')
   fs.writeFileSync(path.join(dir, 'file'), '')
   const port = await restartablePort()
   const res = await runLila(['rr', ':9', '--protocol', 'http', '--port', String(port), '--host', '127.0.0.1',

@@ -8,15 +8,14 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const tls = require('tls')
 const { spawnLila, tcpBackend, greetThenEcho, within } = require('./fixtures/helpers')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { tmpDir } = require('./fixtures/tmp')
 
 function folder (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-tls-reload-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-tls-reload-')
   return dir
 }
 

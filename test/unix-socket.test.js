@@ -8,7 +8,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const path = require('path')
 const http = require('http')
@@ -18,10 +17,10 @@ const {
 } = require('./fixtures/helpers')
 const { render } = require('../lib/admin/dashboard')
 const { createView } = require('../lib/admin/dashboard-keys')
+const { tmpDir } = require('./fixtures/tmp')
 
 function tempDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-unix-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-unix-')
   return dir
 }
 

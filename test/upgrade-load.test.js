@@ -6,10 +6,11 @@
 
 const t = require('tap')
 const { httpBackend, within } = require('./fixtures/helpers')
-const { upgradableLila, gone, missing, startWrk, startH2load, startH2Connections } = require('./fixtures/upgrade')
+const { upgradableLila, gone, startWrk, startH2load, startH2Connections } = require('./fixtures/upgrade')
+const { tool } = require('./fixtures/tools')
 
-const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
-const NO_H2LOAD = missing('h2load') && 'h2load is not installed (Debian package nghttp2-client)'
+const NO_WRK = tool('wrk').skip
+const NO_H2LOAD = tool('h2load').skip
 const UPGRADES = 10
 
 // Ten upgrades take a minute or two on a busy machine.

@@ -6,13 +6,13 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const path = require('path')
 const { takeInherited, assign } = require('../lib/cli/inherited')
 const { Journal } = require('../lib/admin/journal')
 const { writePidFile, removePidFile, readPidFile } = require('../lib/cli/pid-file')
 const { parseCommandLine } = require('../lib/config/argv')
 const { RuntimeError } = require('../lib/errors')
+const { tmpDir } = require('./fixtures/tmp')
 
 const configOf = args => parseCommandLine(args).config
 
@@ -105,8 +105,7 @@ t.test('the journal keeps the last word on each backend, faults not at all', asy
 })
 
 t.test('the PID file: written whole, removed only while it names this process', async t => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-pid-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-pid-')
   const file = path.join(dir, 'lila.pid')
   writePidFile(file, 123)
   t.equal(fs.readFileSync(file, 'utf8'), '123\n')

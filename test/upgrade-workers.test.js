@@ -5,9 +5,10 @@
 
 const t = require('tap')
 const { httpBackend, runLila } = require('./fixtures/helpers')
-const { upgradableLila, missing, startWrk } = require('./fixtures/upgrade')
+const { upgradableLila, startWrk } = require('./fixtures/upgrade')
+const { tool } = require('./fixtures/tools')
 
-const NO_WRK = missing('wrk') && 'wrk is not installed (Debian package wrk)'
+const NO_WRK = tool('wrk').skip
 
 t.setTimeout(300000)
 

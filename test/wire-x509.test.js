@@ -7,7 +7,6 @@
 
 const t = require('tap')
 const fs = require('fs')
-const os = require('os')
 const net = require('net')
 const path = require('path')
 const crypto = require('crypto')
@@ -17,12 +16,12 @@ const x509 = require('../lib/wire/x509')
 const jose = require('../lib/wire/jose')
 const { readClientHello } = require('../lib/wire/client-hello')
 const { within } = require('./fixtures/helpers')
+const { tmpDir } = require('./fixtures/tmp')
 
 const hasOpenssl = !spawnSync('openssl', ['version']).error
 
 function tempDir (t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-wire-'))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t, 'lila-wire-')
   return dir
 }
 
