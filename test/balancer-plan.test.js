@@ -9,7 +9,7 @@ const net = require('net')
 const { planReload, planRedirects } = require('../lib/balancer/plan')
 const { createBalancer } = require('../lib/index')
 const { parseConfigFile } = require('../lib/config/file')
-const { tcpBackend, exchange } = require('./fixtures/helpers')
+const { tcpBackend, exchange, listenOn } = require('./fixtures/helpers')
 
 const B = ['127.0.0.1:1']
 const config = (listeners, top = {}) =>
@@ -172,8 +172,7 @@ t.test('redirect listeners follow their listeners', async t => {
 t.test('a reload whose second new listener cannot bind: the first is closed, nothing changed', async t => {
   const a = await tcpBackend(t, 'a')
   const taken = net.createServer()
-  await new Promise(resolve => taken.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => taken.close())
+  await listenOn(t, taken)
   const lb = createBalancer(config([{ ...one, backends: [a.address] }]))
   t.teardown(() => lb.close(0))
   const [address] = await lb.listen()

@@ -6,7 +6,7 @@ const t = require('tap')
 const http = require('http')
 const net = require('net')
 const { spawn } = require('child_process')
-const { spawnLila, runLila } = require('./fixtures/helpers')
+const { spawnLila, runLila, listenOn } = require('./fixtures/helpers')
 
 // Run `command` in bash as a user pasting it would: { code, stdout, stderr }.
 function bash (command) {
@@ -71,8 +71,7 @@ t.test('the try: line pastes into bash as it is, and says how to stop on a line 
 
 t.test('lila demo on a port already taken says how to take a free one', async t => {
   const server = net.createServer()
-  await new Promise(resolve => server.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => server.close())
+  await listenOn(t, server)
   const { port } = server.address()
   const result = await runLila(['demo', '--port', String(port)])
   t.equal(result.code, 1)

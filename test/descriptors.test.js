@@ -15,7 +15,7 @@ const {
 } = require('../lib/descriptors')
 const path = require('path')
 const {
-  spawnLila, statusJson, within, until, request, LILA, tcpBackend, greetThenEcho, httpBackend
+  spawnLila, statusJson, within, until, request, LILA, tcpBackend, greetThenEcho, httpBackend, listenOn
 } = require('./fixtures/helpers')
 const { h2Backend, h2connect, h2request } = require('./fixtures/h2')
 const { grpcBackend, load: loadGrpc } = require('./fixtures/grpc')
@@ -142,8 +142,7 @@ t.test('a --max-conn beyond the limit: warned at start; lila runs out, blames no
   // here: libuv accepts and closes what it has no descriptor for, silently) could find
   // descriptors free again before it ran.
   backend.keepAliveTimeout = 600000
-  await new Promise(resolve => backend.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { backend.closeAllConnections(); backend.close() })
+  await listenOn(t, backend)
   const lila = await spawnLila(t, ['rr', `127.0.0.1:${backend.address().port}`, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
     '--status-port', '0', '--check-interval', '200ms', '--max-conn', '1000'],
   { lila: prlimit, prefix: [`--nofile=${LIMIT}:${LIMIT}`, LILA] })

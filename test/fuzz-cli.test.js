@@ -13,7 +13,7 @@ const { main } = require('../lib/cli/main')
 const { OPTIONS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { prng } = require('./fixtures/http-fuzz')
-const { within, runLila } = require('./fixtures/helpers')
+const { within, runLila, listenOn } = require('./fixtures/helpers')
 
 const CASES = Number(process.env.CLI_CASES || 3000)
 const SEED = Number(process.env.CLI_SEED || 1)
@@ -120,8 +120,7 @@ function problemsOf ({ code, stdout, stderr }) {
 t.test(`${CASES} generated command lines (seed ${SEED}), in-process`, async t => {
   // A port that is taken, for "port in use" cases.
   const taken = net.createServer()
-  await new Promise(resolve => taken.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => taken.close())
+  await listenOn(t, taken)
   VALUES.port.push(String(taken.address().port))
 
   const rand = prng(SEED)

@@ -10,7 +10,7 @@
 const t = require('tap')
 const http = require('http')
 const crypto = require('crypto')
-const { spawnLila, within, settled } = require('./fixtures/helpers')
+const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
 
 const BLOCKS = 256 // of 64 KiB: 16 MiB a body, more than loopback's socket buffers hold
 const CLIENTS = 8
@@ -49,8 +49,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
       }
       write()
     })
-    await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
-    t.teardown(() => { server.closeAllConnections(); server.close() })
+    await listenOn(t, server)
     backends.push(`127.0.0.1:${server.address().port}`)
   }
   const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',

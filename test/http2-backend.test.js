@@ -157,8 +157,7 @@ t.test('h2 over TLS to backends: ALPN h2; a backend that does not speak HTTP/2 i
   t.equal(secure.last[':scheme'], 'https')
 
   const h1only = https.createServer({ cert: cert.pem, key: cert.keyPem }, (req, res) => res.end('h1'))
-  await new Promise(resolve => h1only.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise(resolve => { h1only.closeAllConnections(); h1only.close(resolve) }))
+  await listenOn(t, h1only)
   const lila2 = await startLila(t, ['rr', `127.0.0.1:${h1only.address().port}`, ...H2, '--backend-tls', '--backend-tls-ca', cert.cert, '--retries', '0'])
   const s2 = await h2connect(t, lila2.port)
   const bad = await h2request(s2)

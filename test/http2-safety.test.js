@@ -8,7 +8,7 @@
 
 const t = require('tap')
 const http = require('http')
-const { spawnLila, httpBackend, memoryOf, until, request } = require('./fixtures/helpers')
+const { spawnLila, httpBackend, memoryOf, until, request, listenOn } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
 const { TYPE, FLAG, frame, encodeBlock, hpackInt, rawClient } = require('./fixtures/h2-frames')
 
@@ -82,8 +82,7 @@ t.test('a client that never opens its window on large responses holds them at th
     write()
     res.on('close', () => taken.delete(res))
   })
-  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { server.closeAllConnections(); server.close() })
+  await listenOn(t, server)
   const lila = await spawnLila(t, [`127.0.0.1:${server.address().port}`, '--protocol', 'http', ...LOCAL])
   const start = memoryOf(lila.child.pid).rss
   // Its streams' windows are 0: lila may send no DATA at all.

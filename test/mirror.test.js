@@ -10,7 +10,7 @@ const t = require('tap')
 const http = require('http')
 const { EventEmitter } = require('events')
 const {
-  spawnLila, startLila, httpBackend, request, curl, statusJson, deadPort, within, until, captureLog
+  spawnLila, startLila, httpBackend, request, curl, statusJson, deadPort, within, until, captureLog, listenOn
 } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { parseCommandLine } = require('../lib/config/argv')
@@ -37,12 +37,7 @@ async function mirrorBackend (t, answer = (req, body, res) => res.end('mirror\n'
       answer(req, body, res)
     })
   })
-  await new Promise(resolve => mirror.server.listen(0, '127.0.0.1', resolve))
-  mirror.address = `127.0.0.1:${mirror.server.address().port}`
-  t.teardown(() => {
-    mirror.server.closeAllConnections()
-    return new Promise(resolve => mirror.server.close(resolve))
-  })
+  mirror.address = `127.0.0.1:${await listenOn(t, mirror.server)}`
   // Resolves once `n` copies came in (bounded).
   mirror.received = n => within(10000, `${n} copies at the mirror (got ${mirror.copies.length})`, new Promise(resolve => {
     const check = () => {

@@ -8,7 +8,7 @@
 
 const t = require('tap')
 const http = require('http')
-const { tcpBackend, deadPort } = require('./fixtures/helpers')
+const { tcpBackend, deadPort, listenOn } = require('./fixtures/helpers')
 const { PostConnection } = require('../lib/telemetry/post')
 
 const post = (t, port, { headers = { 'content-type': 'application/x-protobuf' }, timeout = 5000, path = '/v1/traces' } = {}) => {
@@ -47,8 +47,7 @@ t.test('Node\'s http server: POSTs on one kept-alive connection, the body whole,
       res.end('ok')
     })
   })
-  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { server.closeAllConnections(); server.close() })
+  await listenOn(t, server)
   const conn = post(t, server.address().port, { headers: { 'content-type': 'application/x-protobuf', 'x-api-key': 'k1', host: 'evil' } })
   const body = Buffer.alloc(300000, 7)
   for (let i = 0; i < 3; i++) t.same(await conn.post(body), { status: 200, error: null, retryAfter: -1, keep: true })
@@ -128,8 +127,7 @@ t.test('https: the collector\'s certificate checked against the CAs (NODE_EXTRA_
     req.resume()
     req.on('end', () => { bodies++; res.end('ok') })
   })
-  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { server.closeAllConnections(); server.close() })
+  await listenOn(t, server)
   const script = `const { PostConnection } = require(${JSON.stringify(path.join(__dirname, '..', 'lib', 'telemetry', 'post.js'))})
 const conn = new PostConnection(new URL(process.argv[1]), { headers: {}, timeout: 5000 })
 conn.post(Buffer.from('x')).then(r => { console.log(JSON.stringify(r)); conn.close() })`

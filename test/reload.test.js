@@ -10,7 +10,7 @@ const net = require('net')
 const path = require('path')
 const { createBalancer } = require('../lib/index')
 const { parseConfigFile } = require('../lib/config/file')
-const { tcpBackend, greetThenEcho, openGreeted, exchange, deadPort, captureLog, spawnLila, within, until, LILA } = require('./fixtures/helpers')
+const { tcpBackend, greetThenEcho, openGreeted, exchange, deadPort, captureLog, spawnLila, within, until, LILA, listenOn } = require('./fixtures/helpers')
 const { tmpDir } = require('./fixtures/tmp')
 
 // A config from listener objects as they would be written in the file.
@@ -140,8 +140,7 @@ t.test('a listener replaced on the same port: the old one stops accepting first'
 t.test('a reload that cannot be applied changes nothing', async t => {
   const a = await tcpBackend(t, 'a')
   const taken = net.createServer()
-  await new Promise(resolve => taken.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => taken.close())
+  await listenOn(t, taken)
   const { lb, ports: [port] } = await start(t, config([{ name: 'one', port: 0, backends: [a.address] }]))
 
   await t.rejects(lb.reload(config([{ name: 'one', port: 0, backends: [a.address] }, { name: 'two', port: taken.address().port, backends: [a.address] }])),

@@ -9,7 +9,7 @@ const fs = require('fs')
 const path = require('path')
 const { main } = require('../lib/cli/main')
 const { helpText } = require('../lib/cli/help')
-const { runLila } = require('./fixtures/helpers')
+const { runLila, listenOn } = require('./fixtures/helpers')
 
 function split (command) {
   const words = []
@@ -117,8 +117,7 @@ t.test('did you mean: the nearest word, and none for a word near nothing', async
 t.test('a port already taken exits 1 with one line', async t => {
   const net = require('net')
   const server = net.createServer()
-  await new Promise(resolve => server.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => server.close())
+  await listenOn(t, server)
   const { port } = server.address()
   const result = await runLila([':9', '--host', '127.0.0.1', '--port', String(port)])
   t.equal(result.code, 1)
@@ -128,8 +127,7 @@ t.test('a port already taken exits 1 with one line', async t => {
 t.test('a status port already taken exits 1 with one line, before anything else', async t => {
   const net = require('net')
   const server = net.createServer()
-  await new Promise(resolve => server.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => server.close())
+  await listenOn(t, server)
   const { port } = server.address()
   const result = await runLila([':9', '--host', '127.0.0.1', '--port', '0', '--status-port', String(port)])
   t.equal(result.code, 1)

@@ -10,7 +10,7 @@ const { spawnSync } = require('child_process')
 const { sumStats } = require('../lib/admin/sum-stats')
 const { runPrimary } = require('../lib/cli/workers')
 const { parseCommandLine } = require('../lib/config/argv')
-const { LILA, tcpBackend, httpBackend, greetThenEcho, openGreeted, exchange, spawnLila, runLila, request, within } = require('./fixtures/helpers')
+const { LILA, tcpBackend, httpBackend, greetThenEcho, openGreeted, exchange, spawnLila, runLila, request, within, listenOn } = require('./fixtures/helpers')
 
 const backend = (address, extra = {}) => ({ address, name: null, weight: 1, state: 'up', up: true, downReason: null, draining: false, latency: null, live: 0, total: 0, failures: 0, bytesIn: 0, bytesOut: 0, changedAt: 0, ...extra })
 const listener = (name, backends, extra = {}) => ({ name, protocol: 'tcp', mode: 'round-robin', address: { address: '127.0.0.1', family: 'IPv4', port: 4444 }, active: 0, accepted: 0, panic: false, queued: 0, backends, ...extra })
@@ -190,8 +190,7 @@ t.test('--workers with a config file: SIGHUP is read once by the primary and app
 t.test('--workers: a port that is taken stops lila at start, exit 1', async t => {
   const net = require('net')
   const taken = net.createServer()
-  await new Promise(resolve => taken.listen({ host: '127.0.0.1', port: 0 }, resolve))
-  t.teardown(() => taken.close())
+  await listenOn(t, taken)
   const result = await runLila([':9', '--host', '127.0.0.1', '--port', String(taken.address().port), '--workers', '2', '--check', 'none'])
   t.equal(result.code, 1)
   t.match(result.stderr, new RegExp(`^lila: worker \\d: cannot listen on 127\\.0\\.0\\.1:${taken.address().port}: address already in use\\n`))
