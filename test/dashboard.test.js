@@ -17,6 +17,7 @@ const { createView, parseKeys, handleKey, HELP } = require('../lib/admin/dashboa
 const { stripAnsi } = require('../lib/admin/screen-text')
 const { startDashboard, wantsColour } = require('../lib/admin/terminal')
 const { LILA, tcpBackend, exchange, until, within, makeBackend } = require('./fixtures/helpers')
+const { tool } = require('./fixtures/tools')
 
 function backend (address, extra = {}) {
   const [host, port] = address.split(':')
@@ -312,8 +313,7 @@ t.test('the TTY loop: NO_COLOR frames have no colour; a resize redraws at the ne
   t.ok(last().some(line => line.startsWith('> 127.0.0.1:41030 ')), 'the selection still on screen')
 })
 
-t.test('for real, under a pseudo-terminal: drain, enable, reweight, quit', async t => {
-  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: the dashboard is not tried in a real terminal')
+t.test('for real, under a pseudo-terminal: drain, enable, reweight, quit', { skip: tool('tmux').skip }, async t => {
   const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dashboard-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
@@ -348,8 +348,7 @@ t.test('for real, under a pseudo-terminal: drain, enable, reweight, quit', async
   t.notMatch(after, /BACKEND .* WHY/, 'the table is gone with the alternate screen')
 })
 
-t.test('for real at 80×24 with 30 backends: the selection scrolls into sight, d drains the one seen; ? and a resize', async t => {
-  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: the dashboard is not tried in a real terminal')
+t.test('for real at 80×24 with 30 backends: the selection scrolls into sight, d drains the one seen; ? and a resize', { skip: tool('tmux').skip }, async t => {
   const backends = await Promise.all(Array.from({ length: 30 }, (_, i) => tcpBackend(t, `b${i + 1}`)))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dashboard-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
@@ -404,8 +403,7 @@ t.test('for real at 80×24 with 30 backends: the selection scrolls into sight, d
   t.notMatch(after, /disabled/)
 })
 
-t.test('for real, NO_COLOR=1: nothing on screen in colour', async t => {
-  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: the dashboard is not tried in a real terminal')
+t.test('for real, NO_COLOR=1: nothing on screen in colour', { skip: tool('tmux').skip }, async t => {
   const [a, b] = await Promise.all(['a', 'b'].map(name => tcpBackend(t, name)))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-dashboard-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))

@@ -9,34 +9,17 @@
 //   FUZZ_CASES=20000 FUZZ_SEED=7 npx tap test/fuzz-http.test.js   (a longer run)
 
 const t = require('tap')
-const http = require('http')
 const net = require('net')
 const { createBalancer } = require('../lib/index')
 const { parseCommandLine } = require('../lib/config/argv')
 const { fuzzCase } = require('./fixtures/http-fuzz')
-const { listenOn, within, until } = require('./fixtures/helpers')
+const { within, until } = require('./fixtures/helpers')
+const { recordingBackend } = require('./fixtures/recording')
 
 const CASES = Number(process.env.FUZZ_CASES || 1500)
 const SEED = Number(process.env.FUZZ_SEED || 1)
 
-// A Node HTTP server that records what its strict parser reads.
-async function recordingServer (t) {
-  const seen = { requests: [], errors: [] }
-  const server = http.createServer((req, res) => {
-    const chunks = []
-    req.on('data', c => chunks.push(c))
-    req.on('end', () => {
-      seen.requests.push({ method: req.method, url: req.url, body: Buffer.concat(chunks).toString('latin1') })
-      res.end('ok')
-    })
-  })
-  server.on('clientError', (err, socket) => {
-    seen.errors.push(err.code)
-    socket.destroy()
-  })
-  seen.port = await listenOn(t, server)
-  return seen
-}
+const shown = r => JSON.stringify({ method: r.method, url: r.url, body: r.body.toString('latin1') }).slice(0, 200)
 
 // Send bytes, half-close, collect the answer until the server closes.
 function send (port, bytes) {
@@ -51,8 +34,8 @@ function send (port, bytes) {
 }
 
 t.test(`${CASES} generated requests (seed ${SEED})`, async t => {
-  const reference = await recordingServer(t)
-  const backend = await recordingServer(t)
+  const reference = await recordingBackend(t)
+  const backend = await recordingBackend(t)
   const { config } = parseCommandLine(['rr', `127.0.0.1:${backend.port}`, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--timeout', '5s', '--header-timeout', '2s'])
   const lb = createBalancer(config)
   const [address] = await lb.listen()
@@ -88,8 +71,8 @@ t.test(`${CASES} generated requests (seed ${SEED})`, async t => {
     if (got.length > expected.length) problems.push(`${got.length} requests forwarded where a strict parser reads ${expected.length}${refRejected ? ' (then rejects)' : ''}`)
     got.forEach((r, k) => {
       const e = expected[k]
-      if (e && (r.method !== e.method || r.url !== e.url || r.body !== e.body)) {
-        problems.push(`request ${k + 1} differs: lila sent ${JSON.stringify(r).slice(0, 200)}, strict parser read ${JSON.stringify(e).slice(0, 200)}`)
+      if (e && (r.method !== e.method || r.url !== e.url || !r.body.equals(e.body))) {
+        problems.push(`request ${k + 1} differs: lila sent ${shown(r)}, strict parser read ${shown(e)}`)
       }
     })
     for (const status of statuses) {
