@@ -7,9 +7,9 @@
 // the server closed, silence, nobody listening.
 
 const t = require('tap')
-const http = require('http')
 const { tcpBackend, deadPort, listenOn } = require('./fixtures/helpers')
 const { PostConnection } = require('../lib/telemetry/post')
+const { recordingBackend } = require('./fixtures/recording')
 
 const post = (t, port, { headers = { 'content-type': 'application/x-protobuf' }, timeout = 5000, path = '/v1/traces' } = {}) => {
   const conn = new PostConnection(new URL(`http://127.0.0.1:${port}${path}`), { headers, timeout })
@@ -38,27 +38,19 @@ async function rawServer (t, answer) {
 }
 
 t.test('Node\'s http server: POSTs on one kept-alive connection, the body whole, the fields given', async t => {
-  const seen = []
-  const server = http.createServer((req, res) => {
-    const chunks = []
-    req.on('data', c => chunks.push(c))
-    req.on('end', () => {
-      seen.push({ req, body: Buffer.concat(chunks), socket: req.socket })
-      res.end('ok')
-    })
-  })
-  await listenOn(t, server)
-  const conn = post(t, server.address().port, { headers: { 'content-type': 'application/x-protobuf', 'x-api-key': 'k1', host: 'evil' } })
+  const backend = await recordingBackend(t)
+  const seen = backend.requests
+  const conn = post(t, backend.port, { headers: { 'content-type': 'application/x-protobuf', 'x-api-key': 'k1', host: 'evil' } })
   const body = Buffer.alloc(300000, 7)
   for (let i = 0; i < 3; i++) t.same(await conn.post(body), { status: 200, error: null, retryAfter: -1, keep: true })
   t.equal(seen.length, 3)
   t.ok(seen.every(s => s.body.equals(body)), 'each body whole (300 KB)')
   t.equal(new Set(seen.map(s => s.socket)).size, 1, 'one connection for the three')
-  const { headers, method, url } = seen[0].req
+  const { headers, method, url } = seen[0]
   t.same([method, url], ['POST', '/v1/traces'])
   t.equal(headers['x-api-key'], 'k1', 'the fields given')
   t.equal(headers['content-type'], 'application/x-protobuf')
-  t.equal(headers.host, `127.0.0.1:${server.address().port}`, 'a Host of its own, never one given')
+  t.equal(headers.host, `127.0.0.1:${backend.port}`, 'a Host of its own, never one given')
 })
 
 t.test('answers framed every way: chunks and trailers, a 100 first, to the end of the connection', async t => {
