@@ -10,14 +10,16 @@ const t = require('tap')
 const fs = require('fs')
 const https = require('https')
 const crypto = require('crypto')
-const { execFileSync, spawnSync } = require('child_process')
+const { execFileSync } = require('child_process')
 const { AcmeClient, certId } = require('../lib/tls/acme')
 const { AcmeError } = require('../lib/errors')
 const { listenOn } = require('./fixtures/helpers')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 
-if (spawnSync('openssl', ['version']).error) {
-  t.skip('openssl is not installed (Debian package openssl)')
+const openssl = tool('openssl')
+if (openssl.path === null) {
+  t.skip(openssl.skip)
   process.exit(0)
 }
 

@@ -10,11 +10,11 @@ const t = require('tap')
 const fs = require('fs')
 const path = require('path')
 const { spawnLila, httpBackend, curl, restartablePort } = require('./fixtures/helpers')
-const { startPebble, PEBBLE } = require('./fixtures/pebble')
+const { startPebble, PEBBLE, PEBBLE_MISSING } = require('./fixtures/pebble')
 const { stateDir, certDir } = require('./fixtures/certs')
 
 if (PEBBLE === null) {
-  t.skip('pebble is not installed (Debian package pebble)')
+  t.skip(PEBBLE_MISSING)
   process.exit(0)
 }
 

@@ -10,13 +10,13 @@ const t = require('tap')
 const fs = require('fs')
 const https = require('https')
 const { spawnLila, httpBackend, curl, restartablePort, within, statusJson } = require('./fixtures/helpers')
-const { startPebble, PEBBLE } = require('./fixtures/pebble')
+const { startPebble, PEBBLE, PEBBLE_MISSING } = require('./fixtures/pebble')
 const { stateDir, servedCertificate } = require('./fixtures/certs')
 
 const servedSerial = async (port, name, ca) => (await servedCertificate(port, name, ca)).serialNumber
 
 if (PEBBLE === null) {
-  t.skip('pebble is not installed (Debian package pebble)')
+  t.skip(PEBBLE_MISSING)
   process.exit(0)
 }
 

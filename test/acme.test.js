@@ -12,13 +12,13 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { spawnLila, httpBackend, curl, restartablePort } = require('./fixtures/helpers')
-const { startPebble, PEBBLE } = require('./fixtures/pebble')
+const { startPebble, PEBBLE, PEBBLE_MISSING } = require('./fixtures/pebble')
 const { stateDir, servedCertificate } = require('./fixtures/certs')
 
 const servedSerial = async (port, name, ca) => (await servedCertificate(port, name, ca)).serialNumber
 
 if (PEBBLE === null) {
-  t.skip('pebble is not installed (Debian package pebble)')
+  t.skip(PEBBLE_MISSING)
   process.exit(0)
 }
 

@@ -13,7 +13,7 @@ const path = require('path')
 const { execFileSync } = require('child_process')
 const { redisServer, MISSING, spawnMember } = require('./fixtures/redis')
 const { httpBackend, restartablePort, within } = require('./fixtures/helpers')
-const { startPebble, PEBBLE } = require('./fixtures/pebble')
+const { startPebble, PEBBLE_MISSING } = require('./fixtures/pebble')
 const { stateDir } = require('./fixtures/certs')
 
 const NAME = 'shop.lila.test'
@@ -37,7 +37,7 @@ const acmeArgs = (backend, redis, httpPort, directory, pebble, t) => ['rr', back
 
 const issued = pebble => pebble.lines.filter(line => /Issued certificate serial/.test(line)).length
 
-t.test('one order for the fleet, probed through the other lila; one renewal', { skip: MISSING || (PEBBLE === null && 'pebble is not installed') }, async t => {
+t.test('one order for the fleet, probed through the other lila; one renewal', { skip: MISSING || PEBBLE_MISSING }, async t => {
   const redis = await redisServer(t)
   const httpPort = await restartablePort()
   const pebble = await startPebble(t, { httpPort, tlsPort: await restartablePort(), validity: 15 })
@@ -84,7 +84,7 @@ t.test('one order for the fleet, probed through the other lila; one renewal', { 
   for (const lila of [a, b]) t.notMatch(lila.stderr, /PRIVATE KEY/)
 })
 
-t.test('a lila killed -9 holding the lock: the other orders once the lock expires', { skip: MISSING || (PEBBLE === null && 'pebble is not installed') }, async t => {
+t.test('a lila killed -9 holding the lock: the other orders once the lock expires', { skip: MISSING || PEBBLE_MISSING }, async t => {
   const redis = await redisServer(t)
   const httpPort = await restartablePort()
   const pebble = await startPebble(t, { httpPort, tlsPort: await restartablePort(), validity: 300 })
