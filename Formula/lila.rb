@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7139db295e0e56d04bc8f6b40343b695e28932f6499684c2c42a7380de7fddd1"
+  sha256 "09d75caf70af2e0d3bb7ba78389e7af7913293bcaf0eaa7ab863a8bcdfb7a0e5"
   license "MIT"
 
   depends_on "node"

@@ -12,7 +12,8 @@ const net = require('net')
 //
 //   temporaryName(path)          the name to bind, or null when it would be too long for
 //                                a socket address (then the path is bound as it is)
-//   place(temporary, path)       link `path` to the socket bound at `temporary`; a stale
+//   place(temporary, path)       link `path` to the socket bound at `temporary` (workers
+//                                of one primary may all place it at once); a stale
 //                                socket at `path` (nothing accepts on it) is replaced;
 //                                rejects with an Error whose `reason` says why not
 //   own(server, path)            this server's socket is the one at `path`: forget() removes it
@@ -32,16 +33,28 @@ function temporaryName (path) {
 }
 
 async function place (temporary, path) {
+  // The socket's own inode, taken before anything: workers of one primary place the
+  // same socket at once, and one may link it and remove the temporary name while
+  // another is still here. The path holding this inode is placed, whoever linked it.
+  const ino = inode(temporary)
+  const placed = () => ino !== null && inode(path) === ino
   try {
     try {
       fs.linkSync(temporary, path)
     } catch (err) {
+      if (placed()) return
       if (err.code === 'ENOENT' && isSocket(path)) return // another worker of this primary placed it
       if (err.code !== 'EEXIST') throw err
-      if (sameFile(temporary, path)) return // the same
       if (!isSocket(path)) throw reasoned('a file that is not a socket is in the way')
-      if (!await removeStaleSocket(path)) throw reasoned('address already in use (something listens on it)')
-      fs.linkSync(temporary, path)
+      if (!await removeStaleSocket(path)) {
+        if (placed()) return // another worker replaced the stale file while this one probed
+        throw reasoned('address already in use (something listens on it)')
+      }
+      try {
+        fs.linkSync(temporary, path)
+      } catch (err) {
+        if (!placed()) throw err
+      }
     }
   } finally {
     try { fs.unlinkSync(temporary) } catch {}
@@ -72,6 +85,7 @@ function forget (server) {
 // it is in use or is not a socket.
 function removeStaleSocket (path) {
   if (!isSocket(path)) return Promise.resolve(!fs.existsSync(path))
+  const probed = inode(path) // removed only if the file is still the one probed
   return new Promise(resolve => {
     const probe = net.connect({ path })
     probe.once('connect', () => {
@@ -80,6 +94,7 @@ function removeStaleSocket (path) {
     })
     probe.once('error', err => {
       if (err.code !== 'ECONNREFUSED') return resolve(err.code === 'ENOENT')
+      if (inode(path) !== probed) return resolve(false) // replaced meanwhile
       try {
         fs.unlinkSync(path)
         resolve(true)
@@ -98,11 +113,11 @@ function isSocket (path) {
   }
 }
 
-function sameFile (a, b) {
+function inode (path) {
   try {
-    return fs.lstatSync(a).ino === fs.lstatSync(b).ino
+    return fs.lstatSync(path).ino
   } catch {
-    return false
+    return null
   }
 }
 
