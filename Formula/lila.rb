@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "09d75caf70af2e0d3bb7ba78389e7af7913293bcaf0eaa7ab863a8bcdfb7a0e5"
+  sha256 "697d58c8293a357ba742cf22a89d39760e7999a1e61ffdd6d69a2320d4b038ec"
   license "MIT"
 
   depends_on "node"

@@ -8,10 +8,10 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { request, until, statusJson, within } = require('./fixtures/helpers')
+const { request, until, statusJson, within, spawnLila } = require('./fixtures/helpers')
 const { startWrk } = require('./fixtures/upgrade')
 const { tool } = require('./fixtures/tools')
-const { runApp, instances, ready, settled, groupMembers } = require('./fixtures/run')
+const { APP, runApp, instances, ready, settled, groupMembers } = require('./fixtures/run')
 
 const NO_WRK = tool('wrk').skip
 const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
@@ -195,4 +195,28 @@ t.test('an app that never listens on PORT is said as such, and lila exits 1', as
   const { code } = await within(30000, 'lila to exit', lila.exited)
   t.equal(code, 1)
   t.match(lila.stderr, /lila: app did not start: app\.1 never listened on \d+ within 1s/)
+})
+
+t.test('app lines say their listener once a reload gives another listener an app, and plain "app" once it goes', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-run-names-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'lila.json')
+  const listener = name => ({ name, port: 0, protocol: 'http', run: { command: `node ${APP}`, instances: 1 } })
+  const write = names => fs.writeFileSync(file, JSON.stringify({ host: '127.0.0.1', listeners: names.map(listener) }))
+  const linesOf = prefix => (lila.stdout.match(new RegExp(`^${prefix}\\.1 \\| listening on \\d+$`, 'mg')) || []).length
+  const lines = (prefix, count, what) => until(() => linesOf(prefix) >= count, what, { timeout: 20000, every: 20 })
+  write(['web'])
+  const lila = await spawnLila(t, ['--config', file])
+  await lines('app', 1, 'one app: its lines say "app"')
+
+  write(['web', 'api']) // api starts its app; web's rolls (SIGHUP), its new instance says so
+  lila.child.kill('SIGHUP')
+  await lines('api', 1, 'the new listener\'s app says "api"')
+  await lines('web', 1, 'the kept listener\'s new instance says "web"')
+
+  write(['web']) // api goes; web's app rolls again, its lines plain "app" once more
+  lila.child.kill('SIGHUP')
+  await lines('app', 2, 'one app again: "app"')
+  t.equal(linesOf('api'), 1)
+  t.equal((await lila.stop()).code, 0)
 })

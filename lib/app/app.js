@@ -30,10 +30,11 @@ const SAMPLE_EVERY = 1000 // --max-rss, --max-age and staying up are looked at t
 //              appCwd, appEnv, readyTimeout, stopTimeout, stopSignal, surge, watch,
 //              maxRss, maxAge, exitOnCrashLoop, appLogFormat
 //   check      the readiness probe, as health.js probes: { type: 'tcp' } or --check's
+//   name()     what leads its lines (the listener's name, or null for plain "app")
 //   onGiveUp   every instance is crash-looping and --exit-on-crash-loop is given
 class App {
   constructor (settings, {
-    log, stdout, stderr, check, probeTimeout, name = null, env = process.env, now = Date.now, onGiveUp = () => {}
+    log, stdout, stderr, check, probeTimeout, name = () => null, env = process.env, now = Date.now, onGiveUp = () => {}
   }) {
     this.cwd = checkRun(settings, env) // a UsageError: nothing started
     this.settings = settings

@@ -64,8 +64,9 @@ class LineReader {
 
 // Where an app's lines go: `stdout` and `stderr` (lila's), as text led by "app.2 | "
 // (coloured when `colour`) or as JSON lines ({ time, app, instance, stream, line }).
-// `app` names the listener when there are several.
-function createOutput ({ stdout, stderr, format = 'text', colour = false, app = null }) {
+// `app()` names the listener when there are several (asked per line: a reload may add
+// or take away another app listener).
+function createOutput ({ stdout, stderr, format = 'text', colour = false, app = () => null }) {
   const paused = new Set() // the instances' pipes, not read until lila's stream drains
   const onDrain = () => {
     for (const source of paused) source.resume()
@@ -74,18 +75,19 @@ function createOutput ({ stdout, stderr, format = 'text', colour = false, app = 
   for (const target of new Set([stdout, stderr])) {
     if (typeof target.on === 'function') target.on('drain', onDrain)
   }
-  const prefixOf = number => {
-    const name = app === null ? `app.${number}` : `${app}.${number}`
+  const prefixOf = (number, named) => {
+    const name = named === null ? `app.${number}` : `${named}.${number}`
     return colour ? `\x1b[${COLOURS[(number - 1) % COLOURS.length]}m${name}\x1b[0m | ` : `${name} | `
   }
   const render = (number, stream, text, cut) => {
+    const named = app()
     if (format === 'json') {
       const time = new Date().toISOString()
-      const record = { time, app: app === null ? 'app' : app, instance: number, stream, line: text }
+      const record = { time, app: named === null ? 'app' : named, instance: number, stream, line: text }
       if (cut) record.cut = true
       return `${JSON.stringify(record)}\n`
     }
-    return `${prefixOf(number)}${text}${cut ? CUT_MARK : ''}\n`
+    return `${prefixOf(number, named)}${text}${cut ? CUT_MARK : ''}\n`
   }
   return {
     // The lines of one instance's stream `source` ('stdout' or 'stderr'); `keep(text)`

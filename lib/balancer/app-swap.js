@@ -14,13 +14,13 @@ const { RuntimeError } = require('../errors')
 // Before the reload applies: the apps of the kept listeners (plan.js keep) that gain
 // one, started. -> Map(listener -> App). Rejects with a RuntimeError, the apps started
 // stopped again, when one does not start.
-async function startGained (apps, keep, byName, several) {
+async function startGained (apps, keep, byName) {
   const gained = new Map()
   try {
     for (const { config } of keep) {
       const listener = byName.get(config.name)
       if (listener.config.run !== null || config.run === null) continue
-      const app = apps.make(config, listener.log, several)
+      const app = apps.make(config, listener.log)
       gained.set(listener, app)
       await app.start().catch(err => {
         throw new RuntimeError(`listener ${config.name}: ${err.message}`)

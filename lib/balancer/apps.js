@@ -10,21 +10,28 @@ class Apps {
     this.io = io
     this.byListener = new Map() // Listener -> App
     this.fresh = new Set() // Apps a reload just started: the roll after it leaves them be
+    this.named = false // app lines are led by their listener's name: several run apps
+  }
+
+  // The config in force, or the one a reload applies: app lines say their listener's
+  // name from now on when it runs several apps (each line asks: App name()).
+  nameFor (config) {
+    this.named = config.listeners.filter(l => l.run !== null).length > 1
   }
 
   get size () {
     return this.byListener.size
   }
 
-  // The App of a listener about to be made; `named`: lines led by the listener's name
-  // (several listeners run apps).
-  make (listenerConfig, log, named) {
+  // The App of a listener about to be made.
+  make (listenerConfig, log) {
     const { App } = require('../app/app')
     const { check, checkHost, checkTimeout, backendProtocol, run, name } = listenerConfig
     // Ready: its port accepts, or --check passes (as health.js would probe it).
     const base = check === null ? { type: 'tcp' } : check
     const probe = { ...base, host: checkHost, tls: null, http2: backendProtocol === 'h2' }
-    return new App(run, { ...this.io, log, check: probe, probeTimeout: checkTimeout, name: named ? name : null })
+    const named = () => this.named ? name : null
+    return new App(run, { ...this.io, log, check: probe, probeTimeout: checkTimeout, name: named })
   }
 
   attach (listener, app) {

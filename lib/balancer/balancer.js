@@ -47,6 +47,7 @@ class Balancer {
     this.fileLimit = fileLimit
     this.provisions = provisions
     this.apps = new Apps({ stdout, stderr, env, onGiveUp: onAppGiveUp }) // lila run
+    this.apps.nameFor(config)
     const pools = { now, resolve, resolveSrv, table, random } // what every Upstream is made with
     const inForce = () => this.current
     this.maker = new ListenerMaker({ log, pools, via, accessLog, tracer, provisions, apps: this.apps, inForce })
@@ -117,8 +118,11 @@ class Balancer {
     const plan = planReload(this.current, next, this.runningShape())
     const byName = new Map(this.running.map(listener => [listener.config.name, listener]))
     // lila run: the apps kept listeners gain start first (app-swap.js); may throw
-    const several = next.listeners.filter(l => l.run !== null).length > 1
-    const gained = await startGained(this.apps, plan.keep, byName, several)
+    this.apps.nameFor(next)
+    const gained = await startGained(this.apps, plan.keep, byName).catch(err => {
+      this.apps.nameFor(this.current)
+      throw err
+    })
     let keeperLines, descriptors, starting, bound
     try {
       // Certificates lila gets itself, before the listeners take the config. (A
@@ -130,6 +134,7 @@ class Balancer {
       bound = await this.bindAllOrNone(starting.filter(step => !step.afterRetire))
     } catch (err) {
       await Promise.all([...gained.values()].map(app => app.stop()))
+      this.apps.nameFor(this.current)
       throw err
     }
 

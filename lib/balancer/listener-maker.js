@@ -29,7 +29,7 @@ const PROTOCOLS = {
 
 class ListenerMaker {
   // pools: what every Upstream is made with ({ now, resolve, resolveSrv, table, random });
-  // inForce() -> the config in force (how many listeners there are, and apps).
+  // inForce() -> the config in force (how many listeners there are).
   constructor ({ log, pools, via, accessLog, tracer, provisions, apps, inForce }) {
     Object.assign(this, { log, pools, via, accessLog, tracer, provisions, apps, inForce })
   }
@@ -40,8 +40,7 @@ class ListenerMaker {
     const { provisions, apps } = this
     const named = () => logsName(listenerConfig, this.inForce().listeners.length)
     const log = prefixed(this.log, () => named() ? listenerConfig.name : null)
-    const several = this.inForce().listeners.filter(l => l.run !== null).length > 1
-    const app = listenerConfig.run === null ? null : apps.make(listenerConfig, log, several)
+    const app = listenerConfig.run === null ? null : apps.make(listenerConfig, log)
     const upstream = new Upstream(listenerConfig, { ...this.pools, log, tls: backendTls, app })
     const routes = listenerConfig.routes.map(route => this.makeRoute(route, log, backendTls))
     const canaries = canaryPools(listenerConfig, new Map(), this.canaryMaker(log, backendTls), backendTls).upstreams
