@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "697d58c8293a357ba742cf22a89d39760e7999a1e61ffdd6d69a2320d4b038ec"
+  sha256 "26872f163678513b9774b6d7d63faa5e3aa0991f03238c4515ca4d55464dddcc"
   license "MIT"
 
   depends_on "node"

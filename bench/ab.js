@@ -10,10 +10,11 @@
 // shape, h2load -c10 -m10) in place of wrk: --client h2load. --old-args and --new-args
 // add options to one side only (the same executable twice: an option's cost, e.g.
 // --fleet). --post BYTES: each request a POST with a body of that size (P1's, P2's shape).
+// --close: a new client connection per request (wrk -H 'Connection: close'; W2's shape).
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
 //        [--protocol http|tcp] [--backend-protocol h1|h2] [--client wrk|h2load]
-//        [--body BYTES] [--connections N] [--post BYTES] [--old-args='OPTIONS'] [--new-args='OPTIONS']
+//        [--body BYTES] [--connections N] [--post BYTES] [--close] [--old-args='OPTIONS'] [--new-args='OPTIONS']
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
@@ -34,6 +35,7 @@ const { values: flags, positionals } = parseArgs({
     body: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     post: { type: 'string', default: '0' },
+    close: { type: 'boolean', default: false },
     'old-args': { type: 'string', default: '' },
     'new-args': { type: 'string', default: '' }
   }
@@ -41,7 +43,7 @@ const { values: flags, positionals } = parseArgs({
 const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
   console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--backend-protocol h1|h2] ' +
-    '[--client wrk|h2load] [--body BYTES] [--connections N] [--post BYTES] [--old-args=OPTIONS] [--new-args=OPTIONS]')
+    '[--client wrk|h2load] [--body BYTES] [--connections N] [--post BYTES] [--close] [--old-args=OPTIONS] [--new-args=OPTIONS]')
   process.exit(2)
 }
 const BODY = Buffer.alloc(Number(flags.body), 'a')
@@ -82,6 +84,7 @@ function load (port, duration) {
   const h2 = flags.client === 'h2load'
   const argv = h2 ? ['h2load', '-c10', '-m10', '-D', String(duration)] : ['wrk', '-t1', `-c${flags.connections}`, `-d${duration}s`]
   if (POST > 0) argv.push(...(h2 ? ['-d', postFile()] : ['-s', postScript()]))
+  if (flags.close && !h2) argv.push('-H', 'Connection: close')
   argv.push(url)
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0], argv.slice(1))

@@ -6,7 +6,8 @@
 // allocation sites follow. Linux, needs wrk.
 //
 //   node bench/garbage.js [LILA=./lila] [seconds=8] [--client wrk|h2load] [--body BYTES]
-//        [--post BYTES] [--backend-protocol h1|h2] [--top N]
+//        [--post BYTES] [--backend-protocol h1|h2] [--close] [--top N]
+// --close: a new client connection per request (W2's shape): bytes per connection.
 
 const { spawn } = require('child_process')
 const http = require('http')
@@ -24,6 +25,7 @@ const { values: flags, positionals } = parseArgs({
     body: { type: 'string', default: '5' },
     post: { type: 'string', default: '0' },
     'backend-protocol': { type: 'string', default: 'h1' },
+    close: { type: 'boolean', default: false },
     top: { type: 'string', default: '15' }
   }
 })
@@ -57,6 +59,7 @@ function load (port, duration) {
     if (post > 0) argv.push('-d', bodyFile(post))
   } else {
     argv = ['wrk', '-t1', '-c50', `-d${duration}s`, url]
+    if (flags.close) argv.push('-H', 'Connection: close')
     if (post > 0) argv.push('-s', wrkScript(post))
   }
   return new Promise((resolve, reject) => {

@@ -342,3 +342,28 @@ t.test('HTTP/2: expect: 100-continue on a small body gets 100 from lila; the bac
     await settled(lila, { timeout: 10000 })
   }
 })
+
+// After its last response (Connection: close) lila shuts its side and drops what the
+// client still sends; a client that never closes its side is let go of a moment later
+// (LINGER_MS, counted in the listener's sweeps), also with --idle-timeout off: its
+// session ends while the client still holds its side open.
+t.test('a client that keeps its side open after Connection: close is let go of; what it sends is dropped', async t => {
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--idle-timeout', '0s'])
+  const socket = net.connect({ port: lila.port, host: '127.0.0.1', allowHalfOpen: true }) // stays open after lila's FIN
+  t.teardown(() => socket.destroy())
+  let text = ''
+  socket.on('data', chunk => { text += chunk })
+  socket.on('error', () => {})
+  const ended = new Promise(resolve => socket.once('end', resolve))
+  socket.write('GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await within(10000, 'lila to shut its side', ended)
+  socket.write('GET /dropped HTTP/1.1\r\nHost: x\r\n\r\n') // after lila's FIN: dropped
+  const snapshot = await settled(lila, { timeout: 15000 }) // the session over, the client still open
+  t.equal(snapshot.listeners[0].active, 0, 'lila let the connection go')
+  t.notOk(socket.destroyed, 'the client never closed')
+  t.match(text, /^HTTP\/1\.1 200 /)
+  t.equal(text.match(/HTTP\/1\.1 /g).length, 1, 'one response: what came after the last request was dropped')
+  t.equal(backend.requests, 1, 'the backend saw only the first request')
+})

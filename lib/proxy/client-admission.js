@@ -101,6 +101,7 @@ class ClientAdmission {
   }
 
   uncount (session) {
+    if (this.counted.size === 0) return // no --max-conn-per-client: no lookup per connection
     const address = this.counted.get(session)
     if (address === undefined) return
     this.counted.delete(session)

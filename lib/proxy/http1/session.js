@@ -11,7 +11,7 @@ const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for LINGER_MS, so the client reads the response before
-// the connection is reset.
+// the connection is reset: counted in the listener's sweeps, no timer per connection.
 const { LINGER_MS } = require('../../limits')
 
 const HEADS = new HeadReader() // one for every connection: a head is read at once
@@ -52,7 +52,7 @@ class HttpSession {
     this.draining = false // drain(): the next response says Connection: close
     this.drainTimer = null // draining between requests: the grace for the next one
     this.clientEnded = false
-    this.lingerTimer = null
+    this.lingerTicks = 0 // shut: sweeps left until the connection is cut (LINGER_MS)
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
     this.bodyReader = NO_BODY // the body being read: one made for the first request with one
     this.writer = new ResponseWriter(client, listener) // the response being written
@@ -221,7 +221,7 @@ class HttpSession {
 
   onData (chunk) {
     this.idleTicks = 0
-    if (this.lingerTimer !== null) return // closing: drop what still comes
+    if (this.lingerTicks > 0) return // shut: drop what still comes
     const x = this.exchange
     if (x !== null) {
       if (x.tunnel !== null) return x.tunnel.toBackend(chunk)
@@ -335,10 +335,11 @@ class HttpSession {
     if (this.exchange === null) this.refuse(408, 'request head not received in time')
   }
 
-  // The listener's sweep: no traffic for --idle-timeout closes the connection. While a
-  // backend works on the request, the client has nothing to say: the exchange's own
-  // timeouts apply then.
+  // The listener's sweep: a shut connection still open after LINGER_MS, or one without
+  // traffic for --idle-timeout, is closed. While a backend works on the request, the
+  // client has nothing to say: the exchange's own timeouts apply then.
   onIdleSweep (idleLimit) {
+    if (this.lingerTicks > 0 && --this.lingerTicks === 0) return this.destroy()
     if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
@@ -365,16 +366,15 @@ class HttpSession {
       clearTimeout(this.headTimer)
       this.headTimer = null
     }
-    if (this.client.destroyed || this.lingerTimer !== null) return
+    if (this.client.destroyed || this.lingerTicks > 0) return
     this.client.end()
     this.client.resume()
-    this.lingerTimer = setTimeout(() => this.client.destroy(), LINGER_MS)
+    this.lingerTicks = this.listener.ticksFor(LINGER_MS)
   }
 
   onClose () {
     if (this.headTimer !== null) clearTimeout(this.headTimer)
     if (this.drainTimer !== null) clearTimeout(this.drainTimer)
-    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer)
     const x = this.exchange
     this.exchange = null
     if (x !== null) x.onClientClose()
