@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "26872f163678513b9774b6d7d63faa5e3aa0991f03238c4515ca4d55464dddcc"
+  sha256 "436de4efe6baabf78039480203828ce0360862ca44237f41028ded36ceb28594"
   license "MIT"
 
   depends_on "node"

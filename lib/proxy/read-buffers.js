@@ -18,6 +18,8 @@
 // Node calls the socket's `buffer()` right after its `callback()`: the socket that just
 // read takes what its callback chose (`next`), every other socket the shared buffer.
 
+const { Socket } = require('net')
+
 const READ_SIZE = 64 * 1024
 const BULK = 16 * 1024
 const OWN_MAX = 64
@@ -65,4 +67,33 @@ function letGo (buffer, free) {
   if (free && reads.spare.length < SPARE_MAX) reads.spare.push(buffer)
 }
 
-module.exports = { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK, OWN_MAX }
+// Node takes `onread` only when it makes a socket; one a server accepted (a client's)
+// is given it later through the fields the option sets (net.js's kBuffer, kBufferGen,
+// kBufferCb, found by name on a socket) and its handle's useUserBuffer. Null where
+// Node names them otherwise: such a socket keeps its 'data' events.
+let onreadFields
+function fieldsOfOnread () {
+  if (onreadFields !== undefined) return onreadFields
+  const probe = new Socket()
+  const named = name => Object.getOwnPropertySymbols(probe).find(s => s.description === name)
+  const fields = [named('kBuffer'), named('kBufferGen'), named('kBufferCb')]
+  onreadFields = fields.includes(undefined) ? null : fields
+  return onreadFields
+}
+
+// From the next read on, `socket` (connected, reading, its Readable buffer empty) reads
+// as readsInto(callback) says. False where it cannot (TLS, another Node).
+function readFromNowInto (socket, callback) {
+  const fields = fieldsOfOnread()
+  const handle = socket._handle
+  if (fields === null || socket.encrypted || !handle || typeof handle.useUserBuffer !== 'function') return false
+  const [kBuffer, kBufferGen, kBufferCb] = fields
+  const first = nextBuffer()
+  socket[kBufferGen] = nextBuffer
+  socket[kBufferCb] = callback
+  socket[kBuffer] = first
+  handle.useUserBuffer(first)
+  return true
+}
+
+module.exports = { readsInto, readFromNowInto, copied, takeOwn, readAgain, letGo, SHARED, BULK, OWN_MAX }

@@ -28,7 +28,7 @@ const CLIENT_SESSION = Object.freeze({
   properties: Object.freeze(['listener', 'clientAddress', 'socket', 'chunkedPieces', 'holdsHead'])
 })
 const LEG = Object.freeze({
-  methods: Object.freeze(['start', 'write', 'end', 'pause', 'resume', 'abandon', 'again', 'onSweep']),
+  methods: Object.freeze(['start', 'write', 'end', 'pause', 'resume', 'abandon', 'again', 'onSweep', 'holdsBody']),
   // connected: it can take the body now; gotBytes: some of the response came (no replay)
   properties: Object.freeze(['connected', 'gotBytes'])
 })

@@ -117,6 +117,11 @@ class Http1Leg {
     this.finishBody()
   }
 
+  // Do its socket's writes still hold pieces of the body (http1/client-reads.js)?
+  holdsBody () {
+    return this.conn === null || this.conn.socket.writableLength > 0
+  }
+
   pause () {
     if (this.conn !== null) this.conn.socket.pause()
   }

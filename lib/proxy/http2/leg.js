@@ -87,6 +87,12 @@ class Http2Leg {
     return this.writePiece(piece)
   }
 
+  // May the session still hold pieces of the body (http1/client-reads.js)? It queues
+  // them past the flow-control window: taken to.
+  holdsBody () {
+    return true
+  }
+
   // The body's end, with the client's trailers.
   end () {
     const s = this.s

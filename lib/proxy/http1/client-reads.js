@@ -1,0 +1,67 @@
+'use strict'
+
+const { readFromNowInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+// A body longer than this streams through (shorter ones are held whole: request-body.js).
+const { REPLAY_LIMIT } = require('../../limits')
+
+const READS = Symbol('lila.clientReads')
+
+// A plain client connection that sends a long request body reads, from its first such
+// body on, into read-buffers.js's buffers as backend sockets do, not into a new 64 KiB
+// buffer each read: a 256 KiB POST made four, and V8 counts each as external memory
+// (scavenges "for external memory pressure" and the malloc churn behind them were a
+// third of lila's CPU on such bodies). Each read goes to the session as a 'data' event
+// would (onData). A bulk read's buffer is read into again only once nothing holds
+// what it read (holdsRead); else it stays with what holds it and the socket takes
+// another.
+class ClientReads {
+  constructor (session) {
+    this.session = session
+    this.own = null // the socket's own read buffer, while it moves bulk
+  }
+
+  letGo (free) {
+    if (this.own === null) return
+    letGo(this.own, free)
+    this.own = null
+  }
+}
+
+// The session is to read a body of `head`: a long one switches its socket's reads.
+// Not while the socket is paused or holds unread chunks: they would come out of order.
+function readBodyOf (session, head) {
+  if (!head.chunked && head.bodyLength <= REPLAY_LIMIT) return
+  const socket = session.client
+  if (socket[READS] !== undefined || socket.isPaused() || socket.readableLength > 0) return
+  const reads = new ClientReads(session)
+  socket[READS] = readFromNowInto(socket, onRead) ? reads : null
+  if (socket[READS] !== null) socket.once('close', () => reads.letGo(false)) // a write may still hold it
+}
+
+function onRead (nread, buffer) {
+  const reads = this[READS]
+  const session = reads.session
+  if (buffer === SHARED) {
+    const chunk = copied(nread)
+    if (nread >= BULK) reads.own = takeOwn()
+    return session.onData(chunk)
+  }
+  const before = session.exchange
+  session.onData(buffer.subarray(0, nread))
+  const free = !holdsRead(session, before) && !holdsRead(session, session.exchange)
+  if (nread >= BULK && free) return readAgain(buffer)
+  reads.letGo(free)
+  if (nread >= BULK) reads.own = takeOwn()
+}
+
+// Does anything still hold bytes of the session's last read: its unread bytes, or
+// exchange `x`'s body (held for a replay, copied for a shadow, or in its leg's writes)?
+function holdsRead (session, x) {
+  if (session.buf !== null) return true
+  if (x === null) return false
+  if (x.tunnel !== null || x.shadow !== null) return true
+  if (x.body.kept && x.body.heldBytes > 0) return true
+  return x.leg === null || x.leg.holdsBody()
+}
+
+module.exports = { readBodyOf, onRead, ClientReads, READS }

@@ -1,0 +1,189 @@
+'use strict'
+
+// Where a plain client connection reads a long request body into (lib/proxy/http1/
+// client-reads.js): read-buffers.js's buffers, a bulk read's own buffer read into again
+// only once nothing holds what it read (the backend write it went to, a replay's copy,
+// the next request's bytes). A buffer read into too soon would change bytes a waiting
+// write still holds: bodies uploaded over one keep-alive connection to backends that
+// read them at different speeds must each arrive byte for byte.
+
+const t = require('tap')
+const http = require('http')
+const net = require('net')
+const crypto = require('crypto')
+const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
+
+const BLOCKS = 32 // of 64 KiB: 2 MiB a body, more than loopback's socket buffers hold
+const CLIENTS = 4
+const UPLOADS = 3 // a client's, one after another on its keep-alive connection
+
+// Each upload's body is its own: 64 KiB of bytes derived from its name (a count, so
+// that a piece moved or repeated shows), repeated.
+function blockFor (name) {
+  const seed = crypto.createHash('sha256').update(name).digest()
+  const block = Buffer.allocUnsafe(64 * 1024)
+  for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((seed.readUInt32LE(0) + i) >>> 0, i)
+  return block
+}
+
+function digestOf (block, count) {
+  const hash = crypto.createHash('sha256')
+  for (let i = 0; i < count; i++) hash.update(block)
+  return hash.digest('hex')
+}
+
+// A backend answering each request with the length and digest of the body it read; a
+// slow one stops reading now and then, for a timer's turn, so that lila's writes to it
+// wait part-written, holding what they were given.
+async function backend (t, slow) {
+  const server = http.createServer((req, res) => {
+    const hash = crypto.createHash('sha256')
+    let size = 0
+    let pieces = 0
+    req.on('data', chunk => {
+      hash.update(chunk)
+      size += chunk.length
+      if (slow && ++pieces % 16 === 0) {
+        req.pause()
+        setTimeout(() => req.resume(), 10)
+      }
+    })
+    req.on('end', () => res.end(JSON.stringify({ size, digest: hash.digest('hex') })))
+  })
+  await listenOn(t, server)
+  return `127.0.0.1:${server.address().port}`
+}
+
+t.test(`${CLIENTS} clients upload ${UPLOADS} bodies of ${BLOCKS / 16} MiB each to a fast and a slow backend: every body intact`, async t => {
+  const backends = [await backend(t, false), await backend(t, true)]
+  const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none'])
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
+  t.teardown(() => agent.destroy())
+  // With a Content-Length, or chunked (no length: Node's client frames it), in writes
+  // of a block each: reads of up to 64 KiB on lila's side.
+  const upload = name => new Promise((resolve, reject) => {
+    const block = blockFor(name)
+    const chunked = name.endsWith('chunked')
+    const headers = chunked ? {} : { 'Content-Length': block.length * BLOCKS }
+    const req = http.request({ host: '127.0.0.1', port: lila.port, method: 'POST', path: `/${name}`, agent, headers }, res => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', chunk => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode, text }))
+      res.on('error', reject)
+    }).on('error', reject)
+    let sent = 0
+    const write = () => {
+      while (sent < BLOCKS) {
+        sent++
+        if (!req.write(block)) return req.once('drain', write)
+      }
+      req.end()
+    }
+    write()
+  })
+  const names = Array.from({ length: CLIENTS * UPLOADS }, (_, i) => `${i}${i % 3 === 1 ? '-chunked' : ''}`)
+  const client = async c => {
+    const results = []
+    for (let k = 0; k < UPLOADS; k++) results.push(await upload(names[c * UPLOADS + k]))
+    return results
+  }
+  const got = (await within(120000, 'the uploads', Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c))))).flat()
+  for (const [i, { status, text }] of got.entries()) {
+    t.equal(status, 200, `${names[i]}: answered`)
+    t.same(JSON.parse(text), { size: BLOCKS * 64 * 1024, digest: digestOf(blockFor(names[i]), BLOCKS) }, `${names[i]}: byte for byte`)
+  }
+  agent.destroy()
+  await settled(lila, { timeout: 10000 })
+})
+
+// The next request's head in the same write as a long body's end: its bytes stay for
+// the session (unread) while the read they came in is let go.
+t.test('a request pipelined right behind a long body is read as it was sent', async t => {
+  const backends = [await backend(t, true)]
+  const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none'])
+  const block = blockFor('pipelined')
+  const length = block.length * BLOCKS
+  const socket = net.connect(lila.port, '127.0.0.1')
+  t.teardown(() => socket.destroy())
+  const head = name => `POST /${name} HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n`
+  let text = ''
+  socket.setEncoding('latin1')
+  socket.on('data', chunk => { text += chunk })
+  const answers = within(60000, () => `two answers, got ${text.length} bytes`, new Promise(resolve => {
+    const check = () => { if ((text.match(/"digest"/g) || []).length === 2) resolve() }
+    socket.on('data', check)
+  }))
+  socket.write(head('first'))
+  for (let i = 0; i < BLOCKS - 1; i++) socket.write(block)
+  socket.write(Buffer.concat([block, Buffer.from(head('second'))]))
+  for (let i = 0; i < BLOCKS; i++) socket.write(block)
+  await answers
+  const bodies = text.split(/HTTP\/1\.1 200 OK\r\n/).slice(1).map(answer => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)))
+  const expected = { size: length, digest: digestOf(block, BLOCKS) }
+  t.same(bodies, [expected, expected], 'both bodies byte for byte')
+  socket.end()
+  await settled(lila, { timeout: 10000 })
+})
+
+// The same rule in process, read by read: a client socket "reads" as Node's onread does
+// (into what the read buffers give it next, then the callback), its session and
+// exchange saying whether they still hold the bytes they were handed.
+t.test('which buffer a client socket reads into next', async t => {
+  const { onRead, ClientReads, READS } = require('../lib/proxy/http1/client-reads')
+  const { readsInto, SHARED } = require('../lib/proxy/read-buffers')
+  const next = readsInto(() => {}).buffer
+  const handed = []
+  const leg = { writing: false, holdsBody () { return this.writing } }
+  const x = { tunnel: null, shadow: null, body: { kept: false, heldBytes: 0 }, leg }
+  const session = { buf: null, exchange: x, onData (chunk) { handed.push(chunk) } }
+  const socket = { [READS]: new ClientReads(session) }
+  let into = next()
+  const read = (bytes, fill) => {
+    into.fill(fill, 0, bytes)
+    onRead.call(socket, bytes, into)
+    into = next()
+    return handed[handed.length - 1]
+  }
+
+  t.equal(into, SHARED, 'a socket starts on the shared buffer')
+  let chunk = read(100, 1)
+  t.not(chunk.buffer, SHARED.buffer, 'a small read is copied out of it')
+  chunk = read(64 * 1024, 2)
+  t.not(chunk.buffer, SHARED.buffer, 'a bulk read too')
+  t.not(into, SHARED, 'and the socket reads into a buffer of its own next')
+  let own = into
+  chunk = read(64 * 1024, 3)
+  t.equal(chunk.buffer, own.buffer, 'handed on as it is, without a copy')
+  t.equal(into, own, 'read into again: the backend\'s write took all of it at once')
+  const holders = [
+    ['the leg\'s write still holds it', () => { leg.writing = true }, () => { leg.writing = false }],
+    ['it is held for a replay', () => { x.body = { kept: true, heldBytes: 1 } }, () => { x.body = { kept: false, heldBytes: 0 } }],
+    ['the session holds bytes of it for the next request', () => { session.buf = Buffer.alloc(1) }, () => { session.buf = null }],
+    ['the exchange has no leg yet', () => { x.leg = null }, () => { x.leg = leg }],
+    ['a --mirror copy holds it', () => { x.shadow = {} }, () => { x.shadow = null }]
+  ]
+  let fill = 4
+  for (const [why, hold, release] of holders) {
+    own = into
+    hold()
+    read(64 * 1024, fill++)
+    release()
+    t.not(into, own, `${why}: the socket gets another`)
+  }
+  // The exchange ends with the read (the session has none after it): its leg is asked.
+  own = into
+  leg.writing = true
+  session.onData = chunk => { handed.push(chunk); session.exchange = null }
+  read(64 * 1024, fill++)
+  t.not(into, own, 'the exchange that read it ended, its leg still writing it: another')
+  own = into
+  leg.writing = false
+  read(64 * 1024, fill)
+  t.equal(into, own, 'nothing held it: read into again')
+  // All but the third, whose buffer the fourth read was allowed into: nothing held it.
+  t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7, 8, 9, 10], 'every piece still held kept its bytes')
+  socket[READS].letGo(false)
+})
