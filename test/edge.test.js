@@ -13,6 +13,7 @@ const path = require('path')
 const { spawnSync } = require('child_process')
 const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within, until } = require('./fixtures/helpers')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
 
 // Connect to 127.0.0.1:port from `localAddress`, send `data` (a PROXY header, say),
 // and collect what comes back until the connection closes. Never rejects.
@@ -32,13 +33,12 @@ function tempDir (t) {
   return dir
 }
 
-// `htpasswd -nbB user password` -> the line, or null without htpasswd.
+const htpasswd = tool('htpasswd')
+
+// `htpasswd -nbB user password` -> the line; a test asks htpasswd.skip first.
 function htpasswdLine (user, password, flag = '-B') {
-  const result = spawnSync('htpasswd', ['-nb', flag, user, password], { encoding: 'utf8' })
-  if (result.error && result.error.code === 'ENOENT') return null
-  return result.stdout.trim()
+  return spawnSync(htpasswd.path, ['-nb', flag, user, password], { encoding: 'utf8' }).stdout.trim()
 }
-const HTPASSWD_MISSING = 'htpasswd is not installed (Debian package apache2-utils)'
 
 t.test('tcp --deny: a client from 127.0.0.2 is closed at once, one from 127.0.0.1 served; counted, shown, said', async t => {
   const backend = await tcpBackend(t, 'a')
@@ -139,8 +139,8 @@ function admin (port, pathName, credentials, method = 'GET') {
 }
 
 t.test('--status-basic-auth: htpasswd -B users in, others 401 with the realm; changes too; the file read again on SIGHUP', async t => {
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const alice = htpasswdLine('alice', 'wonderland')
-  if (alice === null) return t.skip(HTPASSWD_MISSING)
   const backend = await tcpBackend(t, 'a')
   const dir = tempDir(t)
   const users = path.join(dir, 'admins')
@@ -181,8 +181,8 @@ t.test('--status-basic-auth: htpasswd -B users in, others 401 with the realm; ch
 })
 
 t.test('--status-basic-auth with --workers: the primary\'s admin listener asks too', async t => {
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const alice = htpasswdLine('alice', 'wonderland')
-  if (alice === null) return t.skip(HTPASSWD_MISSING)
   const backend = await tcpBackend(t, 'a')
   const dir = tempDir(t)
   const users = path.join(dir, 'admins')
