@@ -11,11 +11,11 @@ const path = require('path')
 const zlib = require('zlib')
 const http = require('http')
 const http2 = require('http2')
-const { spawnSync } = require('child_process')
 const { httpBackend, spawnLila, curl, within } = require('./fixtures/helpers')
 const { h2connect, h2request } = require('./fixtures/h2')
 const { tmpDir } = require('./fixtures/tmp')
 const { tool } = require('./fixtures/tools')
+const { htpasswdLine } = require('./fixtures/htpasswd')
 
 const htpasswd = tool('htpasswd')
 
@@ -83,9 +83,8 @@ function get (port, pathName, headers = {}, localAddress = undefined) {
 
 // An htpasswd file (htpasswd -B) with alice:wonderland; a test asks htpasswd.skip first.
 function writeUsers (t) {
-  const line = spawnSync(htpasswd.path, ['-nbB', 'alice', 'wonderland'], { encoding: 'utf8' })
   const file = path.join(tempDir(t), 'users')
-  fs.writeFileSync(file, line.stdout)
+  fs.writeFileSync(file, htpasswdLine('alice', 'wonderland') + '\n')
   return file
 }
 
@@ -349,7 +348,7 @@ t.test('a first password check holds the request, its body unread; the body then
   const backend = await backendFor(t)
   if (htpasswd.skip) return t.skip(htpasswd.skip)
   const users = writeUsers(t)
-  fs.appendFileSync(users, spawnSync(htpasswd.path, ['-nbB', 'bob', 'builder'], { encoding: 'utf8' }).stdout)
+  fs.appendFileSync(users, htpasswdLine('bob', 'builder') + '\n')
   // --body-timeout: a body never read on would be a 408, not a hang.
   const lila = await lilaFor(t, backend, ['--basic-auth', users, '--body-timeout', '5s'])
   const dir = tempDir(t)

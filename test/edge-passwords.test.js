@@ -6,22 +6,18 @@
 
 const t = require('tap')
 const crypto = require('crypto')
-const { spawnSync } = require('child_process')
 const { parseBcrypt, formatBcrypt, bcryptWork, bcryptDigest, PI_HEX } = require('../lib/proxy/edge/bcrypt')
 const { parseApr1, apr1Work } = require('../lib/proxy/edge/apr1')
 const { parseShaCrypt, shaCryptWork } = require('../lib/proxy/edge/sha-crypt')
 const { parsePasswords } = require('../lib/proxy/edge/passwords')
 const { BasicAuth, credentialsOf, REMEMBERED, CHECKING } = require('../lib/proxy/edge/basic-auth')
 const { tool } = require('./fixtures/tools')
+const { htpasswdLine } = require('./fixtures/htpasswd')
 
 const HTPASSWD = tool('htpasswd')
 
 // `htpasswd -nb FLAGS user password` -> the hash; a test asks HTPASSWD.skip first.
-function htpasswd (flags, user, password) {
-  const result = spawnSync(HTPASSWD.path, ['-nb', ...flags, user, password], { encoding: 'utf8' })
-  if (result.status !== 0) throw new Error(`htpasswd ${flags.join(' ')}: ${result.stderr}`)
-  return result.stdout.trim().slice(user.length + 1)
-}
+const htpasswd = (flags, user, password) => htpasswdLine(user, password, flags).slice(user.length + 1)
 
 const run = work => {
   for (let i = 0; i < work.rounds; i++) work.round()

@@ -10,10 +10,10 @@ const t = require('tap')
 const fs = require('fs')
 const net = require('net')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within, until } = require('./fixtures/helpers')
 const { tmpDir } = require('./fixtures/tmp')
 const { tool } = require('./fixtures/tools')
+const { htpasswdLine } = require('./fixtures/htpasswd')
 
 // Connect to 127.0.0.1:port from `localAddress`, send `data` (a PROXY header, say),
 // and collect what comes back until the connection closes. Never rejects.
@@ -34,11 +34,6 @@ function tempDir (t) {
 }
 
 const htpasswd = tool('htpasswd')
-
-// `htpasswd -nbB user password` -> the line; a test asks htpasswd.skip first.
-function htpasswdLine (user, password, flag = '-B') {
-  return spawnSync(htpasswd.path, ['-nb', flag, user, password], { encoding: 'utf8' }).stdout.trim()
-}
 
 t.test('tcp --deny: a client from 127.0.0.2 is closed at once, one from 127.0.0.1 served; counted, shown, said', async t => {
   const backend = await tcpBackend(t, 'a')
@@ -166,7 +161,7 @@ t.test('--status-basic-auth: htpasswd -B users in, others 401 with the realm; ch
   const curled = await curl(['-u', 'alice:wonderland', `http://127.0.0.1:${port}/status.json`])
   t.match(JSON.parse(curled.stdout).listeners[0].backends[0], { status: /^drain/ }, 'curl -u')
 
-  const bob = htpasswdLine('bob', 'builder', '-m')
+  const bob = htpasswdLine('bob', 'builder', ['-m'])
   fs.appendFileSync(users, `${bob}\n`)
   t.equal((await admin(port, '/status.json', 'bob:builder')).status, 401, 'bob, before the reload')
   lila.child.kill('SIGHUP')
