@@ -6,6 +6,7 @@
 const t = require('tap')
 const net = require('net')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
 const {
   spawnLila, tcpBackend, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
 } = require('./fixtures/helpers')
@@ -134,12 +135,12 @@ t.test('combined: the Combined Log Format, read by a regular expression and by g
   t.ok(when >= started - 1000 && when <= Date.now(), `the local time, read with its offset, is when it happened: ${first[0]}`)
   t.match(lines[1], /"GET \/other HTTP\/1\.1" 200 \d+ "-" "curl\/[\d.]+"$/, 'no Referer: "-"')
 
-  const goaccess = spawnSync('goaccess', ['--version'], { encoding: 'utf8' })
-  if (goaccess.error) return t.skip('goaccess is not installed (Debian package goaccess)')
+  const goaccess = tool('goaccess')
+  if (goaccess.skip) return t.skip(goaccess.skip)
   const dir = tmpDir(t, 'lila-goaccess-')
   fs.writeFileSync(path.join(dir, 'access.log'), lines.join('\n') + '\n')
   const report = path.join(dir, 'report.json')
-  const run = spawnSync('goaccess', [path.join(dir, 'access.log'), '--log-format=COMBINED', '--no-global-config', '-o', report], { encoding: 'utf8' })
+  const run = spawnSync(goaccess.path, [path.join(dir, 'access.log'), '--log-format=COMBINED', '--no-global-config', '-o', report], { encoding: 'utf8' })
   t.equal(run.status, 0, run.stderr)
   const general = JSON.parse(fs.readFileSync(report, 'utf8')).general
   t.equal(general.total_requests, 2, 'goaccess read both requests')

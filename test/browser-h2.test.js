@@ -8,13 +8,13 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { spawnLila, httpBackend, within, outputOf } = require('./fixtures/helpers')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { tool } = require('./fixtures/tools')
 
 t.test('headless Chromium over TLS gets h2 by ALPN and the backend\'s page', async t => {
-  const chromium = ['chromium', 'chromium-browser'].find(c => !spawnSync(c, ['--version']).error)
-  if (chromium === undefined) return t.skip('chromium is not installed (Debian package chromium)')
+  const chromium = tool('chromium')
+  if (chromium.skip) return t.skip(chromium.skip)
   const backend = await httpBackend(t, 'page', (req, res) => {
     res.setHeader('content-type', 'text/html')
     res.end(`<!doctype html><title>through lila</title><p id=p>served over ${req.httpVersion} to lila</p>`)
@@ -26,7 +26,7 @@ t.test('headless Chromium over TLS gets h2 by ALPN and the backend\'s page', asy
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-chromium-'))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--ignore-certificate-errors']
-  const dom = await outputOf(chromium, [...args, '--dump-dom', `https://127.0.0.1:${lila.port}/`])
+  const dom = await outputOf(chromium.path, [...args, '--dump-dom', `https://127.0.0.1:${lila.port}/`])
   t.match(dom, '<p id="p">served over 1.1 to lila</p>', 'the backend\'s page, reached over HTTP/1.1 behind lila')
 
   // The access log is written once per tick: wait for the page's line on stdout.

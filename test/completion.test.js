@@ -8,6 +8,7 @@ const { spawnSync } = require('child_process')
 const { OPTIONS, GROUPS } = require('../lib/config/options')
 const { MODES } = require('../lib/upstream/balancers')
 const { LILA, runLila } = require('./fixtures/helpers')
+const { tool } = require('./fixtures/tools')
 
 // What the shell offers for the words typed so far (the last one being completed). zsh
 // runs the function as its bashcompinit's compgen does: under `emulate sh`, whose
@@ -18,7 +19,7 @@ function complete (shell, words) {
   const script = `source <("${LILA}" completion ${shell}); COMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; ` +
     `${call}; printf "%s\\n" "$` + '{COMPREPLY[@]}"' // the shell's, not a template
   const run = spawnSync(shell, ['-c', script], { encoding: 'utf8' })
-  if (run.error) return null
+  if (run.error) throw run.error
   const offered = run.stdout.split('\n').filter(Boolean).sort()
   // zsh's compgen (bashcompinit) offers every word; compadd then keeps those that
   // start with what was typed.
@@ -42,9 +43,8 @@ t.test('bash: options, values, modes, commands and help topics', async t => {
 })
 
 t.test('zsh loads the same script through bashcompinit', async t => {
-  const zsh = complete('zsh', ['lila', '--retr'])
-  if (zsh === null) return t.skip('zsh is not installed')
-  t.same(zsh, ['--retries', '--retry-budget', '--retry-on'])
+  if (tool('zsh').skip) return t.skip(tool('zsh').skip)
+  t.same(complete('zsh', ['lila', '--retr']), ['--retries', '--retry-budget', '--retry-on'])
   t.same(complete('zsh', ['lila', 'rr', ':9001', '--protocol', '']), ['grpc', 'http', 'tcp'], 'an option\'s values')
   t.same(complete('zsh', ['lila', 'r']), ['random', 'restart-app', 'round-robin', 'rr', 'run'], 'modes and commands')
 })

@@ -9,7 +9,6 @@
 const t = require('tap')
 const net = require('net')
 const http = require('http')
-const { spawnSync } = require('child_process')
 const {
   listenerShare, defaultMaxConn, holdable, limitWarning, outOfDescriptors, RESERVE
 } = require('../lib/descriptors')
@@ -19,6 +18,7 @@ const {
 } = require('./fixtures/helpers')
 const { h2Backend, h2connect, h2request } = require('./fixtures/h2')
 const { grpcBackend, load: loadGrpc } = require('./fixtures/grpc')
+const { tool } = require('./fixtures/tools')
 
 const grpcLibs = loadGrpc()
 
@@ -46,13 +46,13 @@ t.test('a --max-conn the limit cannot honour is said at start, once, in one line
   t.equal(outOfDescriptors(null, 'x'), 'out of file descriptors: x')
 })
 
-const prlimit = spawnSync('prlimit', ['--version']).error ? null : 'prlimit'
+const prlimit = tool('prlimit')
 const LIMIT = 256
 const CLIENTS = 400
 
 for (const protocol of ['http', 'tcp']) {
   t.test(`${protocol}: ${CLIENTS} idle clients under a limit of ${LIMIT} descriptors blame no backend`, async t => {
-    if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+    if (prlimit.skip) return t.skip(prlimit.skip)
     const backends = []
     for (let i = 0; i < 3; i++) {
       const server = protocol === 'http'
@@ -66,7 +66,7 @@ for (const protocol of ['http', 'tcp']) {
     const args = ['rr', ...addresses, '--protocol', protocol, '--port', '0', '--host', '127.0.0.1',
       '--status-port', '0', '--check-interval', '300ms']
     // prlimit runs lila in its own process: the limit is lila's alone.
-    const lila = await spawnLila(t, args, { lila: prlimit, prefix: [`--nofile=${LIMIT}:${LIMIT}`, LILA] })
+    const lila = await spawnLila(t, args, { lila: prlimit.path, prefix: [`--nofile=${LIMIT}:${LIMIT}`, LILA] })
     const status = await statusJson(lila)
     const maxConn = Math.floor((LIMIT - RESERVE) / 2)
     t.equal(status.listeners[0].maxConn, maxConn, `--max-conn defaults to ${maxConn}, from the limit`)
@@ -131,7 +131,7 @@ for (const protocol of ['http', 'tcp']) {
 }
 
 t.test('a --max-conn beyond the limit: warned at start; lila runs out, blames no backend, and recovers', async t => {
-  if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+  if (prlimit.skip) return t.skip(prlimit.skip)
   // HTTP clients that each made a request and stay idle: with --max-conn 1000, lila
   // accepts more than its descriptors allow and runs out (accepting, connecting or
   // probing, whichever comes first).
@@ -145,7 +145,7 @@ t.test('a --max-conn beyond the limit: warned at start; lila runs out, blames no
   await listenOn(t, backend)
   const lila = await spawnLila(t, ['rr', `127.0.0.1:${backend.address().port}`, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
     '--status-port', '0', '--check-interval', '200ms', '--max-conn', '1000'],
-  { lila: prlimit, prefix: [`--nofile=${LIMIT}:${LIMIT}`, LILA] })
+  { lila: prlimit.path, prefix: [`--nofile=${LIMIT}:${LIMIT}`, LILA] })
   t.match(lila.stderr, /--max-conn 1000 needs about 2064 file descriptors .* but the limit is 256/)
 
   const clients = []
@@ -172,7 +172,7 @@ const HOG = path.join(__dirname, 'fixtures', 'descriptor-hog.js')
 
 async function hoggedLila (t, args, { leave = 0 } = {}) {
   const lila = await spawnLila(t, args, {
-    lila: prlimit,
+    lila: prlimit.path,
     prefix: [`--nofile=${LIMIT}:${LIMIT}`, process.execPath, '--require', HOG, LILA],
     env: { ...process.env, HOG_LEAVE: String(leave) }
   })
@@ -206,7 +206,7 @@ function greeting (port, hello = null) {
 const OUT_CONNECTING = /out of file descriptors \(limit 256\): cannot open a backend connection; not accepting for 1s/
 
 t.test('tcp: a backend connection lila has no descriptor for closes the client and blames no backend', async t => {
-  if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+  if (prlimit.skip) return t.skip(prlimit.skip)
   const echo = await tcpBackend(t, 'echo', greetThenEcho)
   const lila = await hoggedLila(t, ['rr', echo.address, '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none'],
     { leave: 1 }) // one descriptor for the client to be accepted with, none for its backend
@@ -222,7 +222,7 @@ t.test('tcp: a backend connection lila has no descriptor for closes the client a
 
 for (const backendProtocol of ['h1', 'h2']) {
   t.test(`http, ${backendProtocol} backend: a backend connection lila has no descriptor for is 503, and blames no backend`, async t => {
-    if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+    if (prlimit.skip) return t.skip(prlimit.skip)
     const backend = backendProtocol === 'h1' ? await httpBackend(t, 'b') : await h2Backend(t, 'b')
     const lila = await hoggedLila(t, ['rr', backend.address, '--protocol', 'http', '--backend-protocol', backendProtocol,
       '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none'])
@@ -269,7 +269,7 @@ const PROBES = [
 
 for (const [kind, options, start] of PROBES) {
   t.test(`${kind} health probes lila has no descriptor for blame no backend`, async t => {
-    if (prlimit === null) return t.skip('prlimit is not installed (Debian package util-linux)')
+    if (prlimit.skip) return t.skip(prlimit.skip)
     if (kind === 'grpc' && grpcLibs === null) return t.skip('@grpc/grpc-js is not installed')
     const backend = await start(t)
     // A probe's timeout is its interval: 250 ms, so that an HTTP/2 or gRPC probe made

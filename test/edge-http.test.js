@@ -11,10 +11,13 @@ const path = require('path')
 const zlib = require('zlib')
 const http = require('http')
 const http2 = require('http2')
-const { spawnSync } = require('child_process')
 const { httpBackend, spawnLila, curl, within } = require('./fixtures/helpers')
 const { h2connect, h2request } = require('./fixtures/h2')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
+const { htpasswdLine } = require('./fixtures/htpasswd')
+
+const htpasswd = tool('htpasswd')
 
 const html = Buffer.from(`<!doctype html><title>lila</title>${'<p>Hello, compressible world.</p>\n'.repeat(2000)}`)
 
@@ -78,12 +81,10 @@ function get (port, pathName, headers = {}, localAddress = undefined) {
   }))
 }
 
-// An htpasswd file (htpasswd -B) with alice:wonderland; null without htpasswd.
+// An htpasswd file (htpasswd -B) with alice:wonderland; a test asks htpasswd.skip first.
 function writeUsers (t) {
-  const line = spawnSync('htpasswd', ['-nbB', 'alice', 'wonderland'], { encoding: 'utf8' })
-  if (line.error) return null
   const file = path.join(tempDir(t), 'users')
-  fs.writeFileSync(file, line.stdout)
+  fs.writeFileSync(file, htpasswdLine('alice', 'wonderland') + '\n')
   return file
 }
 
@@ -183,11 +184,8 @@ t.test('a route\'s allow list, on top of the listener\'s', async t => {
 })
 
 t.test('--basic-auth: htpasswd -B users get in, others 401 with the realm; the backend never sees the password', async t => {
-  const line = spawnSync('htpasswd', ['-nbB', 'alice', 'wonderland'], { encoding: 'utf8' })
-  if (line.error) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
-  const dir = tempDir(t)
-  const users = path.join(dir, 'users')
-  fs.writeFileSync(users, line.stdout)
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
+  const users = writeUsers(t)
   const backend = await backendFor(t)
   const lila = await lilaFor(t, backend, ['--basic-auth', users, '--basic-auth-realm', 'staff'])
   const url = `http://127.0.0.1:${lila.port}/echo`
@@ -280,11 +278,8 @@ t.test('gRPC calls: PERMISSION_DENIED by address, UNAUTHENTICATED without creden
   const denied = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--deny', '127.0.0.1'])
   const refused = await unary(echoClient(t, denied.port), 'hi')
   t.equal(refused.err && refused.err.code, grpc.status.PERMISSION_DENIED, `--deny: ${refused.err && refused.err.details}`)
-  const line = spawnSync('htpasswd', ['-nbB', 'alice', 'wonderland'], { encoding: 'utf8' })
-  if (line.error) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
-  const dir = tempDir(t)
-  fs.writeFileSync(path.join(dir, 'users'), line.stdout)
-  const guarded = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--basic-auth', path.join(dir, 'users')])
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
+  const guarded = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--basic-auth', writeUsers(t)])
   const client = echoClient(t, guarded.port)
   const none = await unary(client, 'hi')
   t.equal(none.err && none.err.code, grpc.status.UNAUTHENTICATED, 'no credentials')
@@ -295,9 +290,9 @@ t.test('gRPC calls: PERMISSION_DENIED by address, UNAUTHENTICATED without creden
 })
 
 t.test('grpcurl: PERMISSION_DENIED by --deny; served from an address not denied', async t => {
-  const { load, grpcBackend, grpcurl, grpcurlPath, MISSING } = require('./fixtures/grpc')
+  const { load, grpcBackend, grpcurl, MISSING } = require('./fixtures/grpc')
   if (load() === null) return t.skip(`gRPC: ${MISSING}`)
-  if (grpcurlPath() === null) return t.skip('grpcurl is not in .tools/')
+  if (tool('grpcurl').skip) return t.skip(tool('grpcurl').skip)
   const backend = await grpcBackend(t, 'g')
   const lila = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none',
     '--deny', '127.0.0.2'])
@@ -314,8 +309,8 @@ t.test('grpcurl: PERMISSION_DENIED by --deny; served from an address not denied'
 })
 
 t.test('HTTP/2: server-sent events arrive event by event, compressed; the 401 says its realm', async t => {
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const users = writeUsers(t)
-  if (users === null) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
   const backend = await backendFor(t)
   const lila = await lilaFor(t, backend, ['--compress', '--route', `/echo=basic-auth=${users} ${backend.address}`])
   const session = await h2connect(t, lila.port)
@@ -351,9 +346,9 @@ t.test('HTTP/2: server-sent events arrive event by event, compressed; the 401 sa
 
 t.test('a first password check holds the request, its body unread; the body then reaches the backend whole', async t => {
   const backend = await backendFor(t)
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const users = writeUsers(t)
-  if (users === null) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
-  fs.appendFileSync(users, spawnSync('htpasswd', ['-nbB', 'bob', 'builder'], { encoding: 'utf8' }).stdout)
+  fs.appendFileSync(users, htpasswdLine('bob', 'builder') + '\n')
   // --body-timeout: a body never read on would be a 408, not a hang.
   const lila = await lilaFor(t, backend, ['--basic-auth', users, '--body-timeout', '5s'])
   const dir = tempDir(t)
@@ -405,8 +400,8 @@ t.test('a first password check holds the request, its body unread; the body then
 
 t.test('an HTTP/2 client that reads none of its 401 but sends on is not held: its connection idles out', async t => {
   const backend = await backendFor(t)
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const users = writeUsers(t)
-  if (users === null) return t.skip('htpasswd is not installed (Debian package apache2-utils)')
   const lila = await lilaFor(t, backend, ['--basic-auth', users, '--idle-timeout', '1s'])
   // A window of 0: the 401's body cannot go out, so the stream stays open after lila
   // is done with the request, and the client trickles on.

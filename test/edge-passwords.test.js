@@ -6,21 +6,18 @@
 
 const t = require('tap')
 const crypto = require('crypto')
-const { spawnSync } = require('child_process')
 const { parseBcrypt, formatBcrypt, bcryptWork, bcryptDigest, PI_HEX } = require('../lib/proxy/edge/bcrypt')
 const { parseApr1, apr1Work } = require('../lib/proxy/edge/apr1')
 const { parseShaCrypt, shaCryptWork } = require('../lib/proxy/edge/sha-crypt')
 const { parsePasswords } = require('../lib/proxy/edge/passwords')
 const { BasicAuth, credentialsOf, REMEMBERED, CHECKING } = require('../lib/proxy/edge/basic-auth')
+const { tool } = require('./fixtures/tools')
+const { htpasswdLine } = require('./fixtures/htpasswd')
 
-// `htpasswd -nb FLAGS user password` -> the hash, or null when htpasswd is missing.
-function htpasswd (flags, user, password) {
-  const result = spawnSync('htpasswd', ['-nb', ...flags, user, password], { encoding: 'utf8' })
-  if (result.error && result.error.code === 'ENOENT') return null
-  if (result.status !== 0) throw new Error(`htpasswd ${flags.join(' ')}: ${result.stderr}`)
-  return result.stdout.trim().slice(user.length + 1)
-}
-const HTPASSWD_MISSING = 'htpasswd is not installed (Debian package apache2-utils)'
+const HTPASSWD = tool('htpasswd')
+
+// `htpasswd -nb FLAGS user password` -> the hash; a test asks HTPASSWD.skip first.
+const htpasswd = (flags, user, password) => htpasswdLine(user, password, flags).slice(user.length + 1)
 
 const run = work => {
   for (let i = 0; i < work.rounds; i++) work.round()
@@ -51,7 +48,7 @@ t.test('Blowfish\'s boxes are the digits of pi', async t => {
 })
 
 t.test('bcrypt: the hashes htpasswd -B writes, at several costs', async t => {
-  if (htpasswd(['-B'], 'a', 'a') === null) return t.skip(HTPASSWD_MISSING)
+  if (HTPASSWD.skip) return t.skip(HTPASSWD.skip)
   for (const cost of [4, 5, 6]) {
     for (const password of PASSWORDS) {
       const hash = htpasswd(['-B', '-C', String(cost)], 'alice', password)
@@ -85,7 +82,7 @@ t.test('bcrypt: known answers ($2a$, $2b$, the 72-byte cut)', async t => {
 })
 
 t.test('$apr1$: the hashes htpasswd -m writes', async t => {
-  if (htpasswd(['-m'], 'a', 'a') === null) return t.skip(HTPASSWD_MISSING)
+  if (HTPASSWD.skip) return t.skip(HTPASSWD.skip)
   for (const password of PASSWORDS) {
     const parsed = parseApr1(htpasswd(['-m'], 'alice', password))
     t.ok(run(apr1Work(parsed, password)).equals(parsed.expected), JSON.stringify(password))
@@ -97,7 +94,7 @@ t.test('$apr1$: the hashes htpasswd -m writes', async t => {
 })
 
 t.test('$5$ and $6$: the hashes htpasswd -2 and -5 write, rounds= too', async t => {
-  if (htpasswd(['-2'], 'a', 'a') === null) return t.skip(HTPASSWD_MISSING)
+  if (HTPASSWD.skip) return t.skip(HTPASSWD.skip)
   for (const flags of [['-2'], ['-5'], ['-2', '-r', '1000'], ['-5', '-r', '7777']]) {
     for (const password of PASSWORDS.slice(0, 4)) {
       const parsed = parseShaCrypt(htpasswd(flags, 'alice', password))
@@ -114,7 +111,7 @@ t.test('$5$ and $6$: the hashes htpasswd -2 and -5 write, rounds= too', async t 
 const file = (t, lines) => parsePasswords(lines.join('\n') + '\n', 'users')
 
 t.test('an htpasswd file: every hash htpasswd writes, comments, and each user checked', async t => {
-  if (htpasswd(['-B'], 'a', 'a') === null) return t.skip(HTPASSWD_MISSING)
+  if (HTPASSWD.skip) return t.skip(HTPASSWD.skip)
   const users = { bea: ['-B'], max: ['-m'], sha: ['-s'], two: ['-2'], five: ['-5'] }
   const lines = ['# users of the admin pages', '']
   for (const [user, flags] of Object.entries(users)) lines.push(`${user}:${htpasswd(flags, user, `${user}-pw`)}`)

@@ -10,9 +10,10 @@ const t = require('tap')
 const fs = require('fs')
 const net = require('net')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { tcpBackend, spawnLila, runLila, request, statusJson, curl, within, until } = require('./fixtures/helpers')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
+const { htpasswdLine } = require('./fixtures/htpasswd')
 
 // Connect to 127.0.0.1:port from `localAddress`, send `data` (a PROXY header, say),
 // and collect what comes back until the connection closes. Never rejects.
@@ -32,13 +33,7 @@ function tempDir (t) {
   return dir
 }
 
-// `htpasswd -nbB user password` -> the line, or null without htpasswd.
-function htpasswdLine (user, password, flag = '-B') {
-  const result = spawnSync('htpasswd', ['-nb', flag, user, password], { encoding: 'utf8' })
-  if (result.error && result.error.code === 'ENOENT') return null
-  return result.stdout.trim()
-}
-const HTPASSWD_MISSING = 'htpasswd is not installed (Debian package apache2-utils)'
+const htpasswd = tool('htpasswd')
 
 t.test('tcp --deny: a client from 127.0.0.2 is closed at once, one from 127.0.0.1 served; counted, shown, said', async t => {
   const backend = await tcpBackend(t, 'a')
@@ -139,8 +134,8 @@ function admin (port, pathName, credentials, method = 'GET') {
 }
 
 t.test('--status-basic-auth: htpasswd -B users in, others 401 with the realm; changes too; the file read again on SIGHUP', async t => {
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const alice = htpasswdLine('alice', 'wonderland')
-  if (alice === null) return t.skip(HTPASSWD_MISSING)
   const backend = await tcpBackend(t, 'a')
   const dir = tempDir(t)
   const users = path.join(dir, 'admins')
@@ -166,7 +161,7 @@ t.test('--status-basic-auth: htpasswd -B users in, others 401 with the realm; ch
   const curled = await curl(['-u', 'alice:wonderland', `http://127.0.0.1:${port}/status.json`])
   t.match(JSON.parse(curled.stdout).listeners[0].backends[0], { status: /^drain/ }, 'curl -u')
 
-  const bob = htpasswdLine('bob', 'builder', '-m')
+  const bob = htpasswdLine('bob', 'builder', ['-m'])
   fs.appendFileSync(users, `${bob}\n`)
   t.equal((await admin(port, '/status.json', 'bob:builder')).status, 401, 'bob, before the reload')
   lila.child.kill('SIGHUP')
@@ -181,8 +176,8 @@ t.test('--status-basic-auth: htpasswd -B users in, others 401 with the realm; ch
 })
 
 t.test('--status-basic-auth with --workers: the primary\'s admin listener asks too', async t => {
+  if (htpasswd.skip) return t.skip(htpasswd.skip)
   const alice = htpasswdLine('alice', 'wonderland')
-  if (alice === null) return t.skip(HTPASSWD_MISSING)
   const backend = await tcpBackend(t, 'a')
   const dir = tempDir(t)
   const users = path.join(dir, 'admins')

@@ -16,7 +16,8 @@ const https = require('https')
 const crypto = require('crypto')
 const { spawnLila, httpBackend, request, curl, statusJson, settled, listenOn, deadPort } = require('./fixtures/helpers')
 const { h2connect, h2request, h2Backend } = require('./fixtures/h2')
-const { load, grpcBackend, grpcurlPath, grpcurl } = require('./fixtures/grpc')
+const { load, MISSING, grpcBackend, grpcurl } = require('./fixtures/grpc')
+const { tool } = require('./fixtures/tools')
 const { certDir, makeCertificate } = require('./fixtures/certs')
 const { tmpDir } = require('./fixtures/tmp')
 
@@ -278,7 +279,7 @@ t.test('an https auth service, over a kept-alive connection', async t => {
   t.equal(auth.connections, 1, 'one connection, kept alive')
 })
 
-t.test('gRPC: the auth service\'s 401 is UNAUTHENTICATED, its absence UNAVAILABLE; a 2xx serves the call', { skip: (load() === null || grpcurlPath() === null) && 'needs @grpc/grpc-js and grpcurl' }, async t => {
+t.test('gRPC: the auth service\'s 401 is UNAUTHENTICATED, its absence UNAVAILABLE; a 2xx serves the call', { skip: (load() === null && MISSING) || tool('grpcurl').skip }, async t => {
   const auth = await authService(t, decide)
   const backend = await grpcBackend(t, 'g1')
   const lila = await spawnLila(t, [backend.address, '--protocol', 'grpc', '--host', '127.0.0.1', '--port', '0', '--check', 'none', '--forward-auth', auth.url])

@@ -10,7 +10,8 @@
 const t = require('tap')
 const http2 = require('http2')
 const { spawnLila, startLila, deadPort, until, isSettled, within, request, statusJson } = require('./fixtures/helpers')
-const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurlPath, grpcurl } = require('./fixtures/grpc')
+const { load, MISSING, grpcBackend, echoClient, unary, readAll, grpcurl } = require('./fixtures/grpc')
+const { tool } = require('./fixtures/tools')
 
 const { parseTimeout, encodeMessage, codeOf, callType } = require('../lib/proxy/message/grpc')
 const { answerOf } = require('../lib/proxy/message/replies')
@@ -179,8 +180,8 @@ e2e('every backend dead: UNAVAILABLE (14), in a trailers-only answer', async t =
   t.ok(raw.endStream, 'trailers-only: the headers end the stream')
   t.equal(raw.body, 0, 'no error page')
 
-  if (grpcurlPath() === null) {
-    t.skip('grpcurl: not installed (GOBIN=.tools go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest)')
+  if (tool('grpcurl').skip) {
+    t.skip(tool('grpcurl').skip)
   } else {
     const res = await grpcurl(lila.port, 'lila.test.Echo/Unary', { text: 'anyone?' })
     t.not(res.code, 0, 'grpcurl fails')
@@ -188,7 +189,7 @@ e2e('every backend dead: UNAVAILABLE (14), in a trailers-only answer', async t =
   }
 })
 
-e2e('grpcurl through lila: a call served, and a backend status passed', { skip: grpcurlPath() === null && 'grpcurl not installed' }, async t => {
+e2e('grpcurl through lila: a call served, and a backend status passed', { skip: tool('grpcurl').skip }, async t => {
   const a = await grpcBackend(t, 'a')
   const lila = await spawnLila(t, [a.address, ...GRPC])
   const ok = await grpcurl(lila.port, 'lila.test.Echo/Unary', { text: 'hello' })

@@ -12,13 +12,12 @@ const os = require('os')
 const path = require('path')
 const { spawn, spawnSync, execFileSync } = require('child_process')
 const { until, within } = require('./fixtures/helpers')
+const { tool } = require('./fixtures/tools')
 
 const LILA = path.join(__dirname, '..', 'lila')
 const MISSING = process.getuid?.() !== 0
   ? 'needs root (network namespaces)'
-  : spawnSync('keepalived', ['--version']).error
-    ? 'keepalived is not installed (Debian: keepalived)'
-    : spawnSync('ip', ['-V']).error ? 'ip is not installed (Debian: iproute2)' : false
+  : tool('keepalived').skip || tool('ip').skip
 
 const VIP = '192.0.2.100'
 const tag = `lk${process.pid % 100000}`

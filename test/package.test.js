@@ -14,6 +14,7 @@ const { GROUPS } = require('../lib/config/options')
 const { MODES, modeWord } = require('../lib/upstream/balancers')
 const { optionSignature, formatDefault } = require('../lib/cli/help')
 const { ROOT, LILA, tcpBackend, exchange, spawnLila, runLila, within } = require('./fixtures/helpers')
+const { tool } = require('./fixtures/tools')
 
 function tempDir (t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-test-'))
@@ -138,8 +139,8 @@ t.test('Formula/lila.rb: url and sha256 describe npm pack of this tree; its test
   t.match(readme, /brew install lila-lb\/tap\/lila/, 'the README installs from the tap')
   t.match(readme, /github\.com\/lila-lb\/homebrew-tap[\s\S]*\(CONTRIBUTING\.md#releasing\)/,
     'and says which repository the tap is, and how a release reaches it')
-  const ruby = spawnSync('ruby', ['-c', path.join(ROOT, 'Formula', 'lila.rb')], { encoding: 'utf8' })
-  if (ruby.error) return t.skip('ruby is not installed')
+  if (tool('ruby').skip) return t.skip(tool('ruby').skip)
+  const ruby = spawnSync(tool('ruby').path, ['-c', path.join(ROOT, 'Formula', 'lila.rb')], { encoding: 'utf8' })
   t.equal(ruby.status, 0, ruby.stdout.trim() || ruby.stderr.trim())
 })
 
@@ -167,13 +168,13 @@ puts "formula test passed"
 `
 
 t.test('Formula/lila.rb: its test block passes, run against this tree\'s ./lila', async t => {
-  if (spawnSync('ruby', ['--version']).error) return t.skip('ruby is not installed')
+  if (tool('ruby').skip) return t.skip(tool('ruby').skip)
   const dir = tempDir(t)
   const bin = path.join(dir, 'bin')
   fs.mkdirSync(bin)
   fs.symlinkSync(LILA, path.join(bin, 'lila'))
   fs.writeFileSync(path.join(dir, 'shim.rb'), FORMULA_SHIM)
-  const ruby = spawnSync('ruby', [path.join(dir, 'shim.rb'), path.join(ROOT, 'Formula', 'lila.rb')], {
+  const ruby = spawnSync(tool('ruby').path, [path.join(dir, 'shim.rb'), path.join(ROOT, 'Formula', 'lila.rb')], {
     encoding: 'utf8', timeout: 30000, env: { ...process.env, LILA_BIN: bin, LILA_VERSION: pkg.version }
   })
   t.equal(ruby.status, 0, ruby.stderr.trim())

@@ -14,6 +14,7 @@ const { spawn, spawnSync } = require('child_process')
 const { LILA, request, statusJson, spawnLila, runLila, httpBackend, until } = require('./fixtures/helpers')
 const { restartablePorts } = require('./fixtures/ports')
 const { APP, runApp, instances, settled, groupMembers, requestLoop } = require('./fixtures/run')
+const { tool } = require('./fixtures/tools')
 
 const LINUX = process.platform === 'linux' ? false : 'reads process groups from /proc (Linux)'
 
@@ -182,7 +183,7 @@ t.test('lila restart-app: a lila that runs no app, none running, a process that 
 const ESC = '\x1b'
 
 t.test('on a terminal the app\'s prefixes are coloured and the app gets FORCE_COLOR=1; NO_COLOR turns both off', async t => {
-  if (spawnSync('tmux', ['-V']).error) return t.skip('tmux is not installed: no terminal to try lila run in')
+  if (tool('tmux').skip) return t.skip(`${tool('tmux').skip}: no terminal to try lila run in`)
   for (const noColour of [false, true]) {
     const socket = `lila-run-colour-${process.pid}-${noColour ? 'no' : 'yes'}`
     const tmux = (...args) => spawnSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' })

@@ -10,16 +10,13 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { LILA, httpBackend, request, spawnLila, restartablePort, restartablePorts, runLila, within, until } = require('./fixtures/helpers')
 const { gone, alive, startWrk, UPGRADED } = require('./fixtures/upgrade')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
 
-const ACTIVATE = 'systemd-socket-activate'
-const NO_ACTIVATE = spawnSync(ACTIVATE, ['--version'], { stdio: 'ignore' }).error !== undefined &&
-  'systemd-socket-activate is not installed (Debian package systemd)'
-const NO_WRK = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error !== undefined &&
-  'wrk is not installed (Debian package wrk)'
+const { path: ACTIVATE, skip: NO_ACTIVATE } = tool('systemd-socket-activate')
+const NO_WRK = tool('wrk').skip
 
 // `systemd-socket-activate -l 127.0.0.1:PORT ... lila ARGS`: lila starts at the first
 // connection, which `request` makes (and which waits in the kernel's queue meanwhile).

@@ -8,13 +8,13 @@ const t = require('tap')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawnSync } = require('child_process')
 const { History } = require('../lib/admin/history')
 const { createStatusServer } = require('../lib/admin/status-server')
 const { parseBackend } = require('../lib/config/backend-spec')
 const histogram = require('../lib/histogram')
 const { startLila, httpBackend, deadPort, request, outputOf } = require('./fixtures/helpers')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
 
 // A snapshot of one listener with one backend: `total` requests, `failures`, and
 // `fast`/`slow` response-time samples (1 ms, 400 ms).
@@ -88,8 +88,8 @@ t.test('History, http: a backend answering 500 is an error in the charts, though
 })
 
 t.test('headless Chromium renders the charts with data after traffic', async t => {
-  const chromium = ['chromium', 'chromium-browser'].find(c => !spawnSync(c, ['--version']).error)
-  if (chromium === undefined) return t.skip('chromium is not installed (Debian package chromium)')
+  const chromium = tool('chromium')
+  if (chromium.skip) return t.skip(chromium.skip)
   const good = await httpBackend(t, 'good')
   const dead = await deadPort()
   const { lb, port: lilaPort } = await startLila(t, ['rr', good.address, `127.0.0.1:${dead}`, '--protocol', 'http'])
@@ -109,7 +109,7 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
   const dir = tmpDir(t, 'lila-chromium-')
   const args = ['--headless', '--no-sandbox', '--disable-gpu', `--user-data-dir=${dir}`, '--window-size=1400,700']
   const url = `http://127.0.0.1:${port}/status`
-  const dom = await outputOf(chromium, [...args, '--dump-dom', url])
+  const dom = await outputOf(chromium.path, [...args, '--dump-dom', url])
   const charts = [...dom.matchAll(/<figure class="chart[^"]*"><svg[^>]*aria-label="([^"]*)"[\s\S]*?<polyline points="([^"]*)"/g)]
   t.equal(charts.length, 3, 'three charts: requests/s, errors/s, p99')
   if (charts.length !== 3) return
@@ -123,6 +123,6 @@ t.test('headless Chromium renders the charts with data after traffic', async t =
   t.match(sparks[0]?.[1], /^requests\/s now [\d.]+, peak [1-9][\d.]*.* · p99 now /, 'the good backend served requests')
   t.ok(sparks[0]?.[2].trim().split(' ').length >= 2, 'drawn with at least two points')
   const screenshot = path.join(os.tmpdir(), 'lila-status-charts.png')
-  await outputOf(chromium, [...args, `--screenshot=${screenshot}`, url])
+  await outputOf(chromium.path, [...args, `--screenshot=${screenshot}`, url])
   t.ok(fs.statSync(screenshot).size > 10000, `a screenshot, to look at: ${screenshot}`)
 })

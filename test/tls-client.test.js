@@ -10,15 +10,17 @@
 const t = require('tap')
 const fs = require('fs')
 const path = require('path')
-const { spawn, spawnSync, execFileSync } = require('child_process')
+const { spawn, execFileSync } = require('child_process')
 const {
   spawnLila, httpBackend, tcpBackend, curl, within, statusJson, startLila, captureLog
 } = require('./fixtures/helpers')
 const { h2Backend } = require('./fixtures/h2')
 const { certDir, makeCertificate } = require('./fixtures/certs')
+const { tool } = require('./fixtures/tools')
 
-if (spawnSync('openssl', ['version']).error) {
-  t.skip('openssl is not installed (Debian package openssl)')
+const OPENSSL = tool('openssl')
+if (OPENSSL.skip) {
+  t.skip(OPENSSL.skip)
   process.exit(0)
 }
 
@@ -27,7 +29,7 @@ if (spawnSync('openssl', ['version']).error) {
 function material (t) {
   const dir = certDir(t)
   const file = name => path.join(dir, name)
-  const run = args => execFileSync('openssl', args, { stdio: 'ignore' })
+  const run = args => execFileSync(OPENSSL.path, args, { stdio: 'ignore' })
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
   run(['req', '-x509', ...ec, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '2', '-subj', '/CN=client CA'])
   run(['req', ...ec, '-keyout', file('alice.key'), '-out', file('alice.csr'), '-subj', '/O=Example, Inc/CN=alice'])
@@ -36,9 +38,9 @@ function material (t) {
     '-out', file('alice.pem'), '-days', '2', '-extfile', file('ext')])
   const mallory = makeCertificate(dir, 'mallory')
   const server = makeCertificate(dir, 'localhost', ['DNS:localhost', 'IP:127.0.0.1'], 'server')
-  const serial = execFileSync('openssl', ['x509', '-in', file('alice.pem'), '-noout', '-serial'], { encoding: 'utf8' })
+  const serial = execFileSync(OPENSSL.path, ['x509', '-in', file('alice.pem'), '-noout', '-serial'], { encoding: 'utf8' })
     .trim().split('=')[1].toLowerCase()
-  const fingerprint = execFileSync('openssl', ['x509', '-in', file('alice.pem'), '-noout', '-fingerprint', '-sha256'],
+  const fingerprint = execFileSync(OPENSSL.path, ['x509', '-in', file('alice.pem'), '-noout', '-fingerprint', '-sha256'],
     { encoding: 'utf8' }).trim().split('=')[1].replace(/:/g, '').toLowerCase()
   return {
     ca: file('ca.pem'),
@@ -54,7 +56,7 @@ function sClient (port, m, cert = null) {
     '-verify_return_error', '-quiet']
   if (cert !== null) args.push('-cert', cert.cert, '-key', cert.key)
   return within(15000, 'openssl s_client', new Promise(resolve => {
-    const child = spawn('openssl', args, { stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(OPENSSL.path, args, { stdio: ['pipe', 'pipe', 'pipe'] })
     let out = ''
     child.stdout.on('data', chunk => { out += chunk })
     child.stderr.on('data', chunk => { out += chunk })

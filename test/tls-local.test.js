@@ -11,14 +11,15 @@
 const t = require('tap')
 const fs = require('fs')
 const path = require('path')
-const { spawn, spawnSync, execFileSync } = require('child_process')
+const { spawn, execFileSync } = require('child_process')
 const {
   spawnLila, runLila, httpBackend, curl, restartablePort, outputOf, startLila, captureLog, within, request
 } = require('./fixtures/helpers')
 const { stateDir, servedCertificate } = require('./fixtures/certs')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
 
-const hasOpenssl = !spawnSync('openssl', ['version']).error
+const openssl = tool('openssl')
 
 // What lila printed about its CA: { file, made, fingerprint, spki }.
 async function printedCa (lila) {
@@ -40,8 +41,8 @@ t.test('curl trusting only the CA lila printed; the CA made once and used again'
   t.match(lila.stderr, /trust it system-wide: Debian, Ubuntu: sudo cp \S+ \/usr\/local\/share\/ca-certificates\/lila-local-ca\.crt && sudo update-ca-certificates/)
   t.match(lila.stderr, /trust it system-wide: macOS: sudo security add-trusted-cert -d -r trustRoot -k \/Library\/Keychains\/System\.keychain \S+/)
   await lila.waitForLine(/certificate for localhost, 127\.0\.0\.1, ::1 \(local CA\) issued, valid until /)
-  if (hasOpenssl) {
-    const fp = execFileSync('openssl', ['x509', '-in', ca.file, '-noout', '-fingerprint', '-sha256'], { encoding: 'utf8' })
+  if (!openssl.skip) {
+    const fp = execFileSync(openssl.path, ['x509', '-in', ca.file, '-noout', '-fingerprint', '-sha256'], { encoding: 'utf8' })
     t.equal(fp.trim().split('=')[1], ca.fingerprint, 'the fingerprint printed is the CA\'s, as openssl says')
   }
   for (const host of ['localhost', '127.0.0.1']) {
@@ -84,8 +85,8 @@ t.test('curl trusting only the CA lila printed; the CA made once and used again'
 })
 
 t.test('headless Chromium loads the page with the CA\'s SPKI fingerprint trusted, and not without', async t => {
-  const chromium = ['chromium', 'chromium-browser'].find(c => !spawnSync(c, ['--version']).error)
-  if (chromium === undefined) return t.skip('chromium is not installed (Debian package chromium)')
+  const chromium = tool('chromium')
+  if (chromium.skip) return t.skip(chromium.skip)
   const backend = await httpBackend(t, 'page', (req, res) => {
     res.setHeader('content-type', 'text/html')
     res.end('<!doctype html><title>local</title><p id=p>served over lila\'s local CA</p>')
@@ -97,7 +98,7 @@ t.test('headless Chromium loads the page with the CA\'s SPKI fingerprint trusted
     const dir = tmpDir(t, 'lila-chromium-')
     const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${dir}`]
-    return outputOf(chromium, [...flags, ...extra, '--dump-dom', `https://localhost:${lila.port}/`])
+    return outputOf(chromium.path, [...flags, ...extra, '--dump-dom', `https://localhost:${lila.port}/`])
   }
   const trusted = await browse([`--ignore-certificate-errors-spki-list=${spki}`])
   t.match(trusted, '<p id="p">served over lila\'s local CA</p>', 'the backend\'s page, through lila')

@@ -17,8 +17,9 @@ const jose = require('../lib/wire/jose')
 const { readClientHello } = require('../lib/wire/client-hello')
 const { within } = require('./fixtures/helpers')
 const { tmpDir } = require('./fixtures/tmp')
+const { tool } = require('./fixtures/tools')
 
-const hasOpenssl = !spawnSync('openssl', ['version']).error
+const OPENSSL = tool('openssl')
 
 function tempDir (t) {
   const dir = tmpDir(t, 'lila-wire-')
@@ -26,7 +27,7 @@ function tempDir (t) {
 }
 
 function openssl (args, input) {
-  const res = spawnSync('openssl', args, { input, encoding: 'utf8' })
+  const res = spawnSync(OPENSSL.path, args, { input, encoding: 'utf8' })
   return { code: res.status, out: `${res.stdout}${res.stderr}` }
 }
 
@@ -90,7 +91,7 @@ t.test('DER: integers, OIDs, times, lengths, as X.690 writes them, and read back
 })
 
 t.test('certificates: a CA and a leaf openssl reads, and verifies one with the other', async t => {
-  if (!hasOpenssl) return t.skip('openssl is not installed (Debian package openssl)')
+  if (OPENSSL.skip) return t.skip(OPENSSL.skip)
   const dir = tempDir(t)
   for (const caCurve of ['P-256', 'P-384']) {
     const { caDer, leafDer, ca } = makeChain({ caCurve })
@@ -135,9 +136,9 @@ t.test('certificate facts: serial and authority key ID as DER has them (ARI\'s c
   t.equal(facts.notAfter.getTime(), Date.parse(node.validTo))
   t.equal(facts.notBefore.getTime(), Date.parse(node.validFrom))
   // And of a certificate openssl made.
-  if (!hasOpenssl) return
+  if (OPENSSL.skip) return
   const dir = tempDir(t)
-  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+  const made = spawnSync(OPENSSL.path, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
     '-keyout', path.join(dir, 'k.pem'), '-out', path.join(dir, 'c.pem'), '-days', '2', '-subj', '/CN=x', '-set_serial', '0x80ff'])
   t.equal(made.status, 0)
   const theirs = x509.certificateFacts(x509.fromPem(fs.readFileSync(path.join(dir, 'c.pem')))[0])
@@ -146,7 +147,7 @@ t.test('certificate facts: serial and authority key ID as DER has them (ARI\'s c
 })
 
 t.test('PKCS#10 requests: openssl verifies the signature and reads the names', async t => {
-  if (!hasOpenssl) return t.skip('openssl is not installed (Debian package openssl)')
+  if (OPENSSL.skip) return t.skip(OPENSSL.skip)
   const { privateKey } = ecKey()
   const csr = x509.certificateRequest({ names: ['example.com', 'www.example.com', '10.0.0.1', '::1'], key: privateKey })
   const out = openssl(['req', '-noout', '-verify', '-text'], x509.toPem(csr, 'CERTIFICATE REQUEST'))
@@ -187,7 +188,7 @@ t.test('TLS-ALPN-01 certificates: the acmeIdentifier extension, critical, holdin
   t.same(value.contents, digest)
   const san = exts.find(e => der.readOid(e.children[0].contents) === '2.5.29.17')
   t.same(san.children[1].contents, Buffer.from([0xff]), 'no subject: subjectAltName critical')
-  if (hasOpenssl) {
+  if (!OPENSSL.skip) {
     const out = openssl(['x509', '-noout', '-text'], x509.toPem(certDer))
     t.match(out.out, /1\.3\.6\.1\.5\.5\.7\.1\.31: critical/)
     t.match(out.out, /DNS:a\.lila\.test/)
@@ -237,8 +238,8 @@ async function captureHello (t, client) {
 }
 
 t.test('ClientHello: the name and ALPN protocols real clients send', async t => {
-  if (!hasOpenssl) return t.skip('openssl is not installed (Debian package openssl)')
-  const bytes = await captureHello(t, port => spawn('openssl', ['s_client', '-connect', `127.0.0.1:${port}`,
+  if (OPENSSL.skip) return t.skip(OPENSSL.skip)
+  const bytes = await captureHello(t, port => spawn(OPENSSL.path, ['s_client', '-connect', `127.0.0.1:${port}`,
     '-servername', 'A.lila.test', '-alpn', 'acme-tls/1'], { stdio: 'ignore' }))
   t.same(readClientHello(bytes), { serverName: 'a.lila.test', alpn: ['acme-tls/1'] })
   const curlBytes = await captureHello(t, port => spawn('curl', ['-sk', '--max-time', '5', '--resolve',
@@ -256,7 +257,7 @@ t.test('ClientHello: the name and ALPN protocols real clients send', async t => 
   // Not TLS.
   t.throws(() => readClientHello(Buffer.from('GET / HTTP/1.1\r\n')), RangeError)
   // A ClientHello without SNI or ALPN.
-  const plain = await captureHello(t, port => spawn('openssl', ['s_client', '-connect', `127.0.0.1:${port}`,
+  const plain = await captureHello(t, port => spawn(OPENSSL.path, ['s_client', '-connect', `127.0.0.1:${port}`,
     '-noservername'], { stdio: 'ignore' }))
   t.same(readClientHello(plain), { serverName: null, alpn: [] })
 })
