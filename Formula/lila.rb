@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "436de4efe6baabf78039480203828ce0360862ca44237f41028ded36ceb28594"
+  sha256 "4fe529645369a5d7a0374f72d7c40842e9e1afac99b347ce6ae642397a06feff"
   license "MIT"
 
   depends_on "node"
