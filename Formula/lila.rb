@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4fe529645369a5d7a0374f72d7c40842e9e1afac99b347ce6ae642397a06feff"
+  sha256 "08b8a7a70e578393f77c4b69bf0f7d7d019a7cebbc9ec2fcd77a827dd3a75339"
   license "MIT"
 
   depends_on "node"
