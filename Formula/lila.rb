@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "08b8a7a70e578393f77c4b69bf0f7d7d019a7cebbc9ec2fcd77a827dd3a75339"
+  sha256 "2a770f5250b54a8c0d48d7f1675e5be4d499234e3237fcc9818ac4494c988918"
   license "MIT"
 
   depends_on "node"

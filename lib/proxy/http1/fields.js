@@ -44,6 +44,28 @@ for (const name of LOWER.keys()) {
   KNOWN[key].push(name)
 }
 
+// The last value seen of the fields whose value most often repeats from head to head
+// (a client's Host and User-Agent, a backend's Date, Server, Connection), so that the
+// same value is not sliced out again: one per name for the whole process. Never a
+// credential's (Cookie, Authorization). A kept value may hold the head it was sliced
+// from (at most MAX_HEAD bytes, one head per name) until another value replaces it.
+const LAST = new Map()
+for (const lower of ['host', 'user-agent', 'accept', 'accept-encoding', 'accept-language', 'connection',
+  'keep-alive', 'content-type', 'date', 'server', 'cache-control', 'origin', 'vary', 'pragma',
+  'accept-ranges', 'x-forwarded-proto', 'via']) {
+  LAST.set(lower, '')
+}
+
+// text[from, to), the last value of `lower` if it is that again (then kept), or sliced.
+function valueOf (text, from, to, lower) {
+  const last = LAST.get(lower)
+  if (last === undefined) return text.slice(from, to)
+  if (last.length === to - from && text.startsWith(last, from)) return last
+  const value = text.slice(from, to)
+  LAST.set(lower, value)
+  return value
+}
+
 // The known name text[start, colon) is, as sent, or null.
 function knownName (text, start, colon) {
   const candidates = KNOWN[(colon - start) * 128 + (text.charCodeAt(start) & 127)]
@@ -85,8 +107,9 @@ function parseFields (text, from, count, controls = true) {
       throw new HttpError(400, folded ? 'obsolete line folding in a header' : 'header line without a name and colon')
     }
     let name = knownName(text, start, colon)
+    const known = name !== null
     let lower
-    if (name !== null) {
+    if (known) {
       lower = LOWER.get(name)
     } else {
       name = text.slice(start, colon)
@@ -97,7 +120,7 @@ function parseFields (text, from, count, controls = true) {
     let valueEnd = end
     while (valueStart < valueEnd && isOws(text.charCodeAt(valueStart))) valueStart++
     while (valueEnd > valueStart && isOws(text.charCodeAt(valueEnd - 1))) valueEnd--
-    const value = text.slice(valueStart, valueEnd)
+    const value = known ? valueOf(text, valueStart, valueEnd, lower) : text.slice(valueStart, valueEnd)
     if (controls && BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
     fields[at] = name
     fields[at + 1] = lower
