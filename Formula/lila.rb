@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2a770f5250b54a8c0d48d7f1675e5be4d499234e3237fcc9818ac4494c988918"
+  sha256 "48e1e5b067a192121394b5689536a2497ab35047ddeda9e39e468a9b46a1ff5b"
   license "MIT"
 
   depends_on "node"
