@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "48e1e5b067a192121394b5689536a2497ab35047ddeda9e39e468a9b46a1ff5b"
+  sha256 "18985b9950da4d1fcb859758185ff569c0713451f3ab3d8c68b0422a1f881900"
   license "MIT"
 
   depends_on "node"

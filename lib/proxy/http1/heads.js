@@ -4,7 +4,7 @@
 // name, lower-case name, value and a pre-encoded line or null, per field) as text, with what is
 // HTTP/1.1's own: the request or status line, the framing (Transfer-Encoding,
 // Content-Length), and the connection's options (Connection: close, keep-alive,
-// upgrade). Pure; a request head as one Buffer, a response head as one latin1 string.
+// upgrade). Pure; each head as one Buffer of latin1 bytes.
 
 const { STATUS_CODES } = require('http')
 const { trimOws } = require('../message/grammar')
@@ -15,7 +15,7 @@ const { FIELD } = require('../message/rewrite')
 // upgrade asked for. TE ("trailers", which HTTP/2 carries for gRPC) stays out: HTTP/1.1
 // would need it named in Connection too (RFC 9110 10.1.4), and lila takes a backend's
 // trailers whether it said so or not. Bytes, written piece by piece into one Buffer
-// sized first: text joined with + made a cons string per piece (about 30 per head with
+// sized first: text joined with + made a cons string per piece (about 18 per head with
 // X-Forwarded-*), and the socket flattened them again (bench/README.md, garbage).
 function requestHead (head, fields) {
   const { list, length } = fields
