@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "18985b9950da4d1fcb859758185ff569c0713451f3ab3d8c68b0422a1f881900"
+  sha256 "f6a0c84cd4695fc2c495716c33fce06ad1434cba5e3fd97f81573533c00a2756"
   license "MIT"
 
   depends_on "node"
