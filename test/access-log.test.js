@@ -146,3 +146,40 @@ t.test('combined: the Combined Log Format, read by a regular expression and by g
   t.equal(general.total_requests, 2, 'goaccess read both requests')
   t.equal(general.failed_requests, 0, 'and failed to parse none')
 })
+
+t.test('http, json: bytes out are the bytes the client got, a head held to the end counted once', async t => {
+  // An h2c backend's answer without a length, whose end comes after its head with no
+  // data: lila frames it in chunks for an HTTP/1.1 client, the head held until the end.
+  const http2 = require('http2')
+  const { listenOn } = require('./fixtures/helpers')
+  const server = http2.createServer()
+  server.on('stream', (stream, headers) => {
+    stream.respond({ ':status': 200, 'content-type': 'text/plain' })
+    if (headers[':path'] === '/empty') setImmediate(() => stream.end())
+    else stream.end('hello\n')
+  })
+  await listenOn(t, server)
+  const lila = await spawnLila(t, ['rr', `127.0.0.1:${server.address().port}`, ...LOCAL, '--protocol', 'http',
+    '--backend-protocol', 'h2', '--access-log', 'json'])
+  const client = net.connect(lila.port, '127.0.0.1')
+  t.teardown(() => client.destroy())
+  let got = ''
+  let wanted = null
+  client.on('data', chunk => {
+    got += chunk.toString('latin1')
+    if (wanted !== null && got.endsWith('0\r\n\r\n')) wanted()
+  })
+  const received = []
+  for (const path of ['/empty', '/full']) {
+    got = ''
+    const done = new Promise(resolve => { wanted = resolve })
+    client.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`)
+    await within(5000, () => `${path}, got ${JSON.stringify(got)}`, done)
+    t.match(got, /^HTTP\/1\.1 200 OK\r\n[^]*Transfer-Encoding: chunked\r\n/, `${path}: in lila's chunks`)
+    received.push(Buffer.byteLength(got, 'latin1'))
+  }
+  const entries = (await linesOf(lila, 2)).map(line => JSON.parse(line))
+  t.same(entries.map(e => e.target), ['/empty', '/full'])
+  t.equal(entries[0].bytesOut, received[0], 'bytesOut: what the client got, byte for byte, the head once')
+  t.ok(entries[1].bytesOut > 0 && entries[1].bytesOut <= received[1], 'and never more than it got')
+})

@@ -252,3 +252,24 @@ t.test('loop detection looks for lila\'s own Via token only', async t => {
   t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\nVia: 1.1\xa0lila-abc\r\n\r\n'), 'lila-abc'), false, 'a no-break space is not')
   t.equal(viaLoops(req('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 'lila-abc'), false)
 })
+
+t.test('known names and repeated values: found in the head, each head still its own', async t => {
+  // fields.js keeps the last value of a few names (Host, Date, Connection, ...) and the
+  // usual names; a head that differs by a byte, a length or a case gets its own.
+  const hosts = ['a.example', 'a.example', 'a.example.org', 'a.exampl', 'b.example', 'a.example']
+  for (const host of hosts) {
+    const head = req(`GET / HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: ua/${host.length}\r\n\r\n`)
+    t.equal(head.host, host, `Host ${host}`)
+    t.same(head.fields, ['Host', 'host', host, 'User-Agent', 'user-agent', `ua/${host.length}`])
+  }
+  const cased = req('GET / HTTP/1.1\r\nhOST: a.example\r\nHOST-X: 1\r\nHosts: 2\r\n\r\n')
+  t.same(cased.fields, ['hOST', 'host', 'a.example', 'HOST-X', 'host-x', '1', 'Hosts', 'hosts', '2'],
+    'a known name in another case, or one that starts like it, is read as sent')
+  const values = ['keep-alive', 'keep-alive', 'keep-alive, upgrade', 'close', 'keep-alivE']
+  for (const value of values) {
+    const head = res(`HTTP/1.1 200 OK\r\nDate: Sat, 28 Nov 2026 20:00:0${value.length % 10} GMT\r\nConnection: ${value}\r\nContent-Length: 0\r\n\r\n`)
+    t.equal(head.fields[2], `Sat, 28 Nov 2026 20:00:0${value.length % 10} GMT`, `Date beside ${value}`)
+    t.equal(head.fields[5], value, `Connection: ${value}`)
+  }
+  refused(t, 'GET / HTTP/1.1\r\nHost: a.example\r\nHo st: x\r\n\r\n', 400, 'invalid header name "Ho st"')
+})

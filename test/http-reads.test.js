@@ -154,3 +154,61 @@ t.test('which buffer a pooled socket reads into next', async t => {
   // All but the third, whose buffer the fourth read was allowed into: nothing held it.
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7], 'every piece still held kept its bytes')
 })
+
+// A small body of a said length joins its head in one Buffer (http1/response-writer.js:
+// the room heads.js responseHead leaves behind the head): each way its bytes can come
+// from the backend, on one keep-alive client connection, the client gets them whole.
+t.test('a small body joins its head: whole, after the head, or in pieces', async t => {
+  const net = require('net')
+  const waiting = [] // backend sockets that still owe the rest of a body
+  const server = net.createServer(socket => {
+    let text = ''
+    socket.on('data', chunk => {
+      text += chunk.toString('latin1')
+      let end
+      while ((end = text.indexOf('\r\n\r\n')) !== -1) {
+        const path = text.slice(text.indexOf(' ') + 1, text.indexOf(' HTTP/'))
+        const method = text.slice(0, text.indexOf(' '))
+        text = text.slice(end + 4)
+        const head = 'HTTP/1.1 200 OK\r\nContent-Length: 10\r\nX-Way: ' + path.slice(1) + '\r\n\r\n'
+        if (method === 'HEAD' || path === '/whole') socket.write(head + (method === 'HEAD' ? '' : '0123456789'))
+        else if (path === '/after') {
+          socket.write(head)
+          waiting.push(() => socket.write('0123456789'))
+        } else {
+          socket.write(head + '0123')
+          waiting.push(() => socket.write('456789'))
+        }
+      }
+    })
+  })
+  await listenOn(t, server)
+  const lila = await spawnLila(t, ['rr', `127.0.0.1:${server.address().port}`, '--protocol', 'http', '--port', '0',
+    '--host', '127.0.0.1', '--check', 'none'])
+  const client = net.connect(lila.port, '127.0.0.1')
+  t.teardown(() => client.destroy())
+  let got = ''
+  let wanted = null // [what got must end with, resolve]
+  client.on('data', chunk => {
+    got += chunk.toString('latin1')
+    if (waiting.length > 0 && got.includes('\r\n\r\n')) waiting.shift()() // the client has the head: the rest now
+    if (wanted !== null && got.endsWith(wanted[0])) wanted[1]()
+  })
+  const ask = async (method, path, ending) => {
+    got = ''
+    const done = new Promise(resolve => { wanted = [ending, resolve] })
+    client.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\n\r\n`)
+    await within(5000, () => `${method} ${path}, got ${JSON.stringify(got)}`, done)
+    return got
+  }
+  for (const path of ['/whole', '/after', '/pieces', '/whole']) {
+    const text = await ask('GET', path, '0123456789')
+    t.match(text, /^HTTP\/1\.1 200 OK\r\n/, `${path}: the status line`)
+    t.ok(text.includes(`\r\nX-Way: ${path.slice(1)}\r\n`), `${path}: the backend's field`)
+    t.ok(text.includes('\r\nContent-Length: 10\r\n'), `${path}: its length`)
+    t.equal(text.slice(text.indexOf('\r\n\r\n') + 4), '0123456789', `${path}: the body, byte for byte, nothing after`)
+  }
+  const head = await ask('HEAD', '/whole', '\r\n\r\n')
+  t.ok(head.includes('Content-Length: 10\r\n'), 'HEAD: the length said')
+  t.equal(head.slice(head.indexOf('\r\n\r\n') + 4), '', 'HEAD: no body, no room written')
+})

@@ -35,6 +35,46 @@ for (const name of ['Host', 'User-Agent', 'Accept', 'Accept-Encoding', 'Accept-L
 }
 // Already lower case: the name itself.
 for (const name of [...LOWER.values()]) LOWER.set(name, name)
+// Those names again, by their length and first character (KNOWN[length * 128 + code]),
+// so that a head's known names are found in its text and not sliced out of it per field.
+const KNOWN = []
+for (const name of LOWER.keys()) {
+  const key = name.length * 128 + name.charCodeAt(0)
+  if (KNOWN[key] === undefined) KNOWN[key] = []
+  KNOWN[key].push(name)
+}
+
+// The last value seen of the fields whose value most often repeats from head to head
+// (a client's Host and User-Agent, a backend's Date, Server, Connection), so that the
+// same value is not sliced out again: one per name for the whole process. Never a
+// credential's (Cookie, Authorization). A kept value may hold the head it was sliced
+// from (at most MAX_HEAD bytes, one head per name) until another value replaces it.
+const LAST = new Map()
+for (const lower of ['host', 'user-agent', 'accept', 'accept-encoding', 'accept-language', 'connection',
+  'keep-alive', 'content-type', 'date', 'server', 'cache-control', 'origin', 'vary', 'pragma',
+  'accept-ranges', 'x-forwarded-proto', 'via']) {
+  LAST.set(lower, '')
+}
+
+// text[from, to), the last value of `lower` if it is that again (then kept), or sliced.
+function valueOf (text, from, to, lower) {
+  const last = LAST.get(lower)
+  if (last === undefined) return text.slice(from, to)
+  if (last.length === to - from && text.startsWith(last, from)) return last
+  const value = text.slice(from, to)
+  LAST.set(lower, value)
+  return value
+}
+
+// The known name text[start, colon) is, as sent, or null.
+function knownName (text, start, colon) {
+  const candidates = KNOWN[(colon - start) * 128 + (text.charCodeAt(start) & 127)]
+  if (candidates === undefined) return null
+  for (let i = 0; i < candidates.length; i++) {
+    if (text.startsWith(candidates[i], start)) return candidates[i]
+  }
+  return null
+}
 
 // The header lines of a head's text, from `from` (just past the first line's CRLF) to
 // its end (the blank line already cut off) -> fields, and the framing facts in FACTS.
@@ -66,15 +106,21 @@ function parseFields (text, from, count, controls = true) {
       const folded = first === 32 || first === 9
       throw new HttpError(400, folded ? 'obsolete line folding in a header' : 'header line without a name and colon')
     }
-    const name = text.slice(start, colon)
-    if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
-    let lower = LOWER.get(name)
-    if (lower === undefined) lower = name.toLowerCase()
+    let name = knownName(text, start, colon)
+    const known = name !== null
+    let lower
+    if (known) {
+      lower = LOWER.get(name)
+    } else {
+      name = text.slice(start, colon)
+      if (!TOKEN.test(name)) throw new HttpError(400, `invalid header name ${JSON.stringify(name)}`)
+      lower = name.toLowerCase()
+    }
     let valueStart = colon + 1 // the value, OWS around it left out
     let valueEnd = end
     while (valueStart < valueEnd && isOws(text.charCodeAt(valueStart))) valueStart++
     while (valueEnd > valueStart && isOws(text.charCodeAt(valueEnd - 1))) valueEnd--
-    const value = text.slice(valueStart, valueEnd)
+    const value = known ? valueOf(text, valueStart, valueEnd, lower) : text.slice(valueStart, valueEnd)
     if (controls && BAD_VALUE.test(value)) throw new HttpError(400, `control character in header ${name}`)
     fields[at] = name
     fields[at + 1] = lower

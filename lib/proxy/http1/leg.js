@@ -85,7 +85,7 @@ class Http1Leg {
     this.sentAt = performance.now()
     const corked = body.heldBytes > 0 || (body.done && this.chunkedOut)
     if (corked) socket.cork()
-    socket.write(head, 'latin1')
+    socket.write(head)
     body.replay(this.writePiece, this)
     if (body.done) this.finishBody()
     if (corked) socket.uncork()

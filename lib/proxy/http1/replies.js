@@ -19,7 +19,7 @@ function reply (status, detail, options = {}) {
   responseFields(answer, false, rules, ctx, null, FIELDS)
   const length = answer.length === undefined ? 0 : answer.length
   const head = responseHead(answer, FIELDS, options.close ? CLOSE : KEEP, length)
-  return Buffer.concat([Buffer.from(head, 'latin1'), answer.body])
+  return Buffer.concat([head, answer.body])
 }
 
 // What lila says itself to a client waiting with Expect: 100-continue for a body it

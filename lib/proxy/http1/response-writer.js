@@ -6,6 +6,9 @@ const { reply, CONTINUE } = require('./replies')
 
 // Body bytes up to this many are copied behind a head into one write (writeAfter).
 const JOIN_LIMIT = 16 * 1024
+// A body of a length up to this many has room made for it behind its head, in the
+// head's own Buffer (heads.js responseHead): one allocation for a small response.
+const ROOM_LIMIT = 2048
 const LAST_CHUNK = '0\r\n\r\n'
 
 // How the client's copy of a final response head is framed (heads.js responseHead's
@@ -36,7 +39,8 @@ class ResponseWriter {
   constructor (client, listener) {
     this.client = client
     this.listener = listener
-    this.heldHead = null // the response's head, until the body bytes read with it join it
+    this.heldHead = null // the response's head (a Buffer), until the body bytes read with it join it
+    this.headSize = 0 // its bytes; those after are room for the body (respond)
     this.framing = LENGTH
     this.keepAlive = false // the connection may serve another request after it
   }
@@ -52,7 +56,7 @@ class ResponseWriter {
   interim (x, res) {
     if (x.head.version !== 1) return
     responseFields(res, false, null, x, null, FIELDS)
-    this.client.write(responseHead(res, FIELDS, INTERIM, -1), 'latin1')
+    this.client.write(responseHead(res, FIELDS, INTERIM, -1))
   }
 
   // The final head: framed for this client (the backend's chunks as they are, a length,
@@ -64,6 +68,7 @@ class ResponseWriter {
     const status = res.status
     let length = res.contentLength
     let chunked = false
+    let room = 0
     this.framing = LENGTH
     if (how.framed) {
       chunked = true
@@ -78,6 +83,8 @@ class ResponseWriter {
       } else {
         this.framing = UNTIL_CLOSE
       }
+    } else if (length <= ROOM_LIMIT) {
+      room = length
     }
     // After a declined upgrade, what the client sent next may be meant as the new
     // protocol or as HTTP; rather than guess, the connection ends with this response.
@@ -85,9 +92,10 @@ class ResponseWriter {
     const headFraming = HEAD_FRAMING[(chunked ? 4 : 0) | (this.keepAlive ? 0 : 2) | (head.version === 0 ? 1 : 0)]
     // The Trailer field stays when its trailers can follow: in lila's chunks.
     responseFields(res, chunked, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
-    const text = responseHead(res, FIELDS, headFraming, length)
-    this.heldHead = text
-    return text.length
+    const bytes = responseHead(res, FIELDS, headFraming, length, room)
+    this.heldHead = bytes
+    this.headSize = bytes.length - room
+    return this.headSize
   }
 
   // The head leaves now if it still waits for body bytes.
@@ -95,7 +103,11 @@ class ResponseWriter {
     const head = this.heldHead
     if (head === null) return
     this.heldHead = null
-    this.client.write(head, 'latin1')
+    this.client.write(this.headOnly(head))
+  }
+
+  headOnly (head) {
+    return head.length === this.headSize ? head : head.subarray(0, this.headSize)
   }
 
   // A piece of the response's body; false when the client's socket is full.
@@ -106,7 +118,8 @@ class ResponseWriter {
       const size = `${piece.length.toString(16)}\r\n`
       if (head !== null) this.heldHead = null
       client.cork()
-      client.write(head === null ? size : head + size, 'latin1')
+      if (head !== null) client.write(this.headOnly(head))
+      client.write(size, 'latin1')
       client.write(piece)
       const flowing = client.write('\r\n', 'latin1')
       client.uncork()
@@ -120,19 +133,27 @@ class ResponseWriter {
   // The response's body is complete: its last chunk and trailers, when lila frames it.
   // Returns the bytes that took.
   finish (trailers) {
-    let out = this.heldHead === null ? '' : this.heldHead
+    const head = this.heldHead
+    const { client } = this
     this.heldHead = null
-    if (this.framing === CHUNKS) out += trailers === null ? LAST_CHUNK : `0\r\n${trailerLinesOf(trailers)}\r\n`
-    if (out !== '') this.client.write(out, 'latin1')
-    return this.framing === CHUNKS ? out.length : 0
+    if (this.framing !== CHUNKS) {
+      if (head !== null) client.write(this.headOnly(head))
+      return 0
+    }
+    const end = trailers === null ? LAST_CHUNK : `0\r\n${trailerLinesOf(trailers)}\r\n`
+    if (head !== null) client.cork()
+    if (head !== null) client.write(head)
+    client.write(end, 'latin1')
+    if (head !== null) client.uncork()
+    return end.length
   }
 
   // A 101's head, as the backend's (with `cookie`).
   tunnelHead (x, res, cookie) {
     responseFields(res, false, this.listener.protocol.rewrite.response, x, cookie, FIELDS)
-    const text = responseHead(res, FIELDS, UPGRADE)
-    this.client.write(text, 'latin1')
-    return text.length
+    const bytes = responseHead(res, FIELDS, UPGRADE)
+    this.client.write(bytes)
+    return bytes.length
   }
 
   // lila's own answer; returns its size. The connection stays when the request (and its
@@ -161,21 +182,27 @@ class ResponseWriter {
     this.heldHead = null
   }
 
-  // A head (latin1 text) and the bytes after it, in one system call. A small piece is
-  // copied behind the head into one Buffer: one plain write, cheaper in Node than a
-  // corked writev of the two (a chunk array, the string encoded on the side).
+  // A head (its Buffer, from respond) and the bytes after it, in one system call. A
+  // small piece is copied behind the head into one Buffer (the room respond left, when
+  // the piece is the whole body): one plain write, cheaper in Node than a corked writev
+  // of the two (a chunk array).
   writeAfter (head, piece) {
     const { client } = this
+    const size = this.headSize
+    if (piece.length === head.length - size) {
+      piece.copy(head, size)
+      return client.write(head)
+    }
     if (piece.length > JOIN_LIMIT) {
       client.cork()
-      client.write(head, 'latin1')
+      client.write(this.headOnly(head))
       const flowing = client.write(piece)
       client.uncork()
       return flowing
     }
-    const bytes = Buffer.allocUnsafe(head.length + piece.length)
-    bytes.latin1Write(head, 0)
-    piece.copy(bytes, head.length)
+    const bytes = Buffer.allocUnsafe(size + piece.length)
+    head.copy(bytes, 0, 0, size)
+    piece.copy(bytes, size)
     return client.write(bytes)
   }
 }
