@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "26872f163678513b9774b6d7d63faa5e3aa0991f03238c4515ca4d55464dddcc"
+  sha256 "37470a763501b697ae0e9b989932f896ba81fc7f23ce33ac37a424a792b8dc32"
   license "MIT"
 
   depends_on "node"
