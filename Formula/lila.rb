@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "11d2a7a35ef7c6dba606e6d3c749c1f9421eda50f03e54094a68b8a13fb0f472"
+  sha256 "8e0d988b174eb5548bf8f631737fd9023ffa56e73c65fd9c25860c4a6dabf896"
   license "MIT"
 
   depends_on "node"

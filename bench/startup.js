@@ -23,6 +23,7 @@ const { values: flags, positionals } = parseArgs({
 })
 const LILA = path.resolve(positionals[0] || path.join(__dirname, '..', 'lila'))
 const EXIT = path.join(__dirname, 'exit-on-listen.js')
+const PROBE = path.join(__dirname, 'memory-probe.js')
 // A bare Node HTTP server: the floor a Node program starts from.
 const BARE = "const s = require('http').createServer((q, r) => r.end('hello')); s.listen(0, '127.0.0.1', " +
   "() => process.stderr.write('listening on 127.0.0.1:' + s.address().port + '\\n'))"
@@ -41,9 +42,29 @@ function rssKiB (pid) {
   return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
 }
 
-// A process started with up to 20,000 descriptors, once it says it listens.
-function startListening (argv) {
-  return procs.startListening('sh', ['-c', 'ulimit -n 20000 2>/dev/null; exec "$@"', 'sh', ...argv])
+// A process started with up to 20,000 descriptors and memory-probe.js, once it says it
+// listens.
+let probes = 0
+async function startListening (argv) {
+  const probeFile = path.join(require('os').tmpdir(), `lila-startup-probe-${process.pid}-${++probes}.json`)
+  const [node, ...rest] = argv
+  const proc = await procs.startListening('sh', ['-c', 'ulimit -n 20000 2>/dev/null; exec "$@"', 'sh',
+    node, '--expose-gc', '--require', PROBE, ...rest], { env: { ...process.env, LILA_MEMORY_PROBE: probeFile } })
+  return { ...proc, probeFile }
+}
+
+// V8's heap in use (KiB) after a forced GC, from memory-probe.js in the process.
+async function liveHeapKiB (proc) {
+  const seq = Date.now()
+  fs.writeFileSync(proc.probeFile, JSON.stringify({ seq, gc: true, maps: false, snapshot: null }))
+  proc.child.kill('SIGWINCH')
+  for (const deadline = Date.now() + 10000; Date.now() < deadline; await sleep(20)) {
+    try {
+      const answer = JSON.parse(fs.readFileSync(`${proc.probeFile}.out`, 'utf8'))
+      if (answer.seq === seq) return answer.heapUsed / 1024
+    } catch {}
+  }
+  throw new Error('the memory probe did not answer')
 }
 
 function get (port, agent) {
@@ -55,6 +76,7 @@ function get (port, agent) {
   })
 }
 
+const WARM_CONNECTIONS = 200
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 // `count` clients, each sending one keep-alive request and reading its answer, then idle.
@@ -93,7 +115,7 @@ async function main () {
     `${node0.mean.toFixed(1)} ms: +${(lilaStart.mean - node0.mean).toFixed(1)} ms over node -e 0`)
 
   const bare = await startListening(['node', '-e', BARE])
-  const lila = await startListening(['node', '--expose-gc', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
+  const lila = await startListening(['node', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
     '--port', '0', '--check', 'none'])
   await get(bare.port)
   await get(lila.port)
@@ -104,16 +126,30 @@ async function main () {
 
   const count = Number(flags.clients)
   for (const [name, proc] of [['lila', lila], ['bare Node HTTP server', bare]]) {
+    // Warm up first, as memory.js does (200 connections opened and closed): the first
+    // connections compile the connection path and grow the young generation, a fixed
+    // cost that would otherwise be divided among the clients.
+    for (const socket of await idleClients(proc.port, WARM_CONNECTIONS)) socket.destroy()
+    await sleep(3000)
+    const heapBefore = await liveHeapKiB(proc) // the baseline after a GC too: both rows start from it
     const before = rssKiB(proc.child.pid)
     const sockets = await idleClients(proc.port, count)
-    await sleep(5000)
+    // 12 s: lila's idle collector (cli/heap.js) gives the clients' garbage back 7 to 8 s
+    // after traffic stops; at 5 s lila showed 5.3-6.1 KiB a client instead of 2.4-2.6.
+    await sleep(12000)
     const after = rssKiB(proc.child.pid)
-    say(`${count} idle keep-alive clients (one request each): ${name} ${((after - before) / count).toFixed(2)} KiB of RSS each`)
+    const heapAfter = await liveHeapKiB(proc)
+    const afterGc = rssKiB(proc.child.pid)
+    say(`${count} idle keep-alive clients (one request each): ${name} ${((after - before) / count).toFixed(2)} KiB of ` +
+      `RSS each, ${((afterGc - before) / count).toFixed(2)} KiB after a forced GC; live heap ` +
+      `${((heapAfter - heapBefore) / count).toFixed(2)} KiB each`)
     for (const socket of sockets) socket.destroy()
     await sleep(500)
   }
-  bare.child.kill()
-  lila.child.kill()
+  for (const proc of [bare, lila]) {
+    proc.child.kill()
+    for (const file of [proc.probeFile, `${proc.probeFile}.out`]) fs.rmSync(file, { force: true })
+  }
   backend.close()
 }
 

@@ -38,9 +38,13 @@ t.test('lila --version loads what ARCHITECTURE.md says', async t => {
 // is configured (ARCHITECTURE.md, "The start of a process"). The built file, so that its
 // bundled require is what is held to it, then lib/ for which of lila's modules.
 // tls/wants.js and tls/http01.js (what a config asks of ACME, its HTTP-01 answers) are small
-// and read by every listener's setup.
-const FEATURES = /^(telemetry|fleet|app)\/|^tls\/(?!wants\.js$|http01\.js$)|^wire\/(otlp|jose|x509)\.js$|^proxy\/edge\/(basic-auth|passwords|bcrypt|apr1|sha-crypt|crypt64)\.js$|^proxy\/(tcp-trace|http\/exchange-trace)\.js$/
-const UNUSED_BUILTINS = ['tls', 'zlib', 'https', 'cluster', 'http2']
+// and read by every listener's setup. The HTTP/2 codec loads with the first HTTP/2 client
+// or probe (wire/h2/preface.js and constants.js, which HTTP/1.1 sessions use to spot the
+// preface, excepted); gRPC health checks' messages with the first such check; v8 and vm
+// with the idle collector's first look (cli/heap.js, a second after the start);
+// child_process with an upgrade, dns with a backend given by name.
+const FEATURES = /^(telemetry|fleet|app)\/|^tls\/(?!wants\.js$|http01\.js$)|^wire\/(otlp|jose|x509|grpc-health)\.js$|^wire\/h2\/(?!preface\.js$|constants\.js$)|^proxy\/http2\/|^proxy\/edge\/(basic-auth|passwords|bcrypt|apr1|sha-crypt|crypt64)\.js$|^proxy\/(tcp-trace|http\/exchange-trace)\.js$/
+const UNUSED_BUILTINS = ['tls', 'zlib', 'https', 'cluster', 'http2', 'v8', 'vm', 'child_process', 'dns']
 const FIXTURE = path.join(__dirname, 'fixtures', 'loaded-modules.js')
 
 for (const protocol of ['tcp', 'http']) {

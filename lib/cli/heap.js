@@ -1,7 +1,7 @@
 'use strict'
 
-const v8 = require('v8')
-const vm = require('vm')
+// Node's v8 and vm modules, and the context gc() comes from, are required with the
+// collector's first look, a tick after the start: none of it is part of start-up.
 
 // Giving memory back once traffic stops, when lila runs as the executable (never when
 // it is required: the heap is then the embedding program's to manage).
@@ -101,6 +101,7 @@ class IdleCollector {
 }
 
 function processStats () {
+  const v8 = require('v8')
   const h = v8.getHeapStatistics()
   const young = v8.getHeapSpaceStatistics().find(space => space.space_name === 'new_space')
   const cpu = process.cpuUsage()
@@ -117,9 +118,10 @@ function processStats () {
 // is set, so the program's own global stays as it was). null if V8 refuses.
 function gcFunction () {
   if (typeof globalThis.gc === 'function') return globalThis.gc
+  const v8 = require('v8')
   try {
     v8.setFlagsFromString('--expose-gc')
-    const gc = vm.runInNewContext('gc')
+    const gc = require('vm').runInNewContext('gc')
     return typeof gc === 'function' ? gc : null
   } catch {
     return null
@@ -128,9 +130,10 @@ function gcFunction () {
   }
 }
 
-// What the executable runs before serving (bin.js asks main for it).
+// What the executable runs before serving (bin.js asks main for it). The collector is
+// made a tick later: its first look at the heap then comes after start-up.
 function startIdleCollector () {
-  return new IdleCollector().start()
+  setTimeout(() => new IdleCollector().start(), TICK_MS).unref()
 }
 
 module.exports = {

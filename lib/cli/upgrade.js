@@ -2,7 +2,6 @@
 
 const fs = require('fs')
 const path = require('path')
-const { spawn, execFile } = require('child_process')
 const { UpgradeError, reasonOf } = require('../errors')
 const { UPGRADE } = require('./inherited')
 const { takeRequest } = require('./upgrade-command')
@@ -50,7 +49,8 @@ function startSuccessor ({
     const handed = sockets.map(({ fd, server, ...what }, i) => ({ ...what, fd: 3 + i }))
     const word = JSON.stringify({ pid: process.pid, version: VERSION, sockets: handed, state })
     const [command, commandArgs] = nodeScript ? [process.execPath, [...execArgv, file, ...args]] : [file, args]
-    child = spawn(command, commandArgs, {
+    // child_process is required when an upgrade starts: every lila can hand over, few do.
+    child = require('child_process').spawn(command, commandArgs, {
       stdio: ['ignore', 'inherit', 'inherit', ...sockets.map(s => s.fd), 'ipc'],
       env: { ...env, [UPGRADE]: word },
       detached: true
@@ -137,6 +137,7 @@ async function isNodeScript (file) {
 
 // `node --check`: a syntax error, in one line, before anything starts.
 function checkSyntax (file) {
+  const { execFile } = require('child_process')
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ['--check', file], { timeout: 30000 }, (err, stdout, stderr) => {
       if (err === null) return resolve()

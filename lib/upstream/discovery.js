@@ -1,6 +1,5 @@
 'use strict'
 
-const dns = require('dns')
 const net = require('net')
 
 // Discovery through DNS: a backend given by name is resolved at start and every
@@ -31,7 +30,8 @@ class Discovery {
   createResolver (server) {
     if (server === null) {
       return async name => {
-        const results = await dns.promises.lookup(name, { all: true, verbatim: true })
+        // dns is required with the first name to look up: backends given as addresses never load it.
+        const results = await require('dns').promises.lookup(name, { all: true, verbatim: true })
         return unique(results.map(r => r.address))
       }
     }
@@ -58,7 +58,7 @@ class Discovery {
   // One dns.Resolver per server (so that close() can cancel what it asks).
   dnsResolver (server) {
     if (server !== null && this.resolver !== null) return this.resolver
-    const resolver = new dns.promises.Resolver({ timeout: 2000, tries: 2 })
+    const resolver = new (require('dns').promises.Resolver)({ timeout: 2000, tries: 2 })
     if (server === null) return resolver
     resolver.setServers([server])
     this.resolver = resolver

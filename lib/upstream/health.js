@@ -5,10 +5,6 @@ const { dial, readyEvent, backendReason } = require('./dial')
 const { formatProxyHeader } = require('../wire/proxy-protocol')
 const VERSION = require('../version')
 const { isOutOfDescriptors, reportOutOfDescriptors } = require('../descriptors')
-const { HEALTH_PATH, healthRequest, healthStatus } = require('../wire/grpc-health')
-const { Connection, CLOSED } = require('../wire/h2/connection')
-const { attach } = require('../wire/h2/socket')
-const { errorName } = require('../wire/h2/constants')
 
 // Active health checks: every watched backend is probed every `interval`, each probe
 // given up after `timeout`. A probe is started only when the previous one of the same
@@ -181,7 +177,12 @@ function probeHttp (backend, { path, host: hostHeader, tls = null }, timeout, fi
 // could not make it (out of descriptors). Returns its stop().
 const MAX_ANSWER = 1024
 
+// lila's HTTP/2 codec is required with the first HTTP/2 or gRPC probe: a lila with no
+// such check never compiles it (start-up).
 function h2Request (backend, tls, list, body, { answer, fail, short }) {
+  const { Connection, CLOSED } = require('../wire/h2/connection')
+  const { attach } = require('../wire/h2/socket')
+  const { errorName } = require('../wire/h2/constants')
   const socket = dial(backend, tls === null ? null : { ...tls, ALPNProtocols: ['h2'] })
   socket.unref()
   let failure = null
@@ -257,6 +258,7 @@ function probeHttp2 (backend, { path, host: hostHeader, tls = null }, timeout, f
 // healthy when it answers SERVING. The reason says what it answered: `grpc SERVING`,
 // `grpc NOT_SERVING`, `grpc-status 12` (no health service), `grpc http 404`.
 function probeGrpc (backend, { service, host: hostHeader, tls = null }, timeout, finish) {
+  const { HEALTH_PATH, healthRequest, healthStatus } = require('../wire/grpc-health')
   const host = hostHeader || (backend.name === null ? backend.hostHeader : `${backend.name}:${backend.port}`)
   const list = [':method', 'POST', ':scheme', tls === null ? 'http' : 'https', ':authority', host,
     ':path', HEALTH_PATH, 'content-type', 'application/grpc', 'te', 'trailers',

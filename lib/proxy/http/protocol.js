@@ -1,7 +1,6 @@
 'use strict'
 
 const { HttpSession } = require('../http1/session')
-const { Http2Session } = require('../http2/session')
 const { Exchange } = require('./exchange')
 const { Http1Leg } = require('../http1/leg')
 const { Pool } = require('../http1/connection-pool')
@@ -9,6 +8,10 @@ const { rewriteSettings, viaLoops } = require('../message/rewrite')
 const { ResponseStats } = require('./response-stats')
 const { Stickiness } = require('./sticky')
 const { compileHeaderRules } = require('./header-rules')
+
+// The HTTP/2 codec (http2/session.js and lila's wire/h2/), loaded with the first HTTP/2
+// client: a listener only HTTP/1.1 clients reach never compiles it (start-up).
+const http2Session = () => require('../http2/session').Http2Session
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
@@ -50,7 +53,7 @@ class HttpProtocol {
 
   // The session for a client connection: its codec, chosen by what TLS agreed on.
   newSession (listener, client) {
-    return client.alpnProtocol === 'h2' ? new Http2Session(listener, client) : new HttpSession(listener, client)
+    return client.alpnProtocol === 'h2' ? new (http2Session())(listener, client) : new HttpSession(listener, client)
   }
 
   // A request a session (`client`) read: its Exchange (exchange.js); `stream`: its
@@ -153,7 +156,7 @@ class HttpProtocol {
   // takes its place in the listener, and the connection from here on, with the bytes
   // already read (`buf`, or null) first.
   startHttp2 (listener, from, socket, buf) {
-    const session = new Http2Session(listener, socket)
+    const session = new (http2Session())(listener, socket)
     listener.handOver(from, session)
     session.start(buf)
   }
