@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8e0d988b174eb5548bf8f631737fd9023ffa56e73c65fd9c25860c4a6dabf896"
+  sha256 "367eaa0c84a21b866693fda3377007b60f6f367e12069dbc6b638af9362f9819"
   license "MIT"
 
   depends_on "node"

@@ -11,7 +11,8 @@ const { compileHeaderRules } = require('./header-rules')
 
 // The HTTP/2 codec (http2/session.js and lila's wire/h2/), loaded with the first HTTP/2
 // client: a listener only HTTP/1.1 clients reach never compiles it (start-up).
-const http2Session = () => require('../http2/session').Http2Session
+let Http2Session = null
+const http2Session = () => Http2Session || (Http2Session = require('../http2/session').Http2Session)
 
 // Pooled backend connections idle past their limit are closed by the sweep: this often.
 const POOL_EXPIRY_MS = 1000
