@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "367eaa0c84a21b866693fda3377007b60f6f367e12069dbc6b638af9362f9819"
+  sha256 "9082a98a9e6e74bfa3251155d59008788c96a737cdf3e0c7c65855466ecd5927"
   license "MIT"
 
   depends_on "node"

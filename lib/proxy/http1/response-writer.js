@@ -141,10 +141,14 @@ class ResponseWriter {
       return 0
     }
     const end = trailers === null ? LAST_CHUNK : `0\r\n${trailerLinesOf(trailers)}\r\n`
-    if (head !== null) client.cork()
-    if (head !== null) client.write(head)
+    if (head === null) {
+      client.write(end, 'latin1')
+      return end.length
+    }
+    client.cork()
+    client.write(this.headOnly(head))
     client.write(end, 'latin1')
-    if (head !== null) client.uncork()
+    client.uncork()
     return end.length
   }
 
