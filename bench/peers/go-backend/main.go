@@ -12,6 +12,7 @@
 // GET /__count -> 200, the number of requests served so far (this one excluded)
 // HTTP/2 by prior knowledge (h2c) is served on the same port too (Go 1.24 and later:
 // the line says "h2c" then), for the HTTP/2 workload's h2 backends.
+// A request body is read whole before the answer.
 // A request with "Connection: close" is answered and the connection closed
 // (net/http does that itself). Bodies are written with one Write (net/http sends the
 // head and the first 4 KiB, then the rest in one write(2)), or with -write-size in
@@ -22,6 +23,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +48,10 @@ func main() {
 		length := strconv.Itoa(len(body))
 		return func(w http.ResponseWriter, r *http.Request) {
 			served.Add(1)
+			// A POST's body is read before the answer, as an application would:
+			// net/http closes a connection whose unread body is 256 KiB or more,
+			// which made P2 a connection per request through every balancer.
+			io.Copy(io.Discard, r.Body)
 			h := w.Header()
 			h["Content-Type"] = []string{"text/plain"}
 			h["Content-Length"] = []string{length}
