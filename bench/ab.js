@@ -94,8 +94,11 @@ function load (port, duration) {
     // 'close', not 'exit': the process may exit before its output is all read.
     child.on('close', () => {
       const count = h2 ? /(\d+) succeeded/.exec(out) : /(\d+) requests in/.exec(out)
-      if (count === null) reject(new Error(`${argv[0]} said no count: ${out}`))
-      else resolve(Number(count[1]))
+      if (count === null) return reject(new Error(`${argv[0]} said no count: ${out}`))
+      // A round with errors is no measure: an error answer costs a fraction of a request.
+      const errors = /(Non-2xx or 3xx responses: \d+|Socket errors: .*|\d+ failed, \d+ errored)/.exec(out)
+      if (errors !== null && !/^0 failed, 0 errored/.test(errors[1])) console.log(`${argv[0]} on port ${port}: ${errors[1]}`)
+      resolve(Number(count[1]))
     })
   })
 }
