@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9082a98a9e6e74bfa3251155d59008788c96a737cdf3e0c7c65855466ecd5927"
+  sha256 "5446e0287c82eb7e76b1bbd4abe730384a893f1708eabd3967c37690cd6d27d5"
   license "MIT"
 
   depends_on "node"
