@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5446e0287c82eb7e76b1bbd4abe730384a893f1708eabd3967c37690cd6d27d5"
+  sha256 "a5c8142321dff70fd1993d2977486cf344be8a8258b4d9984a147cc921a84a12"
   license "MIT"
 
   depends_on "node"
