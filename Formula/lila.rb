@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9082a98a9e6e74bfa3251155d59008788c96a737cdf3e0c7c65855466ecd5927"
+  sha256 "a5c8142321dff70fd1993d2977486cf344be8a8258b4d9984a147cc921a84a12"
   license "MIT"
 
   depends_on "node"

@@ -75,18 +75,20 @@ function load (port, duration) {
   })
 }
 
-function bodyFile (bytes) {
-  const file = path.join(os.tmpdir(), `lila-post-${bytes}.bin`)
-  if (!fs.existsSync(file)) fs.writeFileSync(file, Buffer.alloc(bytes, 'p'))
+// The request body, written once in a folder of this run's own: a file shared in /tmp
+// and rewritten per load can be read truncated by another run's client (see ab.js).
+let postDir = null
+function postFileOf (name, content) {
+  postDir ||= fs.mkdtempSync(path.join(os.tmpdir(), 'lila-garbage-'))
+  const file = path.join(postDir, name)
+  if (!fs.existsSync(file)) fs.writeFileSync(file, content)
   return file
 }
 
-function wrkScript (bytes) {
-  const file = path.join(os.tmpdir(), `lila-post-${bytes}.lua`)
-  fs.writeFileSync(file, `wrk.method = "POST"\nwrk.body = string.rep("p", ${bytes})\n` +
-    'wrk.headers["Content-Type"] = "application/octet-stream"\n')
-  return file
-}
+const bodyFile = bytes => postFileOf('post.bin', Buffer.alloc(bytes, 'p'))
+
+const wrkScript = bytes => postFileOf('post.lua', `wrk.method = "POST"\nwrk.body = string.rep("p", ${bytes})\n` +
+  'wrk.headers["Content-Type"] = "application/octet-stream"\n')
 
 const until = (test, ms) => new Promise((resolve, reject) => {
   const end = Date.now() + ms
@@ -112,6 +114,7 @@ async function main () {
   }
   lila.child.kill()
   server.close()
+  if (postDir !== null) fs.rmSync(postDir, { recursive: true, force: true })
   fs.unlinkSync(out)
 }
 

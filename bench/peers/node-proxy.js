@@ -171,6 +171,13 @@ function connect (b) {
   const conn = net.connect({ host: b.host, port: b.port, noDelay: true })
   conn.backend = b
   conn.on('error', () => { if (conn.client) conn.client.destroy() })
+  // A backend that closes (Go's net/http after a response it sent before reading a long
+  // body, with Connection: close) is not pooled, and takes the client it served along.
+  conn.on('close', () => {
+    const idle = conn.backend.idle
+    if (idle.includes(conn)) idle.splice(idle.indexOf(conn), 1)
+    if (conn.client) conn.client.destroy()
+  })
   conn.on('drain', () => { if (conn.client && conn.client.bodyLeft > 0) conn.client.resume() })
   conn.on('data', chunk => {
     const client = conn.client
@@ -186,6 +193,7 @@ function connect (b) {
       const head = buf.latin1Slice(0, end + 2)
       const m = CONTENT_LENGTH.exec(head)
       conn.left = m === null ? 0 : Number(m[1])
+      conn.reusable = !CLOSE.test(head)
       // The last response on the client's connection says so.
       if (conn.close) client.write(`${head.replace(CONNECTION_LINE, '\r\n')}Connection: close\r\n\r\n`, 'latin1')
       else client.write(buf.subarray(0, end + 4))
@@ -202,7 +210,8 @@ function connect (b) {
 function done (conn, client) {
   conn.client = null
   client.conn = null
-  conn.backend.idle.push(conn)
+  if (conn.reusable && !conn.destroyed) conn.backend.idle.push(conn)
+  else conn.end()
   if (conn.close) client.end()
   else client.resume()
 }

@@ -8,11 +8,7 @@ const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
-// While a backend is being connected, what the client sends is held (and replayed to the
-// next backend if the connect fails); past REPLAY_LIMIT, the client is paused. With
-// --retry-on reset, what went to a backend is kept until its first byte back (as long
-// as it stays within REPLAY_LIMIT) for another backend if that one resets first.
-const { REPLAY_LIMIT } = require('../limits')
+const { TcpReplay } = require('./tcp-replay')
 
 const SESSION = Symbol('lila.tcpSession') // the TcpSession a client or backend socket serves
 
@@ -81,10 +77,8 @@ class TcpSession {
     // for the access log and --otlp's span only
     this.openedAt = listener.accessLog === null && listener.tracer === null ? 0 : performance.now()
     // The client is read while connecting, so that it leaving is noticed at once; what
-    // it sends waits in `early` until a backend is connected.
-    this.early = null
-    this.earlyBytes = 0
-    this.kept = null // --retry-on reset: what the backend was sent, while it has answered nothing
+    // it sends waits in `replay` until a backend is connected (tcp-replay.js).
+    this.replay = new TcpReplay()
     this.ownBuffer = null // the backend socket's own read buffer, while it moves bulk (READ)
     client[SESSION] = this
     addListeners(client, CLIENT)
@@ -103,21 +97,12 @@ class TcpSession {
   fromClient (chunk) {
     this.idleTicks = 0
     if (!this.piping) {
-      ;(this.early ||= []).push(chunk)
-      this.earlyBytes += chunk.length
-      if (this.earlyBytes >= REPLAY_LIMIT) this.client.pause()
+      if (this.replay.hold(chunk)) this.client.pause()
       return
     }
     if (this.sentAt === 0) this.sentAt = performance.now()
-    if (this.kept !== null) this.keep(chunk)
+    if (this.replay.kept !== null) this.replay.keep(chunk)
     if (!this.upstream.write(chunk)) this.client.pause()
-  }
-
-  // Kept for a replay (--retry-on reset) while it stays within REPLAY_LIMIT; past it, none.
-  keep (chunk) {
-    this.earlyBytes += chunk.length
-    if (this.earlyBytes > REPLAY_LIMIT) this.kept = null
-    else this.kept.push(chunk)
   }
 
   fromUpstream (socket, chunk) {
@@ -248,13 +233,7 @@ class TcpSession {
     this.connectedAt = performance.now()
     // The verdict on this backend comes with its first byte (or a clean close); a
     // reset before that is a failure (see onUpstreamError).
-    const early = this.early
-    this.early = null
-    if (early !== null) {
-      this.sentAt = this.connectedAt
-      for (const chunk of early) socket.write(chunk)
-    }
-    if (this.attempt.resendsAfter('reset') && this.earlyBytes <= REPLAY_LIMIT) this.kept = early || []
+    if (this.replay.flushTo(socket, this.attempt.resendsAfter('reset'))) this.sentAt = this.connectedAt
     if (this.clientEnded) socket.end() // a FIN that came while connecting
     else if (this.client.isPaused()) this.client.resume()
   }
@@ -265,7 +244,7 @@ class TcpSession {
   onAnswer (gotData) {
     if (this.answered) return
     this.answered = true
-    this.kept = null
+    this.replay.answered()
     if (!gotData) return this.attempt.succeeded()
     const now = performance.now()
     const connect = this.connectedAt - this.startedAt
@@ -290,8 +269,7 @@ class TcpSession {
     this.listener.log.debug(`${this.attempt.backend.address} reset before answering: ${reason}`)
     this.piping = false
     this.upstream = null
-    this.early = this.kept
-    this.kept = null
+    this.replay.rewind()
     socket.destroy()
     const how = { cause: 'reset', sent: true, replayable: !this.clientClosed }
     const retried = this.attempt.failed(`${reason} before answering`, how)
@@ -327,7 +305,8 @@ class TcpSession {
     }
     // --retry-on reset: the user said the bytes may go twice; those kept go to another
     // backend, as HTTP's requests do (attempt.js resendsAfter).
-    if (this.kept !== null && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) return this.resend(socket, reason)
+    const reset = err.code === 'ECONNRESET' || err.code === 'EPIPE'
+    if (this.replay.kept !== null && reset) return this.resend(socket, reason)
     this.listener.log.debug(`${this.attempt.backend.address} connection error: ${reason}`)
     // A backend that resets a connection before answering anything failed it.
     if (!this.answered) {
