@@ -8,12 +8,14 @@ const { IGNORE, OPEN, HALF_CLOSED_LOCAL } = require('../../wire/h2/stream')
 const { LINGER_MS } = require('../../limits')
 const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../message/replies')
-const { refusalOf, trailersRefused } = require('./request')
-const { responseList, trailerList } = require('./headers')
-const { Fields, responseFields, trailerFields } = require('../message/rewrite')
+const { refusalOf } = require('./request')
+const { STREAM } = require('./stream-handler')
+const { responseList, trailerListOf, sizeOf } = require('./headers')
+const { Fields, responseFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
 
 const EMPTY = Buffer.alloc(0)
+const CONTINUE = [':status', '100']
 // What is known of a request whose head was too large to keep.
 const OVERSIZED = Object.freeze({ method: 'GET', contentType: null, fields: Object.freeze([]) })
 // The fields of the head being listed (message/rewrite.js): one array for all sessions.
@@ -379,42 +381,6 @@ class Http2Session {
     this.heldEnds = null
     if (held !== null) for (const end of held) end()
   }
-}
-
-const CONTINUE = [':status', '100']
-
-// The stream handler every exchange shares (wire/h2/connection.js): `s.user` is the
-// exchange; the request's DATA and trailers go to it, and the stream's end.
-const STREAM = Object.freeze({
-  onHead () {},
-  onData (s, chunk, endStream) {
-    const x = s.user
-    x.client.touch()
-    if (chunk.length > 0) x.onBody(chunk)
-    if (endStream) x.onBodyEnd(null)
-  },
-  onTrailers (s, fields) {
-    const x = s.user
-    x.client.touch()
-    const refused = trailersRefused(fields)
-    if (refused !== null) return x.clientBodyFailed(refused)
-    x.onBodyEnd(fields)
-  },
-  onReset (s) { s.user.client.streamGone(s.user) },
-  onDrain (s) { s.user.onClientDrain() }
-})
-
-// Trailer fields as they go on (message/rewrite.js), as a list; null: none.
-function trailerListOf (fields) {
-  trailerFields(fields, FIELDS)
-  return trailerList(FIELDS)
-}
-
-// A header list's size as HTTP/1.1 writes it (the access log counts it).
-function sizeOf (list) {
-  let size = 17 // "HTTP/1.1 200 \r\n" and the empty line
-  for (let i = 2; i < list.length; i += 2) size += list[i].length + list[i + 1].length + 4
-  return size
 }
 
 module.exports = { Http2Session }
