@@ -10,6 +10,7 @@ const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../message/replies')
 const { refusalOf } = require('./request')
 const { STREAM } = require('./stream-handler')
+const { readInto, fed } = require('./client-reads')
 const { responseList, trailerListOf, sizeOf } = require('./headers')
 const { Fields, responseFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
@@ -68,6 +69,7 @@ class Http2Session {
     // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
     socket.allowHalfOpen = false
     attach(socket, this.conn)
+    readInto(this)
     if (buf !== null) this.conn.receive(buf)
     if (!socket.destroyed) socket.resume()
   }
@@ -284,6 +286,12 @@ class Http2Session {
 
   touch () {
     this.idleTicks = 0
+  }
+
+  // DATA of the client's went to x (client-reads.js notes who holds a read's bytes).
+  bodyRead (x) {
+    this.idleTicks = 0
+    fed(this.socket, x)
   }
 
   exchangeDone (x) {

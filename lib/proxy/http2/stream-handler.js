@@ -8,7 +8,7 @@ const STREAM = Object.freeze({
   onHead () {},
   onData (s, chunk, endStream) {
     const x = s.user
-    x.client.touch()
+    x.client.bodyRead(x)
     if (chunk.length > 0) x.onBody(chunk)
     if (endStream) x.onBodyEnd(null)
   },

@@ -25,8 +25,9 @@
 //   onClose(conn, code, reason)    the connection is over (its transport closes)
 // A stream's handler:
 //   onHead(stream, head, endStream)   a response head, 1xx or final (client side)
-//   onData(stream, chunk, endStream)  body bytes: a view valid during the call only when
-//                                     the transport reuses its buffer (not socket.js's)
+//   onData(stream, chunk, endStream)  body bytes: a view, valid during the call only when
+//                                     the transport reads into its buffer again (an
+//                                     owner's, as proxy/http2/client-reads.js does)
 //   onTrailers(stream, fields)        the trailer section, which ends the body
 //   onReset(stream, code)             the stream is gone: the peer's RST_STREAM, an error
 //                                     on it, REFUSED_STREAM (the peer's GOAWAY did not
