@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7bb1100a9af459ab15b846aefe3524a0a85f0d762a175853806f6ab54d2458af"
+  sha256 "3e1a42042954314f7a6268827a9666b90cff7a957830e153b63830edd3e27c99"
   license "MIT"
 
   depends_on "node"

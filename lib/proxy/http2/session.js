@@ -3,8 +3,9 @@
 const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
-const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
+const { PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
 const { IGNORE, OPEN, HALF_CLOSED_LOCAL } = require('../../wire/h2/stream')
+const { Lingering } = require('./linger')
 const { LINGER_MS } = require('../../limits')
 const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../message/replies')
@@ -59,6 +60,7 @@ class Http2Session {
     this.goingAway = false // draining, the first GOAWAY sent: the second waits for its PING
     this.heldEnds = null // meanwhile, the streams' last frames, held for the second (goAway)
     this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
+    this.lingering = null // a Lingering (linger.js): streams whose body comes after their response
   }
 
   // The connection's bytes from here on are the codec's, `buf` (what an HTTP/1.1
@@ -129,6 +131,7 @@ class Http2Session {
     this.ended = true
     clearTimeout(this.drainTimer)
     this.heldEnds = null // nothing left to write them to
+    this.lingering = null
     for (const x of [...this.exchanges]) this.streamGone(x)
     this.listener.sessionDone(this)
   }
@@ -301,23 +304,13 @@ class Http2Session {
     else this.finishBody(s)
   }
 
-  // A response whole (sent, or queued behind the client's window) before the
-  // request's body ended: a refusal, a 401. RFC 9113 8.1 lets the server reset the rest
-  // NO_ERROR once the response is out, but a client may then report an error instead
-  // of the answer (curl 7.88 does while it uploads). So, as an HTTP/1.1 session
-  // lingers, what still comes is dropped (nor does it count as the connection's
-  // activity) until LINGER_MS after the response is out; a body not ended by then is
-  // reset NO_ERROR. On this path only: no cost otherwise. (Nothing to do for a stream
-  // closed, whose body ended, or whose response is not whole.)
+  // A response whole before the request's body ended (a refusal, a 401): what still
+  // comes is dropped, and the stream reset NO_ERROR after LINGER_MS (linger.js).
   finishBody (s) {
     if (s.state !== HALF_CLOSED_LOCAL && !(s.state === OPEN && s.endQueued)) return
     this.conn.drop(s)
-    const linger = () => {
-      if (s.closed) return
-      if (s.state === HALF_CLOSED_LOCAL) this.conn.reset(s, NO_ERROR)
-      else setTimeout(linger, LINGER_MS).unref() // the client has not taken it all yet
-    }
-    setTimeout(linger, LINGER_MS).unref()
+    if (this.lingering === null) this.lingering = new Lingering(this.conn, this.listener.ticksFor(LINGER_MS))
+    this.lingering.add(s)
   }
 
   // --- The listener's session (listener.js) ---
@@ -333,6 +326,7 @@ class Http2Session {
   // client has nothing to say: the backend's timeout applies. An idle connection is
   // closed with a GOAWAY; one whose streams stall is cut.
   onIdleSweep (idleLimit) {
+    if (this.lingering !== null && this.lingering.sweep()) this.lingering = null
     if (++this.idleTicks < idleLimit) return
     for (const x of this.exchanges) if (x.awaitingBackend()) return
     if (this.exchanges.size === 0 && this.idleTicks < 2 * idleLimit) this.conn.shutdown()
