@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3e1a42042954314f7a6268827a9666b90cff7a957830e153b63830edd3e27c99"
+  sha256 "eadb51da16961648edbb95b7568d04c1047e7d469582918c240095753c1a36b4"
   license "MIT"
 
   depends_on "node"
