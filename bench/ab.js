@@ -35,7 +35,7 @@ const { values: flags, positionals } = parseArgs({
     'backend-protocol': { type: 'string', default: 'h1' },
     client: { type: 'string', default: 'wrk' },
     body: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '50' },
+    connections: { type: 'string' }, // wrk's 50, h2load's 10 (W1's and H1's shapes)
     streams: { type: 'string', default: '10' },
     post: { type: 'string', default: '0' },
     close: { type: 'boolean', default: false },
@@ -54,8 +54,6 @@ const H2 = flags['backend-protocol'] === 'h2'
 const TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
 
 const POST = Number(flags.post)
-// h2load's connections: 10 (H1's shape) unless --connections says.
-const h2Connections = process.argv.some(a => a.startsWith('--connections')) ? flags.connections : '10'
 
 // The request body for --post: a file for h2load, a script for wrk.
 function postFile () {
@@ -87,9 +85,10 @@ function startLila (exe, backend, extra) {
 function load (port, duration) {
   const url = `http://127.0.0.1:${port}/`
   const h2 = flags.client === 'h2load'
+  const connections = flags.connections ?? (h2 ? '10' : '50')
   const argv = h2
-    ? ['h2load', `-c${h2Connections}`, `-m${flags.streams}`, '-D', String(duration)]
-    : ['wrk', '-t1', `-c${flags.connections}`, `-d${duration}s`]
+    ? ['h2load', `-c${connections}`, `-m${flags.streams}`, '-D', String(duration)]
+    : ['wrk', '-t1', `-c${connections}`, `-d${duration}s`]
   if (POST > 0) argv.push(...(h2 ? ['-d', postFile()] : ['-s', postScript()]))
   if (flags.close && !h2) argv.push('-H', 'Connection: close')
   argv.push(url)
