@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a5c8142321dff70fd1993d2977486cf344be8a8258b4d9984a147cc921a84a12"
+  sha256 "05f104ef64e05d794b6deab92cbcc77b94c681d2766f50291829a0a882cab675"
   license "MIT"
 
   depends_on "node"

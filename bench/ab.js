@@ -7,14 +7,16 @@
 // Linux only (needs wrk and /proc). W3's shape: --body 1048576 --connections 8; either
 // through lila's tcp mode: --protocol tcp; to h2c backends (Node's http2 servers, which
 // end a stream a turn after its DATA): --backend-protocol h2; HTTP/2 clients (H1's
-// shape, h2load -c10 -m10) in place of wrk: --client h2load. --old-args and --new-args
+// shape, h2load -c10 -m10) in place of wrk: --client h2load, with --connections and
+// --streams (P2h2's shape: --connections 8 --streams 1 --post 262144). --old-args and --new-args
 // add options to one side only (the same executable twice: an option's cost, e.g.
 // --fleet). --post BYTES: each request a POST with a body of that size (P1's, P2's shape).
 // --close: a new client connection per request (wrk -H 'Connection: close'; W2's shape).
 //
 //   node bench/ab.js OLD_LILA NEW_LILA [rounds=6] [seconds=6]
 //        [--protocol http|tcp] [--backend-protocol h1|h2] [--client wrk|h2load]
-//        [--body BYTES] [--connections N] [--post BYTES] [--close] [--old-args='OPTIONS'] [--new-args='OPTIONS']
+//        [--body BYTES] [--connections N] [--streams N] [--post BYTES] [--close]
+//        [--old-args='OPTIONS'] [--new-args='OPTIONS']
 //   -> per round: µs of CPU per request for each; the median NEW/OLD
 
 const { spawn, execFileSync } = require('child_process')
@@ -33,7 +35,8 @@ const { values: flags, positionals } = parseArgs({
     'backend-protocol': { type: 'string', default: 'h1' },
     client: { type: 'string', default: 'wrk' },
     body: { type: 'string', default: '5' },
-    connections: { type: 'string', default: '50' },
+    connections: { type: 'string' }, // wrk's 50, h2load's 10 (W1's and H1's shapes)
+    streams: { type: 'string', default: '10' },
     post: { type: 'string', default: '0' },
     close: { type: 'boolean', default: false },
     'old-args': { type: 'string', default: '' },
@@ -43,7 +46,7 @@ const { values: flags, positionals } = parseArgs({
 const [A, B, rounds = '6', seconds = '6'] = positionals
 if (!A || !B) {
   console.error('usage: node bench/ab.js OLD_LILA NEW_LILA [rounds] [seconds] [--protocol http|tcp] [--backend-protocol h1|h2] ' +
-    '[--client wrk|h2load] [--body BYTES] [--connections N] [--post BYTES] [--close] [--old-args=OPTIONS] [--new-args=OPTIONS]')
+    '[--client wrk|h2load] [--body BYTES] [--connections N] [--streams N] [--post BYTES] [--close] [--old-args=OPTIONS] [--new-args=OPTIONS]')
   process.exit(2)
 }
 const BODY = Buffer.alloc(Number(flags.body), 'a')
@@ -86,7 +89,10 @@ function startLila (exe, backend, extra) {
 function load (port, duration) {
   const url = `http://127.0.0.1:${port}/`
   const h2 = flags.client === 'h2load'
-  const argv = h2 ? ['h2load', '-c10', '-m10', '-D', String(duration)] : ['wrk', '-t1', `-c${flags.connections}`, `-d${duration}s`]
+  const connections = flags.connections ?? (h2 ? '10' : '50')
+  const argv = h2
+    ? ['h2load', `-c${connections}`, `-m${flags.streams}`, '-D', String(duration)]
+    : ['wrk', '-t1', `-c${connections}`, `-d${duration}s`]
   if (POST > 0) argv.push(...postArgv(h2))
   if (flags.close && !h2) argv.push('-H', 'Connection: close')
   argv.push(url)

@@ -4,9 +4,13 @@
 // pseudo-headers first): the fields message/rewrite.js decided (a Fields: its
 // lower-case names and values) with what is HTTP/2's own: the pseudo-headers, and a response's
 // content-length as the framing facts say. HTTP/2 carries no reason phrase, no
-// Transfer-Encoding and no connection options: the codec frames the body itself. Pure.
+// Transfer-Encoding and no connection options: the codec frames the body itself.
+// Pure, but for the Fields trailerListOf lists into.
 
-const { originForm, FIELD } = require('../message/rewrite')
+const { originForm, FIELD, Fields, trailerFields } = require('../message/rewrite')
+
+// The trailer fields being listed (trailerListOf): one for all streams.
+const TRAILERS = new Fields()
 
 // A request for an HTTP/2 backend: its first field is the Host (requestFields), here
 // :authority; `scheme` the backend connection's ('http' or 'https').
@@ -37,4 +41,17 @@ function trailerList (fields) {
   return list
 }
 
-module.exports = { requestList, responseList, trailerList }
+// Trailer fields as they go on (message/rewrite.js), as a list; null: none.
+function trailerListOf (fields) {
+  trailerFields(fields, TRAILERS)
+  return trailerList(TRAILERS)
+}
+
+// A header list's size as HTTP/1.1 writes it (the access log counts it).
+function sizeOf (list) {
+  let size = 17 // "HTTP/1.1 200 \r\n" and the empty line
+  for (let i = 2; i < list.length; i += 2) size += list[i].length + list[i + 1].length + 4
+  return size
+}
+
+module.exports = { requestList, responseList, trailerList, trailerListOf, sizeOf }

@@ -3,17 +3,21 @@
 const { clientAddress } = require('../origin')
 const { Connection } = require('../../wire/h2/connection')
 const { attach } = require('../../wire/h2/socket')
-const { NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
+const { PROTOCOL_ERROR, INTERNAL_ERROR, ENHANCE_YOUR_CALM } = require('../../wire/h2/constants')
 const { IGNORE, OPEN, HALF_CLOSED_LOCAL } = require('../../wire/h2/stream')
+const { Lingering } = require('./linger')
 const { LINGER_MS } = require('../../limits')
 const { callType } = require('../message/grpc')
 const { cutTrailers } = require('../message/replies')
-const { refusalOf, trailersRefused } = require('./request')
-const { responseList, trailerList } = require('./headers')
-const { Fields, responseFields, trailerFields } = require('../message/rewrite')
+const { refusalOf } = require('./request')
+const { STREAM } = require('./stream-handler')
+const { readInto, fed } = require('./client-reads')
+const { responseList, trailerListOf, sizeOf } = require('./headers')
+const { Fields, responseFields } = require('../message/rewrite')
 const { answerList } = require('./replies')
 
 const EMPTY = Buffer.alloc(0)
+const CONTINUE = [':status', '100']
 // What is known of a request whose head was too large to keep.
 const OVERSIZED = Object.freeze({ method: 'GET', contentType: null, fields: Object.freeze([]) })
 // The fields of the head being listed (message/rewrite.js): one array for all sessions.
@@ -56,6 +60,7 @@ class Http2Session {
     this.goingAway = false // draining, the first GOAWAY sent: the second waits for its PING
     this.heldEnds = null // meanwhile, the streams' last frames, held for the second (goAway)
     this.awaitingStream = false // draining, idle past the grace: a stream now gets GOAWAY twice
+    this.lingering = null // a Lingering (linger.js): streams whose body comes after their response
   }
 
   // The connection's bytes from here on are the codec's, `buf` (what an HTTP/1.1
@@ -66,6 +71,7 @@ class Http2Session {
     // A client's FIN ends an HTTP/2 connection (lila's listeners allow half-open TCP).
     socket.allowHalfOpen = false
     attach(socket, this.conn)
+    readInto(this)
     if (buf !== null) this.conn.receive(buf)
     if (!socket.destroyed) socket.resume()
   }
@@ -125,6 +131,7 @@ class Http2Session {
     this.ended = true
     clearTimeout(this.drainTimer)
     this.heldEnds = null // nothing left to write them to
+    this.lingering = null
     for (const x of [...this.exchanges]) this.streamGone(x)
     this.listener.sessionDone(this)
   }
@@ -284,6 +291,12 @@ class Http2Session {
     this.idleTicks = 0
   }
 
+  // DATA of the client's went to x (client-reads.js notes who holds a read's bytes).
+  bodyRead (x) {
+    this.idleTicks = 0
+    fed(this.socket, x)
+  }
+
   exchangeDone (x) {
     this.exchanges.delete(x)
     const s = x.stream
@@ -291,23 +304,13 @@ class Http2Session {
     else this.finishBody(s)
   }
 
-  // A response whole (sent, or queued behind the client's window) before the
-  // request's body ended: a refusal, a 401. RFC 9113 8.1 lets the server reset the rest
-  // NO_ERROR once the response is out, but a client may then report an error instead
-  // of the answer (curl 7.88 does while it uploads). So, as an HTTP/1.1 session
-  // lingers, what still comes is dropped (nor does it count as the connection's
-  // activity) until LINGER_MS after the response is out; a body not ended by then is
-  // reset NO_ERROR. On this path only: no cost otherwise. (Nothing to do for a stream
-  // closed, whose body ended, or whose response is not whole.)
+  // A response whole before the request's body ended (a refusal, a 401): what still
+  // comes is dropped, and the stream reset NO_ERROR after LINGER_MS (linger.js).
   finishBody (s) {
     if (s.state !== HALF_CLOSED_LOCAL && !(s.state === OPEN && s.endQueued)) return
     this.conn.drop(s)
-    const linger = () => {
-      if (s.closed) return
-      if (s.state === HALF_CLOSED_LOCAL) this.conn.reset(s, NO_ERROR)
-      else setTimeout(linger, LINGER_MS).unref() // the client has not taken it all yet
-    }
-    setTimeout(linger, LINGER_MS).unref()
+    if (this.lingering === null) this.lingering = new Lingering(this.conn, this.listener.ticksFor(LINGER_MS))
+    this.lingering.add(s)
   }
 
   // --- The listener's session (listener.js) ---
@@ -323,6 +326,7 @@ class Http2Session {
   // client has nothing to say: the backend's timeout applies. An idle connection is
   // closed with a GOAWAY; one whose streams stall is cut.
   onIdleSweep (idleLimit) {
+    if (this.lingering !== null && this.lingering.sweep()) this.lingering = null
     if (++this.idleTicks < idleLimit) return
     for (const x of this.exchanges) if (x.awaitingBackend()) return
     if (this.exchanges.size === 0 && this.idleTicks < 2 * idleLimit) this.conn.shutdown()
@@ -379,42 +383,6 @@ class Http2Session {
     this.heldEnds = null
     if (held !== null) for (const end of held) end()
   }
-}
-
-const CONTINUE = [':status', '100']
-
-// The stream handler every exchange shares (wire/h2/connection.js): `s.user` is the
-// exchange; the request's DATA and trailers go to it, and the stream's end.
-const STREAM = Object.freeze({
-  onHead () {},
-  onData (s, chunk, endStream) {
-    const x = s.user
-    x.client.touch()
-    if (chunk.length > 0) x.onBody(chunk)
-    if (endStream) x.onBodyEnd(null)
-  },
-  onTrailers (s, fields) {
-    const x = s.user
-    x.client.touch()
-    const refused = trailersRefused(fields)
-    if (refused !== null) return x.clientBodyFailed(refused)
-    x.onBodyEnd(fields)
-  },
-  onReset (s) { s.user.client.streamGone(s.user) },
-  onDrain (s) { s.user.onClientDrain() }
-})
-
-// Trailer fields as they go on (message/rewrite.js), as a list; null: none.
-function trailerListOf (fields) {
-  trailerFields(fields, FIELDS)
-  return trailerList(FIELDS)
-}
-
-// A header list's size as HTTP/1.1 writes it (the access log counts it).
-function sizeOf (list) {
-  let size = 17 // "HTTP/1.1 200 \r\n" and the empty line
-  for (let i = 2; i < list.length; i += 2) size += list[i].length + list[i + 1].length + 4
-  return size
 }
 
 module.exports = { Http2Session }

@@ -93,7 +93,8 @@ class Inbound {
         this.frame(type, flags, id, buf, at + FRAME_HEADER, at + FRAME_HEADER + length)
         at += FRAME_HEADER + length
       }
-      if (at < end && !conn.closed) this.pending = buf.subarray(at)
+      // A copy: the transport may read into `chunk` again (proxy/http2/client-reads.js).
+      if (at < end && !conn.closed) this.pending = Buffer.from(buf.subarray(at))
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err
       conn.fail(err.code, err.message)

@@ -1,0 +1,82 @@
+'use strict'
+
+const { readFromNowInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+
+const READS = Symbol('lila.h2ClientReads')
+
+// An HTTP/2 client connection in the clear reads into read-buffers.js's buffers, as
+// backend sockets and long HTTP/1.1 bodies do (http1/client-reads.js), not into a new
+// buffer each read: V8 counts each as external memory and scavenges for it (a fifth of
+// lila's CPU on 256 KiB POSTs from h2load, P2h2). A small read lands in the shared
+// buffer and is copied out (the codec hands DATA on as views of what it was given); a
+// bulk one gets the socket a buffer of its own, read into again only once no exchange
+// fed from it still holds its bytes. The codec itself keeps nothing of a read (a frame
+// cut short is copied: wire/h2/inbound.js).
+class ClientReads {
+  constructor (session) {
+    this.session = session
+    this.own = null // the socket's own read buffer, while it moves bulk
+    this.fed = null // during a bulk read, `list`: the exchanges its DATA went to
+    this.list = []
+  }
+
+  letGo (free) {
+    if (this.own === null) return
+    letGo(this.own, free)
+    this.own = null
+  }
+}
+
+// From now on, the session's socket reads as above; false where it cannot (TLS, bytes
+// already waiting in its Readable buffer, another Node): its 'data' events go on.
+function readInto (session) {
+  const socket = session.socket
+  if (socket[READS] !== undefined || socket.readableLength > 0) return false
+  if (!readFromNowInto(socket, onRead)) return false
+  socket[READS] = new ClientReads(session)
+  socket.once('close', onClose) // a write may still hold the buffer
+  return true
+}
+
+// The exchange `x` was given DATA of the read under way: noted if it is a bulk one.
+function fed (socket, x) {
+  const reads = socket[READS]
+  if (reads !== undefined && reads.fed !== null) reads.fed.push(x)
+}
+
+function onRead (nread, buffer) {
+  const reads = this[READS]
+  const conn = reads.session.conn
+  // Whatever happens in receive() (a backend socket made takes the next buffer there
+  // is), this socket's next buffer is chosen after it.
+  if (buffer === SHARED) {
+    conn.receive(copied(nread))
+    if (nread >= BULK) reads.own = takeOwn()
+    return
+  }
+  reads.fed = reads.list
+  conn.receive(buffer.subarray(0, nread))
+  const free = !holdsAny(reads.list)
+  reads.fed = null
+  reads.list.length = 0
+  if (nread >= BULK && free) return readAgain(buffer)
+  reads.letGo(free)
+  if (nread >= BULK) reads.own = takeOwn()
+}
+
+function onClose () {
+  this[READS].letGo(false)
+}
+
+// Does any of these exchanges still hold bytes it was given: its body held for a
+// replay, copied for a shadow, or in its leg's writes?
+function holdsAny (exchanges) {
+  for (let i = 0; i < exchanges.length; i++) {
+    const x = exchanges[i]
+    if (x.shadow !== null || (x.body.kept && x.body.heldBytes > 0)) return true
+    if (x.leg === null || x.leg.holdsBody()) return true
+  }
+  return false
+}
+
+module.exports = { readInto, fed }
