@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "9082a98a9e6e74bfa3251155d59008788c96a737cdf3e0c7c65855466ecd5927"
+  sha256 "cf0a7da4b8800ad7cf0f7e3b6c6fdc360e34fa15354dd2729c213220a297c86f"
   license "MIT"
 
   depends_on "node"
