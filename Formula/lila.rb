@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cf0a7da4b8800ad7cf0f7e3b6c6fdc360e34fa15354dd2729c213220a297c86f"
+  sha256 "57dc640102ed0a9b2efc2ad06206d1273f66ee1d5748cd6c22dcba7bc2ff999d"
   license "MIT"
 
   depends_on "node"
