@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "57dc640102ed0a9b2efc2ad06206d1273f66ee1d5748cd6c22dcba7bc2ff999d"
+  sha256 "b354f6d6a86f6f90bea1bc07a2d6d55c7225aac4d862de5d5e6a74c19d9441d0"
   license "MIT"
 
   depends_on "node"
