@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b354f6d6a86f6f90bea1bc07a2d6d55c7225aac4d862de5d5e6a74c19d9441d0"
+  sha256 "780996a8ecaabafc3d2188f2f96f8a34b5ea5d45a857a7eb16b494683e4885d6"
   license "MIT"
 
   depends_on "node"
