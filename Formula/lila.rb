@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "780996a8ecaabafc3d2188f2f96f8a34b5ea5d45a857a7eb16b494683e4885d6"
+  sha256 "1e26d50b6d6e4a1fa3bac86eedd6b1698ff3feb921a4a4bd10f8dc058d02853b"
   license "MIT"
 
   depends_on "node"
