@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "05f104ef64e05d794b6deab92cbcc77b94c681d2766f50291829a0a882cab675"
+  sha256 "2b07eae378d0ebdeac5d86c1d7e43498b7951f1fe9d5c2d641d341f281a93bf6"
   license "MIT"
 
   depends_on "node"

@@ -49,3 +49,33 @@ t.test('ARCHITECTURE.md names every file in lib/, and only files that exist', as
   t.same(real.filter(file => !named.includes(file)), [], 'files in lib/ the tree does not name')
   t.same(named.filter(file => !real.includes(file)), [], 'files the tree names that do not exist')
 })
+
+// No lib/ file over ~400 lines (CONTRIBUTING): past LINES_BOUND a file holds two concerns
+// and one of them leaves along its seam. options.js is the one OPTIONS table by design.
+// The other five are being split in parallel branches as this is written (issue 36's
+// follow-up): each comes off this list with its split.
+const LINES_BOUND = 420
+const OVER_BOUND = new Map([
+  ['lib/config/options.js', 'the OPTIONS table: one table by design'],
+  ['lib/proxy/http/exchange.js', 'being split'],
+  ['lib/proxy/http1/session.js', 'being split'],
+  ['lib/proxy/http2/session.js', 'being split'],
+  ['lib/wire/h2/connection.js', 'being split'],
+  ['lib/proxy/tcp.js', 'being split']
+])
+
+t.test(`no lib/ file is over ${LINES_BOUND} lines`, async t => {
+  const files = libFiles()
+  const over = files.filter(file => !OVER_BOUND.has(file))
+    .map(file => [file, fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').length - 1])
+    .filter(([, lines]) => lines > LINES_BOUND)
+  t.same(over, [], `files over ${LINES_BOUND} lines: split each along a seam`)
+  t.same([...OVER_BOUND.keys()].filter(file => !files.includes(file)), [], 'exceptions that are no longer files')
+})
+
+// The map is what a newcomer reads first (issue 36): the choices made, with why, are
+// docs/design.md's, so it stays short enough to read.
+t.test('ARCHITECTURE.md is at most 750 lines', async t => {
+  const lines = fs.readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8').split('\n').length - 1
+  t.ok(lines <= 750, `ARCHITECTURE.md has ${lines} lines`)
+})

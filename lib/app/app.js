@@ -1,6 +1,6 @@
 'use strict'
 
-const { Instance } = require('./instance')
+const { Instance, instanceEnv } = require('./instance')
 const { Backoff, STAYED_UP } = require('./backoff')
 const { freePort } = require('./ports')
 const { waitReady } = require('./readiness')
@@ -11,8 +11,7 @@ const { rollingRestart } = require('./roll')
 const { Listeners } = require('./listeners')
 const { RuntimeError } = require('../errors')
 const { formatDuration } = require('../format')
-
-const SAMPLE_EVERY = 1000 // --max-rss, --max-age and staying up are looked at this often
+const { SAMPLE_EVERY, overLimit } = require('./limits')
 
 // `lila run`: the app's command started `instances` times, each instance a process
 // (instance.js) on a port of its own. An instance is a backend of its listener only
@@ -239,13 +238,7 @@ class App {
   }
 
   #envOf (number, port) {
-    const env = { ...this.env }
-    // The app's output is a pipe, but what it prints reaches a terminal.
-    if (this.colour && env.FORCE_COLOR === undefined) env.FORCE_COLOR = '1'
-    for (const [key, value] of this.settings.appEnv) env[key] = value
-    env.PORT = String(port)
-    env.LILA_INSTANCE = String(number)
-    return env
+    return instanceEnv(this.env, { appEnv: this.settings.appEnv, colour: this.colour, number, port })
   }
 
   #readiness () {
@@ -300,7 +293,6 @@ class App {
   // Every second: an instance that stayed up is no longer crash-looping; one over
   // --max-rss or --max-age is replaced through a rolling restart of its own.
   #sample () {
-    const { maxRss, maxAge } = this.settings
     const now = this.now()
     for (const slot of this.slots) {
       const instance = slot.instance
@@ -309,13 +301,8 @@ class App {
         this.log.info(`app.${slot.number} stayed up ${formatDuration(STAYED_UP)}: no longer crash-looping`)
       }
       if (this.rolling !== null) continue
-      const rss = maxRss === null ? null : instance.rss()
-      if (rss !== null && rss > maxRss) {
-        const why = `app.${slot.number} uses ${megabytes(rss)}, over --max-rss ${megabytes(maxRss)}`
-        this.roll('max-rss', why, [slot])
-      } else if (maxAge !== null && now - instance.startedAt >= maxAge) {
-        this.roll('max-age', `app.${slot.number} is older than --max-age ${formatDuration(maxAge)}`, [slot])
-      }
+      const over = overLimit(slot, this.settings, now)
+      if (over !== null) this.roll(over.reason, over.why, [slot])
     }
   }
 
@@ -403,10 +390,6 @@ class App {
 
 function newSlot (number) {
   return { number, generation: 0, instance: null, backoff: new Backoff(), timer: null }
-}
-
-function megabytes (bytes) {
-  return `${Math.round(bytes / 1048576)} MB`
 }
 
 module.exports = { App }

@@ -134,4 +134,16 @@ function exitText (code, signal) {
   return signal !== null ? `killed by ${signal}` : `exited with code ${code}`
 }
 
-module.exports = { Instance }
+// The environment instance `number` is started with: lila's, --app-env's, its PORT and
+// LILA_INSTANCE; FORCE_COLOR when lila's output is a terminal (the app's is a pipe,
+// but what it prints reaches that terminal).
+function instanceEnv (base, { appEnv, colour, number, port }) {
+  const env = { ...base }
+  if (colour && env.FORCE_COLOR === undefined) env.FORCE_COLOR = '1'
+  for (const [key, value] of appEnv) env[key] = value
+  env.PORT = String(port)
+  env.LILA_INSTANCE = String(number)
+  return env
+}
+
+module.exports = { Instance, instanceEnv }

@@ -1,12 +1,13 @@
 'use strict'
 
+const { TOPICS } = require('./topics')
+
 // The one list of command-line options. It feeds util.parseArgs, `lila --help` and the
 // validation in lib/config/; a test checks the README's table against it, so the three
 // cannot drift. `key` is the camelCase name used in the normalised config; `type` names
 // a value parser in parsers.js (`min`: the least a duration may be; 'flag': a switch
 // that takes no value, off by default; 'boolean': --help and --version). `only: 'http'`
-// options need --protocol http (or grpc, which is HTTP). `multiple`: may be given more
-// than once (a list; in the config file, an array or one string).
+// options need --protocol http (or grpc, which is HTTP).
 // `scope` says where an option may go in the JSON config file (its key is the long name):
 //   'listener' (the default)  per listener, or at the top level as every listener's default
 //   'own'                     per listener only (port, name)
@@ -14,58 +15,16 @@
 //   'cli'                     the command line only (--config, --help, --version)
 //   'run'                     lila run's: on the command line after lila run 'CMD', in
 //                             the file in a listener's "run" object
-// `group` names the topic it belongs to (GROUPS, in order): its heading in `lila help all`
+// `group` names the topic it belongs to (topics.js, in order): its heading in `lila help all`
 // and the README, and the page `lila help TOPIC` shows it on. `common`: also listed in the
 // short `lila --help`, the options most people need.
-// `multiple`: the option may be given more than once (a list in the config file, lines
-// in its LILA_ variable); `bare`: the value of the option given without one
+// `multiple`: the option may be given more than once (a list in the config file, an
+// array or one string; lines in its LILA_ variable); `bare`: the value of the option given without one
 // (--access-log, --request-id; true in the config file and LILA_ variable). `route`:
 // a route may set it for itself too (--route '/admin=allow=10.0.0.0/8 ...', a route's
 // key in the config file): true, on top of the listener's (a rule at the edge, judged
 // after the listener's); 'instead', in place of the listener's (which it has otherwise);
 // 'own', the route's own, neither inherited nor added to the listener's (--canary).
-
-// The help topics, in the order `lila help all` and the README list them. `summary`: its
-// line in `lila --help`'s list of topics; `docs`: where it is told in full; `words`: what
-// else leads to it in `lila help WORD` (an option's name does too).
-const GROUPS = [
-  // name, title, summary, docs, words
-  ['listen', 'Listening', 'the port and address; tcp, http or grpc; the PROXY protocol',
-    ['docs/tcp.md', 'docs/proxy-protocol.md'], ['proxy']],
-  ['backends', 'Backends', 'addresses, weights, backups, DNS and SRV, port ranges, the queue',
-    ['docs/backends.md'], ['dns', 'srv', 'queue']],
-  ['run', 'Running the app', 'lila run: your app started N times behind lila, rolling restarts',
-    ['docs/run.md'], ['app', 'instances', 'pm2']],
-  ['balancing', 'Balancing and retries', 'the modes in full, bounded loads, retries and their budget',
-    ['README.md#modes'], ['modes']],
-  ['health', 'Health', 'active checks, ejection on failed traffic',
-    ['docs/health.md'], []],
-  ['http', 'HTTP', 'timeouts, draining keep-alive connections, sticky sessions',
-    ['docs/http.md', 'docs/sticky.md'], []],
-  ['headers', 'Headers', 'request IDs, headers set and removed, the Host backends get',
-    ['docs/headers.md'], []],
-  ['http2', 'HTTP/2 and gRPC', 'HTTP/2 from clients and to backends; gRPC',
-    ['docs/http2.md'], ['grpc']],
-  ['routes', 'Routes', 'a pool of its own for a host, a path, a header or cookie; canaries',
-    ['docs/routes.md'], []],
-  ['limits', 'Limits', 'connections overall and per client, rates, request bodies',
-    ['docs/limits.md'], []],
-  ['edge', 'Rules at the edge', 'who may come in, error and maintenance pages, compression',
-    ['docs/edge.md'], []],
-  ['tls', 'TLS', 'files, lila\'s own CA or Let\'s Encrypt; mutual TLS; TLS to backends',
-    ['docs/tls.md'], ['acme', 'https']],
-  ['admin', 'Watching and steering', 'status page, metrics, control API, dashboard, logs, OTLP',
-    ['docs/operations.md#status-metrics-and-control', 'docs/observability.md'],
-    ['status', 'metrics', 'otlp', 'opentelemetry', 'otel', 'tracing']],
-  ['devtools', 'Developer tools', 'shadow traffic, its answers compared; failures rehearsed',
-    ['docs/development.md', 'docs/faults.md'], ['faults']],
-  ['process', 'The process', 'workers, signals, reload, graceful shutdown, lila upgrade',
-    ['docs/operations.md', 'docs/workers.md'], ['upgrade', 'signals', 'reload']],
-  ['fleet', 'A fleet of lilas', 'rate limits, ACME and run-time changes shared through Redis',
-    ['docs/several.md'], ['redis', 'sentinel', 'cluster']],
-  ['config', 'The config file and the command line', 'the JSON config file, LILA_* variables, durations, exit codes',
-    ['docs/config.md'], ['environment']]
-].map(([name, title, summary, docs, words]) => ({ name, title, summary, docs, words }))
 
 const OPTIONS = [
   {
@@ -1171,8 +1130,8 @@ for (const option of OPTIONS) {
 }
 
 const BY_NAME = new Map(OPTIONS.map(o => [o.name, o]))
-// Each group with its options, in the table's order.
-for (const group of GROUPS) group.options = OPTIONS.filter(o => o.group === group.name)
+// The help topics (topics.js), each with its options in the table's order.
+const GROUPS = TOPICS.map(topic => ({ ...topic, options: OPTIONS.filter(o => o.group === topic.name) }))
 // The options of a listener (everything but the process-wide and command-line ones).
 const LISTENER_OPTIONS = OPTIONS.filter(o => o.scope === 'listener' || o.scope === 'own')
 const GLOBAL_OPTIONS = OPTIONS.filter(o => o.scope === 'global')
@@ -1187,7 +1146,6 @@ function parseArgsOptions () {
     spec[o.name] = { type: o.type === 'boolean' || o.type === 'flag' ? 'boolean' : 'string' }
     if (o.multiple) spec[o.name].multiple = true
     if (o.short) spec[o.name].short = o.short
-    if (o.multiple) spec[o.name].multiple = true
   }
   return spec
 }

@@ -6,7 +6,7 @@ const { setOrigin, clientAddress, UNIX_ORIGIN } = require('./origin')
 const { forget } = require('../net/socket-file')
 const { formatAddress, unixPath } = require('../address')
 const { defaultName } = require('../listener-names')
-const { startPrelude } = require('./prelude')
+const { Preludes } = require('./prelude')
 const { ClientAdmission } = require('./client-admission')
 const { Pools } = require('./pools')
 const { Shortage } = require('./shortage')
@@ -49,7 +49,7 @@ class Listener {
     this.descriptors = descriptors
     this.tls = tls // { context, SNICallback } (tls.js) while terminating TLS
     this.backendTls = backendTls // tls.connect options for backends, or null
-    this.prelude = new Set() // connections in their prelude: closed with the listener
+    this.preludes = new Preludes(MAX_WAITING) // connections in their prelude: closed with the listener
     this.upstream = upstream // the listener's own backends: requests no route matches
     this.log = log
     // Rules at the edge (edge/rules.js): what they refused and compressed, counted
@@ -103,20 +103,11 @@ class Listener {
   arrive (client) {
     if (this.unix) setOrigin(client, UNIX_ORIGIN) // a Unix socket's client: no address
     if (!this.config.acceptProxy && this.tls === null) return this.accept(client)
-    if (this.closing || this.prelude.size >= MAX_WAITING) return client.destroy()
-    const prelude = startPrelude(client, {
-      acceptProxy: this.config.acceptProxy,
-      tls: this.tls,
-      ALPNProtocols: this.protocol.alpn,
-      timeout: this.config.headerTimeout,
-      log: this.log,
-      refused: this.refusedClient
-    }, socket => {
-      this.prelude.delete(prelude)
-      this.accept(socket)
-    })
-    this.prelude.add(prelude)
-    client.once('close', () => this.prelude.delete(prelude))
+    if (this.closing) return client.destroy()
+    const { acceptProxy, headerTimeout: timeout } = this.config
+    const { tls, log, refusedClient: refused } = this
+    this.preludes.start(client, { acceptProxy, tls, ALPNProtocols: this.protocol.alpn, timeout, log, refused },
+      socket => this.accept(socket))
   }
 
   // A reload: new settings for new connections (and, where they read them as they go,
@@ -342,7 +333,7 @@ class Listener {
     const held = [...this.waiting]
     this.waiting.clear()
     for (const client of held) client.destroy()
-    for (const prelude of [...this.prelude]) prelude.destroy()
+    this.preludes.destroy()
     // A client between HTTP/1.1 requests has --drain-grace to send the one it may be
     // sending at that moment (then served, with Connection: close).
     for (const session of this.sessions) session.drain(this.config.drainGrace)
@@ -368,7 +359,7 @@ class Listener {
   }
 
   destroy () {
-    for (const prelude of [...this.prelude]) prelude.destroy()
+    this.preludes.destroy()
     for (const session of this.sessions) session.destroy()
   }
 

@@ -153,4 +153,28 @@ function readProxyHeader (socket, onHeader, onError) {
   socket.resume()
 }
 
-module.exports = { startPrelude }
+// A listener's connections in their prelude, at most `max` at once (a client past
+// that is closed): each handed to `ready` once through, every one closed with the
+// listener.
+class Preludes {
+  constructor (max) {
+    this.max = max
+    this.open = new Set()
+  }
+
+  start (client, options, ready) {
+    if (this.open.size >= this.max) return client.destroy()
+    const prelude = startPrelude(client, options, socket => {
+      this.open.delete(prelude)
+      ready(socket)
+    })
+    this.open.add(prelude)
+    client.once('close', () => this.open.delete(prelude))
+  }
+
+  destroy () {
+    for (const prelude of [...this.open]) prelude.destroy()
+  }
+}
+
+module.exports = { startPrelude, Preludes }

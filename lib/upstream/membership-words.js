@@ -33,6 +33,26 @@ function startupTable (groups, { checked = true, instanceOf = () => null } = {})
   return rows
 }
 
+// How a group's backends are named in its lines: an SRV name's by address, a port
+// range's and the app's by port, a name's by host.
+function shownOf (group) {
+  const byPort = group.range !== null || group.app
+  return backend => group.srv ? backend.address : byPort ? backend.port : backend.host
+}
+
+// What a name that failed to resolve leaves: "keeping 10.0.0.1, 10.0.0.2".
+function keeping (hosts) {
+  return hosts.length ? `keeping ${hosts.join(', ')}` : 'no backend from it yet'
+}
+
+// The line a name's new answer, or a range's scan, is told in (`removed` as shown).
+function answeredLine (group, { added, removed, changed, left }) {
+  if (group.range !== null) return rangeLine(group, added, removed, left)
+  const shown = shownOf(group)
+  const hosts = group.backends.map(b => shown(b) + (group.srv && b.backup ? ' (backup)' : ''))
+  return answerLine(group.label, hosts, { added, removed, changed, left })
+}
+
 // "db:5432 resolves to 10.0.0.1, 10.0.0.2 (added 10.0.0.2; removed 10.0.0.3, 1
 // connection left to drain)": what a name's (or an SRV name's) new answer changed.
 // `hosts`: what it resolves to now, as shown; `changed`: SRV records' new settings.
@@ -85,4 +105,6 @@ function leftOpen (backend) {
   return backend.live === 0 ? '' : `; ${connections(backend.live)} left open`
 }
 
-module.exports = { startupTable, answerLine, rangeLine, rangeCounts, specChanges, connections, leftOpen }
+module.exports = {
+  startupTable, shownOf, keeping, answeredLine, answerLine, rangeLine, rangeCounts, specChanges, connections, leftOpen
+}

@@ -6,7 +6,8 @@ const { Discovery } = require('./discovery')
 const { Group } = require('./group')
 const { endpointsOf } = require('./endpoints')
 const { diffGroups } = require('./groups-diff')
-const { startupTable, answerLine, rangeLine, rangeCounts, connections, leftOpen } = require('./membership-words')
+const words = require('./membership-words')
+const { startupTable, shownOf, keeping, answeredLine, rangeLine, rangeCounts, connections, leftOpen } = words
 const { specAddress } = require('../address')
 const { reasonOf } = require('../errors')
 
@@ -295,20 +296,15 @@ class Membership {
   #resolved (group, err, answer) {
     if (this.closed || group.removed) return
     const label = group.label
-    const byPort = group.range !== null || group.app
-    const shown = backend => group.srv ? backend.address : byPort ? backend.port : backend.host
+    const shown = shownOf(group)
     if (err) {
       const reason = reasonOf(err)
-      if (group.failed(reason)) {
-        const kept = group.backends.map(shown)
-        const keeping = kept.length ? `keeping ${kept.join(', ')}` : 'no backend from it yet'
-        this.log.warn(`cannot resolve ${label}: ${reason}; ${keeping}`)
-      }
+      const kept = group.backends.map(shown)
+      if (group.failed(reason)) this.log.warn(`cannot resolve ${label}: ${reason}; ${keeping(kept)}`)
       return
     }
     const wanted = endpointsOf(group, answer, (record, hosts) => {
-      const keeping = hosts.length ? `keeping ${hosts.join(', ')}` : 'no backend from it yet'
-      this.log.debug(`${label}: cannot resolve ${record.target}: ${reasonOf(record.error)}; ${keeping}`)
+      this.log.debug(`${label}: cannot resolve ${record.target}: ${reasonOf(record.error)}; ${keeping(hosts)}`)
     })
     const added = []
     const changed = []
@@ -343,12 +339,8 @@ class Membership {
     if (group.app) {
       // The app says what its instances do (app/app.js).
       this.log.debug(`app: backends ${group.backends.map(shown).join(', ') || 'none'}`)
-    } else if (this.isStarted() && group.range !== null) {
-      this.log.info(rangeLine(group, added, removed.map(shown), left))
     } else if (this.isStarted()) {
-      const backup = b => group.srv && b.backup ? ' (backup)' : ''
-      const hosts = group.backends.map(b => shown(b) + backup(b))
-      this.log.info(answerLine(label, hosts, { added, removed: removed.map(shown), changed, left }))
+      this.log.info(answeredLine(group, { added, removed: removed.map(shown), changed, left }))
     }
     this.changed()
   }

@@ -8,8 +8,7 @@ const { silentLogger, formatTable } = require('../log')
 const { specAddress } = require('../address')
 const { ConflictError } = require('../errors')
 const { RetryBudget } = require('./retry-budget')
-const { Fault } = require('./fault')
-const { describeFault, formatDuration } = require('../format')
+const { Faults } = require('./faults')
 
 // The backends of one listener, and who of them may take traffic now: health (through
 // each Backend's state), panic (every backend down: use them anyway), max-conn and the
@@ -41,10 +40,10 @@ class Upstream {
     this.balancerOptions = balancerOptions
     this.balancer = createMode(this.mode, { hashBalanceFactor: this.hashBalanceFactor, ...balancerOptions })
     this.now = now
-    this.random = random // which requests a fault with a rate strikes (fault.js)
     this.log = log
     this.startFaults = config.fault || [] // --fault: injected once the backends are known
-    this.unit = config.protocol === 'tcp' ? 'connection' : 'request' // what a fault strikes, in the log
+    const unit = config.protocol === 'tcp' ? 'connection' : 'request' // what a fault strikes, in the log
+    this.faults = new Faults({ now, random, log, unit })
     this.table = table // log the start-up table
     this.queue = new WaitQueue({ timeout: config.queueTimeout })
     this.budget = new RetryBudget(config.retryBudget, now)
@@ -336,36 +335,17 @@ class Upstream {
 
   // A fault (fault.js) on this backend's traffic from now on, in place of any it had,
   // ending by itself after spec.duration (0: when cleared). Returns it.
-  setFault (backend, spec) {
-    const was = backend.fault
-    const fault = new Fault(spec, { now: this.now, random: this.random })
-    backend.setFault(fault)
-    if (was !== null) was.end()
-    fault.arm(() => this.clearFault(backend, true))
-    const now = this.now()
-    const replacing = was === null ? '' : `, replacing ${describeFault(was.snapshot(now))}`
-    this.log.info(`backend ${backend.address} fault injected: ${describeFault(fault.snapshot(now), now)}${replacing}`)
-    return fault
-  }
+  setFault (backend, spec) { return this.faults.set(backend, spec) }
 
   // The fault ends: its time is over (`expired`) or it is cleared. False when there
   // was none.
-  clearFault (backend, expired = false) {
-    const fault = backend.fault
-    if (fault === null) return false
-    backend.setFault(null)
-    fault.end()
-    const how = expired ? `ended after ${formatDuration(fault.duration)}` : 'cleared'
-    const struck = `${fault.struck} ${this.unit}${fault.struck === 1 ? '' : 's'} struck`
-    this.log.info(`backend ${backend.address} fault ${how}: ${describeFault(fault.snapshot(this.now()))}; ${struck}`)
-    return true
-  }
+  clearFault (backend, expired = false) { return this.faults.clear(backend, expired) }
 
   // Stop probing and resolving; every waiter gives up; faults end without a word (what
   // their delays hold goes on, to be drained).
   close () {
     this.closed = true
-    for (const backend of this.all()) if (backend.fault !== null) backend.fault.end()
+    this.faults.endAll(this.all())
     this.members.close()
     this.queue.clear('lila is shutting down')
   }
