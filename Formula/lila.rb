@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2b07eae378d0ebdeac5d86c1d7e43498b7951f1fe9d5c2d641d341f281a93bf6"
+  sha256 "4488d29b6b3a8b6e017369ef121cf458f850ff2c580d7c8260e6076e70ce77bd"
   license "MIT"
 
   depends_on "node"

@@ -269,3 +269,23 @@ t.test('which buffer a client socket reads into next', async t => {
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7, 8, 9, 10], 'every piece still held kept its bytes')
   socket[READS].letGo(false)
 })
+
+// A backend socket made while a client's read is handled (a pool miss on the head that
+// read brought) asks for its first buffer at once: it must get the shared one, not the
+// buffer the client socket is to read into next.
+t.test('a socket made while a read is handled does not take the reader\'s next buffer', async t => {
+  const { onRead, ClientReads, READS } = require('../lib/proxy/http1/client-reads')
+  const { readsInto, SHARED } = require('../lib/proxy/read-buffers')
+  const next = readsInto(() => {}).buffer
+  let made = null
+  const session = { buf: null, exchange: null, onData () { made = next() } }
+  const socket = { [READS]: new ClientReads(session) }
+  const into = next()
+  t.equal(into, SHARED, 'the client socket reads into the shared buffer')
+  onRead.call(socket, 64 * 1024, into)
+  const after = next()
+  t.equal(made, SHARED, 'the socket made meanwhile starts on the shared buffer')
+  t.not(after, SHARED, 'the client socket, after its bulk read, on a buffer of its own')
+  t.equal(after, socket[READS].own, 'the one it took')
+  socket[READS].letGo(true)
+})

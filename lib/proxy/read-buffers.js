@@ -16,7 +16,10 @@
 // time, for all sockets together (4 MiB); past that, bulk is copied too.
 //
 // Node calls the socket's `buffer()` right after its `callback()`: the socket that just
-// read takes what its callback chose (`next`), every other socket the shared buffer.
+// read takes what its callback chose (`next`), every other socket the shared buffer. A
+// socket made meanwhile asks at once, so a callback chooses (takeOwn, readAgain) only
+// after it has handed its read on: chosen before, a socket made while handling the
+// read would take the buffer and two sockets would read into it.
 
 const { Socket } = require('net')
 

@@ -117,9 +117,9 @@ class TcpSession {
   fromUpstreamRead (socket, nread, buffer) {
     if (socket !== this.upstream) return
     if (buffer === SHARED) {
-      const chunk = copied(nread)
+      this.fromUpstream(socket, copied(nread)) // before takeOwn: see read-buffers.js
       if (nread >= BULK) this.ownBuffer = takeOwn()
-      return this.fromUpstream(socket, chunk)
+      return
     }
     this.fromUpstream(socket, buffer.subarray(0, nread))
     if (this.client.writableLength === 0) {

@@ -42,9 +42,11 @@ function onRead (nread, buffer) {
   const reads = this[READS]
   const session = reads.session
   if (buffer === SHARED) {
-    const chunk = copied(nread)
+    // The next buffer is chosen after the read is handed on: a backend socket made
+    // while handling it takes whatever is next at once (read-buffers.js).
+    session.onData(copied(nread))
     if (nread >= BULK) reads.own = takeOwn()
-    return session.onData(chunk)
+    return
   }
   const before = session.exchange
   session.onData(buffer.subarray(0, nread))

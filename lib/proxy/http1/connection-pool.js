@@ -79,9 +79,9 @@ const CONN = handlers({
 const READ = readsInto(function (nread, buffer) {
   const c = this[CONNECTION]
   if (buffer === SHARED) {
-    const chunk = copied(nread)
+    connData.call(this, copied(nread)) // before takeOwn: see read-buffers.js
     if (nread >= BULK) c.readBuffer = takeOwn()
-    return connData.call(this, chunk)
+    return
   }
   const owner = c.owner
   connData.call(this, buffer.subarray(0, nread))
