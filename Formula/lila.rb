@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "aae7fa210ad570174d3a4fd24e07d98c5b161529919544ee00c6f54199a684ca"
+  sha256 "7486f5605782c7020f998d3ad96f791e0e852632d7fb2ca3d98c30f0db88cc3d"
   license "MIT"
 
   depends_on "node"
