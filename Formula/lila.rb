@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4488d29b6b3a8b6e017369ef121cf458f850ff2c580d7c8260e6076e70ce77bd"
+  sha256 "7486f5605782c7020f998d3ad96f791e0e852632d7fb2ca3d98c30f0db88cc3d"
   license "MIT"
 
   depends_on "node"

@@ -42,8 +42,9 @@ t.test('lila --version loads what ARCHITECTURE.md says', async t => {
 // or probe (wire/h2/preface.js and constants.js, which HTTP/1.1 sessions use to spot the
 // preface, excepted); gRPC health checks' messages with the first such check; v8 and vm
 // with the idle collector's first look (cli/heap.js, a second after the start);
-// child_process with an upgrade, dns with a backend given by name.
-const FEATURES = /^(telemetry|fleet|app)\/|^tls\/(?!wants\.js$|http01\.js$)|^wire\/(otlp|jose|x509|grpc-health)\.js$|^wire\/h2\/(?!preface\.js$|constants\.js$)|^proxy\/http2\/|^proxy\/edge\/(basic-auth|passwords|bcrypt|apr1|sha-crypt|crypt64)\.js$|^proxy\/(tcp-trace|http\/exchange-trace)\.js$/
+// child_process with an upgrade, dns with a backend given by name; --workers' primary
+// (cli/workers.js and what it uses) with --workers above 1.
+const FEATURES = /^(telemetry|fleet|app)\/|^cli\/(workers|worker-slots|worker-requests)\.js$|^tls\/(?!wants\.js$|http01\.js$)|^wire\/(otlp|jose|x509|grpc-health)\.js$|^wire\/h2\/(?!preface\.js$|constants\.js$)|^proxy\/http2\/|^proxy\/edge\/(basic-auth|passwords|bcrypt|apr1|sha-crypt|crypt64)\.js$|^proxy\/(tcp-trace|http\/exchange-trace)\.js$/
 const UNUSED_BUILTINS = ['tls', 'zlib', 'https', 'cluster', 'http2', 'v8', 'vm', 'child_process', 'dns']
 const FIXTURE = path.join(__dirname, 'fixtures', 'loaded-modules.js')
 

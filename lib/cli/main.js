@@ -2,7 +2,9 @@
 
 const { parseCommandLine } = require('../config/argv')
 const { UsageError, RuntimeError } = require('../errors')
-const { PARSERS, NOTHING_INHERITED, statusPasswords, statusSocket, usageError } = require('./service-parts')
+const {
+  PARSERS, NOTHING_INHERITED, statusPasswords, statusSocket, usageError, workerCount
+} = require('./service-parts')
 const VERSION = require('../version')
 
 // The rest is required where it is used: `lila --version` and usage errors then load
@@ -12,7 +14,6 @@ const lazy = {
   get createLogger () { return require('../log').createLogger },
   get createBalancer () { return require('../index').createBalancer },
   get listeningLines () { return require('../index').listeningLines },
-  get workers () { return require('./workers') },
   get primary () { return require('./primary').primary },
   get worker () { return require('./worker') },
   get help () { return require('./help') },
@@ -115,7 +116,7 @@ async function run (argv, io) {
       return lazy.runDemo(config, { ...io, stdout, stderr, signals }, serve)
     default:
       if (io.collectIdle) lazy.heap.startIdleCollector()
-      if (lazy.workers.workerCount(config.workers) > 1) {
+      if (workerCount(config.workers) > 1) {
         const cluster = io.cluster || require('cluster')
         return lazy.primary(config, { ...io, stderr, signals, cluster, reloadConfig, argv })
       }

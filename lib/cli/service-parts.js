@@ -1,8 +1,9 @@
 'use strict'
 
 // What lila's one process (main.js serve) and the --workers primary (primary.js) share
-// as they start: the parsers the status listener takes, the status listener's htpasswd
-// file and socket, the words of a usage error.
+// as they start: how many processes serve (so which of the two starts), the parsers the
+// status listener takes, the status listener's htpasswd file and socket, the words of a
+// usage error.
 
 const { parseBackend, parseFaultSettings } = require('../config/backend-spec')
 const { UsageError } = require('../errors')
@@ -20,6 +21,12 @@ function statusPasswords (config) {
   return require('../proxy/edge/rules').readPasswords(config.status.basicAuth)
 }
 
+// How many processes serve: --workers, 'auto' being one a core. Here, not in workers.js,
+// so that a lila of one process does not load the primary's modules to learn it.
+function workerCount (workers) {
+  return workers === 'auto' ? require('os').availableParallelism() : workers
+}
+
 function usageError (err, stderr) {
   if (!(err instanceof UsageError)) throw err
   stderr.write(`lila: ${err.message}\nTry 'lila --help'.\n`)
@@ -32,4 +39,4 @@ function statusSocket (status, config) {
   return [{ role: 'status', name: 'status', host: config.status.host, port: config.status.port, fd: status.descriptor }]
 }
 
-module.exports = { PARSERS, NOTHING_INHERITED, statusPasswords, statusSocket, usageError }
+module.exports = { PARSERS, NOTHING_INHERITED, statusPasswords, statusSocket, usageError, workerCount }

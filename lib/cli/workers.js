@@ -1,6 +1,5 @@
 'use strict'
 
-const os = require('os')
 const { createLogger } = require('../log')
 const { viaToken } = require('../proxy/via')
 const { Provisions } = require('../balancer/provisions')
@@ -10,6 +9,7 @@ const { UsageError } = require('../errors')
 const { WorkerSlots, REPLY_TIMEOUT_MS } = require('./worker-slots')
 const { sameAddress } = require('../config/changes')
 const { removeStaleSocket } = require('../net/socket-file')
+const { workerCount } = require('./service-parts')
 const { unixPath } = require('../address')
 
 // All cores (--workers N|auto), the primary's side (worker.js is the workers'): a
@@ -56,10 +56,6 @@ function removeStaleSockets (listeners, running = []) {
   const inUse = new Set(running.map(l => l.host))
   const paths = listeners.filter(l => !inUse.has(l.host)).map(l => unixPath(l.host)).filter(path => path !== null)
   return Promise.all(paths.map(removeStaleSocket))
-}
-
-function workerCount (workers) {
-  return workers === 'auto' ? os.availableParallelism() : workers
 }
 
 // The --workers primary (cli/primary.js runs it, with the status listener over it):
@@ -325,4 +321,4 @@ class Primary {
 
 const runPrimary = (config, io) => new Primary(config, io).run()
 
-module.exports = { runPrimary, workerCount }
+module.exports = { runPrimary }
