@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cb7e15ad54195fe9bd5f356c10a5338c7aca186da7be5487a4553e305a0199cc"
+  sha256 "eb3ffb8ab49dcc9c7bd3964a65b4b63c7c87e061b466eea4fb3c6cbb7a67637e"
   license "MIT"
 
   depends_on "node"

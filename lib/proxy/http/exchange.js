@@ -6,7 +6,7 @@ const { recorded } = require('./request-record')
 const { requestIdOf } = require('./request-id')
 const { callType } = require('../message/grpc')
 const { deadlineFor } = require('./deadline')
-const { RequestBody, BUFFER_FIRST } = require('./request-body')
+const { requestBody, BUFFER_FIRST } = require('./request-body')
 const { responsePlan, editedResponse, CompressedBody } = require('./edge-calls')
 const { admit, overSize } = require('./admission')
 const { Forwarding } = require('./forwarding')
@@ -43,7 +43,7 @@ class Exchange {
     // An HTTP/1.1 client's chunked body goes to an HTTP/1.1 backend as it came, its
     // framing checked, not taken apart.
     const framed = head.chunked && client.chunkedPieces && protocol.backendProtocol === 'h1'
-    this.body = new RequestBody(head.method, head.bodyLength, head.bodyLength === 0, this.grpc !== null, framed)
+    this.body = requestBody(head.method, head.bodyLength, head.bodyLength === 0, this.grpc !== null, framed)
     this.clientTrailers = null // the request's trailers: fields as in a head, or null
     this.reading = !this.body.done // the client's body (or a tunnel's bytes) still to come
     this.buffering = false // reading a small body before taking a backend (see start)
