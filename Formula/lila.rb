@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "eb3ffb8ab49dcc9c7bd3964a65b4b63c7c87e061b466eea4fb3c6cbb7a67637e"
+  sha256 "a7c598c1231ac771dda4a94540c6cf509c5aa557c78106bc0dd755b79580317a"
   license "MIT"
 
   depends_on "node"
