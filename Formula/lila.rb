@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a7c598c1231ac771dda4a94540c6cf509c5aa557c78106bc0dd755b79580317a"
+  sha256 "7cd1df3adb78b8548cc7f3ae32520c4338cb478eacc3b4326cf028ad9ca8ec4c"
   license "MIT"
 
   depends_on "node"

@@ -6,6 +6,7 @@ const { reasonOf } = require('../../errors')
 const { HeadReader, NOT_HTTP } = require('./head-reader')
 const { MAX_HEAD } = require('../message/grammar')
 const { NO_BODY } = require('./body-reader')
+const { readsAfter } = require('./client-reads')
 const { ResponseWriter } = require('./response-writer')
 const { handlers, addListeners, removeListeners } = require('../socket-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
@@ -264,6 +265,7 @@ class HttpSession {
       if (this.draining) this.lastRequest()
       const x = this.listener.protocol.newExchange(this, head, end - start)
       this.exchange = x
+      readsAfter(this, head) // a long body, or a connection kept alive: into lila's buffers
       if (head.bodyLength !== 0) (this.bodyReader = this.bodyReader.own()).start(x) // a length, or chunked (-1)
       x.start()
       if (end < buf.length) {
