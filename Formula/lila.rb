@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7cd1df3adb78b8548cc7f3ae32520c4338cb478eacc3b4326cf028ad9ca8ec4c"
+  sha256 "92df0737fff58b08efbadf1453c2dbd7af4eadc014483323f46378cad94c8521"
   license "MIT"
 
   depends_on "node"

@@ -179,6 +179,9 @@ const NO_TOKENS = Object.freeze([])
 // "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
 function connectionTokens (value) {
   if (value === '') return null
+  // As most send them: no lower-case copy (toLowerCase makes one even when unchanged).
+  if (value === 'keep-alive') return KEEP_ALIVE
+  if (value === 'close') return CLOSE
   const lower = value.toLowerCase()
   if (lower.indexOf(',') === -1) { // most often one token: "keep-alive", "close"
     const token = trimOws(lower, 0)
