@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "92df0737fff58b08efbadf1453c2dbd7af4eadc014483323f46378cad94c8521"
+  sha256 "518348e1072ac0d0d3f45537cbd415fa63cd7b3be2aa14203f35268bb85d622e"
   license "MIT"
 
   depends_on "node"

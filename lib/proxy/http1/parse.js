@@ -169,8 +169,10 @@ function requestPath (method, target) {
 
 // A response head in buf[start, end). `method` is the request's, because a response to
 // HEAD has no body whatever its headers say. The status line is HTTP/1.x SP 3DIGIT,
-// then SP and a reason phrase of visible bytes, spaces and tabs, or nothing.
-function parseResponseHead (buf, start, end, method) {
+// then SP and a reason phrase of visible bytes, spaces and tabs, or nothing. `into`: a
+// head this returned before, parsed into again (its object and its fields' array)
+// when its reader is done with it, or null for a new one.
+function parseResponseHead (buf, start, end, method, into = null) {
   const text = headText(buf, start, end)
   const count = checkLines(text)
   const lf = text.indexOf('\n')
@@ -184,7 +186,8 @@ function parseResponseHead (buf, start, end, method) {
   }
   const status = hundreds * 100 + (text.charCodeAt(10) - 48) * 10 + text.charCodeAt(11) - 48
   const reason = reasonAt(text, status, lineEnd)
-  const fields = parseFields(text, lineEnd + 2, count, CONTROL_BUT_CRLF.test(text))
+  const controls = CONTROL_BUT_CRLF.test(text)
+  const fields = parseFields(text, lineEnd + 2, count, controls, into === null ? null : into.fields)
   const f = FACTS
   // Framing: none, chunked, a length, or until the backend closes.
   let chunked = false
@@ -206,24 +209,47 @@ function parseResponseHead (buf, start, end, method) {
     bodyLength = f.contentLength
   }
   const connection = connectionTokens(f.connection)
+  const res = into === null ? responseHead() : into
+  res.fields = fields
+  res.contentLength = f.contentLength
+  res.transferEncoding = f.transferEncoding
+  res.connection = connection
+  res.upgrade = f.upgrade
+  res.host = f.host
+  res.hosts = f.hosts
+  res.expect = f.expect
+  res.keepAliveHint = f.keepAliveHint
+  res.contentType = f.contentType
+  res.grpcTimeout = f.grpcTimeout
+  res.version = minor
+  res.status = status
+  res.reason = reason
+  res.chunked = chunked
+  res.bodyLength = bodyLength
+  res.keepAlive = keepAliveOf(minor, connection)
+  return res
+}
+
+// A response head's form, every field there from the start (one shape for all).
+function responseHead () {
   return {
-    fields,
-    contentLength: f.contentLength,
-    transferEncoding: f.transferEncoding,
-    connection,
-    upgrade: f.upgrade,
-    host: f.host,
-    hosts: f.hosts,
-    expect: f.expect,
-    keepAliveHint: f.keepAliveHint,
-    contentType: f.contentType,
-    grpcTimeout: f.grpcTimeout,
-    version: minor,
-    status,
-    reason,
-    chunked,
-    bodyLength,
-    keepAlive: keepAliveOf(minor, connection)
+    fields: null,
+    contentLength: -1,
+    transferEncoding: null,
+    connection: null,
+    upgrade: null,
+    host: null,
+    hosts: 0,
+    expect: null,
+    keepAliveHint: null,
+    contentType: null,
+    grpcTimeout: null,
+    version: 1,
+    status: 0,
+    reason: '',
+    chunked: false,
+    bodyLength: 0,
+    keepAlive: false
   }
 }
 
