@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "518348e1072ac0d0d3f45537cbd415fa63cd7b3be2aa14203f35268bb85d622e"
+  sha256 "b501ce83a9030a8f82094c44e05213de20ea03df6cb2b1169dc10a4b7d968aa3"
   license "MIT"
 
   depends_on "node"

@@ -64,7 +64,9 @@ function methodOf (text, length) {
 
 // A request head in buf[start, end) (end from findHeadEnd). The request line is
 // method SP request-target SP HTTP/d.d, each part as RFC 9112 3 says, nothing around.
-function parseRequestHead (buf, start, end) {
+// `into`: a head this returned before, parsed into again (its object and its fields'
+// array) when its readers are done with it, or null for a new one.
+function parseRequestHead (buf, start, end, into = null) {
   const text = headText(buf, start, end)
   const count = checkLines(text)
   const lf = text.indexOf('\n')
@@ -85,7 +87,8 @@ function parseRequestHead (buf, start, end) {
   if (major !== 1 || minor > 1) throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
   if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
   if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
-  const fields = parseFields(text, lineEnd + 2, count, CONTROL_BUT_CRLF.test(text))
+  const controls = CONTROL_BUT_CRLF.test(text)
+  const fields = parseFields(text, lineEnd + 2, count, controls, into === null ? null : into.fields)
   const f = FACTS
   const version = minor
   const path = requestPath(method, target)
@@ -111,28 +114,55 @@ function parseRequestHead (buf, start, end) {
   // h2c is not passed on: a client speaking HTTP/2 straight to a backend would be out
   // of lila's sight ("h2c smuggling"). Without the upgrade, Upgrade is just hop-by-hop.
   const asksUpgrade = f.upgrade !== null && hasToken(connection, 'upgrade')
+  const head = into === null ? requestHead() : into
+  head.fields = fields
+  head.contentLength = f.contentLength
+  head.transferEncoding = f.transferEncoding
+  head.connection = connection
+  head.upgrade = f.upgrade
+  head.host = authority !== null ? authority : f.host
+  head.hosts = f.hosts
+  head.expect = f.expect
+  head.keepAliveHint = f.keepAliveHint
+  head.contentType = f.contentType // gRPC calls are known by it (message/grpc.js callType)
+  head.grpcTimeout = f.grpcTimeout
+  head.method = method
+  head.target = target
+  head.version = version
+  head.path = path
+  head.authority = authority
+  head.chunked = chunked
+  head.bodyLength = chunked ? -1 : Math.max(f.contentLength, 0)
+  head.keepAlive = keepAliveOf(version, connection)
+  head.asksUpgrade = asksUpgrade
+  head.isUpgrade = asksUpgrade && !/^\s*h2c\s*$/i.test(f.upgrade)
+  return head
+}
+
+// A request head's form, every field there from the start (one shape for all).
+function requestHead () {
   return {
-    fields,
-    contentLength: f.contentLength,
-    transferEncoding: f.transferEncoding,
-    connection,
-    upgrade: f.upgrade,
-    host: authority !== null ? authority : f.host,
-    hosts: f.hosts,
-    expect: f.expect,
-    keepAliveHint: f.keepAliveHint,
-    contentType: f.contentType, // gRPC calls are known by it (message/grpc.js callType)
-    grpcTimeout: f.grpcTimeout,
-    method,
-    target,
-    version,
-    path,
-    authority,
-    chunked,
-    bodyLength: chunked ? -1 : Math.max(f.contentLength, 0),
-    keepAlive: keepAliveOf(version, connection),
-    asksUpgrade,
-    isUpgrade: asksUpgrade && !/^\s*h2c\s*$/i.test(f.upgrade)
+    fields: null,
+    contentLength: -1,
+    transferEncoding: null,
+    connection: null,
+    upgrade: null,
+    host: null,
+    hosts: 0,
+    expect: null,
+    keepAliveHint: null,
+    contentType: null,
+    grpcTimeout: null,
+    method: '',
+    target: '',
+    version: 1,
+    path: '',
+    authority: null,
+    chunked: false,
+    bodyLength: 0,
+    keepAlive: false,
+    asksUpgrade: false,
+    isUpgrade: false
   }
 }
 
