@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b501ce83a9030a8f82094c44e05213de20ea03df6cb2b1169dc10a4b7d968aa3"
+  sha256 "3ea8f57ac32d39271a0e7c6d49ebcd530a67af85d9c577880f1c6a841a97cbf0"
   license "MIT"
 
   depends_on "node"
