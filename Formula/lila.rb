@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "3ea8f57ac32d39271a0e7c6d49ebcd530a67af85d9c577880f1c6a841a97cbf0"
+  sha256 "d75adaf9dfd8ea5bcb345366b616abd0fb35a5402f89199ee743f983396b886b"
   license "MIT"
 
   depends_on "node"

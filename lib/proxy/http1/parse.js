@@ -114,18 +114,8 @@ function parseRequestHead (buf, start, end, into = null) {
   // h2c is not passed on: a client speaking HTTP/2 straight to a backend would be out
   // of lila's sight ("h2c smuggling"). Without the upgrade, Upgrade is just hop-by-hop.
   const asksUpgrade = f.upgrade !== null && hasToken(connection, 'upgrade')
-  const head = into === null ? requestHead() : into
-  head.fields = fields
-  head.contentLength = f.contentLength
-  head.transferEncoding = f.transferEncoding
-  head.connection = connection
-  head.upgrade = f.upgrade
-  head.host = authority !== null ? authority : f.host
-  head.hosts = f.hosts
-  head.expect = f.expect
-  head.keepAliveHint = f.keepAliveHint
-  head.contentType = f.contentType // gRPC calls are known by it (message/grpc.js callType)
-  head.grpcTimeout = f.grpcTimeout
+  const host = authority !== null ? authority : f.host
+  const head = withFacts(into === null ? requestHead() : into, fields, connection, host)
   head.method = method
   head.target = target
   head.version = version
@@ -139,20 +129,43 @@ function parseRequestHead (buf, start, end, into = null) {
   return head
 }
 
+// What both kinds of head hold of parseFields' FACTS, as a form starts.
+const FACTS_FORM = Object.freeze({
+  fields: null,
+  contentLength: -1,
+  transferEncoding: null,
+  connection: null,
+  upgrade: null,
+  host: null,
+  hosts: 0,
+  expect: null,
+  keepAliveHint: null,
+  contentType: null, // gRPC calls are known by it (message/grpc.js callType)
+  grpcTimeout: null
+})
+
+// A head's FACTS_FORM part, from parseFields' FACTS: `fields`, its Connection tokens,
+// and `host` (a request's authority when its target has one).
+function withFacts (head, fields, connection, host) {
+  const f = FACTS
+  head.fields = fields
+  head.contentLength = f.contentLength
+  head.transferEncoding = f.transferEncoding
+  head.connection = connection
+  head.upgrade = f.upgrade
+  head.host = host
+  head.hosts = f.hosts
+  head.expect = f.expect
+  head.keepAliveHint = f.keepAliveHint
+  head.contentType = f.contentType
+  head.grpcTimeout = f.grpcTimeout
+  return head
+}
+
 // A request head's form, every field there from the start (one shape for all).
 function requestHead () {
   return {
-    fields: null,
-    contentLength: -1,
-    transferEncoding: null,
-    connection: null,
-    upgrade: null,
-    host: null,
-    hosts: 0,
-    expect: null,
-    keepAliveHint: null,
-    contentType: null,
-    grpcTimeout: null,
+    ...FACTS_FORM,
     method: '',
     target: '',
     version: 1,
@@ -239,18 +252,7 @@ function parseResponseHead (buf, start, end, method, into = null) {
     bodyLength = f.contentLength
   }
   const connection = connectionTokens(f.connection)
-  const res = into === null ? responseHead() : into
-  res.fields = fields
-  res.contentLength = f.contentLength
-  res.transferEncoding = f.transferEncoding
-  res.connection = connection
-  res.upgrade = f.upgrade
-  res.host = f.host
-  res.hosts = f.hosts
-  res.expect = f.expect
-  res.keepAliveHint = f.keepAliveHint
-  res.contentType = f.contentType
-  res.grpcTimeout = f.grpcTimeout
+  const res = withFacts(into === null ? responseHead() : into, fields, connection, f.host)
   res.version = minor
   res.status = status
   res.reason = reason
@@ -263,17 +265,7 @@ function parseResponseHead (buf, start, end, method, into = null) {
 // A response head's form, every field there from the start (one shape for all).
 function responseHead () {
   return {
-    fields: null,
-    contentLength: -1,
-    transferEncoding: null,
-    connection: null,
-    upgrade: null,
-    host: null,
-    hosts: 0,
-    expect: null,
-    keepAliveHint: null,
-    contentType: null,
-    grpcTimeout: null,
+    ...FACTS_FORM,
     version: 1,
     status: 0,
     reason: '',
