@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7486f5605782c7020f998d3ad96f791e0e852632d7fb2ca3d98c30f0db88cc3d"
+  sha256 "d75adaf9dfd8ea5bcb345366b616abd0fb35a5402f89199ee743f983396b886b"
   license "MIT"
 
   depends_on "node"

@@ -42,11 +42,11 @@ function readsInto (callback) {
   return Object.freeze({ buffer: nextBuffer, callback })
 }
 
-// A read into the shared buffer, copied out.
+// A read into the shared buffer, copied out. By fill, whose pattern is the shared
+// buffer: one memcpy of its first `nread` bytes, where Node 20's copy of a part of a
+// buffer makes a Uint8Array view of that part first (96 bytes a read).
 function copied (nread) {
-  const chunk = Buffer.allocUnsafe(nread)
-  SHARED.copy(chunk, 0, 0, nread)
-  return chunk
+  return Buffer.allocUnsafe(nread).fill(SHARED, 0, nread)
 }
 
 // A buffer of its own for the socket that just read, which reads into it next; null at

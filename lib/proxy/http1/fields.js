@@ -79,12 +79,13 @@ function knownName (text, start, colon) {
 // The header lines of a head's text, from `from` (just past the first line's CRLF) to
 // its end (the blank line already cut off) -> fields, and the framing facts in FACTS.
 // `fields` is flat, three entries per field: the name as sent, the name in lower case,
-// the value (one array per head, sized once, none per field). `count`: the lines (from
+// the value (one array per head, sized once, none per field; `into`'s, written over,
+// when a caller gives the array of a head it is done with). `count`: the lines (from
 // checkLines). `controls`: the head holds a control byte other than CR and LF somewhere,
 // so each value is checked for one; most heads hold none, and skip the check.
-function parseFields (text, from, count, controls = true) {
+function parseFields (text, from, count, controls = true, into = null) {
   if (count > MAX_HEADERS) throw new HttpError(431, 'too many header fields')
-  const fields = new Array(count * 3)
+  const fields = into === null ? new Array(count * 3) : sized(into, count * 3)
   const f = FACTS
   f.contentLength = -1
   f.transferEncoding = null
@@ -170,6 +171,13 @@ function parseFields (text, from, count, controls = true) {
   return fields
 }
 
+// `array` with `length` entries (set in place: shorter, V8 keeps its store unless it
+// would be under half used).
+function sized (array, length) {
+  if (array.length !== length) array.length = length
+  return array
+}
+
 // The tokens most Connection fields hold alone, shared (a head's `connection` is read,
 // never changed).
 const KEEP_ALIVE = Object.freeze(['keep-alive'])
@@ -179,6 +187,9 @@ const NO_TOKENS = Object.freeze([])
 // "Keep-Alive, Upgrade" -> ['keep-alive', 'upgrade'] (null for no Connection field).
 function connectionTokens (value) {
   if (value === '') return null
+  // As most send them: no lower-case copy (toLowerCase makes one even when unchanged).
+  if (value === 'keep-alive') return KEEP_ALIVE
+  if (value === 'close') return CLOSE
   const lower = value.toLowerCase()
   if (lower.indexOf(',') === -1) { // most often one token: "keep-alive", "close"
     const token = trimOws(lower, 0)

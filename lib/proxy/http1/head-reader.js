@@ -26,8 +26,9 @@ class HeadReader {
   // The head at the front of `buf`, parsed; or null: refused (`status`; NOT_HTTP: the
   // client may have meant HTTP/2, `mayBeHttp2`), or not all there yet (`start` ===
   // buf.length: not begun). `scanned`: the bytes from `start` searched before, and
-  // after (`this.scanned`). `clientEnded`: no more will come.
-  read (buf, scanned, clientEnded, mayBeHttp2) {
+  // after (`this.scanned`). `clientEnded`: no more will come. `form`: a head read before
+  // that nothing reads any more, to parse this one into (parse.js), or null.
+  read (buf, scanned, clientEnded, mayBeHttp2, form) {
     this.status = 0
     this.scanned = scanned
     let start = 0
@@ -46,7 +47,7 @@ class HeadReader {
     this.scanned = 0
     if (end - start > MAX_HEAD + 4) return this.refused(431, 'request head too large')
     try {
-      return parseRequestHead(buf, start, end)
+      return parseRequestHead(buf, start, end, form)
     } catch (err) {
       if (!(err instanceof HttpError)) throw err
       if (mayBeHttp2 && !HTTP_LINE.test(buf.latin1Slice(start, buf.indexOf(10, start) - 1))) {

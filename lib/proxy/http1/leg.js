@@ -3,7 +3,7 @@
 const { performance } = require('perf_hooks')
 const { isLocalShortage } = require('../../errors')
 const { backendReason } = require('../../upstream/dial')
-const { findHeadEnd, hasBareLf, parseResponseHead, parseKeepAlive, view } = require('./parse')
+const { findHeadEnd, hasBareLf, parseKeepAlive, view } = require('./parse')
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
 const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
@@ -233,7 +233,7 @@ class Http1Leg {
       }
       let res
       try {
-        res = parseResponseHead(buf, start, end, x.head.method)
+        res = this.conn.readHead(buf, start, end, x.head.method)
       } catch (err) {
         if (err.status === undefined) throw err
         return this.failed(`sent an invalid response (${err.message})`, 'invalid')

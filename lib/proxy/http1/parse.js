@@ -64,7 +64,9 @@ function methodOf (text, length) {
 
 // A request head in buf[start, end) (end from findHeadEnd). The request line is
 // method SP request-target SP HTTP/d.d, each part as RFC 9112 3 says, nothing around.
-function parseRequestHead (buf, start, end) {
+// `into`: a head this returned before, parsed into again (its object and its fields'
+// array) when its readers are done with it, or null for a new one.
+function parseRequestHead (buf, start, end, into = null) {
   const text = headText(buf, start, end)
   const count = checkLines(text)
   const lf = text.indexOf('\n')
@@ -85,7 +87,8 @@ function parseRequestHead (buf, start, end) {
   if (major !== 1 || minor > 1) throw new HttpError(505, `HTTP/${major}.${minor} is not supported`)
   if (target.length > MAX_TARGET) throw new HttpError(414, 'request target too long')
   if (method === 'CONNECT') throw new HttpError(405, 'CONNECT is not supported by a reverse proxy')
-  const fields = parseFields(text, lineEnd + 2, count, CONTROL_BUT_CRLF.test(text))
+  const controls = CONTROL_BUT_CRLF.test(text)
+  const fields = parseFields(text, lineEnd + 2, count, controls, into === null ? null : into.fields)
   const f = FACTS
   const version = minor
   const path = requestPath(method, target)
@@ -111,28 +114,68 @@ function parseRequestHead (buf, start, end) {
   // h2c is not passed on: a client speaking HTTP/2 straight to a backend would be out
   // of lila's sight ("h2c smuggling"). Without the upgrade, Upgrade is just hop-by-hop.
   const asksUpgrade = f.upgrade !== null && hasToken(connection, 'upgrade')
+  const host = authority !== null ? authority : f.host
+  const head = withFacts(into === null ? requestHead() : into, fields, connection, host)
+  head.method = method
+  head.target = target
+  head.version = version
+  head.path = path
+  head.authority = authority
+  head.chunked = chunked
+  head.bodyLength = chunked ? -1 : Math.max(f.contentLength, 0)
+  head.keepAlive = keepAliveOf(version, connection)
+  head.asksUpgrade = asksUpgrade
+  head.isUpgrade = asksUpgrade && !/^\s*h2c\s*$/i.test(f.upgrade)
+  return head
+}
+
+// What both kinds of head hold of parseFields' FACTS, as a form starts.
+const FACTS_FORM = Object.freeze({
+  fields: null,
+  contentLength: -1,
+  transferEncoding: null,
+  connection: null,
+  upgrade: null,
+  host: null,
+  hosts: 0,
+  expect: null,
+  keepAliveHint: null,
+  contentType: null, // gRPC calls are known by it (message/grpc.js callType)
+  grpcTimeout: null
+})
+
+// A head's FACTS_FORM part, from parseFields' FACTS: `fields`, its Connection tokens,
+// and `host` (a request's authority when its target has one).
+function withFacts (head, fields, connection, host) {
+  const f = FACTS
+  head.fields = fields
+  head.contentLength = f.contentLength
+  head.transferEncoding = f.transferEncoding
+  head.connection = connection
+  head.upgrade = f.upgrade
+  head.host = host
+  head.hosts = f.hosts
+  head.expect = f.expect
+  head.keepAliveHint = f.keepAliveHint
+  head.contentType = f.contentType
+  head.grpcTimeout = f.grpcTimeout
+  return head
+}
+
+// A request head's form, every field there from the start (one shape for all).
+function requestHead () {
   return {
-    fields,
-    contentLength: f.contentLength,
-    transferEncoding: f.transferEncoding,
-    connection,
-    upgrade: f.upgrade,
-    host: authority !== null ? authority : f.host,
-    hosts: f.hosts,
-    expect: f.expect,
-    keepAliveHint: f.keepAliveHint,
-    contentType: f.contentType, // gRPC calls are known by it (message/grpc.js callType)
-    grpcTimeout: f.grpcTimeout,
-    method,
-    target,
-    version,
-    path,
-    authority,
-    chunked,
-    bodyLength: chunked ? -1 : Math.max(f.contentLength, 0),
-    keepAlive: keepAliveOf(version, connection),
-    asksUpgrade,
-    isUpgrade: asksUpgrade && !/^\s*h2c\s*$/i.test(f.upgrade)
+    ...FACTS_FORM,
+    method: '',
+    target: '',
+    version: 1,
+    path: '',
+    authority: null,
+    chunked: false,
+    bodyLength: 0,
+    keepAlive: false,
+    asksUpgrade: false,
+    isUpgrade: false
   }
 }
 
@@ -169,8 +212,10 @@ function requestPath (method, target) {
 
 // A response head in buf[start, end). `method` is the request's, because a response to
 // HEAD has no body whatever its headers say. The status line is HTTP/1.x SP 3DIGIT,
-// then SP and a reason phrase of visible bytes, spaces and tabs, or nothing.
-function parseResponseHead (buf, start, end, method) {
+// then SP and a reason phrase of visible bytes, spaces and tabs, or nothing. `into`: a
+// head this returned before, parsed into again (its object and its fields' array)
+// when its reader is done with it, or null for a new one.
+function parseResponseHead (buf, start, end, method, into = null) {
   const text = headText(buf, start, end)
   const count = checkLines(text)
   const lf = text.indexOf('\n')
@@ -184,7 +229,8 @@ function parseResponseHead (buf, start, end, method) {
   }
   const status = hundreds * 100 + (text.charCodeAt(10) - 48) * 10 + text.charCodeAt(11) - 48
   const reason = reasonAt(text, status, lineEnd)
-  const fields = parseFields(text, lineEnd + 2, count, CONTROL_BUT_CRLF.test(text))
+  const controls = CONTROL_BUT_CRLF.test(text)
+  const fields = parseFields(text, lineEnd + 2, count, controls, into === null ? null : into.fields)
   const f = FACTS
   // Framing: none, chunked, a length, or until the backend closes.
   let chunked = false
@@ -206,24 +252,26 @@ function parseResponseHead (buf, start, end, method) {
     bodyLength = f.contentLength
   }
   const connection = connectionTokens(f.connection)
+  const res = withFacts(into === null ? responseHead() : into, fields, connection, f.host)
+  res.version = minor
+  res.status = status
+  res.reason = reason
+  res.chunked = chunked
+  res.bodyLength = bodyLength
+  res.keepAlive = keepAliveOf(minor, connection)
+  return res
+}
+
+// A response head's form, every field there from the start (one shape for all).
+function responseHead () {
   return {
-    fields,
-    contentLength: f.contentLength,
-    transferEncoding: f.transferEncoding,
-    connection,
-    upgrade: f.upgrade,
-    host: f.host,
-    hosts: f.hosts,
-    expect: f.expect,
-    keepAliveHint: f.keepAliveHint,
-    contentType: f.contentType,
-    grpcTimeout: f.grpcTimeout,
-    version: minor,
-    status,
-    reason,
-    chunked,
-    bodyLength,
-    keepAlive: keepAliveOf(minor, connection)
+    ...FACTS_FORM,
+    version: 1,
+    status: 0,
+    reason: '',
+    chunked: false,
+    bodyLength: 0,
+    keepAlive: false
   }
 }
 

@@ -6,8 +6,10 @@ const { reasonOf } = require('../../errors')
 const { HeadReader, NOT_HTTP } = require('./head-reader')
 const { MAX_HEAD } = require('../message/grammar')
 const { NO_BODY } = require('./body-reader')
+const { readsAfter } = require('./client-reads')
 const { ResponseWriter } = require('./response-writer')
-const { handlers, addListeners, removeListeners } = require('../socket-events')
+const { addListeners, removeListeners } = require('../socket-events')
+const { SESSION, CLIENT } = require('./session-events')
 const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for LINGER_MS, so the client reads the response before
@@ -15,19 +17,6 @@ const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 const { LINGER_MS } = require('../../limits')
 
 const HEADS = new HeadReader() // one for every connection: a head is read at once
-
-// The HttpSession a client socket serves.
-const SESSION = Symbol('lila.httpSession')
-
-// Client socket handlers shared by every session (socket-events.js): `this` is the
-// socket.
-const CLIENT = handlers({
-  data (chunk) { this[SESSION].onData(chunk) },
-  end () { this[SESSION].onEnd() },
-  error (err) { this[SESSION].onError(err) },
-  close () { this[SESSION].onClose() },
-  drain () { if (this[SESSION].exchange !== null) this[SESSION].exchange.onClientDrain() }
-})
 
 // One client connection speaking HTTP/1.1: the codec of lila's own on the client's
 // side. It reads request heads (head-reader.js) and each request's body through its
@@ -55,6 +44,7 @@ class HttpSession {
     this.lingerTicks = 0 // shut: sweeps left until the connection is cut (LINGER_MS)
     this.idleTicks = 0 // listener sweeps since a byte moved (--idle-timeout)
     this.bodyReader = NO_BODY // the body being read: one made for the first request with one
+    this.headForm = null // the last request's head, read by nothing now: the next is parsed into it
     this.writer = new ResponseWriter(client, listener) // the response being written
     // The first bytes may be the HTTP/2 preface (prior knowledge; over TLS, HTTP/2 is
     // agreed by ALPN only): until the first request.
@@ -179,9 +169,11 @@ class HttpSession {
     this.idleTicks = 0
   }
 
-  // The exchange is over (`ok`: its response is complete, or lila answered).
+  // The exchange is over (`ok`: its response is complete, or lila answered). Its head
+  // is the next one's form unless a copy for --mirror or a --otlp span may read it later.
   exchangeDone (x, ok) {
     this.exchange = null
+    if (ok && x.shadow === null && x.trace === null) this.headForm = x.head
     this.writer.done()
     const reading = this.bodyReader.active
     const { keepAlive } = this.writer
@@ -242,7 +234,7 @@ class HttpSession {
         if (preface === HTTP2) return this.toHttp2(buf)
         if (preface === MAYBE) return this.waitForHead()
       }
-      const head = HEADS.read(buf, this.scanned, this.clientEnded, this.mayBeHttp2)
+      const head = HEADS.read(buf, this.scanned, this.clientEnded, this.mayBeHttp2, this.headForm)
       const { start, end, status, detail } = HEADS
       this.scanned = HEADS.scanned
       if (head === null) {
@@ -259,11 +251,12 @@ class HttpSession {
         clearTimeout(this.headTimer)
         this.headTimer = null
       }
-      this.buf = null
+      this.buf = this.headForm = null
       this.mayBeHttp2 = false
       if (this.draining) this.lastRequest()
       const x = this.listener.protocol.newExchange(this, head, end - start)
       this.exchange = x
+      readsAfter(this, head) // a long body, or a connection kept alive: into lila's buffers
       if (head.bodyLength !== 0) (this.bodyReader = this.bodyReader.own()).start(x) // a length, or chunked (-1)
       x.start()
       if (end < buf.length) {
