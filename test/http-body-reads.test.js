@@ -11,51 +11,15 @@ const t = require('tap')
 const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
+const { blockFor, digestOf, digestingBackend } = require('./fixtures/uploads')
 const { spawnLila, within, settled, listenOn, LILA } = require('./fixtures/helpers')
 
 const BLOCKS = 32 // of 64 KiB: 2 MiB a body, more than loopback's socket buffers hold
 const CLIENTS = 4
 const UPLOADS = 3 // a client's, one after another on its keep-alive connection
 
-// Each upload's body is its own: 64 KiB of bytes derived from its name (a count, so
-// that a piece moved or repeated shows), repeated.
-function blockFor (name) {
-  const seed = crypto.createHash('sha256').update(name).digest()
-  const block = Buffer.allocUnsafe(64 * 1024)
-  for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((seed.readUInt32LE(0) + i) >>> 0, i)
-  return block
-}
-
-function digestOf (block, count) {
-  const hash = crypto.createHash('sha256')
-  for (let i = 0; i < count; i++) hash.update(block)
-  return hash.digest('hex')
-}
-
-// A backend answering each request with the length and digest of the body it read; a
-// slow one stops reading now and then, for a timer's turn, so that lila's writes to it
-// wait part-written, holding what they were given.
-async function backend (t, slow) {
-  const server = http.createServer((req, res) => {
-    const hash = crypto.createHash('sha256')
-    let size = 0
-    let pieces = 0
-    req.on('data', chunk => {
-      hash.update(chunk)
-      size += chunk.length
-      if (slow && ++pieces % 16 === 0) {
-        req.pause()
-        setTimeout(() => req.resume(), 10)
-      }
-    })
-    req.on('end', () => res.end(JSON.stringify({ size, digest: hash.digest('hex') })))
-  })
-  await listenOn(t, server)
-  return `127.0.0.1:${server.address().port}`
-}
-
 t.test(`${CLIENTS} clients upload ${UPLOADS} bodies of ${BLOCKS / 16} MiB each to a fast and a slow backend: every body intact`, async t => {
-  const backends = [await backend(t, false), await backend(t, true)]
+  const backends = [await digestingBackend(t, false), await digestingBackend(t, true)]
   const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
     '--status-port', '0', '--check', 'none'])
   const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS })
@@ -101,7 +65,7 @@ t.test(`${CLIENTS} clients upload ${UPLOADS} bodies of ${BLOCKS / 16} MiB each t
 // The next request's head in the same write as a long body's end: its bytes stay for
 // the session (unread) while the read they came in is let go.
 t.test('a request pipelined right behind a long body is read as it was sent', async t => {
-  const backends = [await backend(t, true)]
+  const backends = [await digestingBackend(t, true)]
   const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
     '--status-port', '0', '--check', 'none'])
   const block = blockFor('pipelined')

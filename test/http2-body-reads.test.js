@@ -9,50 +9,13 @@
 // sent on to h2c backends, and a frame cut between two reads.
 
 const t = require('tap')
-const http = require('http')
-const http2 = require('http2')
-const crypto = require('crypto')
-const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
+const { blockFor, digestOf, digestingBackend } = require('./fixtures/uploads')
+const { spawnLila, within, settled } = require('./fixtures/helpers')
 const { h2connect } = require('./fixtures/h2')
 
 const BLOCKS = 16 // of 64 KiB: 1 MiB a body, past the stream window and loopback's buffers
 const CONNECTIONS = 2
 const STREAMS = 3 // at once on each connection
-
-// Each upload's body is its own: 64 KiB of bytes derived from its name, repeated.
-function blockFor (name) {
-  const seed = crypto.createHash('sha256').update(name).digest()
-  const block = Buffer.allocUnsafe(64 * 1024)
-  for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((seed.readUInt32LE(0) + i) >>> 0, i)
-  return block
-}
-
-function digestOf (block, count) {
-  const hash = crypto.createHash('sha256')
-  for (let i = 0; i < count; i++) hash.update(block)
-  return hash.digest('hex')
-}
-
-// A backend answering with the length and digest of the body it read; a slow one stops
-// reading now and then, so that lila's writes to it wait part-written.
-async function backend (t, slow, h2) {
-  const server = (h2 ? http2.createServer : http.createServer)((req, res) => {
-    const hash = crypto.createHash('sha256')
-    let size = 0
-    let pieces = 0
-    req.on('data', chunk => {
-      hash.update(chunk)
-      size += chunk.length
-      if (slow && ++pieces % 16 === 0) {
-        req.pause()
-        setTimeout(() => req.resume(), 10)
-      }
-    })
-    req.on('end', () => res.end(JSON.stringify({ size, digest: hash.digest('hex') })))
-  })
-  await listenOn(t, server)
-  return `127.0.0.1:${server.address().port}`
-}
 
 // One upload on `session`: the body in writes of a block each.
 function upload (session, name) {
@@ -81,7 +44,7 @@ function upload (session, name) {
 for (const h2 of [false, true]) {
   const to = h2 ? 'h2c' : 'HTTP/1.1'
   t.test(`${CONNECTIONS} connections × ${STREAMS} streams upload 1 MiB bodies to a fast and a slow ${to} backend: every body intact`, async t => {
-    const backends = [await backend(t, false, h2), await backend(t, true, h2)]
+    const backends = [await digestingBackend(t, false, h2), await digestingBackend(t, true, h2)]
     const lila = await spawnLila(t, ['rr', ...backends, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
       '--status-port', '0', '--check', 'none', ...(h2 ? ['--backend-protocol', 'h2'] : [])])
     const sessions = []
