@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d75adaf9dfd8ea5bcb345366b616abd0fb35a5402f89199ee743f983396b886b"
+  sha256 "0eed537172fa7bce8cfcc2145c832becd253eca521aac8e5365887238bc01193"
   license "MIT"
 
   depends_on "node"
