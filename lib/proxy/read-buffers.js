@@ -99,4 +99,28 @@ function readFromNowInto (socket, callback) {
   return true
 }
 
-module.exports = { readsInto, readFromNowInto, copied, takeOwn, readAgain, letGo, SHARED, BULK, OWN_MAX }
+// What a client socket reading through readFromNowInto holds: its own buffer while it
+// moves bulk. `next` is asked once the read of `nread` bytes into `buffer` was handed on
+// (`free`: nothing holds its bytes any more), and chooses the buffer the socket reads
+// into next: its own again, a new one of its own, or the shared one.
+class OwnBuffer {
+  constructor () {
+    this.own = null
+  }
+
+  next (nread, buffer, free) {
+    const bulk = nread >= BULK
+    if (bulk && free && buffer !== SHARED) return readAgain(buffer)
+    this.letGo(free)
+    if (bulk) this.own = takeOwn()
+  }
+
+  // The socket no longer reads into its own buffer (`free`: nothing holds it).
+  letGo (free) {
+    if (this.own === null) return
+    letGo(this.own, free)
+    this.own = null
+  }
+}
+
+module.exports = { readsInto, readFromNowInto, copied, takeOwn, readAgain, letGo, OwnBuffer, SHARED, BULK, OWN_MAX }

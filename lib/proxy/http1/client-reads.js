@@ -1,6 +1,6 @@
 'use strict'
 
-const { readFromNowInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+const { readFromNowInto, copied, OwnBuffer, SHARED } = require('../read-buffers')
 // A body longer than this streams through (shorter ones are held whole: request-body.js).
 const { REPLAY_LIMIT } = require('../../limits')
 
@@ -19,16 +19,10 @@ const READS = Symbol('lila.clientReads')
 // and the socket takes another. Not before the first request's head is read: the
 // connection may still turn out to be HTTP/2's (prior knowledge), which reads by
 // 'data' events.
-class ClientReads {
+class ClientReads extends OwnBuffer {
   constructor (session) {
+    super()
     this.session = session
-    this.own = null // the socket's own read buffer, while it moves bulk
-  }
-
-  letGo (free) {
-    if (this.own === null) return
-    letGo(this.own, free)
-    this.own = null
   }
 }
 
@@ -52,15 +46,11 @@ function onRead (nread, buffer) {
     // The next buffer is chosen after the read is handed on: a backend socket made
     // while handling it takes whatever is next at once (read-buffers.js).
     session.onData(copied(nread))
-    if (nread >= BULK) reads.own = takeOwn()
-    return
+    return reads.next(nread, buffer, true)
   }
   const before = session.exchange
   session.onData(buffer.subarray(0, nread))
-  const free = !holdsRead(session, before) && !holdsRead(session, session.exchange)
-  if (nread >= BULK && free) return readAgain(buffer)
-  reads.letGo(free)
-  if (nread >= BULK) reads.own = takeOwn()
+  reads.next(nread, buffer, !holdsRead(session, before) && !holdsRead(session, session.exchange))
 }
 
 // Does anything still hold bytes of the session's last read: its unread bytes, or

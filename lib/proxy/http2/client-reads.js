@@ -1,6 +1,6 @@
 'use strict'
 
-const { readFromNowInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+const { readFromNowInto, copied, OwnBuffer, SHARED } = require('../read-buffers')
 
 const READS = Symbol('lila.h2ClientReads')
 
@@ -12,18 +12,12 @@ const READS = Symbol('lila.h2ClientReads')
 // bulk one gets the socket a buffer of its own, read into again only once no exchange
 // fed from it still holds its bytes. The codec itself keeps nothing of a read (a frame
 // cut short is copied: wire/h2/inbound.js).
-class ClientReads {
+class ClientReads extends OwnBuffer {
   constructor (session) {
+    super()
     this.session = session
-    this.own = null // the socket's own read buffer, while it moves bulk
     this.fed = null // during a bulk read, `list`: the exchanges its DATA went to
     this.list = []
-  }
-
-  letGo (free) {
-    if (this.own === null) return
-    letGo(this.own, free)
-    this.own = null
   }
 }
 
@@ -51,17 +45,14 @@ function onRead (nread, buffer) {
   // is), this socket's next buffer is chosen after it.
   if (buffer === SHARED) {
     conn.receive(copied(nread))
-    if (nread >= BULK) reads.own = takeOwn()
-    return
+    return reads.next(nread, buffer, true)
   }
   reads.fed = reads.list
   conn.receive(buffer.subarray(0, nread))
   const free = !holdsAny(reads.list)
   reads.fed = null
   reads.list.length = 0
-  if (nread >= BULK && free) return readAgain(buffer)
-  reads.letGo(free)
-  if (nread >= BULK) reads.own = takeOwn()
+  reads.next(nread, buffer, free)
 }
 
 function onClose () {
