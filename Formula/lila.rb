@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "76ea676f7df4e6118c8dc01c397739b72cadc7b7c5028c83da1274035943e58d"
+  sha256 "8e8ea7ab30261ea9151715404a797edb2fbbd7eeab6b5fdb93ad951f20ad5804"
   license "MIT"
 
   depends_on "node"
