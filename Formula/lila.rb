@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "8e8ea7ab30261ea9151715404a797edb2fbbd7eeab6b5fdb93ad951f20ad5804"
+  sha256 "ddb7637f780b414dc7983c55eb80083778ebda82b1a4165a70b0850d85f170b6"
   license "MIT"
 
   depends_on "node"
