@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ddb7637f780b414dc7983c55eb80083778ebda82b1a4165a70b0850d85f170b6"
+  sha256 "7a39e90cad0bc531c7ed7383da00c91b6ea1553c3e654ea75e37dc886e6de86a"
   license "MIT"
 
   depends_on "node"

@@ -266,10 +266,11 @@ class TcpSession {
   // go again to another backend (the verdict on this one waits for it), else the
   // client is reset as the backend did.
   resend (socket, reason) {
-    this.listener.log.debug(`${this.attempt.backend.address} reset before answering: ${reason}`)
+    const address = this.attempt.backend.address
+    this.listener.log.debug(`${address} reset before answering: ${reason}`)
     this.piping = false
     this.upstream = null
-    this.replay.rewind()
+    this.replay.rewind(address)
     socket.destroy()
     const how = { cause: 'reset', sent: true, replayable: !this.clientClosed }
     const retried = this.attempt.failed(`${reason} before answering`, how)
@@ -362,14 +363,20 @@ class TcpSession {
     }
   }
 
+  // The backend the client is on; else the last that took its bytes and reset (none
+  // was left to take them again): for the access log and the span.
+  get backendAddress () {
+    return this.attempt.backend === null ? this.replay.resetBy : this.attempt.backend.address
+  }
+
   // What the access log (access-log.js) prints of this connection.
   record () {
-    const { client, attempt } = this
+    const { client } = this
     return {
       listener: this.listener.name,
       protocol: 'tcp',
       client: this.clientAddress,
-      backend: attempt.backend === null ? null : attempt.backend.address,
+      backend: this.backendAddress,
       bytesIn: client.bytesRead,
       bytesOut: client.bytesWritten,
       ms: performance.now() - this.openedAt
