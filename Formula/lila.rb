@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7a39e90cad0bc531c7ed7383da00c91b6ea1553c3e654ea75e37dc886e6de86a"
+  sha256 "c3c4d26c86afb0458d1075dd0e58c3bf41689a4e67c232e2199c06a53304b96f"
   license "MIT"
 
   depends_on "node"
