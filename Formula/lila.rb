@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c3c4d26c86afb0458d1075dd0e58c3bf41689a4e67c232e2199c06a53304b96f"
+  sha256 "f9d71b509c584d5c244d1b02c1ee1c4de16c60d9b56c63869fedc86c89e2a0a9"
   license "MIT"
 
   depends_on "node"

@@ -240,6 +240,29 @@ t.test('a tcp connection is one span; a mirrored request has its own', async t =
   t.equal(parseTraceparent(primary.last.headers.traceparent).parentId, attempt.spanId)
 })
 
+t.test('--retry-on reset, every backend resets: the tcp span names the last that took the bytes', async t => {
+  const resets = [] // the backends' names, in the order they reset
+  const rude = name => tcpBackend(t, name, socket => {
+    socket.on('data', () => {})
+    socket.on('end', () => {
+      resets.push(name)
+      socket.resetAndDestroy()
+    })
+  })
+  const [a, b] = await Promise.all([rude('a'), rude('b')])
+  const tcp = await spawnLila(t, ['rr', a.address, b.address, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    '--retry-on', 'reset', '--retries', '1', '--eject-after', '0', '--otlp', col.endpoint, '--otlp-interval', '1h'],
+  { env: { ...ENV, OTEL_SERVICE_NAME: 'tcp-reset-edge' } })
+  const { error } = await exchange(tcp.port, 'x')
+  t.equal(error && error.code, 'ECONNRESET', 'the client is reset')
+  t.equal(resets.length, 2, 'both backends took the bytes and reset')
+  const mine = () => col.spans().find(s => s.resource['service.name'] === 'tcp-reset-edge')
+  await until(() => mine() !== undefined, 'the tcp span', { timeout: 15000, every: 25 })
+  const span = mine()
+  t.equal(span.attrs['lila.attempts'], 2)
+  t.equal(span.attrs['lila.backend'], { a: a.address, b: b.address }[resets[1]], 'the backend that reset last')
+})
+
 t.test('the metrics reach the collector: the request counters, after N requests', async t => {
   const backend = await httpBackend(t, 'a')
   const lila = await spawnLila(t, args([backend.address], col, '--otlp-interval', '1s'), { env: { ...ENV, OTEL_SERVICE_NAME: 'metrics-edge' } })
