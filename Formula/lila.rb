@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f9d71b509c584d5c244d1b02c1ee1c4de16c60d9b56c63869fedc86c89e2a0a9"
+  sha256 "2b85c30570ab63129d5653d02d1811b56d61a97a69d804f22609c9b239d48dcf"
   license "MIT"
 
   depends_on "node"
