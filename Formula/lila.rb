@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2b85c30570ab63129d5653d02d1811b56d61a97a69d804f22609c9b239d48dcf"
+  sha256 "98268a65ab50fac802dbbefeea1f52ea3d73bf88ee66230f61dcb696941d5dce"
   license "MIT"
 
   depends_on "node"

@@ -8,7 +8,7 @@ const net = require('net')
 const { tmpDir } = require('./fixtures/tmp')
 const { tool } = require('./fixtures/tools')
 const {
-  spawnLila, tcpBackend, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
+  spawnLila, tcpBackend, resettingBackends, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
 } = require('./fixtures/helpers')
 
 const TIME = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z'
@@ -52,15 +52,7 @@ t.test('tcp, text: one line per connection, served or not', async t => {
 // --retry-on reset: the client's bytes went to a backend that reset, again to the next,
 // which reset too, and no backend is left: the line names the last that took them.
 t.test('tcp, json: bytes that every backend took and reset name the last one', async t => {
-  const resets = [] // the backends' names, in the order they reset
-  const rude = name => tcpBackend(t, name, socket => {
-    socket.on('data', () => {})
-    socket.on('end', () => {
-      resets.push(name)
-      socket.resetAndDestroy()
-    })
-  })
-  const [a, b] = await Promise.all([rude('a'), rude('b')])
+  const { backends: [a, b], resets } = await resettingBackends(t, ['a', 'b'])
   const lila = await spawnLila(t, ['rr', a.address, b.address, ...LOCAL, '--retry-on', 'reset', '--retries', '1',
     '--eject-after', '0', '--access-log', 'json'])
   const { error } = await exchange(lila.port, 'hello')

@@ -7,7 +7,7 @@
 // connection, the metrics pushed, and a collector that goes away under load.
 
 const t = require('tap')
-const { spawnLila, httpBackend, curl, until, statusJson, request, tcpBackend, exchange, deadPort, runLila } = require('./fixtures/helpers')
+const { spawnLila, httpBackend, curl, until, statusJson, request, tcpBackend, resettingBackends, exchange, deadPort, runLila } = require('./fixtures/helpers')
 const { startCollector, MISSING } = require('./fixtures/otelcol')
 const grpcFixture = require('./fixtures/grpc')
 const { parseTraceparent } = require('../lib/wire/trace-context')
@@ -241,15 +241,7 @@ t.test('a tcp connection is one span; a mirrored request has its own', async t =
 })
 
 t.test('--retry-on reset, every backend resets: the tcp span names the last that took the bytes', async t => {
-  const resets = [] // the backends' names, in the order they reset
-  const rude = name => tcpBackend(t, name, socket => {
-    socket.on('data', () => {})
-    socket.on('end', () => {
-      resets.push(name)
-      socket.resetAndDestroy()
-    })
-  })
-  const [a, b] = await Promise.all([rude('a'), rude('b')])
+  const { backends: [a, b], resets } = await resettingBackends(t, ['a', 'b'])
   const tcp = await spawnLila(t, ['rr', a.address, b.address, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
     '--retry-on', 'reset', '--retries', '1', '--eject-after', '0', '--otlp', col.endpoint, '--otlp-interval', '1h'],
   { env: { ...ENV, OTEL_SERVICE_NAME: 'tcp-reset-edge' } })

@@ -266,11 +266,10 @@ class TcpSession {
   // go again to another backend (the verdict on this one waits for it), else the
   // client is reset as the backend did.
   resend (socket, reason) {
-    const address = this.attempt.backend.address
-    this.listener.log.debug(`${address} reset before answering: ${reason}`)
+    this.listener.log.debug(`${this.attempt.backend.address} reset before answering: ${reason}`)
     this.piping = false
     this.upstream = null
-    this.replay.rewind(address)
+    this.replay.rewind(this.attempt.backend.address)
     socket.destroy()
     const how = { cause: 'reset', sent: true, replayable: !this.clientClosed }
     const retried = this.attempt.failed(`${reason} before answering`, how)
@@ -363,8 +362,7 @@ class TcpSession {
     }
   }
 
-  // The backend the client is on; else the last that took its bytes and reset (none
-  // was left to take them again): for the access log and the span.
+  // The backend it is on, else the last that reset its bytes (the access log, the span).
   get backendAddress () {
     return this.attempt.backend === null ? this.replay.resetBy : this.attempt.backend.address
   }
