@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "76ea676f7df4e6118c8dc01c397739b72cadc7b7c5028c83da1274035943e58d"
+  sha256 "98268a65ab50fac802dbbefeea1f52ea3d73bf88ee66230f61dcb696941d5dce"
   license "MIT"
 
   depends_on "node"

@@ -72,6 +72,27 @@ function treeRssKiB (pid) {
   return kib
 }
 
+// The tree's RSS once it has settled: what a process keeps, not what it has yet to give
+// back. lila's idle collector (lib/cli/heap.js) returns a burst's garbage 8 to 11 s
+// after it on a quiet machine, later on a busy one, so a reading taken at a fixed time
+// may count that garbage as memory per connection. Read every second until the
+// readings of the last `still` seconds are within `tolerance` (a share of the largest)
+// of each other, or `max` seconds passed; the same wait for every process measured.
+// Resolves with { kib, seconds, settled }.
+async function settledRssKiB (pid, { still = 15, max = 90, tolerance = 0.005 } = {}) {
+  const started = Date.now()
+  const readings = [treeRssKiB(pid)]
+  for (;;) {
+    await new Promise(resolve => setTimeout(resolve, 1000))
+    readings.push(treeRssKiB(pid))
+    const last = readings.slice(-(still + 1))
+    const high = Math.max(...last)
+    const settled = last.length > still && high - Math.min(...last) <= tolerance * high
+    const seconds = (Date.now() - started) / 1000
+    if (settled || seconds >= max) return { kib: readings.at(-1), seconds, settled }
+  }
+}
+
 // Busy and total jiffies per CPU from /proc/stat, to tell which side was saturated:
 // busy% of the load generator's CPU near 100 means req/s was capped there, not by
 // the balancer.
@@ -94,4 +115,4 @@ function busyPercent (before, after, cpu) {
   return total > 0 ? 100 * (after[cpu].busy - before[cpu].busy) / total : null
 }
 
-module.exports = { treeCpuMicros, treeCpuByProcess, treeRssKiB, cpuJiffies, busyPercent }
+module.exports = { treeCpuMicros, treeCpuByProcess, treeRssKiB, settledRssKiB, cpuJiffies, busyPercent }

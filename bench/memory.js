@@ -4,7 +4,7 @@
 // Memory of lila, against HAProxy and a bare Node proxy, in one run:
 //
 //   node bench/memory.js [--lila PATH] [--count 10000] [--only idle,load,startup]
-//                        [--seconds 10] [--after 12] [--settle 12] [--node-flags="--max-semi-space-size=2"]
+//                        [--seconds 10] [--after 12] [--settle 15] [--node-flags="--max-semi-space-size=2"]
 //                        [--no-peers] [--snapshots DIR] [--out FILE]
 //
 // idle: `count` idle proxied TCP connections, and `count` idle HTTP keep-alive clients
@@ -12,7 +12,10 @@
 //   node-floor.js (the least a Node program can hold for one: Node's own sockets). For
 //   each: RSS once warmed up, RSS with the connections, KiB per connection between the
 //   two; for the Node ones also the live heap per connection (after a forced GC), and
-//   what is left once the connections close.
+//   what is left once the connections close. Each RSS is read once it has settled (no
+//   move over 0.5 % for `settle` seconds, cpu.js settledRssKiB): lila's idle collector
+//   gives a burst's garbage back 8 to 11 s after it, and a reading before that counted
+//   it as memory per connection.
 // load: lila and HAProxy under load, tcp and http, the same backends: many keep-alive
 //   clients, then 1 MiB bodies, then a new connection per request; RSS (and lila's heap)
 //   at the start, the peak under load, at its end, `after` seconds after it stopped,
@@ -32,7 +35,7 @@ const net = require('net')
 const path = require('path')
 const { spawnSync } = require('child_process')
 const procs = require('./procs')
-const { treeRssKiB, treeCpuMicros } = require('./cpu')
+const { treeRssKiB, treeCpuMicros, settledRssKiB } = require('./cpu')
 const { startBackends, startOnFreePort, get } = require('./backends')
 const { runLoad } = require('./loadgen')
 
@@ -41,7 +44,11 @@ const OPEN_CONCURRENCY = 200 // connections being set up at once (under lila's b
 const WARM_CONNECTIONS = 200 // opened and closed first, so code warm-up is not counted
 const STREAMS_PER_SESSION = 100 // h2: streams per client connection (lila allows 128, HAProxy 100)
 const H2_STREAMS = 1000 // h2: streams held open by default (--streams)
-const SETTLE_MS = 12000 // after connections open or close, before a reading: longer than lila takes to collect
+const SETTLE_STILL = 15 // s: RSS settled once it held for this long (cpu.js settledRssKiB)
+const SETTLE_MAX = 90 // s: the longest wait for it
+// run.js's idle http figure: the issue's measure (5,000 clients that each made one
+// request and stay connected), as bench/startup.js takes it.
+const IDLE_HTTP_CLIENTS = 5000
 const STARTUP_RUNS = 21
 const LB_CPU = 0
 const LOAD_CPU = 1
@@ -173,7 +180,8 @@ function hardFdLimit () {
 // One subject holding `count` idle connections (see the head of this file); h2:
 // `count` HTTP/2 streams waiting for their answer (100 per client connection), each
 // request held unanswered by the backend.
-async function idleProbe ({ kind, protocol, count, dir, opts }) {
+// `full`: also the live heap (forced GCs) and what is left once they close.
+async function idleProbe ({ kind, protocol, count, dir, opts, full = true }) {
   const label = `${kind === 'floor' ? 'node-floor' : kind} ${protocol}`
   const http = protocol === 'http'
   const h2 = protocol === 'h2'
@@ -222,22 +230,30 @@ async function idleProbe ({ kind, protocol, count, dir, opts }) {
       else if (!http) await until(async () => await live() === 0, 30000)
     }
 
-    // Warm up, then let it go idle and take the baseline.
+    // Warm up, then let it go idle and take the baseline; each reading once RSS settled.
+    const waits = [] // { seconds, settled } of each reading
+    const settle = async () => {
+      waits.push(await settledRssKiB(subject.pid, { still: opts.settle, max: SETTLE_MAX }))
+    }
     await openAll(WARM_CONNECTIONS)
     await closeAll()
-    await procs.sleep(opts.settle * 1000)
+    await settle()
     const base = await subject.sample()
     const t0 = Date.now()
     await openAll(count)
     const setupSeconds = (Date.now() - t0) / 1000
-    await procs.sleep(opts.settle * 1000)
+    await settle()
     const loaded = await subject.sample({ snapshot: snapshotPath(opts, `idle-${kind}-${protocol}`) })
-    const loadedGc = subject.node ? await subject.sample({ gc: true }) : null
-    await closeAll()
-    await procs.sleep(opts.settle * 1000)
-    const closed = await subject.sample()
-    const closedGc = subject.node ? await subject.sample({ gc: true }) : null
-    return { label, kind, protocol, count, setupSeconds, base, loaded, loadedGc, closed, closedGc }
+    const outcome = { label, kind, protocol, count, setupSeconds, settledIn: waits[1].seconds, base, loaded }
+    if (full) {
+      outcome.loadedGc = subject.node ? await subject.sample({ gc: true }) : null
+      await closeAll()
+      await settle()
+      outcome.closed = await subject.sample()
+      outcome.closedGc = subject.node ? await subject.sample({ gc: true }) : null
+    }
+    outcome.unsettled = waits.filter(w => !w.settled).length // readings taken at SETTLE_MAX
+    return outcome
   } catch (err) {
     return { label, error: err.message.split('\n')[0] }
   } finally {
@@ -247,13 +263,19 @@ async function idleProbe ({ kind, protocol, count, dir, opts }) {
   }
 }
 
+// How long the reading with the connections waited for RSS to settle.
+function settledWords (r) {
+  const words = `${Math.round(r.settledIn)} s`
+  return r.unsettled > 0 ? `${words}; ${r.unsettled} reading(s) not settled in ${SETTLE_MAX} s` : words
+}
+
 function snapshotPath (opts, what) {
   return opts.snapshots ? path.join(opts.snapshots, `${what}-${Date.now()}.heapsnapshot`) : null
 }
 
 function idleTable (results) {
   const out = []
-  out.push('| process | connections (h2: streams) | RSS idle | RSS with them | **KiB per connection** | live heap per connection | RSS once they closed | and after a forced GC |')
+  out.push('| process | connections (h2: streams) | RSS idle | RSS with them (settled after) | **KiB per connection** | live heap per connection | RSS once they closed | and after a forced GC |')
   out.push('|---|--:|--:|--:|--:|--:|--:|--:|')
   for (const r of results) {
     if (r.error) {
@@ -262,8 +284,8 @@ function idleTable (results) {
     }
     const perConn = (r.loaded.rss - r.base.rss) / r.count / 1024
     const heap = r.loadedGc ? `${((r.loadedGc.heapUsed - r.closedGc.heapUsed) / r.count / 1024).toFixed(2)} KiB` : '—'
-    out.push(`| ${r.label} | ${r.count} | ${mib(r.base.rss)} | ${mib(r.loaded.rss)} | **${perConn.toFixed(2)}** | ${heap} | ` +
-      `${mib(r.closed.rss)} | ${r.closedGc ? mib(r.closedGc.rss) : '—'} |`)
+    out.push(`| ${r.label} | ${r.count} | ${mib(r.base.rss)} | ${mib(r.loaded.rss)} (${settledWords(r)}) | ` +
+      `**${perConn.toFixed(2)}** | ${heap} | ${mib(r.closed.rss)} | ${r.closedGc ? mib(r.closedGc.rss) : '—'} |`)
   }
   // lila beyond Node's own sockets: lila's figure less node-floor's, per protocol.
   const lines = []
@@ -451,18 +473,27 @@ function startupProbe (lilaPath) {
   }
 }
 
-// What run.js prints under "Memory and start-up": lila's idle figures and start-up.
+// What run.js prints under "Memory and start-up": lila's idle figures (tcp, http with
+// the issue's IDLE_HTTP_CLIENTS clients, h2), HAProxy's http figure beside lila's, each
+// read the same way (RSS settled), and start-up.
 async function probe ({ lilaPath, count = 10000 }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-memory-'))
-  const opts = { lilaPath, nodeFlags: [], snapshots: null, settle: SETTLE_MS / 1000 }
+  const opts = { lilaPath, nodeFlags: [], snapshots: null, settle: SETTLE_STILL }
   try {
     const lines = []
     const results = []
     for (const protocol of ['tcp', 'http', 'h2']) {
-      const budget = protocol === 'h2' ? { n: H2_STREAMS, lines: [] } : connectionBudget(count, protocol)
+      const budget = protocol === 'h2'
+        ? { n: H2_STREAMS, lines: [] }
+        : connectionBudget(protocol === 'http' ? IDLE_HTTP_CLIENTS : count, protocol)
       lines.push(...budget.lines)
-      results.push(await idleProbe({ kind: 'lila', protocol, count: budget.n, dir, opts }))
+      results.push(await idleProbe({ kind: 'lila', protocol, count: budget.n, dir, opts, full: false }))
+      if (protocol === 'http' && procs.which('haproxy')) {
+        const n = Math.min(budget.n, connectionBudget(budget.n, 'tcp').n) // two descriptors a client
+        results.push(await idleProbe({ kind: 'haproxy', protocol, count: n, dir, opts, full: false }))
+      }
     }
+    const per = r => (r.loaded.rss - r.base.rss) / r.count / 1024
     for (const r of results) {
       if (r.error) {
         lines.push(`${r.label}: not measured: ${r.error}`)
@@ -471,13 +502,14 @@ async function probe ({ lilaPath, count = 10000 }) {
       const what = {
         http: `${r.count} idle keep-alive clients (one request each)`,
         h2: `${r.count} HTTP/2 streams waiting on their backend (${Math.ceil(r.count / STREAMS_PER_SESSION)} client connections)`,
-        tcp: `${r.count} idle proxied connections (${2 * r.count} sockets in lila)`
+        tcp: `${r.count} idle proxied connections (${2 * r.count} sockets in ${r.kind})`
       }[r.protocol]
-      const perConn = (r.loaded.rss - r.base.rss) / r.count / 1024
-      lines.push(`${r.label}: ${what}: RSS ${mib(r.base.rss)} idle → ${mib(r.loaded.rss)}, ` +
-        `**${perConn.toFixed(1)} KiB per ${r.protocol === 'h2' ? 'stream' : 'connection'}** ` +
+      lines.push(`${r.label}: ${what}: RSS ${mib(r.base.rss)} idle → ${mib(r.loaded.rss)} (settled after ` +
+        `${settledWords(r)}), **${per(r).toFixed(1)} KiB per ${r.protocol === 'h2' ? 'stream' : 'connection'}** ` +
         `(set up in ${r.setupSeconds.toFixed(1)} s; bench/memory.js has more)`)
     }
+    const [lila, haproxy] = ['lila', 'haproxy'].map(kind => results.find(r => r.kind === kind && r.protocol === 'http' && !r.error))
+    if (lila && haproxy) lines.push(`idle keep-alive client: lila ${(per(lila) / per(haproxy)).toFixed(1)}× HAProxy's memory`)
     lines.push(startupProbe(lilaPath))
     return lines
   } finally {
@@ -658,7 +690,7 @@ async function main () {
       only: { type: 'string', default: 'idle,load,startup' },
       seconds: { type: 'string', default: '10' },
       after: { type: 'string', default: '12' },
-      settle: { type: 'string', default: String(SETTLE_MS / 1000) },
+      settle: { type: 'string', default: String(SETTLE_STILL) },
       'node-flags': { type: 'string', default: '' },
       'no-peers': { type: 'boolean', default: false },
       subjects: { type: 'string', default: 'lila,floor,haproxy' },

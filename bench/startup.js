@@ -5,7 +5,8 @@
 // RSS (lila http in front of one backend against a bare Node HTTP server, each having
 // served one request), and memory per idle keep-alive client (CLIENTS clients that each
 // made one request and stay connected: RSS and, after a forced GC, V8's heap, before
-// and after, per client). Linux (/proc), needs hyperfine.
+// and after, per client; each RSS read once it settled, as memory.js reads it, cpu.js
+// settledRssKiB). Linux (/proc), needs hyperfine.
 //
 //   node bench/startup.js [LILA=./lila] [--clients 5000] [--runs 30]
 
@@ -16,6 +17,7 @@ const fs = require('fs')
 const path = require('path')
 const { parseArgs } = require('util')
 const procs = require('./procs')
+const { settledRssKiB } = require('./cpu')
 
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
@@ -143,18 +145,19 @@ async function main () {
     // connections compile the connection path and grow the young generation, a fixed
     // cost that would otherwise be divided among the clients.
     for (const socket of await idleClients(proc.port, WARM_CONNECTIONS)) socket.destroy()
-    await sleep(3000)
-    const heapBefore = await liveHeapKiB(proc) // the baseline after a GC too: both rows start from it
-    const before = rssKiB(proc.child.pid)
+    // RSS once it settled, before and with the clients: lila's idle collector
+    // (cli/heap.js) gives the clients' garbage back 8 to 11 s after traffic stops, later
+    // on a busy machine; a reading at a fixed 12 s sometimes came before it (6 KiB a
+    // client instead of 2.5 to 4).
+    const before = (await settledRssKiB(proc.child.pid)).kib
+    const heapBefore = await liveHeapKiB(proc) // after a GC, as heapAfter
+    const beforeGc = rssKiB(proc.child.pid)
     const sockets = await idleClients(proc.port, count)
-    // 12 s: lila's idle collector (cli/heap.js) gives the clients' garbage back 7 to 8 s
-    // after traffic stops; at 5 s lila showed 5.3-6.1 KiB a client instead of 2.4-2.6.
-    await sleep(12000)
-    const after = rssKiB(proc.child.pid)
+    const { kib: after, seconds } = await settledRssKiB(proc.child.pid)
     const heapAfter = await liveHeapKiB(proc)
     const afterGc = rssKiB(proc.child.pid)
     say(`${count} idle keep-alive clients (one request each): ${name} ${((after - before) / count).toFixed(2)} KiB of ` +
-      `RSS each, ${((afterGc - before) / count).toFixed(2)} KiB after a forced GC; live heap ` +
+      `RSS each (settled after ${Math.round(seconds)} s), ${((afterGc - beforeGc) / count).toFixed(2)} KiB after a forced GC; live heap ` +
       `${((heapAfter - heapBefore) / count).toFixed(2)} KiB each`)
     for (const socket of sockets) socket.destroy()
     await sleep(500)

@@ -8,7 +8,7 @@ const net = require('net')
 const { tmpDir } = require('./fixtures/tmp')
 const { tool } = require('./fixtures/tools')
 const {
-  spawnLila, tcpBackend, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
+  spawnLila, tcpBackend, resettingBackends, exchange, httpBackend, request, deadPort, settled, statusJson, until, within
 } = require('./fixtures/helpers')
 
 const TIME = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z'
@@ -47,6 +47,24 @@ t.test('tcp, text: one line per connection, served or not', async t => {
   t.equal(TCP_LINE.exec(line)[3], '-')
   t.equal((await none.stop()).code, 0)
   t.equal(stdoutLines(none).length, 1)
+})
+
+// --retry-on reset: the client's bytes went to a backend that reset, again to the next,
+// which reset too, and no backend is left: the line names the last that took them.
+t.test('tcp, json: bytes that every backend took and reset name the last one', async t => {
+  const { backends: [a, b], resets } = await resettingBackends(t, ['a', 'b'])
+  const lila = await spawnLila(t, ['rr', a.address, b.address, ...LOCAL, '--retry-on', 'reset', '--retries', '1',
+    '--eject-after', '0', '--access-log', 'json'])
+  const { error } = await exchange(lila.port, 'hello')
+  t.equal(error && error.code, 'ECONNRESET', 'the client is reset, as the backends did')
+  t.equal(resets.length, 2, 'both backends took the bytes and reset')
+  const [line] = await linesOf(lila, 1)
+  const entry = JSON.parse(line)
+  t.match(entry, { protocol: 'tcp', client: '127.0.0.1', bytesIn: 5, bytesOut: 0 })
+  t.equal(entry.backend, { a: a.address, b: b.address }[resets[1]], 'the backend that reset last')
+  await settled(lila)
+  t.equal((await lila.stop()).code, 0)
+  t.equal(stdoutLines(lila).length, 1, 'one line')
 })
 
 t.test('http, json: one object per request, with what the client was answered', async t => {

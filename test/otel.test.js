@@ -7,7 +7,7 @@
 // connection, the metrics pushed, and a collector that goes away under load.
 
 const t = require('tap')
-const { spawnLila, httpBackend, curl, until, statusJson, request, tcpBackend, exchange, deadPort, runLila } = require('./fixtures/helpers')
+const { spawnLila, httpBackend, curl, until, statusJson, request, tcpBackend, resettingBackends, exchange, deadPort, runLila } = require('./fixtures/helpers')
 const { startCollector, MISSING } = require('./fixtures/otelcol')
 const grpcFixture = require('./fixtures/grpc')
 const { parseTraceparent } = require('../lib/wire/trace-context')
@@ -238,6 +238,21 @@ t.test('a tcp connection is one span; a mirrored request has its own', async t =
   t.equal(mirror.parentSpanId, server.spanId)
   t.equal(parseTraceparent(shadow.last.headers.traceparent).parentId, mirror.spanId, 'the mirror gets its own span')
   t.equal(parseTraceparent(primary.last.headers.traceparent).parentId, attempt.spanId)
+})
+
+t.test('--retry-on reset, every backend resets: the tcp span names the last that took the bytes', async t => {
+  const { backends: [a, b], resets } = await resettingBackends(t, ['a', 'b'])
+  const tcp = await spawnLila(t, ['rr', a.address, b.address, '--host', '127.0.0.1', '--port', '0', '--check', 'none',
+    '--retry-on', 'reset', '--retries', '1', '--eject-after', '0', '--otlp', col.endpoint, '--otlp-interval', '1h'],
+  { env: { ...ENV, OTEL_SERVICE_NAME: 'tcp-reset-edge' } })
+  const { error } = await exchange(tcp.port, 'x')
+  t.equal(error && error.code, 'ECONNRESET', 'the client is reset')
+  t.equal(resets.length, 2, 'both backends took the bytes and reset')
+  const mine = () => col.spans().find(s => s.resource['service.name'] === 'tcp-reset-edge')
+  await until(() => mine() !== undefined, 'the tcp span', { timeout: 15000, every: 25 })
+  const span = mine()
+  t.equal(span.attrs['lila.attempts'], 2)
+  t.equal(span.attrs['lila.backend'], { a: a.address, b: b.address }[resets[1]], 'the backend that reset last')
 })
 
 t.test('the metrics reach the collector: the request counters, after N requests', async t => {

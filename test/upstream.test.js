@@ -232,6 +232,19 @@ t.test('discovery: a name that does not resolve at start, an address given twice
   t.equal(upstream.backends.length, 3)
 })
 
+t.test('discovery: a reload that changes --resolve-interval resolves the names again, at its pace', async t => {
+  const { listenerConfig } = require('../lib/config/defaults')
+  let calls = 0
+  const backends = [spec('again.lila.test')]
+  const settings = { mode: 'round-robin', check: null, queueTimeout: 0, backends }
+  const { upstream } = make(t, { ...settings, resolveInterval: 0 }, { resolve: async () => { calls++; return ['10.0.9.6'] } })
+  await upstream.start()
+  t.equal(calls, 1, 'resolved once')
+  upstream.update(listenerConfig({ ...settings, resolveInterval: 5 }))
+  await within(5000, 'resolved again', until(() => calls >= 3, 'resolutions every 5 ms'))
+  t.same(upstream.backends.map(b => b.address), ['10.0.9.6:80'], 'the same backend')
+})
+
 t.test('discovery: --resolve-interval 0 resolves once', async t => {
   let calls = 0
   const { upstream } = make(t, { backends: [spec('once.lila.test')], resolveInterval: 0 }, { resolve: async () => { calls++; return ['10.0.9.9'] } })

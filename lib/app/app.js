@@ -11,7 +11,7 @@ const { rollingRestart } = require('./roll')
 const { Listeners } = require('./listeners')
 const { RuntimeError } = require('../errors')
 const { formatDuration } = require('../format')
-const { SAMPLE_EVERY, overLimit } = require('./limits')
+const { SAMPLE_EVERY, overLimit } = require('./instance-limits')
 
 // `lila run`: the app's command started `instances` times, each instance a process
 // (instance.js) on a port of its own. An instance is a backend of its listener only

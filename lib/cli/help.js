@@ -5,7 +5,7 @@
 // holds) and `lila help all` (every topic), as `git help` and `caddy help` do. Each
 // option is in one topic, its group; the short page lists the `common` ones again.
 
-const { OPTIONS, GROUPS } = require('../config/options')
+const { OPTIONS, GROUPS, OTLP_DEFAULT_ENDPOINT } = require('../config/options')
 const { MODES, modeWord } = require('../upstream/balancers')
 const { BACKEND_SYNTAX } = require('../config/backend-spec')
 const { didYouMean } = require('../config/suggest')
@@ -159,7 +159,8 @@ const SIGNALS = [
 // every one.
 const EXAMPLES = [
   ['admin', 'spans and metrics to the OpenTelemetry collector OTEL_EXPORTER_OTLP_ENDPOINT names (else ' +
-    'localhost:4318); a tenth of the new traces', 'lila rr :3000 :3001 --protocol http --otlp --trace-sample 0.1'],
+    `${OTLP_DEFAULT_ENDPOINT}); a tenth of the new traces`,
+  'lila rr :3000 :3001 --protocol http --otlp --trace-sample 0.1'],
   ['health', 'HTTP requests in turns; each backend checked with GET /health every 2s',
     'lila rr app1:8080 app2:8080 --protocol http --check http:/health'],
   ['backends', 'local ports, one weighted 3, a backup; a status page on 127.0.0.1:9000',

@@ -26,6 +26,12 @@ const { TOPICS } = require('./topics')
 // after the listener's); 'instead', in place of the listener's (which it has otherwise);
 // 'own', the route's own, neither inherited nor added to the listener's (--canary).
 
+// Where a bare --otlp sends when OTEL_EXPORTER_OTLP_ENDPOINT says nothing: the
+// OpenTelemetry SDKs' own default (an OTLP/HTTP collector on this machine). Its help
+// here, the example in `lila help admin`, the parser's error and the exporter's
+// settings (otel-environment.js) all read it.
+const OTLP_DEFAULT_ENDPOINT = 'http://localhost:4318'
+
 const OPTIONS = [
   {
     name: 'port',
@@ -843,13 +849,13 @@ const OPTIONS = [
     name: 'otlp',
     arg: '[URL]',
     type: 'otlpUrl',
-    bare: 'env', // OTEL_EXPORTER_OTLP_ENDPOINT (and the rest of OTEL_*), else the collector's own port
+    bare: 'env', // OTEL_EXPORTER_OTLP_ENDPOINT (and the rest of OTEL_*), else OTLP_DEFAULT_ENDPOINT
     group: 'admin',
     default: null,
     shown: 'off',
     scope: 'global',
     help: 'OpenTelemetry: a span per request and per attempt, and the metrics, to an OTLP/HTTP collector ' +
-      '(bare: OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)'
+      `(bare: OTEL_EXPORTER_OTLP_ENDPOINT, else ${OTLP_DEFAULT_ENDPOINT})`
   },
   {
     name: 'otlp-interval',
@@ -1150,4 +1156,6 @@ function parseArgsOptions () {
   return spec
 }
 
-module.exports = { OPTIONS, GROUPS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, RUN_OPTIONS, parseArgsOptions }
+module.exports = {
+  OPTIONS, GROUPS, BY_NAME, LISTENER_OPTIONS, GLOBAL_OPTIONS, RUN_OPTIONS, OTLP_DEFAULT_ENDPOINT, parseArgsOptions
+}

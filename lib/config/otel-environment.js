@@ -21,7 +21,8 @@
 // traces and metrics each null (off) or { url, headers: [[name, value]], compression,
 // timeout, json }; resource flat [key, value, ...].
 
-const DEFAULT_ENDPOINT = 'http://localhost:4318'
+const { OTLP_DEFAULT_ENDPOINT } = require('./options')
+
 const SIGNALS = { traces: 'v1/traces', metrics: 'v1/metrics' }
 // The SDKs' defaults for what lila has no option of its own for.
 const SDK_DEFAULTS = { timeout: 10000, delay: 5000, maxQueue: 2048, size: 512 }
@@ -47,7 +48,7 @@ function otlpSettings (config, env = {}) {
   }
   const base = config.otlp !== 'env'
     ? config.otlp
-    : read('OTEL_EXPORTER_OTLP_ENDPOINT', httpUrl, 'an http:// or https:// URL', DEFAULT_ENDPOINT)
+    : read('OTEL_EXPORTER_OTLP_ENDPOINT', httpUrl, 'an http:// or https:// URL', OTLP_DEFAULT_ENDPOINT)
 
   const signal = name => {
     const upper = name.toUpperCase()

@@ -19,6 +19,7 @@ const { parseFleetUrl } = require('./fleet-url')
 const { EDGE_PARSERS } = require('./edge-values')
 const { HEADER_PARSERS } = require('./header-values')
 const { NETWORK_PARSERS } = require('./network-values')
+const { OTLP_DEFAULT_ENDPOINT } = require('./options')
 
 const LOG_LEVELS = ['error', 'warn', 'info', 'debug']
 const CHECK_PATH = /^\/[\x21-\x7e]*$/ // an absolute path, printable ASCII, no spaces
@@ -183,7 +184,7 @@ const PARSERS = {
     try { url = new URL(text) } catch {}
     if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
       throw new UsageError(`invalid OTLP endpoint ${quote(text)}${forFlag(flag)}: expected an http:// or https:// URL, ` +
-        'e.g. http://127.0.0.1:4318')
+        `e.g. ${OTLP_DEFAULT_ENDPOINT}`)
     }
     return text
   },

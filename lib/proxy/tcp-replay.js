@@ -5,7 +5,8 @@
 // is held (and replayed to the next backend if the connect fails); past REPLAY_LIMIT,
 // the client is paused. With --retry-on reset, what went to a backend is kept until its
 // first byte back (as long as it stays within REPLAY_LIMIT) for another backend if that
-// one resets first.
+// one resets first. The last backend that reset them is remembered: the access log and
+// the span name it when no other is left to take them.
 const { REPLAY_LIMIT } = require('../limits')
 
 class TcpReplay {
@@ -13,6 +14,7 @@ class TcpReplay {
     this.held = null // the client's bytes while no backend is connected
     this.bytes = 0 // held and kept, counted against REPLAY_LIMIT
     this.kept = null // --retry-on reset: what the backend was sent, while it has answered nothing
+    this.resetBy = null // the address of the last backend that reset after taking them
   }
 
   // A chunk that came while connecting; true once the client should pause.
@@ -44,10 +46,12 @@ class TcpReplay {
     this.kept = null
   }
 
-  // The backend reset before answering: what it was sent is held for the next one.
-  rewind () {
+  // The backend at `address` reset before answering: what it was sent is held for the
+  // next one.
+  rewind (address) {
     this.held = this.kept
     this.kept = null
+    this.resetBy = address
   }
 }
 

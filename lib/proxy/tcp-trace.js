@@ -15,7 +15,7 @@ function traceConnection (tracer, session) {
   span.set('network.peer.address', session.clientAddress)
   span.set('lila.listener', session.listener.name)
   span.set('lila.attempts', attempt.attempts)
-  if (attempt.backend !== null) span.set('lila.backend', attempt.backend.address)
+  if (session.backendAddress !== null) span.set('lila.backend', session.backendAddress)
   span.set('lila.bytes_in', client.bytesRead)
   span.set('lila.bytes_out', client.bytesWritten)
   if (!session.piping) span.fail(attempt.attempts > 0 ? attempt.failure : 'no backend available')

@@ -269,7 +269,7 @@ class TcpSession {
     this.listener.log.debug(`${this.attempt.backend.address} reset before answering: ${reason}`)
     this.piping = false
     this.upstream = null
-    this.replay.rewind()
+    this.replay.rewind(this.attempt.backend.address)
     socket.destroy()
     const how = { cause: 'reset', sent: true, replayable: !this.clientClosed }
     const retried = this.attempt.failed(`${reason} before answering`, how)
@@ -362,14 +362,19 @@ class TcpSession {
     }
   }
 
+  // The backend it is on, else the last that reset its bytes (the access log, the span).
+  get backendAddress () {
+    return this.attempt.backend === null ? this.replay.resetBy : this.attempt.backend.address
+  }
+
   // What the access log (access-log.js) prints of this connection.
   record () {
-    const { client, attempt } = this
+    const { client } = this
     return {
       listener: this.listener.name,
       protocol: 'tcp',
       client: this.clientAddress,
-      backend: attempt.backend === null ? null : attempt.backend.address,
+      backend: this.backendAddress,
       bytesIn: client.bytesRead,
       bytesOut: client.bytesWritten,
       ms: performance.now() - this.openedAt

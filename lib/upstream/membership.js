@@ -2,7 +2,7 @@
 
 const { Backend } = require('./backend')
 const { Checks, thresholdsOf } = require('./checks')
-const { Discovery } = require('./discovery')
+const { Watching } = require('./watching')
 const { Group } = require('./group')
 const { endpointsOf } = require('./endpoints')
 const { diffGroups } = require('./groups-diff')
@@ -14,10 +14,11 @@ const { reasonOf } = require('../errors')
 // Who the backends of one listener are: the groups as given (group.js: an IP literal or
 // a Unix socket is one backend, a name as many as DNS says, an SRV name one per address
 // of each target its records give, a port range one per port that listens), the
-// Backends made from them, those retired but still finishing connections, and the
-// checks that probe them (checks.js). Membership changes come from DNS, from probing a
-// port range, from a reload (update) and from an operator (add, remove); a backend that
-// leaves is retired: no new traffic, its open connections finish.
+// Backends made from them, those retired but still finishing connections, the checks
+// that probe them (checks.js) and the names and ranges watched (watching.js).
+// Membership changes come from DNS, from probing a port range, from a reload (update)
+// and from an operator (add, remove); a backend that leaves is retired: no new
+// traffic, its open connections finish.
 //
 // It decides nothing about traffic. The upstream (upstream.js) hears of changes through
 // two callbacks: changed() when the set of backends changed, and state(backend, state)
@@ -27,17 +28,13 @@ class Membership {
     this.now = now
     this.app = app // `lila run`: the App (app/app.js) whose ready instances the app group stands for
     this.log = log
-    this.resolve = resolve
     this.isStarted = started // () -> bool: start-up is done, changes are logged
     this.onFree = onFree // given to each Backend: a lease was released
     this.changed = changed
     this.state = state
     this.thresholds = thresholdsOf(settings)
     this.checks = new Checks(settings, tls)
-    this.resolveSrv = resolveSrv
-    this.discoveryOptions = { interval: settings.resolveInterval, server: settings.dnsServer, resolve, resolveSrv }
-    this.discovery = null
-    this.scanning = scanningOf(settings) // port ranges: { timeout, interval } of their probes
+    this.watching = new Watching(settings, { resolve, resolveSrv })
     this.groups = settings.backends.map(spec => new Group(spec))
     this.backends = [] // every group's, in the order given
     this.retired = new Set() // taken out (DNS, reload, operator), connections still open
@@ -172,16 +169,8 @@ class Membership {
     this.thresholds = thresholdsOf(settings)
     for (const backend of this.all()) backend.setThresholds(this.thresholds)
     this.checks.update(settings, tls, this.backends)
-    this.scanning = scanningOf(settings)
-    const { resolveInterval, dnsServer } = settings
-    if (resolveInterval !== this.discoveryOptions.interval || dnsServer !== this.discoveryOptions.server) {
-      const { resolve, resolveSrv } = this
-      this.discoveryOptions = { interval: resolveInterval, server: dnsServer, resolve, resolveSrv }
-      if (this.discovery !== null) {
-        this.discovery.close()
-        this.discovery = null
-        for (const group of this.groups) if (group.watched && !group.app) this.#discover(group)
-      }
+    if (this.watching.update(settings)) {
+      for (const group of this.groups) if (group.watched && !group.app) this.#discover(group)
     }
 
     const { matched, removed } = diffGroups(this.groups, settings.backends)
@@ -232,7 +221,7 @@ class Membership {
     this.closed = true
     for (const group of this.groups) if (group.unwatchApp !== null) group.unwatchApp()
     this.checks.close()
-    if (this.discovery !== null) this.discovery.close()
+    this.watching.close()
   }
 
   // `spec`: a backend's settings and where it is (host and port, or path), and `name`:
@@ -252,21 +241,12 @@ class Membership {
     return backend
   }
 
-  // Resolve a group's name (A and AAAA, or SRV) now and every --resolve-interval; scan
-  // a port range now and every --check-interval; hear from the app which of its
-  // instances are ready, now and on every change.
+  // Resolve a group's name or scan its port range (watching.js), or hear from the app
+  // which of its instances are ready, now and on every change.
   #discover (group) {
     if (group.app) return this.#follow(group)
-    if (this.discovery === null) this.discovery = new Discovery(this.discoveryOptions)
     const onResult = (err, answer) => this.#resolved(group, err, answer)
-    if (group.range !== null) {
-      return this.discovery.watchRange(group.range, onResult, group, {
-        options: () => ({ ...this.scanning, rise: this.thresholds.rise, fall: this.thresholds.fall }),
-        interval: () => this.scanning.interval
-      })
-    }
-    if (group.srv) return this.discovery.watchService(group.name, onResult, group)
-    return this.discovery.watch(group.name, onResult, group)
+    return this.watching.watch(group, onResult, () => ({ rise: this.thresholds.rise, fall: this.thresholds.fall }))
   }
 
   // The app group: its ports are those of the app's ready instances; the app asks, per
@@ -351,7 +331,7 @@ class Membership {
   #removeGroup (group) {
     group.remove()
     if (group.unwatchApp !== null) group.unwatchApp()
-    if (this.discovery !== null && group.watched) this.discovery.unwatch(group)
+    if (group.watched) this.watching.unwatch(group)
     return this.#retire(group.backends)
   }
 
@@ -389,12 +369,6 @@ class Membership {
   #groupIndex (address) {
     return this.groups.findIndex(g => g.key === address)
   }
-}
-
-// What the port ranges' probes take (discovery.js watchRange): --check-timeout, and
-// --check-interval between scans.
-function scanningOf ({ checkTimeout, checkInterval }) {
-  return { timeout: checkTimeout, interval: checkInterval }
 }
 
 module.exports = { Membership }
