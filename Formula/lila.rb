@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cac3b6e34e200603c5e9f0b05a503210cc4895b4c4818fc4c089b4e53e869039"
+  sha256 "6fa8cc398d6d105b527f526cc6310af31a4c880ede48e1ee826c9d8b12c23f4e"
   license "MIT"
 
   depends_on "node"

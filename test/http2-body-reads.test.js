@@ -11,7 +11,8 @@
 // frame cut between two reads, and small bodies sent again after lila read on.
 
 const t = require('tap')
-const { blockFor, digestOf, digestingBackend } = require('./fixtures/uploads')
+const crypto = require('crypto')
+const { blockFor, digestingBackend } = require('./fixtures/uploads')
 const http = require('http')
 const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
 const { h2connect } = require('./fixtures/h2')
@@ -20,11 +21,12 @@ const BLOCKS = 16 // of 64 KiB: 1 MiB a body, past the stream window and loopbac
 const CONNECTIONS = 2
 const STREAMS = 3 // at once on each connection
 
-// One upload on `session`: the body in writes of a block each.
-function upload (session, name) {
+// One request on `session` with `pieces` for its body, written one by one: its status
+// and answer.
+function send (session, name, method, pieces) {
   return new Promise((resolve, reject) => {
-    const block = blockFor(name)
-    const req = session.request({ ':method': 'POST', ':path': `/${name}`, 'content-length': block.length * BLOCKS })
+    const length = pieces.reduce((sum, piece) => sum + piece.length, 0)
+    const req = session.request({ ':method': method, ':path': `/${name}`, 'content-length': length })
     let status = 0
     let text = ''
     req.on('response', headers => { status = headers[':status'] })
@@ -34,14 +36,38 @@ function upload (session, name) {
     req.on('error', reject)
     let sent = 0
     const write = () => {
-      while (sent < BLOCKS) {
-        sent++
-        if (!req.write(block)) return req.once('drain', write)
+      while (sent < pieces.length) {
+        if (!req.write(pieces[sent++])) return req.once('drain', write)
       }
       req.end()
     }
     write()
   })
+}
+
+// `streams` requests at once on each of `sessions`, each with the body `bodyOf(name)`
+// gives (its pieces): every one answered with its body's length and digest.
+async function sendAll (t, sessions, streams, method, bodyOf) {
+  const names = []
+  const sent = []
+  for (let k = 0; k < streams; k++) {
+    for (let c = 0; c < sessions.length; c++) {
+      const name = `${c}-${k}`
+      names.push(name)
+      sent.push(send(sessions[c], name, method, bodyOf(name)))
+    }
+  }
+  const got = await within(120000, 'the answers', Promise.all(sent))
+  for (const [i, { status, text }] of got.entries()) {
+    const hash = crypto.createHash('sha256')
+    let size = 0
+    for (const piece of bodyOf(names[i])) {
+      hash.update(piece)
+      size += piece.length
+    }
+    t.equal(status, 200, `${names[i]}: answered`)
+    t.same(JSON.parse(text), { size, digest: hash.digest('hex') }, `${names[i]}: byte for byte`)
+  }
 }
 
 for (const h2 of [false, true]) {
@@ -52,20 +78,7 @@ for (const h2 of [false, true]) {
       '--status-port', '0', '--check', 'none', ...(h2 ? ['--backend-protocol', 'h2'] : [])])
     const sessions = []
     for (let c = 0; c < CONNECTIONS; c++) sessions.push(await h2connect(t, lila.port))
-    const names = []
-    const uploads = []
-    for (let c = 0; c < CONNECTIONS; c++) {
-      for (let k = 0; k < STREAMS; k++) {
-        const name = `${c}-${k}`
-        names.push(name)
-        uploads.push(upload(sessions[c], name))
-      }
-    }
-    const got = await within(120000, 'the uploads', Promise.all(uploads))
-    for (const [i, { status, text }] of got.entries()) {
-      t.equal(status, 200, `${names[i]}: answered`)
-      t.same(JSON.parse(text), { size: BLOCKS * 64 * 1024, digest: digestOf(blockFor(names[i]), BLOCKS) }, `${names[i]}: byte for byte`)
-    }
+    await sendAll(t, sessions, STREAMS, 'POST', name => Array(BLOCKS).fill(blockFor(name)))
     for (const session of sessions) session.destroy()
     await settled(lila, { timeout: 10000 })
   })
@@ -97,39 +110,11 @@ t.test('small bodies kept for a replay while lila reads on are sent again intact
     '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none', '--retry-budget', 'off'])
   const sessions = []
   for (let c = 0; c < CONNECTIONS; c++) sessions.push(await h2connect(t, lila.port))
-  const names = []
-  const puts = []
-  for (let k = 0; k < SMALL_STREAMS; k++) {
-    for (let c = 0; c < CONNECTIONS; c++) {
-      const name = `${c}-${k}`
-      names.push(name)
-      puts.push(put(sessions[c], name, blockFor(name).subarray(0, BODY)))
-    }
-  }
-  const got = await within(60000, 'the answers', Promise.all(puts))
-  for (const [i, { status, text }] of got.entries()) {
-    t.equal(status, 200, `${names[i]}: answered`)
-    t.same(JSON.parse(text), { size: BODY, digest: digestOf(blockFor(names[i]).subarray(0, BODY), 1) }, `${names[i]}: byte for byte`)
-  }
+  await sendAll(t, sessions, SMALL_STREAMS, 'PUT', name => [blockFor(name).subarray(0, BODY)])
   t.equal(held.length, 0, 'every request the first backend got was refused and went again')
   for (const session of sessions) session.destroy()
   await settled(lila, { timeout: 10000 })
 })
-
-// One PUT of `body` on `session`: its status and answer.
-function put (session, name, body) {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':method': 'PUT', ':path': `/${name}`, 'content-length': body.length })
-    let status = 0
-    let text = ''
-    req.on('response', headers => { status = headers[':status'] })
-    req.setEncoding('utf8')
-    req.on('data', chunk => { text += chunk })
-    req.on('end', () => resolve({ status, text }))
-    req.on('error', reject)
-    req.end(body)
-  })
-}
 
 // The rule in process, read by read: the client socket "reads" as Node's onread does
 // (into what the read buffers give it next, then the callback), the codec handing DATA
