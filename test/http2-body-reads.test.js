@@ -3,25 +3,30 @@
 // Where an HTTP/2 client connection in the clear reads into (lib/proxy/http2/
 // client-reads.js): read-buffers.js's buffers, a bulk read's own buffer read into again
 // only once no exchange fed from it holds its bytes (the backend write its DATA went
-// to, a replay's copy). A buffer read into too soon would change bytes a waiting write
-// still holds: bodies uploaded as concurrent streams of a few connections, to backends
-// that read them at different speeds, must each arrive byte for byte; so must bodies
-// sent on to h2c backends, and a frame cut between two reads.
+// to, a replay's copy); a read whose bytes are held till an answer comes (small bodies
+// kept whole for a replay) copied out of the shared buffer. A buffer read into too soon
+// would change bytes a waiting write or a replay still holds: bodies uploaded as
+// concurrent streams of a few connections, to backends that read them at different
+// speeds, must each arrive byte for byte; so must bodies sent on to h2c backends, a
+// frame cut between two reads, and small bodies sent again after lila read on.
 
 const t = require('tap')
-const { blockFor, digestOf, digestingBackend } = require('./fixtures/uploads')
-const { spawnLila, within, settled } = require('./fixtures/helpers')
+const crypto = require('crypto')
+const { blockFor, digestingBackend } = require('./fixtures/uploads')
+const http = require('http')
+const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
 const { h2connect } = require('./fixtures/h2')
 
 const BLOCKS = 16 // of 64 KiB: 1 MiB a body, past the stream window and loopback's buffers
 const CONNECTIONS = 2
 const STREAMS = 3 // at once on each connection
 
-// One upload on `session`: the body in writes of a block each.
-function upload (session, name) {
+// One request on `session` with `pieces` for its body, written one by one: its status
+// and answer.
+function send (session, name, method, pieces) {
   return new Promise((resolve, reject) => {
-    const block = blockFor(name)
-    const req = session.request({ ':method': 'POST', ':path': `/${name}`, 'content-length': block.length * BLOCKS })
+    const length = pieces.reduce((sum, piece) => sum + piece.length, 0)
+    const req = session.request({ ':method': method, ':path': `/${name}`, 'content-length': length })
     let status = 0
     let text = ''
     req.on('response', headers => { status = headers[':status'] })
@@ -31,14 +36,38 @@ function upload (session, name) {
     req.on('error', reject)
     let sent = 0
     const write = () => {
-      while (sent < BLOCKS) {
-        sent++
-        if (!req.write(block)) return req.once('drain', write)
+      while (sent < pieces.length) {
+        if (!req.write(pieces[sent++])) return req.once('drain', write)
       }
       req.end()
     }
     write()
   })
+}
+
+// `streams` requests at once on each of `sessions`, each with the body `bodyOf(name)`
+// gives (its pieces): every one answered with its body's length and digest.
+async function sendAll (t, sessions, streams, method, bodyOf) {
+  const names = []
+  const sent = []
+  for (let k = 0; k < streams; k++) {
+    for (let c = 0; c < sessions.length; c++) {
+      const name = `${c}-${k}`
+      names.push(name)
+      sent.push(send(sessions[c], name, method, bodyOf(name)))
+    }
+  }
+  const got = await within(120000, 'the answers', Promise.all(sent))
+  for (const [i, { status, text }] of got.entries()) {
+    const hash = crypto.createHash('sha256')
+    let size = 0
+    for (const piece of bodyOf(names[i])) {
+      hash.update(piece)
+      size += piece.length
+    }
+    t.equal(status, 200, `${names[i]}: answered`)
+    t.same(JSON.parse(text), { size, digest: hash.digest('hex') }, `${names[i]}: byte for byte`)
+  }
 }
 
 for (const h2 of [false, true]) {
@@ -49,21 +78,117 @@ for (const h2 of [false, true]) {
       '--status-port', '0', '--check', 'none', ...(h2 ? ['--backend-protocol', 'h2'] : [])])
     const sessions = []
     for (let c = 0; c < CONNECTIONS; c++) sessions.push(await h2connect(t, lila.port))
-    const names = []
-    const uploads = []
-    for (let c = 0; c < CONNECTIONS; c++) {
-      for (let k = 0; k < STREAMS; k++) {
-        const name = `${c}-${k}`
-        names.push(name)
-        uploads.push(upload(sessions[c], name))
-      }
-    }
-    const got = await within(120000, 'the uploads', Promise.all(uploads))
-    for (const [i, { status, text }] of got.entries()) {
-      t.equal(status, 200, `${names[i]}: answered`)
-      t.same(JSON.parse(text), { size: BLOCKS * 64 * 1024, digest: digestOf(blockFor(names[i]), BLOCKS) }, `${names[i]}: byte for byte`)
-    }
+    await sendAll(t, sessions, STREAMS, 'POST', name => Array(BLOCKS).fill(blockFor(name)))
     for (const session of sessions) session.destroy()
     await settled(lila, { timeout: 10000 })
   })
 }
+
+// Many small bodies at once on each connection (P1h2's shape): reads of several bodies
+// each, every body kept whole for a replay till its answer. One backend reads each body
+// and answers 503 only once it got all the requests it is to get, so that lila has read
+// on meanwhile; the requests (PUT: idempotent) go again to the other, which says what
+// it read. A buffer read into again while a kept body was a view of it would send
+// another body's bytes.
+t.test('small bodies kept for a replay while lila reads on are sent again intact', async t => {
+  const SMALL_STREAMS = 40
+  const BODY = 4096
+  const total = CONNECTIONS * SMALL_STREAMS
+  const digesting = await digestingBackend(t, false)
+  const held = []
+  let refusing = false
+  const refuser = http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      held.push(res)
+      if (held.length === total / 2) refusing = true
+      if (refusing) for (const r of held.splice(0)) r.writeHead(503, { 'content-length': 0 }).end()
+    })
+  })
+  await listenOn(t, refuser)
+  const lila = await spawnLila(t, ['rr', `127.0.0.1:${refuser.address().port}`, digesting, '--protocol', 'http',
+    '--port', '0', '--host', '127.0.0.1', '--status-port', '0', '--check', 'none', '--retry-budget', 'off'])
+  const sessions = []
+  for (let c = 0; c < CONNECTIONS; c++) sessions.push(await h2connect(t, lila.port))
+  await sendAll(t, sessions, SMALL_STREAMS, 'PUT', name => [blockFor(name).subarray(0, BODY)])
+  t.equal(held.length, 0, 'every request the first backend got was refused and went again')
+  for (const session of sessions) session.destroy()
+  await settled(lila, { timeout: 10000 })
+})
+
+// The rule in process, read by read: the client socket "reads" as Node's onread does
+// (into what the read buffers give it next, then the callback), the codec handing DATA
+// to exchanges that say whether they still hold it.
+t.test('which buffer an HTTP/2 client socket reads into next', async t => {
+  const { onRead, fed, ClientReads, READS } = require('../lib/proxy/http2/client-reads')
+  const { readsInto, SHARED } = require('../lib/proxy/read-buffers')
+  const { RequestBody } = require('../lib/proxy/http/request-body')
+  const next = readsInto(() => {}).buffer
+  const handed = []
+  const leg = { writing: false, holdsBody () { return this.writing } }
+  const x = { shadow: null, body: new RequestBody('POST', 1 << 20, false), leg }
+  x.body.kept = false // past the replay limit: only the leg's writes hold its bytes
+  let feeds = [x]
+  const conn = {
+    receive (chunk) {
+      handed.push(chunk)
+      for (const to of feeds) {
+        fed(socket, to)
+        to.body.add(chunk, chunk.length)
+      }
+    }
+  }
+  const socket = { [READS]: new ClientReads({ conn }) }
+  let into = next()
+  const read = (bytes, fill) => {
+    into.fill(fill, 0, bytes)
+    onRead.call(socket, bytes, into)
+    into = next()
+    return handed[handed.length - 1]
+  }
+
+  t.equal(into, SHARED, 'a socket starts on the shared buffer')
+  let chunk = read(100, 1)
+  t.not(chunk.buffer, SHARED.buffer, 'a small read is copied out of it')
+  t.equal(into, SHARED, 'and the socket reads into it again')
+  chunk = read(64 * 1024, 2)
+  t.not(chunk.buffer, SHARED.buffer, 'a bulk read is copied out too')
+  t.not(into, SHARED, 'and the socket reads into a buffer of its own next')
+  let own = into
+  chunk = read(64 * 1024, 3)
+  t.equal(chunk.buffer, own.buffer, 'handed on as it is, without a copy')
+  t.equal(into, own, 'read into again: nothing holds it')
+  leg.writing = true
+  read(64 * 1024, 4)
+  leg.writing = false
+  t.not(into, own, 'a leg\'s write still holds it: the socket gets another')
+  t.not(into, SHARED, 'of its own')
+  own = into
+  // Small bodies, each whole in the read and kept for a replay till its answer.
+  const small = () => {
+    const body = new RequestBody('PUT', 4096, false)
+    body.end()
+    return { shadow: null, body, leg }
+  }
+  feeds = [small(), small()]
+  chunk = read(40 * 1024, 5)
+  t.equal(chunk.buffer, own.buffer, 'a read of small bodies kept whole is handed on as it is')
+  t.equal(into, SHARED, 'then the socket is back on the shared buffer, not on another of its own')
+  chunk = read(40 * 1024, 6)
+  t.not(chunk.buffer, SHARED.buffer, 'the next such read is copied out')
+  t.equal(into, SHARED, 'and the socket stays on the shared buffer')
+  // A long body's first read, kept only till it passes the replay limit: brief.
+  const long = new RequestBody('PUT', 1 << 20, false)
+  feeds = [{ shadow: null, body: long, leg }]
+  read(64 * 1024, 7)
+  t.ok(long.kept, 'a long body\'s first read is kept')
+  t.not(into, SHARED, 'but only till the body passes the limit: a buffer of its own')
+  own = into
+  feeds = [x]
+  read(64 * 1024, 8)
+  t.equal(into, own, 'read into again once nothing holds it')
+  read(64 * 1024, 9)
+  // All but the third and the eighth, whose buffers the next reads were allowed into.
+  t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7, 9, 9], 'every piece still held kept its bytes')
+  socket[READS].letGo(false)
+})

@@ -53,6 +53,12 @@ class RequestBody {
     return this.heldBytes > REPLAY_LIMIT
   }
 
+  // Is some of it held, and to stay held till the answer: all of it came, or all of it
+  // will fit in what a replay keeps (proxy/http2/client-reads.js copies such reads).
+  keptTillAnswer () {
+    return this.kept && this.heldBytes > 0 && (this.done || this.fitsIn(REPLAY_LIMIT))
+  }
+
   // Is the body declared at most `bytes` long (and not framed by chunks)?
   fitsIn (bytes) {
     return this.length !== -1 && this.length <= bytes

@@ -1,6 +1,6 @@
 'use strict'
 
-const { readFromNowInto, copied, OwnBuffer, SHARED } = require('../read-buffers')
+const { readFromNowInto, copied, OwnBuffer, SHARED, BULK } = require('../read-buffers')
 
 const READS = Symbol('lila.h2ClientReads')
 
@@ -10,7 +10,10 @@ const READS = Symbol('lila.h2ClientReads')
 // lila's CPU on 256 KiB POSTs from h2load, P2h2). A small read lands in the shared
 // buffer and is copied out (the codec hands DATA on as views of what it was given); a
 // bulk one gets the socket a buffer of its own, read into again only once no exchange
-// fed from it still holds its bytes. The codec itself keeps nothing of a read (a frame
+// fed from it still holds its bytes. Bytes held till an answer comes (small bodies
+// kept whole for a replay: ten 4 KiB POSTs in one read, P1h2) would make every read
+// take a new 64 KiB buffer of its own; such a socket's reads are copied out instead,
+// each into a buffer of its length. The codec itself keeps nothing of a read (a frame
 // cut short is copied: wire/h2/inbound.js).
 class ClientReads extends OwnBuffer {
   constructor (session) {
@@ -41,33 +44,41 @@ function fed (socket, x) {
 function onRead (nread, buffer) {
   const reads = this[READS]
   const conn = reads.session.conn
+  const own = buffer !== SHARED
   // Whatever happens in receive() (a backend socket made takes the next buffer there
   // is), this socket's next buffer is chosen after it.
-  if (buffer === SHARED) {
+  if (!own && nread < BULK) {
     conn.receive(copied(nread))
     return reads.next(nread, buffer, true)
   }
   reads.fed = reads.list
-  conn.receive(buffer.subarray(0, nread))
-  const free = !holdsAny(reads.list)
+  conn.receive(own ? buffer.subarray(0, nread) : copied(nread))
+  const hold = holdOf(reads.list)
   reads.fed = null
   reads.list.length = 0
-  reads.next(nread, buffer, free)
+  if (hold === TILL_ANSWER) return reads.letGo(false) // the next read is copied out
+  reads.next(nread, buffer, hold === FREE)
 }
 
 function onClose () {
   this[READS].letGo(false)
 }
 
-// Does any of these exchanges still hold bytes it was given: its body held for a
-// replay, copied for a shadow, or in its leg's writes?
-function holdsAny (exchanges) {
+// How long the bytes these exchanges were given stay held: TILL_ANSWER, a body kept
+// whole for a replay; BRIEFLY, a body kept till it passes the replay limit, copied for
+// a shadow, or in its leg's writes; FREE, not at all.
+const FREE = 0
+const BRIEFLY = 1
+const TILL_ANSWER = 2
+function holdOf (exchanges) {
+  let hold = FREE
   for (let i = 0; i < exchanges.length; i++) {
     const x = exchanges[i]
-    if (x.shadow !== null || (x.body.kept && x.body.heldBytes > 0)) return true
-    if (x.leg === null || x.leg.holdsBody()) return true
+    if (x.body.keptTillAnswer()) return TILL_ANSWER
+    if (x.shadow !== null || (x.body.kept && x.body.heldBytes > 0)) hold = BRIEFLY
+    else if (x.leg === null || x.leg.holdsBody()) hold = BRIEFLY
   }
-  return false
+  return hold
 }
 
-module.exports = { readInto, fed }
+module.exports = { readInto, fed, onRead, ClientReads, READS }
