@@ -1,0 +1,167 @@
+'use strict'
+
+// ./lila compiles its bundle with V8's code cache, kept in a file per build, Node and
+// V8 flags (scripts/bundle-loader.js): written by the first start, taken by the next;
+// a cache V8 rejects, or one that cannot be written, changes nothing but the time.
+
+const t = require('tap')
+const fs = require('fs')
+const crypto = require('crypto')
+const os = require('os')
+const path = require('path')
+const { spawnSync } = require('child_process')
+const { LILA, tcpBackend, exchange, spawnLila, within } = require('./fixtures/helpers')
+
+const PROBE = path.join(__dirname, 'fixtures', 'code-cache-probe.js')
+const EXITED = 'e'.charCodeAt(0)
+const DATA_AT = 21 // the kind byte, the data's SHA-1 (scripts/bundle-loader.js)
+const RUNNING = 'r'.charCodeAt(0)
+
+function tempDir (t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-code-cache-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+function environment (changes) {
+  const env = { ...process.env }
+  delete env.LILA_CODE_CACHE
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === undefined) delete env[name]
+    else env[name] = value
+  }
+  return env
+}
+
+// A command without NODE_OPTIONS, which tap's process tracking sets (and which is part
+// of the cache's name): as spawnLila starts lila.
+function spawnPlain (command, args, env) {
+  return spawnSync('env', ['-u', 'NODE_OPTIONS', command, ...args], { encoding: 'utf8', env, timeout: 30000 })
+}
+
+// `lila ARGS` with the probe: its exit code, output and what the probe saw.
+function run (args, env) {
+  const out = spawnPlain(process.execPath, ['-r', PROBE, LILA, ...args], env)
+  const lines = out.stderr.trim().split('\n')
+  return { status: out.status, stdout: out.stdout, stderr: lines.slice(0, -1).join('\n'), cache: JSON.parse(lines.pop()) }
+}
+
+const cacheFiles = dir => fs.existsSync(dir) ? fs.readdirSync(dir).filter(name => name.endsWith('.cache')) : []
+
+t.test('the first start writes the cache, the second takes it', async t => {
+  const dir = tempDir(t)
+  const env = environment({ LILA_CODE_CACHE: dir })
+  const first = run(['--version'], env)
+  t.equal(first.status, 0)
+  t.match(first.stdout, /^lila \d+\.\d+\.\d+/)
+  t.same(first.cache, { given: false, rejected: false }, 'no cache to give the first time')
+  const [file] = cacheFiles(dir)
+  t.match(file, /^lila-[0-9a-f]{16}-nodev[\d.]+-\w+-[0-9a-f]{8}\.cache$/, 'one cache file')
+  const written = fs.readFileSync(path.join(dir, file))
+  t.equal(written[0], EXITED, 'written as the short command exited')
+
+  const second = run(['--version'], env)
+  t.equal(second.stdout, first.stdout)
+  t.same(second.cache, { given: true, rejected: false }, 'V8 took the cache')
+  t.same(fs.readFileSync(path.join(dir, file)), written, 'and it was not written again')
+  t.same(cacheFiles(dir), [file])
+})
+
+t.test('a corrupt cache, or one V8 rejects, is passed over, then written anew', async t => {
+  const dir = tempDir(t)
+  const env = environment({ LILA_CODE_CACHE: dir })
+  run(['--version'], env)
+  const [file] = cacheFiles(dir)
+  const good = fs.readFileSync(path.join(dir, file))
+
+  const corrupt = Buffer.from(good)
+  corrupt.fill(0x5a, DATA_AT + 64) // V8's header kept, its code garbage
+  fs.writeFileSync(path.join(dir, file), corrupt)
+  const afterCorrupt = run(['--version'], env)
+  t.equal(afterCorrupt.status, 0)
+  t.match(afterCorrupt.stdout, /^lila \d+\.\d+\.\d+/)
+  t.same(afterCorrupt.cache, { given: false, rejected: false }, 'its hash does not match: not given to V8')
+  t.not(fs.readFileSync(path.join(dir, file)).equals(corrupt), 'the corrupt cache was replaced')
+  t.same(run(['--version'], env).cache, { given: true, rejected: false }, 'by one V8 takes')
+
+  // V8's own checks: another source (its header says), the hash made to match.
+  const foreign = Buffer.from(good)
+  foreign[DATA_AT + 8] ^= 0xff
+  crypto.createHash('sha1').update(foreign.subarray(DATA_AT)).digest().copy(foreign, 1)
+  fs.writeFileSync(path.join(dir, file), foreign)
+  const rejected = run(['--help'], env)
+  t.equal(rejected.status, 0)
+  t.match(rejected.stdout, /^lila .*\n\nUsage:/)
+  t.same(rejected.cache, { given: true, rejected: true }, 'V8 rejected it, and lila ran without it')
+  t.same(run(['--version'], env).cache, { given: true, rejected: false }, 'and it was written anew')
+
+  fs.writeFileSync(path.join(dir, file), 'not a cache')
+  t.same(run(['--version'], env).cache, { given: false, rejected: false }, 'a file that is no cache of lila\'s is not given to V8')
+})
+
+t.test('a serving lila writes the cache once it has run a while', async t => {
+  const dir = tempDir(t)
+  const env = environment({ LILA_CODE_CACHE: dir })
+  run(['--version'], env) // a short command's cache: a serving lila replaces it
+  const [file] = cacheFiles(dir)
+  const backend = await tcpBackend(t, 'a')
+  const written = new Promise(resolve => {
+    const watcher = fs.watch(dir, () => {
+      const data = fs.existsSync(path.join(dir, file)) ? fs.readFileSync(path.join(dir, file)) : null
+      if (data !== null && data[0] === RUNNING) {
+        watcher.close()
+        resolve(data)
+      }
+    })
+    t.teardown(() => watcher.close())
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, '--host', '127.0.0.1', '--port', '0'],
+    { prefix: ['-r', PROBE, LILA], lila: process.execPath, env })
+  t.equal((await exchange(lila.port)).data, 'a\n')
+  await within(30000, () => `the cache to be written by the serving lila (${cacheFiles(dir).join(', ')}; ${lila.stderr})`, written)
+  t.equal((await lila.stop()).code, 0)
+  t.match(lila.stderr, /\{"given":true,"rejected":false\}/, 'it took the short command\'s cache')
+  t.same(cacheFiles(dir), [file], 'in the same file')
+})
+
+t.test('LILA_CODE_CACHE=off, a cache folder that cannot be made, no home: lila runs, writing nothing', async t => {
+  const dir = tempDir(t)
+  const off = run(['--version'], environment({ LILA_CODE_CACHE: 'off', XDG_CACHE_HOME: dir }))
+  t.equal(off.status, 0)
+  t.same(off.cache, { given: false, rejected: false }, 'no code cache given')
+  t.same(fs.readdirSync(dir), [], 'nothing written')
+
+  fs.writeFileSync(path.join(dir, 'file'), '')
+  const blocked = run(['--version'], environment({ LILA_CODE_CACHE: path.join(dir, 'file', 'cache') }))
+  t.equal(blocked.status, 0)
+  t.match(blocked.stdout, /^lila \d+\.\d+\.\d+/)
+  t.equal(blocked.stderr, '', 'nothing said')
+  t.same(fs.readdirSync(dir), ['file'])
+
+  const homeless = run(['--version'], environment({ HOME: undefined, XDG_CACHE_HOME: undefined }))
+  t.equal(homeless.status, 0)
+  t.same(homeless.cache, { given: false, rejected: false }, 'no home, no cache')
+})
+
+t.test('XDG_CACHE_HOME, then ~/.cache: where the cache goes by default', async t => {
+  const dir = tempDir(t)
+  run(['--version'], environment({ XDG_CACHE_HOME: path.join(dir, 'xdg'), HOME: path.join(dir, 'home') }))
+  t.equal(cacheFiles(path.join(dir, 'xdg', 'lila')).length, 1, 'in $XDG_CACHE_HOME/lila')
+  t.equal(fs.statSync(path.join(dir, 'xdg', 'lila')).mode & 0o777, 0o700, 'a folder of the user\'s alone')
+  run(['--version'], environment({ XDG_CACHE_HOME: undefined, HOME: path.join(dir, 'home') }))
+  t.equal(cacheFiles(path.join(dir, 'home', '.cache', 'lila')).length, 1, 'else in ~/.cache/lila')
+})
+
+t.test('a program that requires lila reads the cache but writes none', async t => {
+  const dir = tempDir(t)
+  const out = spawnPlain(process.execPath, ['-e', `require(${JSON.stringify(LILA)})`], environment({ LILA_CODE_CACHE: dir }))
+  t.equal(out.status, 0, out.stderr)
+  t.same(cacheFiles(dir), [])
+})
+
+t.test('a LILA_CODE_CACHE that is neither off nor a folder is refused in one line', async t => {
+  const out = spawnPlain(LILA, ['--version'], environment({ LILA_CODE_CACHE: 'cache' }))
+  t.equal(out.status, 2)
+  t.equal(out.stderr, 'lila: invalid value "cache" for LILA_CODE_CACHE: expected off or an absolute folder\n')
+  t.equal(out.stdout, '')
+})
