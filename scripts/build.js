@@ -78,8 +78,10 @@ else module.exports = load(${JSON.stringify(API)})
   const line = before.split('\n').length // the line the bundle starts on
   const filled = before.replace("const BUILD = 'BUILD'", `const BUILD = '${build}'`)
     .replace('const BUNDLE_LINE = 1', `const BUNDLE_LINE = ${line}`)
-  if (filled.split('\n').length !== line || !filled.includes(build) || !filled.includes(`BUNDLE_LINE = ${line}`)) {
-    throw new Error('scripts/bundle-loader.js: BUILD or BUNDLE_LINE is not where build.js writes them')
+    .replace("const VERSION = 'VERSION'", `const VERSION = ${JSON.stringify(require('../lib/version'))}`)
+  if (filled.split('\n').length !== line || !filled.includes(build) || !filled.includes(`BUNDLE_LINE = ${line}`) ||
+    filled.includes("const VERSION = 'VERSION'")) {
+    throw new Error('scripts/bundle-loader.js: BUILD, BUNDLE_LINE or VERSION is not where build.js writes them')
   }
   return `${filled}${inner.replaceAll('*/', COMMENT_END_ESCAPED)}\n*/\n`
 }

@@ -15,6 +15,7 @@
 // starts on (stack traces name lines of ./lila).
 const BUILD = 'BUILD'
 const BUNDLE_LINE = 1
+const VERSION = 'VERSION' // lib/version.js
 const KEPT = 8 // cache files a cache folder holds at most: a few lilas, Node versions
 const AFTER_START_MS = 2000
 // A cache file: one byte saying when it was written (as a short command exited, or by a
@@ -138,4 +139,13 @@ function hash (text) {
   return h.toString(16).padStart(8, '0')
 }
 
-start()
+// `lila --version` alone is answered before the bundle is read (cli/bin.js answers it
+// before the rest of lila loads, for lib/ run as it is): then it costs what Node's scan
+// of this file does.
+const argv = process.argv.slice(2)
+if (require.main === module && argv.length === 1 && (argv[0] === '--version' || argv[0] === 'version')) {
+  process.stdout.on('error', err => { if (err.code !== 'EPIPE') throw err }) // lila --version | true
+  process.stdout.write(`lila ${VERSION}\n`)
+} else {
+  start()
+}

@@ -51,7 +51,7 @@ const cacheFiles = dir => fs.existsSync(dir) ? fs.readdirSync(dir).filter(name =
 t.test('the first start writes the cache, the second takes it', async t => {
   const dir = tempDir(t)
   const env = environment({ LILA_CODE_CACHE: dir })
-  const first = run(['--version'], env)
+  const first = run(['--help'], env)
   t.equal(first.status, 0)
   t.match(first.stdout, /^lila \d+\.\d+\.\d+/)
   t.same(first.cache, { given: false, rejected: false }, 'no cache to give the first time')
@@ -60,7 +60,7 @@ t.test('the first start writes the cache, the second takes it', async t => {
   const written = fs.readFileSync(path.join(dir, file))
   t.equal(written[0], EXITED, 'written as the short command exited')
 
-  const second = run(['--version'], env)
+  const second = run(['--help'], env)
   t.equal(second.stdout, first.stdout)
   t.same(second.cache, { given: true, rejected: false }, 'V8 took the cache')
   t.same(fs.readFileSync(path.join(dir, file)), written, 'and it was not written again')
@@ -70,19 +70,19 @@ t.test('the first start writes the cache, the second takes it', async t => {
 t.test('a corrupt cache, or one V8 rejects, is passed over, then written anew', async t => {
   const dir = tempDir(t)
   const env = environment({ LILA_CODE_CACHE: dir })
-  run(['--version'], env)
+  run(['--help'], env)
   const [file] = cacheFiles(dir)
   const good = fs.readFileSync(path.join(dir, file))
 
   const corrupt = Buffer.from(good)
   corrupt.fill(0x5a, DATA_AT + 64) // V8's header kept, its code garbage
   fs.writeFileSync(path.join(dir, file), corrupt)
-  const afterCorrupt = run(['--version'], env)
+  const afterCorrupt = run(['--help'], env)
   t.equal(afterCorrupt.status, 0)
   t.match(afterCorrupt.stdout, /^lila \d+\.\d+\.\d+/)
   t.same(afterCorrupt.cache, { given: false, rejected: false }, 'its hash does not match: not given to V8')
   t.not(fs.readFileSync(path.join(dir, file)).equals(corrupt), 'the corrupt cache was replaced')
-  t.same(run(['--version'], env).cache, { given: true, rejected: false }, 'by one V8 takes')
+  t.same(run(['--help'], env).cache, { given: true, rejected: false }, 'by one V8 takes')
 
   // V8's own checks: another source (its header says), the hash made to match.
   const foreign = Buffer.from(good)
@@ -93,10 +93,10 @@ t.test('a corrupt cache, or one V8 rejects, is passed over, then written anew', 
   t.equal(rejected.status, 0)
   t.match(rejected.stdout, /^lila .*\n\nUsage:/)
   t.same(rejected.cache, { given: true, rejected: true }, 'V8 rejected it, and lila ran without it')
-  t.same(run(['--version'], env).cache, { given: true, rejected: false }, 'and it was written anew')
+  t.same(run(['--help'], env).cache, { given: true, rejected: false }, 'and it was written anew')
 
   fs.writeFileSync(path.join(dir, file), 'not a cache')
-  t.same(run(['--version'], env).cache, { given: false, rejected: false }, 'a file that is no cache of lila\'s is not given to V8')
+  t.same(run(['--help'], env).cache, { given: false, rejected: false }, 'a file that is no cache of lila\'s is not given to V8')
 })
 
 t.test('a serving lila writes the cache once it has run a while', async t => {
@@ -104,7 +104,7 @@ t.test('a serving lila writes the cache once it has run a while', async t => {
   const env = environment({ LILA_CODE_CACHE: dir })
   // Both started as spawnLila starts them (NODE_OPTIONS, part of the cache's name, alike).
   const options = { prefix: ['-r', PROBE, LILA], lila: process.execPath, env }
-  const short = await spawnLila(t, ['--version'], { ...options, waitForListening: false })
+  const short = await spawnLila(t, ['--help'], { ...options, waitForListening: false })
   t.equal((await short.exited).code, 0)
   const [file] = cacheFiles(dir)
   t.equal(fs.readFileSync(path.join(dir, file))[0], EXITED, 'a short command\'s cache, which a serving lila replaces')
@@ -130,30 +130,39 @@ t.test('a serving lila writes the cache once it has run a while', async t => {
 
 t.test('LILA_CODE_CACHE=off, a cache folder that cannot be made, no home: lila runs, writing nothing', async t => {
   const dir = tempDir(t)
-  const off = run(['--version'], environment({ LILA_CODE_CACHE: 'off', XDG_CACHE_HOME: dir }))
+  const off = run(['--help'], environment({ LILA_CODE_CACHE: 'off', XDG_CACHE_HOME: dir }))
   t.equal(off.status, 0)
   t.same(off.cache, { given: false, rejected: false }, 'no code cache given')
   t.same(fs.readdirSync(dir), [], 'nothing written')
 
   fs.writeFileSync(path.join(dir, 'file'), '')
-  const blocked = run(['--version'], environment({ LILA_CODE_CACHE: path.join(dir, 'file', 'cache') }))
+  const blocked = run(['--help'], environment({ LILA_CODE_CACHE: path.join(dir, 'file', 'cache') }))
   t.equal(blocked.status, 0)
   t.match(blocked.stdout, /^lila \d+\.\d+\.\d+/)
   t.equal(blocked.stderr, '', 'nothing said')
   t.same(fs.readdirSync(dir), ['file'])
 
-  const homeless = run(['--version'], environment({ HOME: undefined, XDG_CACHE_HOME: undefined }))
+  const homeless = run(['--help'], environment({ HOME: undefined, XDG_CACHE_HOME: undefined }))
   t.equal(homeless.status, 0)
   t.same(homeless.cache, { given: false, rejected: false }, 'no home, no cache')
 })
 
 t.test('XDG_CACHE_HOME, then ~/.cache: where the cache goes by default', async t => {
   const dir = tempDir(t)
-  run(['--version'], environment({ XDG_CACHE_HOME: path.join(dir, 'xdg'), HOME: path.join(dir, 'home') }))
+  run(['--help'], environment({ XDG_CACHE_HOME: path.join(dir, 'xdg'), HOME: path.join(dir, 'home') }))
   t.equal(cacheFiles(path.join(dir, 'xdg', 'lila')).length, 1, 'in $XDG_CACHE_HOME/lila')
   t.equal(fs.statSync(path.join(dir, 'xdg', 'lila')).mode & 0o777, 0o700, 'a folder of the user\'s alone')
-  run(['--version'], environment({ XDG_CACHE_HOME: undefined, HOME: path.join(dir, 'home') }))
+  run(['--help'], environment({ XDG_CACHE_HOME: undefined, HOME: path.join(dir, 'home') }))
   t.equal(cacheFiles(path.join(dir, 'home', '.cache', 'lila')).length, 1, 'else in ~/.cache/lila')
+})
+
+t.test('lila --version is answered before the bundle is read: no compile, no cache', async t => {
+  const dir = tempDir(t)
+  const version = run(['--version'], environment({ LILA_CODE_CACHE: dir }))
+  t.equal(version.status, 0)
+  t.equal(version.stdout, `lila ${require('../lib/version')}\n`)
+  t.same(version.cache, null, 'the bundle was not compiled')
+  t.same(cacheFiles(dir), [])
 })
 
 t.test('a program that requires lila reads the cache but writes none', async t => {
@@ -164,7 +173,7 @@ t.test('a program that requires lila reads the cache but writes none', async t =
 })
 
 t.test('a LILA_CODE_CACHE that is neither off nor a folder is refused in one line', async t => {
-  const out = spawnPlain(LILA, ['--version'], environment({ LILA_CODE_CACHE: 'cache' }))
+  const out = spawnPlain(LILA, ['--help'], environment({ LILA_CODE_CACHE: 'cache' }))
   t.equal(out.status, 2)
   t.equal(out.stderr, 'lila: invalid value "cache" for LILA_CODE_CACHE: expected off or an absolute folder\n')
   t.equal(out.stdout, '')
