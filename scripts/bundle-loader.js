@@ -8,7 +8,7 @@
 // build of lila, Node version and V8 flags in $XDG_CACHE_HOME/lila or ~/.cache/lila;
 // LILA_CODE_CACHE=off turns it off, LILA_CODE_CACHE=/dir puts it elsewhere. It is
 // written once, off the start's path: 2 s after the start, or as a short command (lila
-// --version) exits; a cache V8 rejects, or one that cannot be read or written, is
+// --help) exits; a cache V8 rejects, or one that cannot be read or written, is
 // passed over and lila starts as it would without it.
 
 // Written in by build.js: the hash of the bundle's text, and the line of ./lila it
