@@ -80,8 +80,8 @@ else module.exports = load(${JSON.stringify(API)})
     .replace('const BUNDLE_LINE = 1', `const BUNDLE_LINE = ${line}`)
     .replace("const VERSION = 'VERSION'", `const VERSION = ${JSON.stringify(require('../lib/version'))}`)
   if (filled.split('\n').length !== line || !filled.includes(build) || !filled.includes(`BUNDLE_LINE = ${line}`) ||
-    filled.includes("const VERSION = 'VERSION'")) {
-    throw new Error('scripts/bundle-loader.js: BUILD, BUNDLE_LINE or VERSION is not where build.js writes them')
+    filled.includes("const VERSION = 'VERSION'") || !filled.includes(`const COMMENT_END_ESCAPED = '${COMMENT_END_ESCAPED}'`)) {
+    throw new Error('scripts/bundle-loader.js: BUILD, BUNDLE_LINE, VERSION or COMMENT_END_ESCAPED is not as build.js writes them')
   }
   return `${filled}${inner.replaceAll('*/', COMMENT_END_ESCAPED)}\n*/\n`
 }

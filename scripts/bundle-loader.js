@@ -1,7 +1,7 @@
 'use strict'
 
-// The start of ./lila (scripts/build.js puts this file at its top, with BUILD and
-// BUNDLE_LINE filled in). lib/ follows it in a comment, as the text of one function,
+// The start of ./lila (scripts/build.js puts this file at its top, with BUILD,
+// BUNDLE_LINE and VERSION filled in). lib/ follows it in a comment, as the text of one function,
 // which is compiled here through vm.Script with V8's code cache, so that a second start
 // skips compiling the ~1.4 MB again (Node 20 has no compile cache of its own; Node 22's
 // module.enableCompileCache does not cover the main file). The cache is a file per
@@ -11,8 +11,8 @@
 // --help) exits; a cache V8 rejects, or one that cannot be read or written, is
 // passed over and lila starts as it would without it.
 
-// Written in by build.js: the hash of the bundle's text, and the line of ./lila it
-// starts on (stack traces name lines of ./lila).
+// Written in by build.js: the hash of the bundle's text, the line of ./lila it starts
+// on (stack traces name lines of ./lila), and lila's version.
 const BUILD = 'BUILD'
 const BUNDLE_LINE = 1
 const VERSION = 'VERSION' // lib/version.js
