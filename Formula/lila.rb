@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2f77652b777c9aba2f4ff0d4ce35dbbb34e85a0d016ac766c1aed319baf5fbe5"
+  sha256 "5cecd2a353b5aa29b8a895acb6bea826bd2141c6fdc3d7db29537dd76e18db8c"
   license "MIT"
 
   depends_on "node"
