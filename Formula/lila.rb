@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5cecd2a353b5aa29b8a895acb6bea826bd2141c6fdc3d7db29537dd76e18db8c"
+  sha256 "11aec1ca5449116c1af467baab5bde3722e15075033f5f6aafe388d7b6e64baa"
   license "MIT"
 
   depends_on "node"
