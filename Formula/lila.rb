@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "11aec1ca5449116c1af467baab5bde3722e15075033f5f6aafe388d7b6e64baa"
+  sha256 "f0a0fbbfddeabd42adee02819e934d2a4431b2d2a869b86f1df2ef0e64fb5ce3"
   license "MIT"
 
   depends_on "node"
