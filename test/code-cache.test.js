@@ -147,6 +147,44 @@ t.test('LILA_CODE_CACHE=off, a cache folder that cannot be made, no home: lila r
   t.same(homeless.cache, { given: false, rejected: false }, 'no home, no cache')
 })
 
+t.test('NODE_DISABLE_COMPILE_CACHE=1, Node\'s own switch, turns it off too, unless LILA_CODE_CACHE names a folder', async t => {
+  const dir = tempDir(t)
+  const off = run(['--help'], environment({ NODE_DISABLE_COMPILE_CACHE: '1', XDG_CACHE_HOME: dir }))
+  t.equal(off.status, 0)
+  t.same(off.cache, { given: false, rejected: false })
+  t.same(fs.readdirSync(dir), [], 'nothing written')
+  run(['--help'], environment({ NODE_DISABLE_COMPILE_CACHE: '1', LILA_CODE_CACHE: dir }))
+  t.equal(cacheFiles(dir).length, 1, 'LILA_CODE_CACHE=DIR wins')
+})
+
+t.test('a copy of lila changed by hand gets a cache of its own', async t => {
+  const dir = tempDir(t)
+  const env = environment({ LILA_CODE_CACHE: dir })
+  t.equal(run(['--help'], env).status, 0)
+  t.equal(cacheFiles(dir).length, 1)
+  // Its length and BUILD kept: all that V8 and the cache's name would see otherwise.
+  const copy = path.join(tempDir(t), 'lila')
+  const text = fs.readFileSync(LILA, 'latin1')
+  const changed = text.replace('Usage:', 'USAGE:')
+  t.not(changed, text)
+  fs.writeFileSync(copy, changed, { mode: 0o755 })
+  const out = spawnPlain(process.execPath, ['-r', PROBE, copy, '--help'], env)
+  t.equal(out.status, 0)
+  t.match(out.stdout, /^USAGE:/m, 'the copy runs its own text')
+  t.match(out.stderr, /\{"given":false,"rejected":false\}/, 'compiled from it, not with the original\'s cache')
+  t.equal(cacheFiles(dir).length, 2, 'and a cache of its own written')
+})
+
+t.test('LILA_BUNDLE=check compiles the bundle and runs none of it', async t => {
+  const dir = tempDir(t)
+  const out = run(['rr', '127.0.0.1:1', '--port', '0'], environment({ LILA_BUNDLE: 'check', LILA_CODE_CACHE: dir }))
+  t.equal(out.status, 0)
+  t.equal(out.stdout, '')
+  t.equal(out.stderr, '', 'nothing said, nothing listening')
+  t.same(out.cache, { given: false, rejected: false }, 'compiled, without a cache')
+  t.same(cacheFiles(dir), [], 'and none written')
+})
+
 t.test('XDG_CACHE_HOME, then ~/.cache: where the cache goes by default', async t => {
   const dir = tempDir(t)
   run(['--help'], environment({ XDG_CACHE_HOME: path.join(dir, 'xdg'), HOME: path.join(dir, 'home') }))
