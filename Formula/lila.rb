@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f0a0fbbfddeabd42adee02819e934d2a4431b2d2a869b86f1df2ef0e64fb5ce3"
+  sha256 "c5c23c6fad66fbee7f0eee57e97444c8c4cb6e4c37aaa06ceb95c989f3e5f1d0"
   license "MIT"
 
   depends_on "node"

@@ -106,7 +106,7 @@ async function main () {
   // of it.
   const text = fs.readFileSync(LILA, 'latin1')
   const bundleLine = Number(/const BUNDLE_LINE = (\d+)/.exec(text)[1])
-  const bundle = text.split('\n').slice(bundleLine - 1).join('\n').replace(/\*\/\n$/, '').replaceAll('*@@/', '*/')
+  const bundle = text.split('\n').slice(bundleLine - 1, -2).join('\n') // up to the loader's closing */ }
   const compileOnly = path.join(require('os').tmpdir(), `lila-compile-only-${process.pid}.js`)
   fs.writeFileSync(compileOnly, `'use strict'\nif (process.argv.length < 0) {\n${bundle}\n}\n`)
   const backend = http.createServer((req, res) => res.end('hello')).listen(0, '127.0.0.1')
