@@ -175,6 +175,33 @@ t.test('a copy of lila changed by hand gets a cache of its own', async t => {
   t.equal(cacheFiles(dir).length, 2, 'and a cache of its own written')
 })
 
+// The heap objects of 1 MiB or more in a snapshot: [{ type, size }].
+function largeObjects (file) {
+  const { snapshot: { meta }, nodes } = JSON.parse(fs.readFileSync(file, 'utf8'))
+  const fields = meta.node_fields.length
+  const [TYPE, SIZE] = ['type', 'self_size'].map(name => meta.node_fields.indexOf(name))
+  const large = []
+  for (let i = 0; i < nodes.length; i += fields) {
+    if (nodes[i + SIZE] >= 1024 * 1024) large.push({ type: meta.node_types[0][nodes[i + TYPE]], size: nodes[i + SIZE] })
+  }
+  return large
+}
+
+t.test('lila\'s code is held once, one byte a character: the text Node read, which the bundle is a slice of', async t => {
+  const dir = tempDir(t)
+  const snapshot = path.join(dir, 'at-exit.heapsnapshot')
+  for (const cache of ['off', dir]) {
+    run(['--help'], environment({ LILA_CODE_CACHE: cache })) // the second time: the cache written
+    const out = spawnPlain(process.execPath, ['-r', path.join(__dirname, 'fixtures', 'heap-snapshot-at-exit.js'), LILA, '--help'],
+      environment({ LILA_CODE_CACHE: cache, LILA_TEST_SNAPSHOT: snapshot }))
+    t.equal(out.status, 0, out.stderr)
+    const size = fs.statSync(LILA).size
+    const large = largeObjects(snapshot)
+    t.equal(large.length, 1, `one object of 1 MiB or more (cache ${cache === 'off' ? 'off' : 'on'}): ${JSON.stringify(large)}`)
+    t.ok(large.every(o => o.type === 'string' && o.size >= size && o.size < size + 64), `a string of ./lila's ${size} bytes`)
+  }
+})
+
 t.test('LILA_BUNDLE=check compiles the bundle and runs none of it', async t => {
   const dir = tempDir(t)
   const out = run(['rr', '127.0.0.1:1', '--port', '0'], environment({ LILA_BUNDLE: 'check', LILA_CODE_CACHE: dir }))
