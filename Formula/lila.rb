@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c5c23c6fad66fbee7f0eee57e97444c8c4cb6e4c37aaa06ceb95c989f3e5f1d0"
+  sha256 "d147e4116a8eba2ccd622a47221a6c923164c804960da45dbbeff317ceafb478"
   license "MIT"
 
   depends_on "node"

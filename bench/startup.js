@@ -138,8 +138,19 @@ async function main () {
   // (two per client, as tcp needs), 9,968 at `ulimit -n 20000`, then closes its listening
   // socket for a second; the clients past it met ECONNREFUSED. An idle http client holds
   // one descriptor in lila, its backend connection being pooled.
-  const lila = await startListening(['node', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
-    '--port', '0', '--check', 'none', '--max-conn', String(Number(flags.clients) + WARM_CONNECTIONS)])
+  const lilaArgv = ['node', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
+    '--port', '0', '--check', 'none', '--max-conn', String(Number(flags.clients) + WARM_CONNECTIONS)]
+  // lila as it runs every time but the first after an install: its code cache written
+  // by a lila before it (a serving lila writes it 2 s after it started, once; the data
+  // V8 hands over for it is garbage an idle lila keeps until a collection).
+  const rssCache = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lila-startup-cache-'))
+  process.env.LILA_CODE_CACHE = rssCache
+  const first = await startListening(lilaArgv)
+  const cached = () => fs.readdirSync(rssCache).some(name => name.endsWith('.cache') &&
+    fs.readFileSync(path.join(rssCache, name))[0] === 0x72) // written by a serving lila (bundle-loader.js)
+  for (const deadline = Date.now() + 10000; !cached() && Date.now() < deadline;) await sleep(100)
+  first.child.kill()
+  const lila = await startListening(lilaArgv)
   await get(bare.port)
   await get(lila.port)
   await sleep(3000)
@@ -174,6 +185,7 @@ async function main () {
     proc.child.kill()
     for (const file of [proc.probeFile, `${proc.probeFile}.out`]) fs.rmSync(file, { force: true })
   }
+  fs.rmSync(rssCache, { recursive: true, force: true })
   backend.close()
 }
 

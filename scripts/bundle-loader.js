@@ -45,7 +45,8 @@ const path = nodeRequire('path')
 const vm = nodeRequire('vm')
 
 function start () {
-  const check = process.env.LILA_BUNDLE === 'check'
+  const isMain = require.main === module
+  const check = isMain && process.env.LILA_BUNDLE === 'check'
   const file = check ? null : cacheFile()
   const cached = file === null ? null : readCache(file)
   const script = new vm.Script(bundleText(), {
@@ -55,7 +56,6 @@ function start () {
   })
   if (check) return
   const kind = cached !== null && !script.cachedDataRejected ? cached[0] : null
-  const isMain = require.main === module
   // A program that requires lila (lib/api.js) reads the cache but never writes one.
   if (file !== null && isMain) keepCache(script, file, kind)
   script.runInThisContext()(nodeRequire, isMain, module)
