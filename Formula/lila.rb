@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d147e4116a8eba2ccd622a47221a6c923164c804960da45dbbeff317ceafb478"
+  sha256 "a775d233527629060cc669369985235b2d5ce35cdc968540238e5470be323ca6"
   license "MIT"
 
   depends_on "node"

@@ -101,13 +101,22 @@ function cacheFile () {
   return path.join(dir, `lila-${BUILD}-node${process.version}-${process.arch}-${flags}.cache`)
 }
 
+// The cache's bytes, if they are lila's and this user's: V8 runs what it finds there, so
+// a file another user could have written (another owner, or writable by others) is
+// passed over, as one whose hash does not match.
 function readCache (file) {
+  let fd = null
   try {
-    const data = fs.readFileSync(file)
+    fd = fs.openSync(file, 'r')
+    const { uid, mode } = fs.fstatSync(fd)
+    if (process.getuid && (uid !== process.getuid() || (mode & 0o022) !== 0)) return null // (POSIX)
+    const data = fs.readFileSync(fd)
     if (data.length <= DATA_AT || (data[0] !== EXITED && data[0] !== RUNNING)) return null
     return sha1(data.subarray(DATA_AT)).equals(data.subarray(1, DATA_AT)) ? data : null
   } catch {
     return null
+  } finally {
+    if (fd !== null) fs.closeSync(fd)
   }
 }
 

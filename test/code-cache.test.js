@@ -99,6 +99,22 @@ t.test('a corrupt cache, or one V8 rejects, is passed over, then written anew', 
   t.same(run(['--help'], env).cache, { given: false, rejected: false }, 'a file that is no cache of lila\'s is not given to V8')
 })
 
+t.test('a cache file another user could have written is not given to V8', async t => {
+  const dir = tempDir(t)
+  const env = environment({ LILA_CODE_CACHE: dir })
+  run(['--help'], env)
+  const file = path.join(dir, cacheFiles(dir)[0])
+  t.same(run(['--help'], env).cache, { given: true, rejected: false })
+  fs.chmodSync(file, 0o666)
+  t.same(run(['--help'], env).cache, { given: false, rejected: false }, 'writable by others: passed over')
+  t.equal(fs.statSync(file).mode & 0o777, 0o600, 'and written anew, the user\'s alone')
+  if (process.getuid && process.getuid() === 0) { // only root can give a file away
+    fs.chownSync(file, 65534, 65534)
+    t.same(run(['--help'], env).cache, { given: false, rejected: false }, 'another owner\'s: passed over')
+    t.equal(fs.statSync(file).uid, 0, 'and written anew')
+  }
+})
+
 t.test('a serving lila writes the cache once it has run a while', async t => {
   const dir = tempDir(t)
   const env = environment({ LILA_CODE_CACHE: dir })
