@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a775d233527629060cc669369985235b2d5ce35cdc968540238e5470be323ca6"
+  sha256 "5a29fe923452e82226b8101e23bd473ae1ba5af58b8cc13ee10b6e23b0a93f19"
   license "MIT"
 
   depends_on "node"
