@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5a29fe923452e82226b8101e23bd473ae1ba5af58b8cc13ee10b6e23b0a93f19"
+  sha256 "2dd333d745e1d36de2a54765bc4b6feaf448a395024d8005aae9ec9fe77e55a0"
   license "MIT"
 
   depends_on "node"

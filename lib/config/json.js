@@ -6,8 +6,9 @@
 // file it is a mistake, never an intent), and caps nesting so that no input can exhaust
 // the stack. Objects come out with a null prototype, so a key such as "__proto__" is
 // only a key. It reads JSON with comments, as VS Code and TypeScript do: // to the end
-// of the line and block comments (slash-star to star-slash) wherever space may go, and a comma after the last member of
-// an object or array; nothing else beyond JSON (no single quotes, no bare keys).
+// of the line and block comments (slash-star to star-slash) wherever space may go, and
+// a comma after the last member of an object or array; nothing else beyond JSON (no
+// single quotes, no bare keys).
 
 const { JsonError } = require('../errors')
 
