@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2dd333d745e1d36de2a54765bc4b6feaf448a395024d8005aae9ec9fe77e55a0"
+  sha256 "fee8dc106f23723641f1d6ae4b53674b3fdde7b34ef98cecb06c1cd16893d4e4"
   license "MIT"
 
   depends_on "node"
