@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "fee8dc106f23723641f1d6ae4b53674b3fdde7b34ef98cecb06c1cd16893d4e4"
+  sha256 "bbfa7d42726181b4098277e0922bf1206230c2e4a28b9cdd10997bf7587e1bbe"
   license "MIT"
 
   depends_on "node"
