@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2f77652b777c9aba2f4ff0d4ce35dbbb34e85a0d016ac766c1aed319baf5fbe5"
+  sha256 "bbfa7d42726181b4098277e0922bf1206230c2e4a28b9cdd10997bf7587e1bbe"
   license "MIT"
 
   depends_on "node"

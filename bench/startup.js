@@ -30,11 +30,12 @@ const PROBE = path.join(__dirname, 'memory-probe.js')
 const BARE = "const s = require('http').createServer((q, r) => r.end('hello')); s.listen(0, '127.0.0.1', " +
   "() => process.stderr.write('listening on 127.0.0.1:' + s.address().port + '\\n'))"
 
-// hyperfine's mean wall time and user + system time of each command, in ms.
-function hyperfine (commands) {
+// hyperfine's mean wall time and user + system time of each command, in ms; `env`
+// added to the commands' environment.
+function hyperfine (commands, env = {}) {
   const out = path.join(require('os').tmpdir(), `lila-startup-${process.pid}.json`)
   execFileSync('hyperfine', ['-N', '--warmup', '3', '--runs', flags.runs, '--export-json', out, ...commands],
-    { stdio: 'ignore' })
+    { stdio: 'ignore', env: { ...process.env, ...env } })
   const { results } = JSON.parse(fs.readFileSync(out, 'utf8'))
   fs.unlinkSync(out)
   return results.map(r => ({ command: r.command, mean: r.mean * 1000, cpu: (r.user + r.system) * 1000 }))
@@ -100,38 +101,56 @@ async function main () {
   const lines = []
   const say = line => { lines.push(line); console.log(line) }
 
-  // The floor of a start on Node 20, without a code cache: Node compiling a file of
-  // lila's size and running none of it (lila's text inside `if (false)`).
+  // The floor of a start without a code cache: Node compiling lila's code (the bundle,
+  // out of the comment that holds it in ./lila: scripts/bundle-loader.js) and running none
+  // of it.
+  const text = fs.readFileSync(LILA, 'latin1')
+  const bundleLine = Number(/const BUNDLE_LINE = (\d+)/.exec(text)[1])
+  const bundle = text.split('\n').slice(bundleLine - 1, -2).join('\n') // up to the loader's closing */ }
   const compileOnly = path.join(require('os').tmpdir(), `lila-compile-only-${process.pid}.js`)
-  fs.writeFileSync(compileOnly, "'use strict'\nif (process.argv.length < 0) {\n" +
-    fs.readFileSync(LILA, 'utf8').replace(/^#!.*\n/, '') + '\n}\n')
-  const [node0, compile, version] = hyperfine(['node -e 0', `node ${compileOnly}`, `${LILA} --version`])
+  fs.writeFileSync(compileOnly, `'use strict'\nif (process.argv.length < 0) {\n${bundle}\n}\n`)
+  const backend = http.createServer((req, res) => res.end('hello')).listen(0, '127.0.0.1')
+  await new Promise(resolve => backend.once('listening', resolve))
+  const target = `127.0.0.1:${backend.address().port}`
+  const bareCommand = `node --require ${EXIT} -e "require('http').createServer().listen(0, '127.0.0.1')"`
+  const lilaCommand = `node --require ${EXIT} ${LILA} rr ${target} --protocol http --host 127.0.0.1 --port 0 --check none`
+  // lila's code cache in a folder of this run's, which hyperfine's warm-up runs write;
+  // then without it (LILA_CODE_CACHE=off), as a first start is.
+  const cacheDir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lila-startup-cache-'))
+  const [node0, compile, version, bareStart, lilaStart] = hyperfine(
+    ['node -e 0', `node ${compileOnly}`, `${LILA} --version`, bareCommand, lilaCommand], { LILA_CODE_CACHE: cacheDir })
+  const [node1, bareOff, lilaOff] = hyperfine(['node -e 0', bareCommand, lilaCommand], { LILA_CODE_CACHE: 'off' })
+  fs.rmSync(cacheDir, { recursive: true, force: true })
   fs.unlinkSync(compileOnly)
   const signed = ms => `${ms < 0 ? '' : '+'}${ms.toFixed(1)} ms`
   const over = (r, base = node0) => `${signed(r.mean - base.mean)}, CPU ${signed(r.cpu - base.cpu)}`
   say(`lila --version: ${version.mean.toFixed(1)} ms (CPU ${version.cpu.toFixed(1)} ms) against node -e 0: ` +
-    `${node0.mean.toFixed(1)} ms (CPU ${node0.cpu.toFixed(1)} ms): ${over(version)}; compiling a file of ` +
-    `lila's size and running none of it: ${over(compile)}`)
-
-  const backend = http.createServer((req, res) => res.end('hello')).listen(0, '127.0.0.1')
-  await new Promise(resolve => backend.once('listening', resolve))
-  const target = `127.0.0.1:${backend.address().port}`
-  const [node1, bareStart, lilaStart] = hyperfine([
-    'node -e 0',
-    `node --require ${EXIT} -e "require('http').createServer().listen(0, '127.0.0.1')"`,
-    `node --require ${EXIT} ${LILA} rr ${target} --protocol http --host 127.0.0.1 --port 0 --check none`
-  ])
-  say(`start to listening: lila ${lilaStart.mean.toFixed(1)} ms (CPU ${lilaStart.cpu.toFixed(1)} ms) against ` +
-    `node -e 0 ${node1.mean.toFixed(1)} ms (CPU ${node1.cpu.toFixed(1)} ms) in the same run: ${over(lilaStart, node1)}; ` +
-    `a bare Node HTTP server ${over(bareStart, node1)}`)
+    `${node0.mean.toFixed(1)} ms (CPU ${node0.cpu.toFixed(1)} ms): ${over(version)}; compiling lila's code ` +
+    `and running none of it: ${over(compile)}`)
+  say(`start to listening, with lila's code cache: lila ${lilaStart.mean.toFixed(1)} ms (CPU ` +
+    `${lilaStart.cpu.toFixed(1)} ms) against node -e 0 in the same run: ${over(lilaStart)}; a bare Node HTTP ` +
+    `server (the floor) ${over(bareStart)}; lila over the floor ${over(lilaStart, bareStart)}`)
+  say(`start to listening, without the code cache: lila ${over(lilaOff, node1)} over node -e 0; a bare Node HTTP ` +
+    `server ${over(bareOff, node1)}`)
 
   const bare = await startListening(['node', '-e', BARE])
   // --max-conn as memory.js gives it: by default lila serves half its descriptor limit
   // (two per client, as tcp needs), 9,968 at `ulimit -n 20000`, then closes its listening
   // socket for a second; the clients past it met ECONNREFUSED. An idle http client holds
   // one descriptor in lila, its backend connection being pooled.
-  const lila = await startListening(['node', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
-    '--port', '0', '--check', 'none', '--max-conn', String(Number(flags.clients) + WARM_CONNECTIONS)])
+  const lilaArgv = ['node', LILA, 'rr', target, '--protocol', 'http', '--host', '127.0.0.1',
+    '--port', '0', '--check', 'none', '--max-conn', String(Number(flags.clients) + WARM_CONNECTIONS)]
+  // lila as it runs every time but the first after an install: its code cache written
+  // by a lila before it (a serving lila writes it 2 s after it started, once; the data
+  // V8 hands over for it is garbage an idle lila keeps until a collection).
+  const rssCache = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lila-startup-cache-'))
+  process.env.LILA_CODE_CACHE = rssCache
+  const first = await startListening(lilaArgv)
+  const cached = () => fs.readdirSync(rssCache).some(name => name.endsWith('.cache') &&
+    fs.readFileSync(path.join(rssCache, name))[0] === 0x72) // written by a serving lila (bundle-loader.js)
+  for (const deadline = Date.now() + 10000; !cached() && Date.now() < deadline;) await sleep(100)
+  first.child.kill()
+  const lila = await startListening(lilaArgv)
   await get(bare.port)
   await get(lila.port)
   await sleep(3000)
@@ -166,6 +185,7 @@ async function main () {
     proc.child.kill()
     for (const file of [proc.probeFile, `${proc.probeFile}.out`]) fs.rmSync(file, { force: true })
   }
+  fs.rmSync(rssCache, { recursive: true, force: true })
   backend.close()
 }
 

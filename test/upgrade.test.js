@@ -11,6 +11,7 @@ const net = require('net')
 const path = require('path')
 const http = require('http')
 const crypto = require('crypto')
+const { spawnSync } = require('child_process')
 const { httpBackend, tcpBackend, request, statusJson, runLila, within, ROOT } = require('./fixtures/helpers')
 const { upgradableLila, gone, alive } = require('./fixtures/upgrade')
 const { certDir, makeCertificate } = require('./fixtures/certs')
@@ -99,6 +100,28 @@ t.test('a new executable with a syntax error leaves the old lila serving, and th
   t.equal(String(res.body), 'a\n')
   const again = await lila.upgrade()
   t.equal(again.code, 0, 'a good executable then takes over')
+})
+
+t.test('a syntax error in the bundle, which node --check does not see, is found before anything starts', async t => {
+  const a = await httpBackend(t, 'a')
+  const lila = await upgradableLila(t, ['rr', a.address, '--protocol', 'http', '--host', '127.0.0.1', '--port', '0'])
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lila-broken-bundle-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const broken = path.join(dir, 'lila')
+  // lib/ sits in a comment that the loader compiles (scripts/bundle-loader.js): break a
+  // module that a start would load only later.
+  const lines = fs.readFileSync(path.join(ROOT, 'lila'), 'utf8').split('\n')
+  const at = lines.indexOf('"lib/api.js": function (module, exports, require) {') + 1
+  t.ok(at > 0, 'the bundle holds lib/api.js')
+  lines.splice(at, 0, 'const = nothing here')
+  fs.writeFileSync(broken, lines.join('\n'), { mode: 0o755 })
+  t.equal(spawnSync(process.execPath, ['--check', broken]).status, 0, 'node --check passes it')
+
+  const upgraded = await lila.upgrade(['--exec', broken])
+  t.equal(upgraded.code, 1, 'lila upgrade exits 1')
+  t.match(upgraded.stderr, new RegExp(`^lila: upgrade failed: \\S+lila does not run: SyntaxError: [^\\n]+\\(\\S+lila:${at + 1}\\); pid \\d+ goes on serving\n$`),
+    'in one line, with the error and its line in the file')
+  t.equal((await request(lila.port)).status, 200, 'the old lila still serves')
 })
 
 t.test('a new lila that refuses its config, or exits right after it listened, leaves the old one serving', async t => {

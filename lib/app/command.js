@@ -52,7 +52,7 @@ function programOf (command) {
 // whose value is quoted or expanded.
 function execForm (command) {
   if (/[;&|()<>`\n]/.test(command)) return null
-  const [prefix] = /^\s*(?:[A-Za-z_][A-Za-z0-9_]*=[^\s"'\\$`]*\s+)*/.exec(command)
+  const [prefix] = /^\s*(?:[A-Za-z_][A-Za-z0-9_]*=[^\s"'\\$`]*\s+){0,}/.exec(command)
   const rest = command.slice(prefix.length)
   const first = rest.split(/\s/)[0]
   if (first === '' || SHELL_WORDS.has(first) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(first)) return null

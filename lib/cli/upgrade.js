@@ -14,7 +14,9 @@ const VERSION = require('../version')
 // In the running lila, startSuccessor(options) -> { done, cancel }:
 //   1. the executable (its own path again, the file there now, or --exec PATH) is
 //      checked first when it is a Node script (node --check: a syntax error is said in
-//      one line and nothing is started);
+//      one line and nothing is started); a lila whose lib/ sits in a comment for its
+//      loader to compile (scripts/bundle-loader.js) has that compiled too, not run
+//      (LILA_BUNDLE=check);
 //   2. it is started with the same arguments, in its own session (it outlives this
 //      process), the same stdout and stderr (the log goes where it went), the
 //      listening sockets as descriptors 3, 4, ... and an IPC channel after them;
@@ -43,8 +45,9 @@ function startSuccessor ({
   let cancelled = false
   const done = (async () => {
     const file = path.resolve(exec || program)
-    const nodeScript = await isNodeScript(file)
-    if (nodeScript) await checkSyntax(file)
+    const { nodeScript, bundled } = await kindOf(file)
+    if (nodeScript) await checkSyntax(file, ['--check', file])
+    if (bundled) await checkSyntax(file, [file], { ...env, LILA_BUNDLE: 'check', LILA_CODE_CACHE: 'off' })
     if (cancelled) throw new UpgradeError('cancelled')
     const handed = sockets.map(({ fd, server, ...what }, i) => ({ ...what, fd: 3 + i }))
     const word = JSON.stringify({ pid: process.pid, version: VERSION, sockets: handed, state })
@@ -116,14 +119,20 @@ function handOver (child, file) {
   })
 }
 
-// A script Node runs (its #! line names node, or a .js name), rather than a program of
-// another kind (a wrapper, a binary), which is started as it is.
-async function isNodeScript (file) {
+// The loader's line that compiles the bundle without running it, within its first
+// HEAD_BYTES: a lila that holds its lib/ in a comment, which `node --check` skips.
+const BUNDLE_CHECK = "process.env.LILA_BUNDLE === 'check'"
+const HEAD_BYTES = 16 * 1024
+
+// { nodeScript, bundled }: a script Node runs (its #! line names node, or a .js name),
+// rather than a program of another kind (a wrapper, a binary), which is started as it
+// is; and whether it is a lila whose bundle its loader can check.
+async function kindOf (file) {
   let head
   try {
     const handle = await fs.promises.open(file, 'r')
     try {
-      const { buffer, bytesRead } = await handle.read(Buffer.alloc(256), 0, 256, 0)
+      const { buffer, bytesRead } = await handle.read(Buffer.alloc(HEAD_BYTES), 0, HEAD_BYTES, 0)
       head = buffer.subarray(0, bytesRead).toString('latin1')
     } finally {
       await handle.close()
@@ -131,15 +140,16 @@ async function isNodeScript (file) {
   } catch (err) {
     throw new UpgradeError(`cannot read ${file}: ${reasonOf(err)}`)
   }
-  if (/\.[cm]?js$/.test(file)) return true
-  return head.startsWith('#!') && /\bnode\b/.test(head.split('\n')[0])
+  const nodeScript = /\.[cm]?js$/.test(file) || (head.startsWith('#!') && /\bnode\b/.test(head.split('\n')[0]))
+  return { nodeScript, bundled: nodeScript && head.includes(BUNDLE_CHECK) }
 }
 
-// `node --check`: a syntax error, in one line, before anything starts.
-function checkSyntax (file) {
+// `node --check FILE`, or the loader's check of its bundle: a syntax error, in one
+// line, before anything starts.
+function checkSyntax (file, args, env = process.env) {
   const { execFile } = require('child_process')
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--check', file], { timeout: 30000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, args, { timeout: 30000, env }, (err, stdout, stderr) => {
       if (err === null) return resolve()
       const lines = String(stderr).split('\n')
       const error = lines.find(line => /^[A-Z]\w*Error\b/.test(line)) ||

@@ -6,10 +6,14 @@
 // file it is a mistake, never an intent), and caps nesting so that no input can exhaust
 // the stack. Objects come out with a null prototype, so a key such as "__proto__" is
 // only a key. It reads JSON with comments, as VS Code and TypeScript do: // to the end
-// of the line and /* ... */ wherever space may go, and a comma after the last member of
-// an object or array; nothing else beyond JSON (no single quotes, no bare keys).
+// of the line and block comments (slash-star to star-slash) wherever space may go, and
+// a comma after the last member of an object or array; nothing else beyond JSON (no
+// single quotes, no bare keys).
 
 const { JsonError } = require('../errors')
+
+// (lib/ never writes star-slash: ./lila holds it in a comment, scripts/build.js.)
+const BLOCK_COMMENT_END = '\x2a/'
 
 const MAX_DEPTH = 64
 
@@ -42,8 +46,8 @@ function parseJson (text) {
         const end = text.indexOf('\n', i)
         i = end === -1 ? text.length : end + 1
       } else if (c === 47 && text.charCodeAt(i + 1) === 42) { // /*
-        const end = text.indexOf('*/', i + 2)
-        if (end === -1) throw fail('unterminated comment: expected */ to close the /* here')
+        const end = text.indexOf(BLOCK_COMMENT_END, i + 2)
+        if (end === -1) throw fail(`unterminated comment: expected ${BLOCK_COMMENT_END} to close the /* here`)
         i = end + 2
       } else if (c === 47) {
         throw fail('unexpected "/": expected // or /* to start a comment')

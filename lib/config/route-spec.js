@@ -86,7 +86,7 @@ function parseCondition (text, invalid) {
 function matchEnd (text) {
   const eq = text.indexOf('=')
   if (eq === -1 || !/(^|\s)(header|cookie|query):/.test(text.slice(0, eq))) return eq
-  const next = /^\S*/.exec(text.slice(eq + 1))[0]
+  const next = /^\S{0,}/.exec(text.slice(eq + 1))[0]
   const second = next.indexOf('=')
   if (second <= 0) return eq
   const value = next.slice(0, second)
