@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2f77652b777c9aba2f4ff0d4ce35dbbb34e85a0d016ac766c1aed319baf5fbe5"
+  sha256 "33deeaba0ddd3524b7e1354690573742b8b45efaf42edb48de30aa0cd44b6e9c"
   license "MIT"
 
   depends_on "node"
