@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "33deeaba0ddd3524b7e1354690573742b8b45efaf42edb48de30aa0cd44b6e9c"
+  sha256 "4fc2d0e1767d42546d0e7973690da872c821640e950784691eac1609df63cec8"
   license "MIT"
 
   depends_on "node"
