@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "4fc2d0e1767d42546d0e7973690da872c821640e950784691eac1609df63cec8"
+  sha256 "ac5789705023b5e78454927b8198a527f66442b570242917c420ff873ec1d302"
   license "MIT"
 
   depends_on "node"

@@ -377,7 +377,7 @@ class HttpSession {
   // sends the response, then FIN; no shutdown, no read of the client's FIN, no linger
   // (bench/README.md, W2). What a client sends after all is answered by a reset.
   leftClean (x) {
-    return !x.head.keepAlive && this.buf === null && x.tunnel === null && !this.client.encrypted &&
+    return !x.head.keepAlive && x.body.done && this.buf === null && x.tunnel === null && !this.client.encrypted &&
       this.client.writableLength === 0
   }
 
