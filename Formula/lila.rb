@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ac5789705023b5e78454927b8198a527f66442b570242917c420ff873ec1d302"
+  sha256 "935f0d048cb3098bf24d24a5a0a5f118d67ac2bbdc8295fb1ac5c84a1999edcd"
   license "MIT"
 
   depends_on "node"

@@ -14,8 +14,6 @@ const { matchPreface, HTTP2, MAYBE } = require('../../wire/h2/preface')
 // After lila's last response on a connection it shuts its side and reads (and drops)
 // what the client still sends for LINGER_MS, so the client reads the response before
 // the connection is reset: counted in the listener's sweeps, no timer per connection.
-// (Unless the client asked for that response to be the last and sent nothing more:
-// closed at once, see leftClean.)
 const { LINGER_MS } = require('../../limits')
 
 const HEADS = new HeadReader() // one for every connection: a head is read at once
@@ -186,7 +184,9 @@ class HttpSession {
       return this.awaitLastRequest()
     }
     if (!ok || !keepAlive || reading || this.closing) {
-      return ok && !reading && this.leftClean(x) ? this.closeNow() : this.shut()
+      // The last response the client asked for, nothing left to read or to write: closed
+      // at once (response-writer.js lastAsked); else shut, and lingered (LINGER_MS).
+      return ok && !reading && this.buf === null && this.writer.lastAsked(x) ? this.client.destroy() : this.shut()
     }
     this.resumeBody(null)
     this.nextRequest()
@@ -367,27 +367,6 @@ class HttpSession {
     this.client.end()
     this.client.resume()
     this.lingerTicks = this.listener.ticksFor(LINGER_MS)
-  }
-
-  // The client asked for this request to be the connection's last (Connection: close,
-  // or HTTP/1.0 without keep-alive) and sent nothing after it, its body was read whole,
-  // and the response is all with the kernel: nothing is left to read or to write, and a
-  // client keeping to RFC 9112 9.6 sends nothing more. Such a connection in the clear
-  // (TLS ends with its close_notify: shut) is closed now, as nginx closes it: the kernel
-  // sends the response, then FIN; no shutdown, no read of the client's FIN, no linger
-  // (bench/README.md, W2). What a client sends after all is answered by a reset.
-  leftClean (x) {
-    return !x.head.keepAlive && x.body.done && this.buf === null && x.tunnel === null && !this.client.encrypted &&
-      this.client.writableLength === 0
-  }
-
-  closeNow () {
-    this.closing = true
-    if (this.headTimer !== null) {
-      clearTimeout(this.headTimer)
-      this.headTimer = null
-    }
-    this.client.destroy()
   }
 
   onClose () {
