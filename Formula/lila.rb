@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "935f0d048cb3098bf24d24a5a0a5f118d67ac2bbdc8295fb1ac5c84a1999edcd"
+  sha256 "0b45798e71b8815f89520d70b3b15e60cd82a9dfa429fddd18fde7a04d08e492"
   license "MIT"
 
   depends_on "node"
