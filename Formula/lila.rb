@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "bbfa7d42726181b4098277e0922bf1206230c2e4a28b9cdd10997bf7587e1bbe"
+  sha256 "7fba85efe624d0f719b2b068df96e1a6149f40530a13d0288997f655f07dd3e3"
   license "MIT"
 
   depends_on "node"

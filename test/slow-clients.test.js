@@ -343,27 +343,64 @@ t.test('HTTP/2: expect: 100-continue on a small body gets 100 from lila; the bac
   }
 })
 
-// After its last response (Connection: close) lila shuts its side and drops what the
-// client still sends; a client that never closes its side is let go of a moment later
+// A raw client that holds its side open after lila's FIN: `text`, all it read; `ended`,
+// lila's FIN.
+function heldOpen (t, port) {
+  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+  t.teardown(() => socket.destroy())
+  const client = { socket, text: '', ended: new Promise(resolve => socket.once('end', resolve)) }
+  socket.on('data', chunk => { client.text += chunk })
+  socket.on('error', () => {})
+  return client
+}
+
+// A client that asked for its request to be the last (Connection: close, or HTTP/1.0
+// without keep-alive) and sent nothing after it is closed as soon as its response is
+// with the kernel: no linger, so its session is over before its next status request is
+// read, with the client still holding its side open (the response, then lila's FIN);
+// its access log line is written and every counter is back at zero. (With the linger
+// below the session would stay LINGER_MS: this fails.)
+t.test('a client whose request said close is closed at once after its response', async t => {
+  const backend = await httpBackend(t, 'b')
+  const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
+    '--status-port', '0', '--check', 'none', '--idle-timeout', '0s', '--access-log', 'json'])
+  const heads = ['GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'GET /old HTTP/1.0\r\n\r\n']
+  for (const [i, head] of heads.entries()) {
+    const client = heldOpen(t, lila.port)
+    const { socket } = client
+    socket.write(head)
+    await within(10000, 'lila to close', client.ended)
+    t.match(client.text, /^HTTP\/1\.[01] 200 [^]*\r\nConnection: close\r\n/i, `${head.split('\r')[0]}: answered, said close`)
+    const snapshot = await statusJson(lila)
+    t.equal(snapshot.listeners[0].active, 0, 'its session is over at once, the client still open')
+    t.notOk(socket.destroyed)
+    await until(() => lila.stdout.split('\n').length > i + 1, 'its access log line')
+  }
+  const entries = lila.stdout.trim().split('\n').map(line => JSON.parse(line))
+  t.same(entries.map(e => [e.target, e.status]), [['/last', 200], ['/old', 200]], 'one access log line each')
+  await settled(lila)
+  t.equal(backend.requests, 2)
+})
+
+// After its last response lila shuts its side and drops what the client still sends
+// when the client may still be sending (here: a request pipelined after its
+// Connection: close); a client that never closes its side is let go of a moment later
 // (LINGER_MS, counted in the listener's sweeps), also with --idle-timeout off: its
 // session ends while the client still holds its side open.
 t.test('a client that keeps its side open after Connection: close is let go of; what it sends is dropped', async t => {
   const backend = await httpBackend(t, 'b')
   const lila = await spawnLila(t, ['rr', backend.address, '--protocol', 'http', '--port', '0', '--host', '127.0.0.1',
     '--status-port', '0', '--check', 'none', '--idle-timeout', '0s'])
-  const socket = net.connect({ port: lila.port, host: '127.0.0.1', allowHalfOpen: true }) // stays open after lila's FIN
-  t.teardown(() => socket.destroy())
-  let text = ''
-  socket.on('data', chunk => { text += chunk })
-  socket.on('error', () => {})
-  const ended = new Promise(resolve => socket.once('end', resolve))
-  socket.write('GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
-  await within(10000, 'lila to shut its side', ended)
-  socket.write('GET /dropped HTTP/1.1\r\nHost: x\r\n\r\n') // after lila's FIN: dropped
+  const client = heldOpen(t, lila.port)
+  const { socket } = client
+  // One write: the second request is with lila before the first is answered.
+  socket.write('GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /dropped HTTP/1.1\r\nHost: x\r\n\r\n')
+  await within(10000, 'lila to shut its side', client.ended)
+  socket.write('GET /dropped-too HTTP/1.1\r\nHost: x\r\n\r\n') // after lila's FIN: dropped
   const snapshot = await settled(lila, { timeout: 15000 }) // the session over, the client still open
   t.equal(snapshot.listeners[0].active, 0, 'lila let the connection go')
   t.notOk(socket.destroyed, 'the client never closed')
-  t.match(text, /^HTTP\/1\.1 200 /)
-  t.equal(text.match(/HTTP\/1\.1 /g).length, 1, 'one response: what came after the last request was dropped')
+  t.match(client.text, /^HTTP\/1\.1 200 /)
+  t.equal(client.text.match(/HTTP\/1\.1 /g).length, 1, 'one response: what came after the last request was dropped')
   t.equal(backend.requests, 1, 'the backend saw only the first request')
 })

@@ -24,7 +24,13 @@ const BACKLOG = 4096
 // `given`: a socket this process was given rather than one to bind (by systemd, or by
 // the lila it takes over from: cli/inherited.js), { fd, what, check, owned }: listen on
 // it; with `check`, the host and port given (addressGiven) must be the socket's.
-async function listen (server, { host, port, addressGiven = null }, given = null) {
+async function listen (server, options, given = null) {
+  const bound = await listenAt(server, options, given)
+  noDelayOnce(server)
+  return bound
+}
+
+async function listenAt (server, { host, port, addressGiven = null }, given) {
   if (given !== null) return listenOn(server, { host, port, addressGiven }, given)
   const path = unixPath(host)
   if (path !== null) return listenUnix(server, host, path)
@@ -116,6 +122,19 @@ function listenReason (err, path) {
     return 'address already in use (something listens on it)'
   }
   return reasonOf(err)
+}
+
+// A server made with noDelay sets TCP_NODELAY on every socket it accepts, a system call
+// each (net.Server). Linux, macOS and FreeBSD give an accepted socket the listening
+// socket's TCP_NODELAY: set once there, it spares that call per connection
+// (bench/README.md, W2). Elsewhere, on a Unix socket, or a handle that is not the
+// socket itself (a --workers worker's), each socket still gets it from the server.
+const INHERITS_NODELAY = ['linux', 'darwin', 'freebsd'].includes(process.platform)
+
+function noDelayOnce (server) {
+  const handle = handleOf(server)
+  if (!INHERITS_NODELAY || !server.noDelay || handle === null || typeof handle.setNoDelay !== 'function') return
+  if (handle.setNoDelay(true) === 0) server.noDelay = false // (0: set; else an errno)
 }
 
 // The handle of a listening server, to send it to another process over IPC (the

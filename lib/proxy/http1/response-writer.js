@@ -181,6 +181,17 @@ class ResponseWriter {
     return bytes.length
   }
 
+  // The client asked for this response to be the connection's last (Connection: close,
+  // or HTTP/1.0 without keep-alive) and sent its request whole, and in the clear the
+  // kernel has all of the response: a client keeping to RFC 9112 9.6 sends nothing
+  // more, so the session closes the connection now (with nothing unread), as nginx
+  // does: the kernel sends the response, then FIN; no shutdown, no wait for the
+  // client's FIN, no linger (bench/README.md, W2). TLS ends with its close_notify.
+  lastAsked (x) {
+    return !x.head.keepAlive && x.body.done && x.tunnel === null && !this.client.encrypted &&
+      this.client.writableLength === 0
+  }
+
   // The exchange is over: nothing of its response is left to write.
   done () {
     this.heldHead = null

@@ -183,7 +183,11 @@ class HttpSession {
       this.closing = false
       return this.awaitLastRequest()
     }
-    if (!ok || !keepAlive || reading || this.closing) return this.shut()
+    if (!ok || !keepAlive || reading || this.closing) {
+      // The last response the client asked for, nothing left to read or to write: closed
+      // at once (response-writer.js lastAsked); else shut, and lingered (LINGER_MS).
+      return ok && !reading && this.buf === null && this.writer.lastAsked(x) ? this.client.destroy() : this.shut()
+    }
     this.resumeBody(null)
     this.nextRequest()
   }
