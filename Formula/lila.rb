@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7fba85efe624d0f719b2b068df96e1a6149f40530a13d0288997f655f07dd3e3"
+  sha256 "410df799d8383b3198dc2dc1584c5919a8c6ce4e8432fce8e968b6af5ff3fe66"
   license "MIT"
 
   depends_on "node"

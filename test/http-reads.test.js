@@ -96,6 +96,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
 // still holds the bytes it was handed.
 t.test('which buffer a pooled socket reads into next', async t => {
   const { READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
+  const { OwnBuffer } = require('../lib/proxy/read-buffers')
   const SHARED = READ.buffer() // with no read in progress, the shared buffer
   const handed = []
   const owner = {
@@ -107,7 +108,7 @@ t.test('which buffer a pooled socket reads into next', async t => {
       if (this.release) conn.owner = null
     }
   }
-  const socket = { [CONNECTION]: { owner, readBuffer: null } }
+  const socket = { [CONNECTION]: { owner, reads: new OwnBuffer() } }
   let into = READ.buffer()
   const read = (bytes, fill) => {
     into.fill(fill, 0, bytes)
@@ -151,6 +152,7 @@ t.test('which buffer a pooled socket reads into next', async t => {
   t.not(into, leg, 'an HTTP/2 stream\'s leg never gets its buffer read into again')
   read(100, 7)
   t.equal(into, SHARED, 'small reads go back to the shared buffer')
+  t.equal(socket[CONNECTION].reads.own, null, 'and hold no buffer of their own')
   // All but the third, whose buffer the fourth read was allowed into: nothing held it.
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7], 'every piece still held kept its bytes')
 })
