@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "410df799d8383b3198dc2dc1584c5919a8c6ce4e8432fce8e968b6af5ff3fe66"
+  sha256 "2a582f206c6d88d55465e4e3493fe438b1e1f0ab27b9b7e7621606da2fab8555"
   license "MIT"
 
   depends_on "node"

@@ -119,6 +119,12 @@ class OwnBuffer {
     if (bulk) this.own = takeOwn()
   }
 
+  // The socket reads into its own buffer again after a read of any size that nothing
+  // holds: it is to move bulk again (a pooled connection between two responses).
+  keep () {
+    readAgain(this.own)
+  }
+
   // The socket no longer reads into its own buffer (`free`: nothing holds it).
   letGo (free) {
     if (this.own === null) return
