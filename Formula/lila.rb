@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2a582f206c6d88d55465e4e3493fe438b1e1f0ab27b9b7e7621606da2fab8555"
+  sha256 "794b7a442cd5937a6dd8926baf83b47ff3f8210c01c8f62220be85cfd6bda4c3"
   license "MIT"
 
   depends_on "node"
