@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "794b7a442cd5937a6dd8926baf83b47ff3f8210c01c8f62220be85cfd6bda4c3"
+  sha256 "442c5c2ccbeb24bdd73f07038c2ff0a61c5264ca798ab18ceb912680ff2a107e"
   license "MIT"
 
   depends_on "node"
