@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "442c5c2ccbeb24bdd73f07038c2ff0a61c5264ca798ab18ceb912680ff2a107e"
+  sha256 "831eb2dcfcaaa1921c555d2f02db192db32cf2ccbb4bc49c376e471799bed5ff"
   license "MIT"
 
   depends_on "node"
