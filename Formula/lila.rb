@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "831eb2dcfcaaa1921c555d2f02db192db32cf2ccbb4bc49c376e471799bed5ff"
+  sha256 "5a8d7160a41a9fa59bbc16e03329c60937a741b9eab2ee2941b0df2949dd3abf"
   license "MIT"
 
   depends_on "node"

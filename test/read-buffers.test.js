@@ -8,16 +8,19 @@
 
 const t = require('tap')
 const { TcpSession, READ: TCP_READ, SESSION } = require('../lib/proxy/tcp')
-const { READ: POOL_READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
+const { EventEmitter } = require('events')
+const { Pool, UpstreamConnection, READ: POOL_READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
 const { SHARED, OWN_MAX, OwnBuffer } = require('../lib/proxy/read-buffers')
 
 const BULK_READ = 64 * 1024
 
 // A pooled socket whose owner holds nothing it was handed (`onData`: what the owner
 // does with each read).
+const POOL = new Pool({ address: '127.0.0.1:1' }, { connectTimeout: 1000 })
 function pooledSocket (onData = () => {}) {
-  const owner = { holdsRead: () => false, onUpstreamData: onData }
-  return { [CONNECTION]: { owner, reads: new OwnBuffer() } }
+  const socket = Object.assign(new EventEmitter(), { destroy () {} })
+  new UpstreamConnection(POOL, socket).attach({ holdsRead: () => false, onUpstreamData: onData })
+  return socket
 }
 
 // A tcp session's backend socket, piping, whose client took every write at once.

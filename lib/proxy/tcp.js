@@ -80,7 +80,7 @@ class TcpSession {
     // The client is read while connecting, so that it leaving is noticed at once; what
     // it sends waits in `replay` until a backend is connected (tcp-replay.js).
     this.replay = new TcpReplay()
-    this.upstreamReads = new OwnBuffer() // the backend socket's own read buffer, while it moves bulk (READ)
+    this.upstreamReads = new OwnBuffer() // the backend socket's buffer while bulk (READ)
     client[SESSION] = this
     addListeners(client, CLIENT)
     // The client's address is asked of the kernel when something needs it (ip-hash,
