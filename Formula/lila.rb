@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5a8d7160a41a9fa59bbc16e03329c60937a741b9eab2ee2941b0df2949dd3abf"
+  sha256 "15493dad4d0cbe00ec61183c8570771695a0eb607acf7ba1993d714c9124f801"
   license "MIT"
 
   depends_on "node"
