@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7fba85efe624d0f719b2b068df96e1a6149f40530a13d0288997f655f07dd3e3"
+  sha256 "15493dad4d0cbe00ec61183c8570771695a0eb607acf7ba1993d714c9124f801"
   license "MIT"
 
   depends_on "node"

@@ -136,8 +136,12 @@ async function main () {
     console.log(`round ${round}: old ${ua.toFixed(1)} µs/req (${na} requests), new ${ub.toFixed(1)} µs/req ` +
       `(${nb} requests), new/old ${(ub / ua).toFixed(3)}`)
   }
+  // The median of an even count is the mean of the middle two (the upper one alone
+  // leaned every even-round A/B towards "new is slower").
   ratios.sort((x, y) => x - y)
-  console.log(`median new/old: ${ratios[Math.floor(ratios.length / 2)].toFixed(3)}`)
+  const mid = ratios.length / 2
+  const median = ratios.length % 2 === 1 ? ratios[Math.floor(mid)] : (ratios[mid - 1] + ratios[mid]) / 2
+  console.log(`median new/old: ${median.toFixed(3)} (range ${ratios[0].toFixed(3)}-${ratios[ratios.length - 1].toFixed(3)})`)
   a.child.kill()
   b.child.kill()
   for (const server of servers) server.close()

@@ -27,7 +27,8 @@ function standIn () {
     onUpstreamTimeout: ignore,
     onUpstreamError: ignore,
     onUpstreamEnd: ignore,
-    onUpstreamClose: ignore
+    onUpstreamClose: ignore,
+    holdsRead: () => false // asked as it lets a connection go (connection-pool.js READ)
   }
 }
 

@@ -93,21 +93,27 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
 
 // The same rule in process, read by read: a pooled socket "reads" as Node's onread does
 // (into what READ.buffer() gave it, then READ.callback), its owner saying whether it
-// still holds the bytes it was handed.
+// still holds the bytes it was handed, or letting the connection go back to its pool
+// with the response's last read.
 t.test('which buffer a pooled socket reads into next', async t => {
-  const { READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
+  const { EventEmitter } = require('events')
+  const { Pool, UpstreamConnection, READ } = require('../lib/proxy/http1/connection-pool')
   const SHARED = READ.buffer() // with no read in progress, the shared buffer
   const handed = []
   const owner = {
     holding: false,
     release: false, // the response ends on this read: the connection goes back to the pool
     holdsRead () { return this.holding },
+    onUpstreamConnect () {},
     onUpstreamData (conn, chunk) {
       handed.push(chunk)
-      if (this.release) conn.owner = null
+      if (this.release) conn.pool.release(conn)
     }
   }
-  const socket = { [CONNECTION]: { owner, readBuffer: null } }
+  const pool = new Pool({ address: '127.0.0.1:1' }, { connectTimeout: 1000 })
+  const socket = Object.assign(new EventEmitter(), { readableEnded: false, resume () {}, destroy () {} })
+  const conn = new UpstreamConnection(pool, socket)
+  conn.attach(owner)
   let into = READ.buffer()
   const read = (bytes, fill) => {
     into.fill(fill, 0, bytes)
@@ -131,28 +137,46 @@ t.test('which buffer a pooled socket reads into next', async t => {
   read(64 * 1024, 4)
   t.not(into, own, 'a write still holds it: the socket gets another')
   t.equal(handed[handed.length - 1][0], 4, 'and what the write holds stays as it was')
+  // The response's last read: the owner lets the connection go as it hands it on, and
+  // says at that moment whether it holds any of it.
   owner.holding = false
   owner.release = true
-  const before = into
+  let before = into
   read(64 * 1024, 5)
-  t.not(into, before, 'the owner let the connection go with the read: nobody can say, another buffer')
+  t.equal(pool.idle[pool.idle.length - 1], conn, 'the connection went back to its pool')
+  t.equal(into, before, 'let go holding none of the read: read into again')
+  t.equal(pool.acquire(owner), conn, 'the next request takes it')
+  owner.holding = true
+  read(64 * 1024, 6)
+  t.not(into, before, 'let go while its write still holds the read: another buffer')
+  pool.acquire(owner)
+  owner.holding = false
+  before = into
+  read(100, 7)
+  t.equal(into, before, 'a small last read, held by nothing: kept for the next response')
+  pool.acquire(owner)
+  owner.release = false
+  read(64 * 1024, 8)
+  t.equal(into, before, 'whose first read it takes without a copy')
   // The leg of an HTTP/2 client's exchange (http1/leg.js), whose stream may hold what
   // it wrote after the write completed (http2/session.js holdsWrites).
   const { Http1Leg } = require('../lib/proxy/http1/leg')
   const { Http2Session } = require('../lib/proxy/http2/session')
-  socket[CONNECTION].owner = {
+  conn.attach({
     partial: null,
     x: { client: { holdsWrites: Http2Session.prototype.holdsWrites } },
     holdsRead: Http1Leg.prototype.holdsRead,
     onUpstreamData: owner.onUpstreamData.bind({ release: false })
-  }
+  })
   const leg = into
-  read(64 * 1024, 6)
+  read(64 * 1024, 9)
   t.not(into, leg, 'an HTTP/2 stream\'s leg never gets its buffer read into again')
-  read(100, 7)
+  read(100, 10)
   t.equal(into, SHARED, 'small reads go back to the shared buffer')
-  // All but the third, whose buffer the fourth read was allowed into: nothing held it.
-  t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7], 'every piece still held kept its bytes')
+  t.equal(conn.reads.own, null, 'and hold no buffer of their own')
+  // Every piece a write held kept its bytes; those that nothing held were written over
+  // by the next read into their buffer (3 by 4, 5 by 6, 7 by 8 and then 9, 8 by 9).
+  t.same(handed.map(c => c[0]), [1, 2, 4, 4, 6, 6, 9, 9, 9, 10], 'every piece still held kept its bytes')
 })
 
 // A small body of a said length joins its head in one Buffer (http1/response-writer.js:

@@ -8,41 +8,75 @@
 
 const t = require('tap')
 const { TcpSession, READ: TCP_READ, SESSION } = require('../lib/proxy/tcp')
-const { READ: POOL_READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
-const { SHARED, OWN_MAX } = require('../lib/proxy/read-buffers')
+const { EventEmitter } = require('events')
+const { Pool, UpstreamConnection, READ: POOL_READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
+const { SHARED, OWN_MAX, OwnBuffer } = require('../lib/proxy/read-buffers')
 
 const BULK_READ = 64 * 1024
 
-// A pooled socket whose owner holds nothing it was handed.
-function pooledSocket () {
-  const owner = { holdsRead: () => false, onUpstreamData () {} }
-  return { [CONNECTION]: { owner, readBuffer: null } }
+// A pooled socket whose owner holds nothing it was handed (`onData`: what the owner
+// does with each read).
+const POOL = new Pool({ address: '127.0.0.1:1' }, { connectTimeout: 1000 })
+function pooledSocket (onData = () => {}) {
+  const socket = Object.assign(new EventEmitter(), { destroy () {} })
+  new UpstreamConnection(POOL, socket).attach({ holdsRead: () => false, onUpstreamData: onData })
+  return socket
 }
 
 // A tcp session's backend socket, piping, whose client took every write at once.
-function tcpSocket () {
+function tcpSocket (onData = () => {}) {
   const socket = { isPaused: () => false }
   const session = Object.create(TcpSession.prototype)
-  Object.assign(session, { upstream: socket, ownBuffer: null, client: { writableLength: 0 } })
-  session.fromUpstream = () => {}
+  Object.assign(session, { upstream: socket, upstreamReads: new OwnBuffer(), client: { writableLength: 0 } })
+  session.fromUpstream = onData
   socket[SESSION] = session
   return socket
 }
 
+// The reads a socket made by either helper holds.
+const readsOf = socket => socket[CONNECTION] ? socket[CONNECTION].reads : socket[SESSION].upstreamReads
+
 t.test('tcp and the HTTP/1.1 pool share one cap on buffers of their own', async t => {
   const half = OWN_MAX - 10
   const next = []
+  const sockets = []
   // A bulk read into the shared buffer on each socket: each asks for a buffer of its own.
   for (const [read, make] of [[POOL_READ, pooledSocket], [TCP_READ, tcpSocket]]) {
     for (let i = 0; i < half; i++) {
-      read.callback.call(make(), BULK_READ, SHARED)
+      const socket = make()
+      sockets.push(socket)
+      read.callback.call(socket, BULK_READ, SHARED)
       next.push(read.buffer())
     }
   }
   const own = next.filter(buffer => buffer !== SHARED)
+  t.same(sockets.map(socket => readsOf(socket).own), next.map(buffer => buffer === SHARED ? null : buffer),
+    'each socket holds the buffer it reads into next, or none')
+  for (const socket of sockets) readsOf(socket).letGo(true) // under the cap again, for the next test
   t.equal(own.length, OWN_MAX, `${OWN_MAX} of ${2 * half} sockets read into buffers of their own next`)
   t.equal(new Set(own).size, OWN_MAX, 'each its own')
   t.ok(next.slice(0, half).every(buffer => buffer !== SHARED), 'every pooled socket, the first to ask')
   t.equal(next.slice(half).filter(buffer => buffer !== SHARED).length, OWN_MAX - half,
     'and the tcp sockets only what the pool left under the cap')
+})
+
+// A socket made while a read is handled (whatever runs with it: a pooled socket's owner
+// may open another backend connection) asks for its first buffer at once: it must get
+// the shared one, not the buffer the reading socket is to read into next (the order
+// read-buffers.js asks for). Buffers compared by identity: a 64 KiB diff says nothing.
+t.test('a socket made while a read is handled starts on the shared buffer', async t => {
+  for (const [name, read, make] of [['pooled', POOL_READ, pooledSocket], ['tcp', TCP_READ, tcpSocket]]) {
+    let made = null
+    const socket = make(() => { made = read.buffer() })
+    read.callback.call(socket, BULK_READ, SHARED)
+    const mine = read.buffer()
+    t.ok(made === SHARED, `${name}: the socket made meanwhile starts on the shared buffer`)
+    t.ok(mine !== SHARED, `${name}: the reader, after its bulk read, on a buffer of its own`)
+    t.ok(mine === readsOf(socket).own, `${name}: the one it took`)
+    // A bulk read into its own buffer, read into again: chosen after the read too.
+    read.callback.call(socket, BULK_READ, mine)
+    t.ok(made === SHARED, `${name}: again when the reader reads into its own`)
+    t.ok(read.buffer() === mine, `${name}: which it reads into again`)
+    readsOf(socket).letGo(true)
+  }
 })

@@ -10,7 +10,7 @@
 
 const t = require('tap')
 const { TcpSession, READ, SESSION } = require('../lib/proxy/tcp')
-const { OWN_MAX } = require('../lib/proxy/read-buffers')
+const { OWN_MAX, OwnBuffer } = require('../lib/proxy/read-buffers')
 
 // A small deterministic PRNG (mulberry32), so that a failure can be replayed.
 function random (seed) {
@@ -89,7 +89,7 @@ function pipingSession () {
     piping: true,
     answered: true,
     idleTicks: 0,
-    ownBuffer: null
+    upstreamReads: new OwnBuffer()
   })
   session.client.session = session
   session.upstream[SESSION] = session
@@ -118,7 +118,7 @@ for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     }
     for (const s of sessions) s.client.drain()
     t.equal(sessions.reduce((n, s) => n + s.client.corrupted, 0), 0, 'no chunk changed while a client held it')
-    for (const s of sessions) s.dropOwnBuffer(false) // back to the shared buffer, for the next test
+    for (const s of sessions) s.upstreamReads.letGo(false) // back to the shared buffer, for the next test
   })
 }
 

@@ -1,9 +1,10 @@
 'use strict'
 
-// Where lila's plain backend sockets read into (net.Socket's `onread` option), tcp.js's
-// and http1/connection-pool.js's alike: no buffer allocated per read (V8 counts each as
-// external memory, and collects the more often), and none of the Readable machinery
-// ('data' events, a buffer list, a tick per read).
+// Where lila's plain sockets read into (net.Socket's `onread` option): tcp.js's and
+// http1/connection-pool.js's backend sockets, and client sockets (readFromNowInto,
+// http1/ and http2/client-reads.js) alike: no buffer allocated per read (V8 counts
+// each as external memory, and collects the more often), and none of the Readable
+// machinery ('data' events, a buffer list, a tick per read).
 //
 // Small reads (an answer, a redis reply) land in one buffer every socket shares. The
 // next read on any socket writes over it, so they are copied out before being handed
@@ -13,11 +14,13 @@
 // once no write holds what it read; else the socket lets it go with the write that
 // holds it (`letGo`) and takes another, or goes back to the shared one, as does a
 // socket whose reads turn small. At most OWN_MAX buffers are bound to sockets at a
-// time, for all sockets together (4 MiB); past that, bulk is copied too.
+// time, for all sockets together (4 MiB); past that, bulk is copied too. Each reader
+// holds an OwnBuffer, which makes that choice after every read; the reader says only
+// whether what it read is free.
 //
 // Node calls the socket's `buffer()` right after its `callback()`: the socket that just
 // read takes what its callback chose (`next`), every other socket the shared buffer. A
-// socket made meanwhile asks at once, so a callback chooses (takeOwn, readAgain) only
+// socket made meanwhile asks at once, so a callback chooses (OwnBuffer's next) only
 // after it has handed its read on: chosen before, a socket made while handling the
 // read would take the buffer and two sockets would read into it.
 
@@ -99,10 +102,11 @@ function readFromNowInto (socket, callback) {
   return true
 }
 
-// What a client socket reading through readFromNowInto holds: its own buffer while it
-// moves bulk. `next` is asked once the read of `nread` bytes into `buffer` was handed on
-// (`free`: nothing holds its bytes any more), and chooses the buffer the socket reads
-// into next: its own again, a new one of its own, or the shared one.
+// What a reading socket holds (a tcp session's backend, a pooled connection, a client
+// reading through readFromNowInto): its own buffer while it moves bulk. `next` is asked
+// once the read of `nread` bytes into `buffer` was handed on (`free`: nothing holds its
+// bytes any more, or will by the socket's next read), and chooses the buffer the socket
+// reads into next: its own again, a new one of its own, or the shared one.
 class OwnBuffer {
   constructor () {
     this.own = null
@@ -115,6 +119,12 @@ class OwnBuffer {
     if (bulk) this.own = takeOwn()
   }
 
+  // The socket reads into its own buffer again after a read of any size that nothing
+  // holds: it is to move bulk again (a pooled connection between two responses).
+  keep () {
+    readAgain(this.own)
+  }
+
   // The socket no longer reads into its own buffer (`free`: nothing holds it).
   letGo (free) {
     if (this.own === null) return
@@ -123,4 +133,4 @@ class OwnBuffer {
   }
 }
 
-module.exports = { readsInto, readFromNowInto, copied, takeOwn, readAgain, letGo, OwnBuffer, SHARED, BULK, OWN_MAX }
+module.exports = { readsInto, readFromNowInto, copied, OwnBuffer, SHARED, BULK, OWN_MAX }

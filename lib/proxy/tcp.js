@@ -7,7 +7,7 @@ const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../ups
 const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
-const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('./read-buffers')
+const { readsInto, copied, OwnBuffer, SHARED, BULK } = require('./read-buffers')
 const { TcpReplay } = require('./tcp-replay')
 
 const SESSION = Symbol('lila.tcpSession') // the TcpSession a client or backend socket serves
@@ -40,10 +40,11 @@ const BACKEND_TLS = handlers({
 })
 
 // Plain backend sockets read into read-buffers.js's buffers: each read handed straight
-// to the session. A bulk socket's own buffer is read into again once its bytes are out:
-// the write to the client completed at once; or it waits, the socket is paused for
-// back-pressure (a bulk read is above the writable high-water mark), and the client
-// drains before the socket resumes. A write that waits without that pause keeps it.
+// to the session. A bulk socket's own buffer (the session's OwnBuffer) is read into
+// again once its bytes are out: the write to the client completed at once; or it waits,
+// the socket is paused for back-pressure (a bulk read is above the writable high-water
+// mark), and the client drains before the socket resumes. A write that waits without
+// that pause keeps it.
 const READ = readsInto(function (nread, buffer) { this[SESSION].fromUpstreamRead(this, nread, buffer) })
 
 // L4 balancing, one client connection and its (current) backend connection: pick a
@@ -79,7 +80,7 @@ class TcpSession {
     // The client is read while connecting, so that it leaving is noticed at once; what
     // it sends waits in `replay` until a backend is connected (tcp-replay.js).
     this.replay = new TcpReplay()
-    this.ownBuffer = null // the backend socket's own read buffer, while it moves bulk (READ)
+    this.upstreamReads = new OwnBuffer() // the backend socket's buffer while bulk (READ)
     client[SESSION] = this
     addListeners(client, CLIENT)
     // The client's address is asked of the kernel when something needs it (ip-hash,
@@ -113,31 +114,18 @@ class TcpSession {
   }
 
   // `nread` bytes from a plain backend socket, in the shared buffer or in its own (see
-  // READ): passed on, and the buffer it reads into next chosen.
+  // READ): passed on, then the buffer it reads into next chosen (read-buffers.js).
   fromUpstreamRead (socket, nread, buffer) {
     if (socket !== this.upstream) return
     if (buffer === SHARED) {
-      this.fromUpstream(socket, copied(nread)) // before takeOwn: see read-buffers.js
-      if (nread >= BULK) this.ownBuffer = takeOwn()
-      return
+      this.fromUpstream(socket, copied(nread))
+      return this.upstreamReads.next(nread, buffer, true)
     }
     this.fromUpstream(socket, buffer.subarray(0, nread))
-    if (this.client.writableLength === 0) {
-      // Written: the buffer is free.
-      if (nread >= BULK) readAgain(buffer)
-      else this.dropOwnBuffer(true)
-    } else if (nread >= BULK && socket.isPaused()) {
-      readAgain(buffer) // read into only after the client drained
-    } else {
-      this.dropOwnBuffer(false) // the waiting write keeps it
-    }
-  }
-
-  // Back to the shared buffer (`free`: no write holds the own one).
-  dropOwnBuffer (free) {
-    if (this.ownBuffer === null) return
-    letGo(this.ownBuffer, free)
-    this.ownBuffer = null
+    // Free: written at once, or a bulk read that paused the socket, read into only
+    // after the client drained.
+    const free = this.client.writableLength === 0 || (nread >= BULK && socket.isPaused())
+    this.upstreamReads.next(nread, buffer, free)
   }
 
   // A FIN from the client: passed on once a backend is connected (half-close).
@@ -320,7 +308,7 @@ class TcpSession {
 
   onUpstreamClose (socket) {
     if (socket !== this.upstream) return
-    this.dropOwnBuffer(false) // a write to the client may still hold it
+    this.upstreamReads.letGo(false) // a write to the client may still hold it
     // Closed without a FIN (destroyed, reset): nothing more can flow, end the client.
     // After a FIN, onUpstreamEnd ended the client once what is buffered is written.
     if (!socket.readableEnded && !this.client.destroyed) this.client.destroy()

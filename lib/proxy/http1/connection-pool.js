@@ -2,7 +2,7 @@
 
 const { dial, readyEvent, connectTimedOut } = require('../../upstream/dial')
 const { handlers, addListeners } = require('../socket-events')
-const { readsInto, copied, takeOwn, readAgain, letGo, SHARED, BULK } = require('../read-buffers')
+const { readsInto, copied, OwnBuffer, SHARED } = require('../read-buffers')
 const { parseResponseHead } = require('./parse')
 
 // The UpstreamConnection a pooled socket carries.
@@ -65,7 +65,7 @@ const CONN = handlers({
   close () {
     const c = this[CONNECTION]
     c.closed = true
-    letGoRead(c, false) // a write to the client may still hold it
+    c.reads.letGo(false) // a write to the client may still hold it
     c.pool.removed(c)
     if (c.owner !== null) c.owner.onUpstreamClose(c)
   }
@@ -73,31 +73,29 @@ const CONN = handlers({
 
 // Plain backend sockets read into read-buffers.js's buffers, each read handed to the
 // owner at once, as bytes no later read writes over (as with 'data'). A bulk socket's
-// own buffer is read into again only when the owner that read it still has the
-// connection and holds none of its bytes (owner.holdsRead(): its write to the client
-// completed at once); otherwise the socket takes another (under the cap), and the old
-// one stays with whatever holds it.
+// own buffer (the connection's OwnBuffer) is read into again only when the owner that
+// read it holds none of its bytes (owner.holdsRead(): its write to the client completed
+// at once), asked after the read or as it let the connection go with it; otherwise the
+// socket takes another (under the cap), and the old one stays with whatever holds it.
+// The next buffer is chosen after the read is handed on (read-buffers.js).
 const READ = readsInto(function (nread, buffer) {
   const c = this[CONNECTION]
   if (buffer === SHARED) {
-    connData.call(this, copied(nread)) // before takeOwn: see read-buffers.js
-    if (nread >= BULK) c.readBuffer = takeOwn()
-    return
+    connData.call(this, copied(nread))
+    return c.reads.next(nread, buffer, true)
   }
   const owner = c.owner
   connData.call(this, buffer.subarray(0, nread))
-  const free = owner !== null && c.owner === owner && !owner.holdsRead()
-  if (nread >= BULK && free) return readAgain(buffer)
-  letGoRead(c, free)
-  if (nread >= BULK) c.readBuffer = takeOwn()
+  if (c.owner === owner) return c.reads.next(nread, buffer, owner !== null && !owner.holdsRead())
+  // The owner let the connection go with this read (a response's last bytes), saying
+  // then whether it held any of them (release). Held by nothing, the socket keeps its
+  // buffer, however small the read, for the next response: let go, the next response's
+  // first read would be copied out of the shared buffer, and a buffer of its own made
+  // for the one after, two 64 KiB allocations a response that V8 frees only with full
+  // collections (W3: bench/README.md).
+  if (c.freedRead && buffer === c.reads.own) return c.reads.keep()
+  c.reads.next(nread, buffer, c.freedRead)
 })
-
-// The connection's socket no longer reads into its own buffer (`free`: nothing holds it).
-function letGoRead (c, free) {
-  if (c.readBuffer === null) return
-  letGo(c.readBuffer, free)
-  c.readBuffer = null
-}
 
 class UpstreamConnection {
   constructor (pool, socket) {
@@ -110,7 +108,8 @@ class UpstreamConnection {
     this.idleSince = 0
     this.ready = false // connected (and for TLS, the handshake done)
     this.closed = false
-    this.readBuffer = null // its socket's own read buffer, while it moves bulk (READ)
+    this.reads = new OwnBuffer() // its socket's own read buffer, while it moves bulk (READ)
+    this.freedRead = false // its owner let it go (release) holding none of its last read
     this.head = null // the form its response heads are parsed into (readHead)
     socket[CONNECTION] = this
     socket.on(readyEvent(socket), connConnect)
@@ -120,6 +119,7 @@ class UpstreamConnection {
   // Hand the connection to an exchange; it drives the socket until release.
   attach (owner) {
     this.owner = owner
+    this.freedRead = false
   }
 
   // A response came on it: one request fewer left, within what the backend's
@@ -142,6 +142,7 @@ class UpstreamConnection {
   // Its socket's remaining events (close, a late error) go to no exchange.
   destroy () {
     this.owner = null
+    this.freedRead = false
     this.socket.destroy()
   }
 }
@@ -199,6 +200,7 @@ class Pool {
   // An exchange is done with a connection that can serve another request (unless the
   // backend allows no more on it).
   release (conn) {
+    conn.freedRead = !conn.owner.holdsRead() // for READ, when let go with a read
     conn.owner = null
     if (conn.closed) return
     if (conn.idleMs <= 0 || conn.requestsLeft <= 0) return conn.destroy()
@@ -229,4 +231,4 @@ class Pool {
   }
 }
 
-module.exports = { Pool, idleFromHint, READ, CONNECTION } // READ, CONNECTION: for tests
+module.exports = { Pool, idleFromHint, UpstreamConnection, READ, CONNECTION } // the last three: for tests
