@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7fba85efe624d0f719b2b068df96e1a6149f40530a13d0288997f655f07dd3e3"
+  sha256 "94054c536a2074d7ddcabe05c6050fb0f18d77f6902da6bbc70e2afb7a9477d7"
   license "MIT"
 
   depends_on "node"

@@ -31,6 +31,19 @@ const FIELDS = new Fields()
 class Http1Leg {
   constructor (exchange, backend, fresh) {
     this.x = exchange
+    this.#begin(backend, fresh)
+  }
+
+  // The exchange's next request (forwarding.js seated), on `backend`: this leg, made
+  // new. Its last response completed (done) and its connection went back to the pool,
+  // which sends it no more events (conn.owner: null).
+  renew (backend) {
+    this.#begin(backend, false)
+    return this
+  }
+
+  #begin (backend, fresh) {
+    const exchange = this.x
     this.backend = backend
     this.fresh = fresh // not a pooled connection (the keep-alive race's retry)
     this.pool = exchange.listener.protocol.poolFor(backend)

@@ -124,6 +124,12 @@ class Http2Leg {
     return new Http2Leg(this.x, this.backend, true)
   }
 
+  // The exchange's next request, on `backend` (forwarding.js seated): a new leg (an
+  // HTTP/2 leg's stream state is not worth reusing).
+  renew (backend) {
+    return new Http2Leg(this.x, backend, false)
+  }
+
   // The listener's sweep: a backend silent for --timeout; not while lila holds the
   // stream paused for a client that does not read.
   onSweep (silentLimit) {
