@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "94054c536a2074d7ddcabe05c6050fb0f18d77f6902da6bbc70e2afb7a9477d7"
+  sha256 "0b4275a0f1ec67325fbac14851106c5f9d673b123b75a8b1575cca8244ec0067"
   license "MIT"
 
   depends_on "node"

@@ -12,6 +12,7 @@ const t = require('tap')
 const net = require('net')
 const { performance } = require('perf_hooks')
 const { startLila, httpBackend, listenOn, until, within, isSettled } = require('./fixtures/helpers')
+const { h2Backend } = require('./fixtures/h2')
 
 // One client connection: requests written as given, answers read one at a time (framed
 // by Content-Length or chunked, or bodiless for HEAD, 204 and 304).
@@ -178,6 +179,36 @@ t.test('one exchange serves a connection\'s requests, each its own answer whatev
   await settles(lila)
   const { responses } = lila.stats()
   t.equal(responses['5xx'] || 0, 0, 'no answer of lila\'s own')
+})
+
+t.test('to an HTTP/2 backend: the exchange made new, a new leg each time', async t => {
+  const backend = await h2Backend(t, 'h2', (stream, headers) => {
+    const chunks = []
+    stream.on('data', chunk => chunks.push(chunk))
+    stream.on('end', () => {
+      const path = headers[':path']
+      if (path === '/not-modified') return stream.respond({ ':status': 304 }, { endStream: true })
+      stream.respond({ ':status': path === '/missing' ? 404 : 200 })
+      stream.end(`${headers[':method']} ${path} ${Buffer.concat(chunks)}`)
+    })
+  })
+  const lila = await startLila(t, ['rr', `127.0.0.1:${backend.port}`, '--protocol', 'http', '--backend-protocol', 'h2'])
+  const client = new Client(lila.port)
+  const asked = [
+    ['GET', '/one', {}, 200, 'GET /one '],
+    ['POST', '/two', { body: 'a body' }, 200, 'POST /two a body'],
+    ['GET', '/not-modified', {}, 304, ''],
+    ['HEAD', '/three', {}, 200, ''],
+    ['GET', '/missing', {}, 404, 'GET /missing '],
+    ['GET', '/four', {}, 200, 'GET /four ']
+  ]
+  for (const [method, path, more, status, body] of asked) {
+    const answer = await client.ask(method, path, more)
+    t.same([answer.status, answer.body], [status, body], `${method} ${path}`)
+  }
+  t.equal(sessionOf(lila).spare.generation, asked.length - 1, 'in one exchange')
+  await client.close()
+  await settles(lila)
 })
 
 // A backend over raw TCP that answers each request with `answer(path)`'s bytes and then

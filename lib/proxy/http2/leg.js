@@ -272,7 +272,8 @@ const LEG = Object.freeze({
   onData (s, chunk, endStream) { if (!s.user.abandoned) s.user.onData(chunk, endStream) },
   onTrailers (s, fields) { if (!s.user.abandoned) s.user.done(fields) },
   onReset (s, code) { if (!s.user.abandoned) s.user.onReset(code) },
-  onDrain (s) { if (!s.user.abandoned) s.user.x.legDrained() }
+  // (A leg whose response ended sends no more: its exchange may serve another request.)
+  onDrain (s) { if (!s.user.abandoned && !s.user.ended) s.user.x.legDrained() }
 })
 
 module.exports = { Http2Leg }
