@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "0b4275a0f1ec67325fbac14851106c5f9d673b123b75a8b1575cca8244ec0067"
+  sha256 "d3523ea5bb8c421fc1ad9183c340b685634fa5a1e824643a692686b998590c5d"
   license "MIT"
 
   depends_on "node"

@@ -168,6 +168,7 @@ t.test('one exchange serves a connection\'s requests, each its own answer whatev
   t.equal(session.spare, x, 'all in the one exchange')
   t.equal(x.generation, 2 + asked.length - 1, 'one generation each')
   t.equal(x.forwarding.spareLeg, leg, 'and the one leg')
+  t.equal(x.body.heldBytes, 0, 'the last body\'s bytes (PUT) are not held while it waits for the next request')
 
   // Pipelined: the second is read while the first's exchange is still on the stack, so
   // it gets an exchange of its own; both answered in order.
@@ -175,6 +176,11 @@ t.test('one exchange serves a connection\'s requests, each its own answer whatev
   t.same((await client.read()).body, 'GET /p1 ', 'the first pipelined request')
   t.same((await client.read()).body, 'GET /p2 ', 'the second')
   t.same((await client.ask('GET', '/after')).body, 'GET /after ', 'and one after them')
+  t.ok(session.spare !== null, 'an exchange kept for the next request')
+  await until(() => session.spare === null, 'the quiet connection to let it go (memory per idle client)',
+    { timeout: 10000 })
+  t.same((await client.ask('GET', '/later')).body, 'GET /later ', 'a request after that, in a new exchange')
+  t.not(session.spare, x, 'which is kept in its turn')
   await client.close()
   await settles(lila)
   const { responses } = lila.stats()

@@ -107,6 +107,13 @@ class Exchange extends ExchangeResponse {
       this.trace === null && this.compressed === null && this.tunnel === null && this.attempt.waiter === null
   }
 
+  // Kept for the connection's next request (reusable): the bytes it held of this one's
+  // body, for a replay no longer possible, go now, not when the next request comes.
+  shelve () {
+    if (this.body.heldBytes > 0) this.body = requestBody('GET', 0, true)
+    return this
+  }
+
   // The request on the backend seated (forwarding.js), or null.
   get leg () {
     return this.forwarding.leg

@@ -194,7 +194,7 @@ class HttpSession {
     // The next request read later is served in x made new. Not one already read (just
     // above): x's callers are still on the stack, and must find it over, not another
     // request.
-    if (x.reusable) this.spare = x
+    if (x.reusable) this.spare = x.shelve()
   }
 
   // --- What a tunnel (tunnel.js) does with the connection ---
@@ -343,6 +343,8 @@ class HttpSession {
   // client has nothing to say: the exchange's own timeouts apply then.
   onIdleSweep (idleLimit) {
     if (this.lingerTicks > 0 && --this.lingerTicks === 0) return this.destroy()
+    // A connection gone quiet holds no exchange for the next request (memory per idle client).
+    if (this.idleTicks > 0) this.spare = null
     if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
