@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d3523ea5bb8c421fc1ad9183c340b685634fa5a1e824643a692686b998590c5d"
+  sha256 "f901e03fd0045b44910bab88980930947e44f5bf639f61403e2230ea2d257f5a"
   license "MIT"
 
   depends_on "node"
