@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f901e03fd0045b44910bab88980930947e44f5bf639f61403e2230ea2d257f5a"
+  sha256 "264ce5ff2c7453b792875173f559bef809745bcf054039397420f4975c2c4070"
   license "MIT"
 
   depends_on "node"

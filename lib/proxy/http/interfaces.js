@@ -7,7 +7,8 @@
 // - its `client`, the session the request came on (http1/session.js: one HTTP/1.1
 //   connection, or http2/session.js: HTTP/2, where `stream` is the request's stream).
 //   The session has the protocol make the exchange (newExchange(session, head,
-//   headBytes, stream)), calls `start`, then hands it the body as pieces (onBody,
+//   headBytes, stream, spare): `spare`, an HTTP/1.1 session's last exchange when it is
+//   `reusable`, made new), calls `start`, then hands it the body as pieces (onBody,
 //   onBodyEnd with the trailers, clientBodyFailed) and what its client does
 //   (onClientDrain, onClientClose, onSweep, awaitingBackend), and asks for the page of
 //   an answer of its own (errorPage); it hears back, with the
