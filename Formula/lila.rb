@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "264ce5ff2c7453b792875173f559bef809745bcf054039397420f4975c2c4070"
+  sha256 "8108deecf05598b00e1d9520d814650154023c4f5a6d0dcdd6a52eecadd755cb"
   license "MIT"
 
   depends_on "node"

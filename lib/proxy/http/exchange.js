@@ -23,7 +23,7 @@ const CLIENT_CLOSED = 499 // the client went away before any response: nginx's "
 // back to the client is exchange-response.js's, the class it extends.
 //
 // An HTTP/1.1 connection's exchanges are one object, made new for each request (begin;
-// ARCHITECTURE.md says why), once the last one is over and holds nothing that could
+// docs/design.md says why), once the last one is over and holds nothing that could
 // call it later (reusable); `generation` tells its requests apart.
 class Exchange extends ExchangeResponse {
   constructor (client, head, headBytes, stream = null) {

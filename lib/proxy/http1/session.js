@@ -191,9 +191,7 @@ class HttpSession {
     }
     this.resumeBody(null)
     this.nextRequest()
-    // The next request read later is served in x made new. Not one already read (just
-    // above): x's callers are still on the stack, and must find it over, not another
-    // request.
+    // x made new serves the next request read later, not one read above: its callers are still on the stack.
     if (x.reusable) this.spare = x.shelve()
   }
 
@@ -343,8 +341,7 @@ class HttpSession {
   // client has nothing to say: the exchange's own timeouts apply then.
   onIdleSweep (idleLimit) {
     if (this.lingerTicks > 0 && --this.lingerTicks === 0) return this.destroy()
-    // A connection gone quiet holds no exchange for the next request (memory per idle client).
-    if (this.idleTicks > 0) this.spare = null
+    if (this.idleTicks > 0) this.spare = null // gone quiet: no exchange kept (memory per idle client)
     if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
