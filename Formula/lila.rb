@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "15493dad4d0cbe00ec61183c8570771695a0eb607acf7ba1993d714c9124f801"
+  sha256 "a6666df0242ed34fd713f33a846454113f25a361fe971f70104fffbbaa659573"
   license "MIT"
 
   depends_on "node"

@@ -6,8 +6,10 @@
 // allocation sites follow. Linux, needs wrk.
 //
 //   node bench/garbage.js [LILA=./lila] [seconds=8] [--client wrk|h2load] [--body BYTES]
-//        [--post BYTES] [--backend-protocol h1|h2] [--close] [--top N]
+//        [--post BYTES] [--backend-protocol h1|h2] [--close] [--top N] [--floor]
 // --close: a new client connection per request (W2's shape): bytes per connection.
+// --floor: the Node floor (peers/node-proxy.js --kind http, its client sockets reading
+// into its own buffers as lila's do) in lila's place: what Node itself leaves per request.
 
 const { spawn } = require('child_process')
 const http = require('http')
@@ -26,6 +28,7 @@ const { values: flags, positionals } = parseArgs({
     post: { type: 'string', default: '0' },
     'backend-protocol': { type: 'string', default: 'h1' },
     close: { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
     top: { type: 'string', default: '15' }
   }
 })
@@ -43,10 +46,16 @@ function backend () {
 }
 
 function startLila (port) {
+  const env = { ...process.env, LILA_GARBAGE_PROBE: out }
+  if (flags.floor) {
+    const floor = ['--require', path.join(__dirname, 'garbage-probe.js'), path.join(__dirname, 'peers', 'node-proxy.js'),
+      '--kind', H2 ? 'h2' : 'http', '--port', '0', `127.0.0.1:${port}`]
+    return startListening(process.execPath, floor, { env: { ...env, NODE_FLOOR_READS: 'own' } })
+  }
   const args = ['--require', path.join(__dirname, 'garbage-probe.js'), LILA, 'rr', `127.0.0.1:${port}`,
     '--protocol', 'http', '--host', '127.0.0.1', '--port', '0', '--check', 'none']
   if (H2) args.push('--backend-protocol', 'h2')
-  return startListening(process.execPath, args, { env: { ...process.env, LILA_GARBAGE_PROBE: out } })
+  return startListening(process.execPath, args, { env })
 }
 
 // The requests one load run completed.

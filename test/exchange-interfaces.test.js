@@ -29,7 +29,7 @@ t.test('the lists are frozen, and the exchange has what sessions and legs call',
   t.same([...LEG_REPORTS, ...SESSION_REPORTS].filter(name => typeof Exchange.prototype[name] !== 'function'), [],
     'every report a leg or a session makes is a method of Exchange')
   t.same(lacking({ start () {}, connected: false }, LEG), ['write()', 'end()', 'pause()', 'resume()', 'abandon()',
-    'again()', 'onSweep()', 'holdsBody()', 'gotBytes'], 'a leg short of its interface is caught')
+    'again()', 'renew()', 'onSweep()', 'holdsBody()', 'gotBytes'], 'a leg short of its interface is caught')
 })
 
 // A balancer of one listener before `backend`, its requests held by the backend until

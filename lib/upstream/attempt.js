@@ -55,6 +55,18 @@ class Attempt {
     this.ctx = ctx
     this.owner = owner
     this.suspect = perRequest ? ctx.clientAddress : null // whose request a failure may be
+    this.#clear()
+  }
+
+  // The owner's next request, from the same client (an HTTP/1.1 exchange made new,
+  // http/forwarding.js): a fresh attempt, in the same object. The last one let go of
+  // its slot, its place in the queue and any fault's hold (release, cancel).
+  renew (upstream) {
+    this.upstream = upstream
+    this.#clear()
+  }
+
+  #clear () {
     this.lease = null // the current backend's slot
     this.waiter = null // while queued
     this.tried = null // Set of the backends that failed this client

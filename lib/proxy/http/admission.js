@@ -66,13 +66,14 @@ function judged (x, verdict) {
     return verdict.pass === undefined ? refused(x, verdict) : admitted(x, verdict)
   }
   if (x.reading) x.client.pauseBody(x) // the body waits, unread
+  const { generation } = x // (an exchange over is never made new while this waits: a belt)
   verdict.then(later => {
-    if (x.done) return
+    if (x.done || x.generation !== generation) return
     if (later !== null && later.pass === undefined) return refused(x, later)
     if (x.reading) x.client.resumeBody(x)
     admitted(x, later)
   }, err => {
-    if (!x.done) x.answer(503, `the check at the edge failed (${reasonOf(err)})`)
+    if (!x.done && x.generation === generation) x.answer(503, `the check at the edge failed (${reasonOf(err)})`)
   })
 }
 
@@ -98,8 +99,9 @@ function admitted (x, grant) {
   if (typeof refusal.then !== 'function') return x.answer(...refusal)
   // --fleet: the fleet decides --rate-limit (within a few ms, fleet/limits.js).
   if (x.reading) x.client.pauseBody(x) // the body waits, unread
+  const { generation } = x
   refusal.then(later => {
-    if (x.done) return
+    if (x.done || x.generation !== generation) return
     if (x.reading) x.client.resumeBody(x)
     if (later !== null) return x.answer(...later)
     proceed(x)

@@ -89,7 +89,7 @@ class ExchangeResponse {
   // The response is complete (the leg gave its connection back); `trailers`: fields as
   // in a head, or null. A compressed body ends when its last bytes are out.
   responseDone (trailers) {
-    this.forwarding.legDone()
+    this.forwarding.legFinished()
     if (this.done) return
     if (this.shadow !== null) this.shadow.primaryDone()
     this.forwarding.release()

@@ -21,9 +21,22 @@ const CLIENT_CLOSED = 499 // the client went away before any response: nginx's "
 // Before any backend, admission.js decides whether it goes on (admit); the way to a
 // backend and what a failure there makes of it is forwarding.js's; the response's way
 // back to the client is exchange-response.js's, the class it extends.
+//
+// An HTTP/1.1 connection's exchanges are one object, made new for each request (begin;
+// docs/design.md says why), once the last one is over and holds nothing that could
+// call it later (reusable); `generation` tells its requests apart.
 class Exchange extends ExchangeResponse {
   constructor (client, head, headBytes, stream = null) {
     super()
+    this.generation = 0 // its requests so far, less one (begin)
+    this.forwarding = null
+    this.begin(client, head, headBytes, stream)
+  }
+
+  // The request `head` (its head `headBytes` long) from `client`, in this exchange: a
+  // new one, or one whose last request is over and that is reusable.
+  begin (client, head, headBytes, stream = null) {
+    if (this.forwarding !== null) this.generation++
     this.client = client
     this.stream = stream // the HTTP/2 stream it came on (wire/h2/stream.js), or null
     const listener = this.listener = client.listener
@@ -63,7 +76,9 @@ class Exchange extends ExchangeResponse {
     this.canary = pool.canary // --canary (proxy/canary.js) beside the pool, or null; the side chosen
     this.side = this.canary === null ? null : this.canary.choose(head.fields)
     const upstream = this.side === null ? pool.upstream : this.canary.upstreamOf(this.side, pool.upstream)
-    this.forwarding = new Forwarding(this, upstream) // its attempt, and the leg on the backend seated
+    // Its attempt, and the leg on the backend seated.
+    if (this.forwarding === null) this.forwarding = new Forwarding(this, upstream)
+    else this.forwarding.renew(upstream)
     this.attempt = this.forwarding.attempt
     this.tunnel = null // a Tunnel (http1/tunnel.js), once an HTTP/1.1 backend switched protocols
 
@@ -80,6 +95,23 @@ class Exchange extends ExchangeResponse {
     const { tracer } = listener
     this.trace = tracer === null ? null : new (require('./exchange-trace').ExchangeTrace)(tracer, this)
     if (this.trace !== null) this.traceId = this.trace.traceId
+    return this
+  }
+
+  // Over, and nothing of it left that could call it later: a backend answered (so no
+  // check at the edge is pending), its leg gave its connection back, its deadline and
+  // any fault's hold were cleared (ended, attempt.release), and it had no copy for
+  // --mirror, no span, no compressor and no tunnel, whose events come when they will.
+  get reusable () {
+    return this.done && this.res !== null && this.forwarding.leg === null && this.shadow === null &&
+      this.trace === null && this.compressed === null && this.tunnel === null && this.attempt.waiter === null
+  }
+
+  // Kept for the connection's next request (reusable): the bytes it held of this one's
+  // body, for a replay no longer possible, go now, not when the next request comes.
+  shelve () {
+    if (this.body.heldBytes > 0) this.body = requestBody('GET', 0, true)
+    return this
   }
 
   // The request on the backend seated (forwarding.js), or null.

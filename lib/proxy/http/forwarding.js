@@ -21,6 +21,17 @@ class Forwarding {
   constructor (x, upstream) {
     this.x = x
     this.attempt = new Attempt(upstream, x, this, { perRequest: true })
+    this.spareLeg = null // a leg whose response completed: the next request's (seated)
+    this.#clear()
+  }
+
+  // The exchange's next request (exchange.js begin): a new attempt, in the same objects.
+  renew (upstream) {
+    this.attempt.renew(upstream)
+    this.#clear()
+  }
+
+  #clear () {
     this.leg = null // the request on the backend seated
     this.clientSpan = null // --otlp: the attempt's CLIENT span, the backend's parent (message/rewrite.js)
     this.interceptedBy = null // --intercept-errors: the Backend whose answer was replaced by a page
@@ -42,7 +53,12 @@ class Forwarding {
   seated (lease) {
     const { x } = this
     if (x.trace !== null) this.clientSpan = x.trace.seated(x, lease)
-    this.leg = new x.listener.protocol.Leg(x, lease.backend, false)
+    const { Leg } = x.listener.protocol
+    const { backend } = lease
+    const spare = this.spareLeg
+    this.spareLeg = null
+    // (Not one of the class a reload replaced: --backend-protocol changed.)
+    this.leg = spare !== null && spare.constructor === Leg ? spare.renew(backend) : new Leg(x, backend, false)
     this.leg.start()
   }
 
@@ -159,6 +175,13 @@ class Forwarding {
   // tunnel's backend side closed), or its answer is dropped (`abandoned`).
   legDone (abandoned = false) {
     if (abandoned) this.leg.abandon()
+    this.leg = null
+  }
+
+  // The leg's response is complete and its connection given back (or closed): no socket
+  // event reaches it any more, so it may carry this exchange's next request (renew).
+  legFinished () {
+    this.spareLeg = this.leg
     this.leg = null
   }
 

@@ -7,15 +7,17 @@
 // - its `client`, the session the request came on (http1/session.js: one HTTP/1.1
 //   connection, or http2/session.js: HTTP/2, where `stream` is the request's stream).
 //   The session has the protocol make the exchange (newExchange(session, head,
-//   headBytes, stream)), calls `start`, then hands it the body as pieces (onBody,
+//   headBytes, stream, spare): `spare`, an HTTP/1.1 session's last exchange when it is
+//   `reusable`, made new), calls `start`, then hands it the body as pieces (onBody,
 //   onBodyEnd with the trailers, clientBodyFailed) and what its client does
 //   (onClientDrain, onClientClose, onSweep, awaitingBackend), and asks for the page of
 //   an answer of its own (errorPage); it hears back, with the
 //   exchange as the first argument, CLIENT_SESSION's methods.
 // - its `leg` on the backend seated (http1/leg.js over a pooled HTTP/1.1 connection,
 //   http2/leg.js as a stream of a pooled HTTP/2 session), made as
-//   `new protocol.Leg(exchange, backend, fresh)`: LEG's methods and properties. A leg
-//   reports with LEG_REPORTS.
+//   `new protocol.Leg(exchange, backend, fresh)`, or for the exchange's next request
+//   by `renew(backend)` once its response completed: LEG's methods and properties. A
+//   leg reports with LEG_REPORTS.
 const CLIENT_SESSION = Object.freeze({
   methods: Object.freeze([
     'sendContinue', 'interim', 'respond', 'flushHead', 'send', 'finishResponse', 'tunnelHead', 'answer',
@@ -28,7 +30,8 @@ const CLIENT_SESSION = Object.freeze({
   properties: Object.freeze(['listener', 'clientAddress', 'socket', 'chunkedPieces', 'holdsHead'])
 })
 const LEG = Object.freeze({
-  methods: Object.freeze(['start', 'write', 'end', 'pause', 'resume', 'abandon', 'again', 'onSweep', 'holdsBody']),
+  methods: Object.freeze(['start', 'write', 'end', 'pause', 'resume', 'abandon', 'again', 'renew', 'onSweep',
+    'holdsBody']),
   // connected: it can take the body now; gotBytes: some of the response came (no replay)
   properties: Object.freeze(['connected', 'gotBytes'])
 })

@@ -58,9 +58,9 @@ class HttpProtocol {
   }
 
   // A request a session (`client`) read: its Exchange (exchange.js); `stream`: its
-  // HTTP/2 stream, or null.
-  newExchange (client, head, headBytes, stream = null) {
-    return new Exchange(client, head, headBytes, stream)
+  // HTTP/2 stream, or null; `spare`: the session's last exchange, over and reusable, or null.
+  newExchange (client, head, headBytes, stream = null, spare = null) {
+    return spare === null ? new Exchange(client, head, headBytes, stream) : spare.begin(client, head, headBytes, stream)
   }
 
   // The listener's settings, at its start and on every reload.

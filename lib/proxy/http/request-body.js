@@ -82,8 +82,19 @@ class RequestBody {
     if (this.kept) {
       if (this.first !== null) each.call(to, this.first)
       if (this.rest !== null) for (const piece of this.rest) each.call(to, piece)
-      this.started = this.heldBytes > 0
     }
+    this.replayed()
+  }
+
+  // The whole body, if it came and is held as one piece of at most `bytes`, else null:
+  // a caller that sends it with the request's head (then replayed()).
+  whole (bytes) {
+    return this.done && this.kept && this.rest === null && this.heldBytes <= bytes ? this.first : null
+  }
+
+  // The pieces held went to a new backend connection.
+  replayed () {
+    if (this.kept) this.started = this.heldBytes > 0
     this.dropPastLimit()
   }
 

@@ -17,7 +17,8 @@ const { FIELD } = require('../message/rewrite')
 // trailers whether it said so or not. Bytes, written piece by piece into one Buffer
 // sized first: text joined with + made a cons string per piece (about 18 per head with
 // X-Forwarded-*), and the socket flattened them again (bench/README.md, garbage).
-function requestHead (head, fields) {
+// `room`: bytes left free after the head, for a body that joins it.
+function requestHead (head, fields, room = 0) {
   const { list, length } = fields
   const { method, target } = head
   let size = method.length + target.length + REQUEST_LINE_END.length + 3 // SP, and the blank line
@@ -26,7 +27,7 @@ function requestHead (head, fields) {
   }
   const tail = head.chunked ? CHUNKED_LINE : head.isUpgrade ? `Connection: upgrade\r\nUpgrade: ${head.upgrade}\r\n` : ''
   size += tail.length
-  const out = Buffer.allocUnsafe(size)
+  const out = Buffer.allocUnsafe(size + room)
   let at = put(out, 0, method)
   out[at++] = 32
   at = put(out, at, target)
@@ -161,4 +162,11 @@ function fieldsOfTrailers (text) {
   return out.length === 0 ? null : out
 }
 
-module.exports = { requestHead, responseHead, trailerLines, fieldsOfTrailers }
+// A body up to this many bytes gets room behind its head, in the head's own Buffer (a
+// slice of Node's pool while the two fit in half of it): one allocation and one plain
+// write, cheaper in Node than a corked writev of the two (a chunk array, the buffered
+// writes' objects). A larger one made its Buffer outside the pool, which cost more
+// than the writev saved (a 4 KiB POST's CPU per request, ab.js).
+const ROOM_LIMIT = 2048
+
+module.exports = { requestHead, responseHead, trailerLines, fieldsOfTrailers, ROOM_LIMIT }

@@ -6,7 +6,7 @@ const { backendReason } = require('../../upstream/dial')
 const { findHeadEnd, hasBareLf, parseKeepAlive, view } = require('./parse')
 const { MAX_HEAD } = require('../message/grammar')
 const { ChunkedReader } = require('./chunked')
-const { requestHead, trailerLines, fieldsOfTrailers } = require('./heads')
+const { requestHead, trailerLines, fieldsOfTrailers, ROOM_LIMIT } = require('./heads')
 const { Fields, requestFields, trailerFields } = require('../message/rewrite')
 const { Tunnel } = require('./tunnel')
 const { responseBody } = require('../message/response-body')
@@ -31,6 +31,19 @@ const FIELDS = new Fields()
 class Http1Leg {
   constructor (exchange, backend, fresh) {
     this.x = exchange
+    this.#begin(backend, fresh)
+  }
+
+  // The exchange's next request (forwarding.js seated), on `backend`: this leg, made
+  // new. Its last response completed (done) and its connection went back to the pool,
+  // which sends it no more events (conn.owner: null).
+  renew (backend) {
+    this.#begin(backend, false)
+    return this
+  }
+
+  #begin (backend, fresh) {
+    const exchange = this.x
     this.backend = backend
     this.fresh = fresh // not a pooled connection (the keep-alive race's retry)
     this.pool = exchange.listener.protocol.poolFor(backend)
@@ -81,8 +94,17 @@ class Http1Leg {
     const left = x.deadline === null ? null : x.deadline.left()
     const { rewrite } = x.listener.protocol
     requestFields(x.sent, x, this.backend.hostHeader, rewrite, left, x.forwarding.clientSpan, FIELDS)
-    const head = requestHead(x.sent, FIELDS)
+    // A small body read whole in one piece (as it came with its head, mostly) joins the
+    // head: one Buffer, one write (heads.js ROOM_LIMIT).
+    const whole = this.chunkedOut ? null : body.whole(ROOM_LIMIT)
+    const head = requestHead(x.sent, FIELDS, whole === null ? 0 : whole.length)
     this.sentAt = performance.now()
+    if (whole !== null) {
+      whole.copy(head, head.length - whole.length)
+      socket.write(head)
+      body.replayed()
+      return x.legConnected()
+    }
     const corked = body.heldBytes > 0 || (body.done && this.chunkedOut)
     if (corked) socket.cork()
     socket.write(head)

@@ -1,14 +1,11 @@
 'use strict'
 
-const { responseHead, trailerLines } = require('./heads')
+const { responseHead, trailerLines, ROOM_LIMIT } = require('./heads')
 const { Fields, responseFields, trailerFields } = require('../message/rewrite')
 const { reply, CONTINUE } = require('./replies')
 
 // Body bytes up to this many are copied behind a head into one write (writeAfter).
 const JOIN_LIMIT = 16 * 1024
-// A body of a length up to this many has room made for it behind its head, in the
-// head's own Buffer (heads.js responseHead): one allocation for a small response.
-const ROOM_LIMIT = 2048
 const LAST_CHUNK = '0\r\n\r\n'
 
 // How the client's copy of a final response head is framed (heads.js responseHead's

@@ -36,6 +36,7 @@ class HttpSession {
     this.buf = null // received, not yet consumed: a partial head or pipelined requests
     this.scanned = 0 // bytes of buf already searched for the end of a head (HEADS)
     this.exchange = null // the request being served
+    this.spare = null // the last exchange, over and reusable: the next request's (exchangeDone)
     this.headTimer = null
     this.closing = false // no further request will be served on this connection
     this.draining = false // drain(): the next response says Connection: close
@@ -190,6 +191,8 @@ class HttpSession {
     }
     this.resumeBody(null)
     this.nextRequest()
+    // x made new serves the next request read later, not one read above: its callers are still on the stack.
+    if (x.reusable) this.spare = x.shelve()
   }
 
   // --- What a tunnel (tunnel.js) does with the connection ---
@@ -258,7 +261,8 @@ class HttpSession {
       this.buf = this.headForm = null
       this.mayBeHttp2 = false
       if (this.draining) this.lastRequest()
-      const x = this.listener.protocol.newExchange(this, head, end - start)
+      const x = this.listener.protocol.newExchange(this, head, end - start, null, this.spare)
+      this.spare = null
       this.exchange = x
       readsAfter(this, head) // a long body, or a connection kept alive: into lila's buffers
       if (head.bodyLength !== 0) (this.bodyReader = this.bodyReader.own()).start(x) // a length, or chunked (-1)
@@ -337,6 +341,7 @@ class HttpSession {
   // client has nothing to say: the exchange's own timeouts apply then.
   onIdleSweep (idleLimit) {
     if (this.lingerTicks > 0 && --this.lingerTicks === 0) return this.destroy()
+    if (this.idleTicks > 0) this.spare = null // gone quiet: no exchange kept (memory per idle client)
     if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
@@ -373,7 +378,7 @@ class HttpSession {
     if (this.headTimer !== null) clearTimeout(this.headTimer)
     if (this.drainTimer !== null) clearTimeout(this.drainTimer)
     const x = this.exchange
-    this.exchange = null
+    this.exchange = this.spare = null
     if (x !== null) x.onClientClose()
     this.listener.sessionDone(this)
   }

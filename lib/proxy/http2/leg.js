@@ -124,6 +124,12 @@ class Http2Leg {
     return new Http2Leg(this.x, this.backend, true)
   }
 
+  // The exchange's next request, on `backend` (forwarding.js seated): a new leg (an
+  // HTTP/2 leg's stream state is not worth reusing).
+  renew (backend) {
+    return new Http2Leg(this.x, backend, false)
+  }
+
   // The listener's sweep: a backend silent for --timeout; not while lila holds the
   // stream paused for a client that does not read.
   onSweep (silentLimit) {
@@ -266,7 +272,8 @@ const LEG = Object.freeze({
   onData (s, chunk, endStream) { if (!s.user.abandoned) s.user.onData(chunk, endStream) },
   onTrailers (s, fields) { if (!s.user.abandoned) s.user.done(fields) },
   onReset (s, code) { if (!s.user.abandoned) s.user.onReset(code) },
-  onDrain (s) { if (!s.user.abandoned) s.user.x.legDrained() }
+  // (A leg whose response ended sends no more: its exchange may serve another request.)
+  onDrain (s) { if (!s.user.abandoned && !s.user.ended) s.user.x.legDrained() }
 })
 
 module.exports = { Http2Leg }
