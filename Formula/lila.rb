@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a6666df0242ed34fd713f33a846454113f25a361fe971f70104fffbbaa659573"
+  sha256 "5b9dacba5a17250dc73f80122f46492aa21c95c143e6b99c271decf383f85dc2"
   license "MIT"
 
   depends_on "node"
