@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "1d4e160b598b47883ef9f7c65f6bcd4fd99d5488caf45b83fe17ad0e9f67c3b3"
+  sha256 "2819cbc2cef010c047a70f69ab6e8d41c902f727b326a114a4f4b831747dca70"
   license "MIT"
 
   depends_on "node"

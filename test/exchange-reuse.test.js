@@ -177,8 +177,10 @@ t.test('one exchange serves a connection\'s requests, each its own answer whatev
   t.same((await client.read()).body, 'GET /p2 ', 'the second')
   t.same((await client.ask('GET', '/after')).body, 'GET /after ', 'and one after them')
   t.ok(session.spare !== null, 'an exchange kept for the next request')
+  t.ok(session.headForm !== null, 'and a head form for the next head')
   await until(() => session.spare === null, 'the quiet connection to let it go (memory per idle client)',
     { timeout: 10000 })
+  t.equal(session.headForm, null, 'and its head form')
   t.same((await client.ask('GET', '/later')).body, 'GET /later ', 'a request after that, in a new exchange')
   t.not(session.spare, x, 'which is kept in its turn')
   await client.close()

@@ -341,7 +341,8 @@ class HttpSession {
   // client has nothing to say: the exchange's own timeouts apply then.
   onIdleSweep (idleLimit) {
     if (this.lingerTicks > 0 && --this.lingerTicks === 0) return this.destroy()
-    if (this.idleTicks > 0) this.spare = null // gone quiet: no exchange kept (memory per idle client)
+    // Gone quiet: no exchange or head form kept (memory per idle client).
+    if (this.idleTicks > 0) this.spare = this.headForm = null
     if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
