@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "2819cbc2cef010c047a70f69ab6e8d41c902f727b326a114a4f4b831747dca70"
+  sha256 "d92b57fc3a6c5071e464dfce2e1be10ccc00d263af262c402f7ae2edf87678da"
   license "MIT"
 
   depends_on "node"

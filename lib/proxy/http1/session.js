@@ -341,8 +341,7 @@ class HttpSession {
   // client has nothing to say: the exchange's own timeouts apply then.
   onIdleSweep (idleLimit) {
     if (this.lingerTicks > 0 && --this.lingerTicks === 0) return this.destroy()
-    // Gone quiet: no exchange or head form kept (memory per idle client).
-    if (this.idleTicks > 0) this.spare = this.headForm = null
+    if (this.idleTicks > 0) this.spare = this.headForm = null // gone quiet: memory per idle client
     if (++this.idleTicks < idleLimit) return
     if (this.exchange !== null && this.exchange.awaitingBackend()) return
     this.destroy()
