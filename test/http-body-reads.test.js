@@ -11,7 +11,8 @@ const t = require('tap')
 const http = require('http')
 const net = require('net')
 const crypto = require('crypto')
-const { blockFor, digestOf, digestingBackend } = require('./fixtures/uploads')
+const { blockFor, digestOf, writeAll, digestingBackend } = require('./fixtures/bodies')
+const { ReadSteps, sharedThenOwn } = require('./fixtures/read-steps')
 const { spawnLila, within, settled, listenOn, LILA } = require('./fixtures/helpers')
 
 const BLOCKS = 32 // of 64 KiB: 2 MiB a body, more than loopback's socket buffers hold
@@ -37,15 +38,7 @@ t.test(`${CLIENTS} clients upload ${UPLOADS} bodies of ${BLOCKS / 16} MiB each t
       res.on('end', () => resolve({ status: res.statusCode, text }))
       res.on('error', reject)
     }).on('error', reject)
-    let sent = 0
-    const write = () => {
-      while (sent < BLOCKS) {
-        sent++
-        if (!req.write(block)) return req.once('drain', write)
-      }
-      req.end()
-    }
-    write()
+    writeAll(req, Array(BLOCKS).fill(block))
   })
   const names = Array.from({ length: CLIENTS * UPLOADS }, (_, i) => `${i}${i % 3 === 1 ? '-chunked' : ''}`)
   const client = async c => {
@@ -179,31 +172,15 @@ t.test('a body read on while lila\'s writes to the backend wait is intact', asyn
 // exchange saying whether they still hold the bytes they were handed.
 t.test('which buffer a client socket reads into next', async t => {
   const { onRead, ClientReads, READS } = require('../lib/proxy/http1/client-reads')
-  const { readsInto, SHARED } = require('../lib/proxy/read-buffers')
-  const next = readsInto(() => {}).buffer
+  const { readsInto } = require('../lib/proxy/read-buffers')
   const handed = []
   const leg = { writing: false, holdsBody () { return this.writing } }
   const x = { tunnel: null, shadow: null, body: { kept: false, heldBytes: 0 }, leg }
   const session = { buf: null, exchange: x, onData (chunk) { handed.push(chunk) } }
   const socket = { [READS]: new ClientReads(session) }
-  let into = next()
-  const read = (bytes, fill) => {
-    into.fill(fill, 0, bytes)
-    onRead.call(socket, bytes, into)
-    into = next()
-    return handed[handed.length - 1]
-  }
+  const steps = new ReadSteps(socket, readsInto(onRead), handed)
 
-  t.equal(into, SHARED, 'a socket starts on the shared buffer')
-  let chunk = read(100, 1)
-  t.not(chunk.buffer, SHARED.buffer, 'a small read is copied out of it')
-  chunk = read(64 * 1024, 2)
-  t.not(chunk.buffer, SHARED.buffer, 'a bulk read too')
-  t.not(into, SHARED, 'and the socket reads into a buffer of its own next')
-  let own = into
-  chunk = read(64 * 1024, 3)
-  t.equal(chunk.buffer, own.buffer, 'handed on as it is, without a copy')
-  t.equal(into, own, 'read into again: the backend\'s write took all of it at once')
+  let own = sharedThenOwn(t, steps)
   const holders = [
     ['the leg\'s write still holds it', () => { leg.writing = true }, () => { leg.writing = false }],
     ['it is held for a replay', () => { x.body = { kept: true, heldBytes: 1 } }, () => { x.body = { kept: false, heldBytes: 0 } }],
@@ -213,22 +190,22 @@ t.test('which buffer a client socket reads into next', async t => {
   ]
   let fill = 4
   for (const [why, hold, release] of holders) {
-    own = into
+    own = steps.into
     hold()
-    read(64 * 1024, fill++)
+    steps.read(64 * 1024, fill++)
     release()
-    t.not(into, own, `${why}: the socket gets another`)
+    t.not(steps.into, own, `${why}: the socket gets another`)
   }
   // The exchange ends with the read (the session has none after it): its leg is asked.
-  own = into
+  own = steps.into
   leg.writing = true
   session.onData = chunk => { handed.push(chunk); session.exchange = null }
-  read(64 * 1024, fill++)
-  t.not(into, own, 'the exchange that read it ended, its leg still writing it: another')
-  own = into
+  steps.read(64 * 1024, fill++)
+  t.not(steps.into, own, 'the exchange that read it ended, its leg still writing it: another')
+  own = steps.into
   leg.writing = false
-  read(64 * 1024, fill)
-  t.equal(into, own, 'nothing held it: read into again')
+  steps.read(64 * 1024, fill)
+  t.equal(steps.into, own, 'nothing held it: read into again')
   // All but the third, whose buffer the fourth read was allowed into: nothing held it.
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7, 8, 9, 10], 'every piece still held kept its bytes')
   socket[READS].letGo(false)

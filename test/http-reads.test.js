@@ -9,26 +9,12 @@
 
 const t = require('tap')
 const http = require('http')
-const crypto = require('crypto')
 const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
+const { blockFor, digestOf, writeAll, readDigest } = require('./fixtures/bodies')
+const { ReadSteps, sharedThenOwn } = require('./fixtures/read-steps')
 
 const BLOCKS = 256 // of 64 KiB: 16 MiB a body, more than loopback's socket buffers hold
 const CLIENTS = 8
-
-// Each path's body is its own: 64 KiB of bytes derived from the path (a count, so that
-// a piece moved or repeated shows), repeated.
-function blockFor (path) {
-  const seed = crypto.createHash('sha256').update(path).digest()
-  const block = Buffer.allocUnsafe(64 * 1024)
-  for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((seed.readUInt32LE(0) + i) >>> 0, i)
-  return block
-}
-
-function expectedDigest (block) {
-  const hash = crypto.createHash('sha256')
-  for (let i = 0; i < BLOCKS; i++) hash.update(block)
-  return hash.digest('hex')
-}
 
 t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over two backends: every body intact`, async t => {
   const backends = []
@@ -39,15 +25,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
       if (req.url.endsWith('/chunked')) res.setHeader('Transfer-Encoding', 'chunked')
       else res.setHeader('Content-Length', block.length * BLOCKS)
       res.setHeader('X-Backend', name)
-      let sent = 0
-      const write = () => {
-        while (sent < BLOCKS) {
-          sent++
-          if (!res.write(block)) return res.once('drain', write)
-        }
-        res.end()
-      }
-      write()
+      writeAll(res, Array(BLOCKS).fill(block))
     })
     await listenOn(t, server)
     backends.push(`127.0.0.1:${server.address().port}`)
@@ -63,18 +41,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
   // to it wait part-written, holding what they were given, while the fast ones go on.
   const download = (path, slow) => new Promise((resolve, reject) => {
     http.get({ host: '127.0.0.1', port: lila.port, path, agent: false }, res => {
-      const hash = crypto.createHash('sha256')
-      let size = 0
-      let pieces = 0
-      res.on('data', chunk => {
-        hash.update(chunk)
-        size += chunk.length
-        if (slow && ++pieces % 64 === 0) {
-          res.pause()
-          setTimeout(() => res.resume(), 20)
-        }
-      })
-      res.on('end', () => resolve({ size, digest: hash.digest('hex') }))
+      readDigest(res, slow ? { pieces: 64, ms: 20 } : null).then(resolve)
       res.on('error', reject)
     }).on('error', reject)
   })
@@ -86,7 +53,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
   const got = (await within(120000, 'the downloads', Promise.all(Array.from({ length: CLIENTS }, (_, c) => client(c))))).flat()
   for (const [i, { size, digest }] of got.entries()) {
     t.equal(size, BLOCKS * 64 * 1024, `${paths[i]}: all of it`)
-    t.equal(digest, expectedDigest(blockFor(paths[i])), `${paths[i]} (${Math.floor(i / 3) % 2 ? 'slow' : 'fast'}): byte for byte`)
+    t.equal(digest, digestOf(blockFor(paths[i]), BLOCKS), `${paths[i]} (${Math.floor(i / 3) % 2 ? 'slow' : 'fast'}): byte for byte`)
   }
   await settled(lila, { timeout: 10000 })
 })
@@ -98,7 +65,7 @@ t.test(`${CLIENTS} clients, fast and slow, download ${BLOCKS / 16} MiB each over
 t.test('which buffer a pooled socket reads into next', async t => {
   const { EventEmitter } = require('events')
   const { Pool, UpstreamConnection, READ } = require('../lib/proxy/http1/connection-pool')
-  const SHARED = READ.buffer() // with no read in progress, the shared buffer
+  const { SHARED } = require('../lib/proxy/read-buffers')
   const handed = []
   const owner = {
     holding: false,
@@ -114,50 +81,34 @@ t.test('which buffer a pooled socket reads into next', async t => {
   const socket = Object.assign(new EventEmitter(), { readableEnded: false, resume () {}, destroy () {} })
   const conn = new UpstreamConnection(pool, socket)
   conn.attach(owner)
-  let into = READ.buffer()
-  const read = (bytes, fill) => {
-    into.fill(fill, 0, bytes)
-    READ.callback.call(socket, bytes, into)
-    into = READ.buffer()
-    return handed[handed.length - 1]
-  }
+  const steps = new ReadSteps(socket, READ, handed)
 
-  t.equal(into, SHARED, 'a new socket reads into the shared buffer')
-  let chunk = read(100, 1)
-  t.not(chunk.buffer, SHARED.buffer, 'a small read is copied out of it')
-  t.equal(into, SHARED, 'and the next read goes there too')
-  chunk = read(64 * 1024, 2)
-  t.not(chunk.buffer, SHARED.buffer, 'a bulk read into the shared buffer is copied out too')
-  t.not(into, SHARED, 'and the socket reads into a buffer of its own next')
-  const own = into
-  chunk = read(64 * 1024, 3)
-  t.equal(chunk.buffer, own.buffer, 'handed on as it is, without a copy')
-  t.equal(into, own, 'read into again: the owner\'s write took all of it at once')
+  const own = sharedThenOwn(t, steps)
   owner.holding = true
-  read(64 * 1024, 4)
-  t.not(into, own, 'a write still holds it: the socket gets another')
+  steps.read(64 * 1024, 4)
+  t.not(steps.into, own, 'a write still holds it: the socket gets another')
   t.equal(handed[handed.length - 1][0], 4, 'and what the write holds stays as it was')
   // The response's last read: the owner lets the connection go as it hands it on, and
   // says at that moment whether it holds any of it.
   owner.holding = false
   owner.release = true
-  let before = into
-  read(64 * 1024, 5)
+  let before = steps.into
+  steps.read(64 * 1024, 5)
   t.equal(pool.idle[pool.idle.length - 1], conn, 'the connection went back to its pool')
-  t.equal(into, before, 'let go holding none of the read: read into again')
+  t.equal(steps.into, before, 'let go holding none of the read: read into again')
   t.equal(pool.acquire(owner), conn, 'the next request takes it')
   owner.holding = true
-  read(64 * 1024, 6)
-  t.not(into, before, 'let go while its write still holds the read: another buffer')
+  steps.read(64 * 1024, 6)
+  t.not(steps.into, before, 'let go while its write still holds the read: another buffer')
   pool.acquire(owner)
   owner.holding = false
-  before = into
-  read(100, 7)
-  t.equal(into, before, 'a small last read, held by nothing: kept for the next response')
+  before = steps.into
+  steps.read(100, 7)
+  t.equal(steps.into, before, 'a small last read, held by nothing: kept for the next response')
   pool.acquire(owner)
   owner.release = false
-  read(64 * 1024, 8)
-  t.equal(into, before, 'whose first read it takes without a copy')
+  steps.read(64 * 1024, 8)
+  t.equal(steps.into, before, 'whose first read it takes without a copy')
   // The leg of an HTTP/2 client's exchange (http1/leg.js), whose stream may hold what
   // it wrote after the write completed (http2/session.js holdsWrites).
   const { Http1Leg } = require('../lib/proxy/http1/leg')
@@ -168,14 +119,14 @@ t.test('which buffer a pooled socket reads into next', async t => {
     holdsRead: Http1Leg.prototype.holdsRead,
     onUpstreamData: owner.onUpstreamData.bind({ release: false })
   })
-  const leg = into
-  read(64 * 1024, 9)
-  t.not(into, leg, 'an HTTP/2 stream\'s leg never gets its buffer read into again')
-  read(100, 10)
-  t.equal(into, SHARED, 'small reads go back to the shared buffer')
+  const leg = steps.into
+  steps.read(64 * 1024, 9)
+  t.not(steps.into, leg, 'an HTTP/2 stream\'s leg never gets its buffer read into again')
+  steps.read(100, 10)
+  t.equal(steps.into, SHARED, 'small reads go back to the shared buffer')
   t.equal(conn.reads.own, null, 'and hold no buffer of their own')
   // Every piece a write held kept its bytes; those that nothing held were written over
-  // by the next read into their buffer (3 by 4, 5 by 6, 7 by 8 and then 9, 8 by 9).
+  // by the next read steps.into their buffer (3 by 4, 5 by 6, 7 by 8 and then 9, 8 by 9).
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 6, 6, 9, 9, 9, 10], 'every piece still held kept its bytes')
 })
 

@@ -12,7 +12,8 @@
 
 const t = require('tap')
 const crypto = require('crypto')
-const { blockFor, digestingBackend } = require('./fixtures/uploads')
+const { blockFor, writeAll, digestingBackend } = require('./fixtures/bodies')
+const { ReadSteps, sharedThenOwn } = require('./fixtures/read-steps')
 const http = require('http')
 const { spawnLila, within, settled, listenOn } = require('./fixtures/helpers')
 const { h2connect } = require('./fixtures/h2')
@@ -34,14 +35,7 @@ function send (session, name, method, pieces) {
     req.on('data', chunk => { text += chunk })
     req.on('end', () => resolve({ status, text }))
     req.on('error', reject)
-    let sent = 0
-    const write = () => {
-      while (sent < pieces.length) {
-        if (!req.write(pieces[sent++])) return req.once('drain', write)
-      }
-      req.end()
-    }
-    write()
+    writeAll(req, pieces)
   })
 }
 
@@ -123,7 +117,6 @@ t.test('which buffer an HTTP/2 client socket reads into next', async t => {
   const { onRead, fed, ClientReads, READS } = require('../lib/proxy/http2/client-reads')
   const { readsInto, SHARED } = require('../lib/proxy/read-buffers')
   const { RequestBody } = require('../lib/proxy/http/request-body')
-  const next = readsInto(() => {}).buffer
   const handed = []
   const leg = { writing: false, holdsBody () { return this.writing } }
   const x = { shadow: null, body: new RequestBody('POST', 1 << 20, false), leg }
@@ -139,31 +132,15 @@ t.test('which buffer an HTTP/2 client socket reads into next', async t => {
     }
   }
   const socket = { [READS]: new ClientReads({ conn }) }
-  let into = next()
-  const read = (bytes, fill) => {
-    into.fill(fill, 0, bytes)
-    onRead.call(socket, bytes, into)
-    into = next()
-    return handed[handed.length - 1]
-  }
+  const steps = new ReadSteps(socket, readsInto(onRead), handed)
 
-  t.equal(into, SHARED, 'a socket starts on the shared buffer')
-  let chunk = read(100, 1)
-  t.not(chunk.buffer, SHARED.buffer, 'a small read is copied out of it')
-  t.equal(into, SHARED, 'and the socket reads into it again')
-  chunk = read(64 * 1024, 2)
-  t.not(chunk.buffer, SHARED.buffer, 'a bulk read is copied out too')
-  t.not(into, SHARED, 'and the socket reads into a buffer of its own next')
-  let own = into
-  chunk = read(64 * 1024, 3)
-  t.equal(chunk.buffer, own.buffer, 'handed on as it is, without a copy')
-  t.equal(into, own, 'read into again: nothing holds it')
+  let own = sharedThenOwn(t, steps)
   leg.writing = true
-  read(64 * 1024, 4)
+  steps.read(64 * 1024, 4)
   leg.writing = false
-  t.not(into, own, 'a leg\'s write still holds it: the socket gets another')
-  t.not(into, SHARED, 'of its own')
-  own = into
+  t.not(steps.into, own, 'a leg\'s write still holds it: the socket gets another')
+  t.not(steps.into, SHARED, 'of its own')
+  own = steps.into
   // Small bodies, each whole in the read and kept for a replay till its answer.
   const small = () => {
     const body = new RequestBody('PUT', 4096, false)
@@ -171,23 +148,23 @@ t.test('which buffer an HTTP/2 client socket reads into next', async t => {
     return { shadow: null, body, leg }
   }
   feeds = [small(), small()]
-  chunk = read(40 * 1024, 5)
+  let chunk = steps.read(40 * 1024, 5)
   t.equal(chunk.buffer, own.buffer, 'a read of small bodies kept whole is handed on as it is')
-  t.equal(into, SHARED, 'then the socket is back on the shared buffer, not on another of its own')
-  chunk = read(40 * 1024, 6)
+  t.equal(steps.into, SHARED, 'then the socket is back on the shared buffer, not on another of its own')
+  chunk = steps.read(40 * 1024, 6)
   t.not(chunk.buffer, SHARED.buffer, 'the next such read is copied out')
-  t.equal(into, SHARED, 'and the socket stays on the shared buffer')
+  t.equal(steps.into, SHARED, 'and the socket stays on the shared buffer')
   // A long body's first read, kept only till it passes the replay limit: brief.
   const long = new RequestBody('PUT', 1 << 20, false)
   feeds = [{ shadow: null, body: long, leg }]
-  read(64 * 1024, 7)
+  steps.read(64 * 1024, 7)
   t.ok(long.kept, 'a long body\'s first read is kept')
-  t.not(into, SHARED, 'but only till the body passes the limit: a buffer of its own')
-  own = into
+  t.not(steps.into, SHARED, 'but only till the body passes the limit: a buffer of its own')
+  own = steps.into
   feeds = [x]
-  read(64 * 1024, 8)
-  t.equal(into, own, 'read into again once nothing holds it')
-  read(64 * 1024, 9)
+  steps.read(64 * 1024, 8)
+  t.equal(steps.into, own, 'read into again once nothing holds it')
+  steps.read(64 * 1024, 9)
   // All but the third and the eighth, whose buffers the next reads were allowed into.
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7, 9, 9], 'every piece still held kept its bytes')
   socket[READS].letGo(false)

@@ -18,6 +18,7 @@ const { spawnLila, httpBackend, within, listenOn } = require('./fixtures/helpers
 const { h2Backend } = require('./fixtures/h2')
 const { tool } = require('./fixtures/tools')
 const { NGHTTP, NO_NGHTTPD, patterned, nghttpd } = require('./fixtures/nghttp')
+const { writeAll, readDigest } = require('./fixtures/bodies')
 
 const MIB = 1024 * 1024
 const LOCAL = ['--host', '127.0.0.1', '--port', '0']
@@ -99,34 +100,12 @@ const SENT = (() => {
   return hash.digest('hex')
 })()
 
-// Read `readable` slowly into a hash: `onEnd(digest, bytes)`.
-function readSlowly (readable, onEnd) {
-  const hash = crypto.createHash('sha256')
-  let bytes = 0
-  let since = 0
-  readable.on('data', chunk => {
-    hash.update(chunk)
-    bytes += chunk.length
-    since += chunk.length
-    if (since >= 4 * MIB) {
-      since = 0
-      readable.pause()
-      setTimeout(() => readable.resume(), 2)
-    }
-  })
-  readable.on('end', () => onEnd(hash.digest('hex'), bytes))
-}
+// How each side reads (above).
+const SLOWLY = { bytes: 4 * MIB, ms: 2 }
 
 // Write the 64 MiB to `writable` under its back-pressure, then end it.
-function writeAll (writable) {
-  let i = 0
-  const more = () => {
-    while (i < SIZE / MIB) {
-      if (!writable.write(BLOCKS[i++ % BLOCKS.length])) return writable.once('drain', more)
-    }
-    writable.end()
-  }
-  more()
+function writeBody (writable) {
+  writeAll(writable, Array.from({ length: SIZE / MIB }, (_, i) => BLOCKS[i % BLOCKS.length]))
 }
 
 // The backend echoes what it reads as it reads it, slowly.
@@ -169,11 +148,11 @@ function h2Call (port) {
     let status = 0
     req.on('response', headers => { status = headers[':status'] })
     req.on('error', reject)
-    readSlowly(req, (digest, bytes) => {
+    readDigest(req, SLOWLY).then(read => {
       session.close()
-      resolve({ status, digest, bytes })
+      resolve({ status, ...read })
     })
-    writeAll(req)
+    writeBody(req)
   }))
 }
 
@@ -181,8 +160,8 @@ function h1Call (port) {
   return within(120000, '64 MiB up and back over HTTP/1.1', new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/echo', agent: false })
     req.on('error', reject)
-    req.on('response', res => readSlowly(res, (digest, bytes) => resolve({ status: res.statusCode, digest, bytes })))
-    writeAll(req)
+    req.on('response', res => readDigest(res, SLOWLY).then(read => resolve({ status: res.statusCode, ...read })))
+    writeBody(req)
   }))
 }
 
@@ -198,7 +177,7 @@ for (const { name, backend: start, args, call } of PAIRINGS) {
     const lila = await spawnLila(t, [backend.address, ...args, ...LOCAL])
     const result = await call(lila.port)
     t.equal(result.status, 200)
-    t.equal(result.bytes, SIZE, 'every byte back')
+    t.equal(result.size, SIZE, 'every byte back')
     t.equal(result.digest, SENT, 'the same bytes, in order')
   })
 }
