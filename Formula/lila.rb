@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d92b57fc3a6c5071e464dfce2e1be10ccc00d263af262c402f7ae2edf87678da"
+  sha256 "b2b0528a8fb720065958af9121434166ad405869582e559e9184c8c5538dc9a0"
   license "MIT"
 
   depends_on "node"

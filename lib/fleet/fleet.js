@@ -5,7 +5,7 @@ const os = require('os')
 const crypto = require('crypto')
 const { RedisClient } = require('./redis')
 const { loadScripts } = require('./scripts')
-const { SharedLimits } = require('./limits')
+const { SharedLimits } = require('./shared-limits')
 const { SharedChanges } = require('./changes')
 const { Members, ANNOUNCE_MS } = require('./members')
 const { SharedCertificates } = require('./certificates')
@@ -13,10 +13,11 @@ const { UsageError } = require('../errors')
 
 // A lila's part in a fleet (--fleet): two connections to the fleet's Redis (commands,
 // and the channel of run-time changes), and what goes through them: rate-limit
-// decisions (limits.js), run-time changes (changes.js), the members (members.js). Made
-// by balancer/provisions.js, which hands each part to where it is used through a small
-// interface; nothing on a request's path knows Redis. Redis is never waited
-// for: down, each part goes on alone, said once; back, it resyncs, said once.
+// decisions (shared-limits.js), run-time changes (changes.js), the members
+// (members.js). Made by balancer/provisions.js, which hands each part to where it is
+// used through a small interface; nothing on a request's path knows Redis. Redis is
+// never waited for: down, each part goes on alone, said once; back, it resyncs, said
+// once.
 //
 //   const fleet = new Fleet(config.fleet, { log, version, about })
 //   fleet.start()

@@ -6,11 +6,11 @@ const { RateLimiter, ConnectionCounter } = require('./client-limits')
 // counting): --max-conn-per-client counts each session under its client's address until
 // it is done, --rate-limit takes a token per request (http) or per connection (tcp), and
 // what was turned away is counted for the snapshot. With a shared decider (--fleet:
-// fleet/limits.js), both are decided for the whole fleet when it answers in time, else
-// by this listener's own bucket and count, which are kept either way.
+// fleet/shared-limits.js), both are decided for the whole fleet when it answers in
+// time, else by this listener's own bucket and count, which are kept either way.
 class ClientAdmission {
   constructor (config, shared = null) {
-    this.shared = shared // { decide, open, close } (fleet/limits.js), or null
+    this.shared = shared // { decide, open, close } (fleet/shared-limits.js), or null
     this.perClient = null // ConnectionCounter, or null: no limit
     this.counted = new Map() // session -> the address it is counted under
     this.sharedCounted = new Set() // sessions the fleet counts too

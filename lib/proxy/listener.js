@@ -268,8 +268,8 @@ class Listener {
     this.turnAway(session, refusal)
   }
 
-  // A fleet's verdict came (in BUDGET_MS at most, fleet/limits.js): the client, unread
-  // meanwhile, is served or turned away, unless it or the listener went meanwhile.
+  // A fleet's verdict came (in BUDGET_MS at most, fleet/shared-limits.js): the client,
+  // unread meanwhile, is served or turned away, unless it or the listener went meanwhile.
   admitted (session, client, refusal) {
     if (!this.sessions.has(session)) return
     if (client.destroyed) return this.sessionDone(session) // never started: nothing else says it is over

@@ -97,7 +97,7 @@ function admitted (x, grant) {
   const refusal = x.listener.protocol.refusal(x)
   if (refusal === null) return proceed(x)
   if (typeof refusal.then !== 'function') return x.answer(...refusal)
-  // --fleet: the fleet decides --rate-limit (within a few ms, fleet/limits.js).
+  // --fleet: the fleet decides --rate-limit (within a few ms, fleet/shared-limits.js).
   if (x.reading) x.client.pauseBody(x) // the body waits, unread
   const { generation } = x
   refusal.then(later => {
