@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "b2b0528a8fb720065958af9121434166ad405869582e559e9184c8c5538dc9a0"
+  sha256 "5dcb19f1d01da304cc909d5f59768b314daa966cd507d00c0acc973b5b8e2396"
   license "MIT"
 
   depends_on "node"

@@ -208,7 +208,12 @@ t.test('which buffer a client socket reads into next', async t => {
   t.equal(steps.into, own, 'nothing held it: read into again')
   // All but the third, whose buffer the fourth read was allowed into: nothing held it.
   t.same(handed.map(c => c[0]), [1, 2, 4, 4, 5, 6, 7, 8, 9, 10], 'every piece still held kept its bytes')
-  socket[READS].letGo(false)
+  // The connection closes: the session's close handler lets the buffer go.
+  const { CLIENT, SESSION } = require('../lib/proxy/http1/session-events')
+  socket[SESSION] = { onClose () {} }
+  t.not(socket[READS].own, null, 'the socket holds a buffer of its own')
+  CLIENT.close.call(socket)
+  t.equal(socket[READS].own, null, 'and lets go of it when the connection closes')
 })
 
 // A backend socket made while a client's read is handled (a pool miss on the head that

@@ -36,7 +36,14 @@ function readsAfter (session, head) {
   if (socket[READS] !== undefined || socket.isPaused() || socket.readableLength > 0) return
   const reads = new ClientReads(session)
   socket[READS] = readFromNowInto(socket, onRead) ? reads : null
-  if (socket[READS] !== null) socket.once('close', () => reads.letGo(false)) // a write may still hold it
+}
+
+// The client's connection closed (session-events.js, after the session's onClose): its
+// buffer goes back to the count, not to the spares, as a write may still hold it. A
+// handler of the socket's own, not a closure per connection: memory per idle client.
+function closed (socket) {
+  const reads = socket[READS]
+  if (reads !== undefined && reads !== null) reads.letGo(false)
 }
 
 function onRead (nread, buffer) {
@@ -63,4 +70,4 @@ function holdsRead (session, x) {
   return x.leg === null || x.leg.holdsBody()
 }
 
-module.exports = { readsAfter, onRead, ClientReads, READS }
+module.exports = { readsAfter, onRead, closed, ClientReads, READS }
