@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5dcb19f1d01da304cc909d5f59768b314daa966cd507d00c0acc973b5b8e2396"
+  sha256 "6d4a670c3c39a30733d546dc89d1d2eaa1195b87ad50c9d993dfebeb5aea8111"
   license "MIT"
 
   depends_on "node"
