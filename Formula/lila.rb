@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "6d4a670c3c39a30733d546dc89d1d2eaa1195b87ad50c9d993dfebeb5aea8111"
+  sha256 "d39e9fb81bca6fa21e46524f7864087c4c60839d6682ef72ca303c0f89e16285"
   license "MIT"
 
   depends_on "node"

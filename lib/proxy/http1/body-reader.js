@@ -5,11 +5,11 @@ const { ChunkedReader } = require('./chunked')
 const { fieldsOfTrailers } = require('./heads')
 const { view } = require('./parse')
 
-// The request body an HTTP/1.1 client connection (session.js) is reading, through its
-// framing: bytes left of its Content-Length, or chunked (a ChunkedReader finds its end,
-// and takes it apart for a backend that is not sent the client's framing). Its pieces
-// go to the exchange (onBody) as RequestBody's `framed` says; what follows its end is
-// the next request's.
+// The request body an HTTP/1.1 client connection is reading (request-reader.js),
+// through its framing: bytes left of its Content-Length, or chunked (a ChunkedReader
+// finds its end, and takes it apart for a backend that is not sent the client's
+// framing). Its pieces go to the exchange (onBody) as RequestBody's `framed` says;
+// what follows its end is the next request's.
 class BodyReader {
   constructor () {
     this.left = 0 // bytes left of its length, or -1 while chunked; 0: none being read

@@ -9,11 +9,11 @@ const HTTP_LINE = / HTTP\/\d\.\d$/
 // HeadReader's `status` for a first line that is no HTTP/1.x request line at all.
 const NOT_HTTP = -1
 
-// The request heads a client connection (session.js) receives, found at the front of
-// what it read: past empty lines (RFC 9112 2.2), searched from where the last search
-// stopped (a head arriving a byte at a time costs linear work, not quadratic), parsed
-// strictly (parse.js). What it found is in its fields, read at once, so that a request
-// allocates nothing here.
+// The request heads a client connection receives (request-reader.js), found at the
+// front of what it read: past empty lines (RFC 9112 2.2), searched from where the last
+// search stopped (a head arriving a byte at a time costs linear work, not quadratic),
+// parsed strictly (parse.js). What it found is in its fields, read at once, so that a
+// request allocates nothing here.
 class HeadReader {
   constructor () {
     this.scanned = 0 // bytes of the buffer (from `start`) already searched for a head's end

@@ -6,7 +6,7 @@
 // client: the backend's socket has no timeout, and --timeout does not apply.
 // Bytes to the client go through the exchange (toClient: counted, and the backend held
 // while the client does not read), by the leg that owns the connection (leg.js); the
-// client's come here from its session (session.js).
+// client's come here from its session (request-reader.js).
 class Tunnel {
   constructor (session, conn) {
     this.session = session

@@ -3,8 +3,8 @@
 // The HTTP/2 connection preface (RFC 9113 3.4): what a client that knows the server
 // speaks HTTP/2 ("prior knowledge", h2c) sends first. Its first 18 bytes read as an
 // HTTP/1.x request head ("PRI * HTTP/2.0", then an empty line), so an HTTP/1.1 session
-// looks for it before it parses anything (proxy/http1/session.js). Once those 18 bytes
-// are in, the connection is HTTP/2's: the codec checks the rest (connection.js: a
+// looks for it before it parses anything (proxy/http1/request-reader.js). Once those 18
+// bytes are in, the connection is HTTP/2's: the codec checks the rest (connection.js: a
 // preface that breaks off there is a connection error, GOAWAY PROTOCOL_ERROR), as no
 // HTTP/1.x client sends that head. Pure.
 const { PREFACE } = require('./constants')
