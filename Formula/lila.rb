@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "d39e9fb81bca6fa21e46524f7864087c4c60839d6682ef72ca303c0f89e16285"
+  sha256 "746d9061a452473ec15a63d6ee58ff26a4b86e5bb3ce0a276b85c23f3c65780d"
   license "MIT"
 
   depends_on "node"

@@ -18,8 +18,9 @@ const HEADS = new HeadReader() // one for every connection: a head is read at on
 // HttpSession (session.js) extends it, as a connection holds one object, not two
 // (memory per idle client): the session writes the responses and decides what the
 // connection does between requests (keep-alive, drain, shut); this side reads its
-// closing and draining and calls its refuse, shut, toHttp2 and lastRequest, and each
-// writes only its own fields.
+// closing, draining and clientAddress and calls its refuse, shut, toHttp2 and
+// lastRequest. Each writes only its own fields: the session changes these through
+// methods of this class (clearHeadTimer, dropUnread, endRequest, keepForNext, ...).
 class RequestReader {
   constructor (listener, client) {
     this.listener = listener
