@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "746d9061a452473ec15a63d6ee58ff26a4b86e5bb3ce0a276b85c23f3c65780d"
+  sha256 "7ac53568a122a8b71a53909fbabf6272c48f46f57082a3aa6be449c49e69e745"
   license "MIT"
 
   depends_on "node"

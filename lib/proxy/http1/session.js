@@ -176,8 +176,9 @@ class HttpSession extends RequestReader {
     if (this.exchange !== null) this.exchange.onSweep(silentLimit, bodyLimit)
   }
 
-  // --- Reading (request-reader.js) ---
+  // --- The connection: its socket's events (session-events.js), refusals, idleness, closing ---
 
+  // Bytes from the client: read (request-reader.js) unless lila shut the connection.
   onData (chunk) {
     this.idleTicks = 0
     if (this.lingerTicks > 0) return // shut: drop what still comes
