@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "7ac53568a122a8b71a53909fbabf6272c48f46f57082a3aa6be449c49e69e745"
+  sha256 "21c09004ba369dd47add08f4b5695d53c533f536dd770a6bae4dc985158f6620"
   license "MIT"
 
   depends_on "node"
