@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "21c09004ba369dd47add08f4b5695d53c533f536dd770a6bae4dc985158f6620"
+  sha256 "c247ab0be310b8c2cfbad5186496ae8de99eb82652629985ef1d4d31ae071d2b"
   license "MIT"
 
   depends_on "node"

@@ -10,7 +10,10 @@ const t = require('tap')
 const { TcpSession, READ: TCP_READ, SESSION } = require('../lib/proxy/tcp')
 const { EventEmitter } = require('events')
 const { Pool, UpstreamConnection, READ: POOL_READ, CONNECTION } = require('../lib/proxy/http1/connection-pool')
-const { SHARED, OWN_MAX, OwnBuffer } = require('../lib/proxy/read-buffers')
+const { SHARED, OWN_MAX, readIntoShared } = require('../lib/proxy/read-buffers')
+const { BackendReads } = require('../lib/proxy/tcp-reads')
+const net = require('net')
+const { listenOn } = require('./fixtures/helpers')
 
 const BULK_READ = 64 * 1024
 
@@ -27,7 +30,7 @@ function pooledSocket (onData = () => {}) {
 function tcpSocket (onData = () => {}) {
   const socket = { isPaused: () => false }
   const session = Object.create(TcpSession.prototype)
-  Object.assign(session, { upstream: socket, upstreamReads: new OwnBuffer(), client: { writableLength: 0 } })
+  Object.assign(session, { upstream: socket, upstreamReads: new BackendReads(), client: { writableLength: 0 } })
   session.fromUpstream = onData
   socket[SESSION] = session
   return socket
@@ -79,4 +82,43 @@ t.test('a socket made while a read is handled starts on the shared buffer', asyn
     t.ok(read.buffer() === mine, `${name}: which it reads into again`)
     readsOf(socket).letGo(true)
   }
+})
+
+// A socket that went quiet holding a buffer of its own is bound to the shared one
+// outside a read (tcp-reads.js): on a real socket, through Node's fields and handle.
+// Its next read must land in the shared buffer and leave the one it held untouched (a
+// write may still hold it, or another socket read into it).
+t.test('readIntoShared: a real socket\'s next read lands in the shared buffer', async t => {
+  const server = net.createServer(socket => socket.on('data', chunk => socket.write(`answer to ${chunk}`)))
+  await listenOn(t, server)
+  const mine = Buffer.alloc(64 * 1024)
+  const reads = []
+  let waiting = null
+  const socket = net.connect({
+    port: server.address().port,
+    host: '127.0.0.1',
+    onread: {
+      buffer: mine,
+      callback (nread, buffer) {
+        reads.push({ buffer, text: buffer.toString('latin1', 0, nread) })
+        waiting()
+      }
+    }
+  })
+  t.teardown(() => socket.destroy())
+  const ask = question => new Promise(resolve => {
+    waiting = resolve
+    socket.write(question)
+  })
+  await new Promise(resolve => socket.once('connect', resolve))
+  await ask('one')
+  t.ok(reads[0].buffer === mine, 'read into the buffer it was given')
+  t.equal(reads[0].text, 'answer to one', 'what was read')
+  t.ok(readIntoShared(socket), 'bound to the shared buffer')
+  await ask('two')
+  t.ok(reads[1].buffer === SHARED, 'the next read is handed on in the shared buffer')
+  t.equal(reads[1].text, 'answer to two', 'with what was read into it')
+  t.equal(mine.toString('latin1', 0, 13), 'answer to one', 'the buffer it held is untouched')
+  await ask('three')
+  t.ok(reads[2].buffer === SHARED && reads[2].text === 'answer to three', 'and so on')
 })

@@ -1,16 +1,19 @@
 'use strict'
 
-// Where tcp mode's backend sockets read into (lib/proxy/tcp.js READ): the buffer all
-// sockets share, whose reads are copied out, and a bulk socket's own buffer, written on
-// as it is. In process and without sockets: sessions whose backend socket "reads" as
-// Node's `onread` does (into the buffer READ.buffer() gave it, then READ.callback, then
-// READ.buffer() again for the next read), and whose client holds on to what it is given
-// while it is stalled, the way a write waiting in Node's queue or the kernel's does.
-// Every byte a stalled client holds must still be what was written when it drains.
+// Where tcp mode's backend sockets read into (lib/proxy/tcp.js READ, tcp-reads.js): the
+// buffer all sockets share, whose reads are copied out, and a bulk socket's own buffer,
+// written on as it is and kept across small reads until the connection goes quiet. In
+// process and without sockets: sessions whose backend socket "reads" as Node's `onread`
+// does (into the buffer READ.buffer() gave it, then READ.callback, then READ.buffer()
+// again for the next read; a quiet sweep's useUserBuffer binds another), and whose
+// client holds on to what it is given while it is stalled, the way a write waiting in
+// Node's queue or the kernel's does. Every byte a stalled client holds must still be
+// what was written when it drains.
 
 const t = require('tap')
 const { TcpSession, READ, SESSION } = require('../lib/proxy/tcp')
-const { OWN_MAX, OwnBuffer } = require('../lib/proxy/read-buffers')
+const { OWN_MAX } = require('../lib/proxy/read-buffers')
+const { BackendReads } = require('../lib/proxy/tcp-reads')
 
 // A small deterministic PRNG (mulberry32), so that a failure can be replayed.
 function random (seed) {
@@ -56,14 +59,18 @@ function fakeClient () {
 }
 
 const SHARED = READ.buffer() // with no read in progress, the shared buffer
-const seen = { shared: 0, own: 0, ownHeld: 0, mostBound: 0 } // reads into each, own ones a stalled client
-// kept, and the most sockets bound to buffers of their own at once
+// Reads into each buffer; of those into a socket's own: small ones, and ones a stalled
+// client kept; sockets put back on the shared buffer by a quiet sweep, and of those
+// the ones whose client still held their last read; the most sockets bound to buffers
+// of their own at once.
+const seen = { shared: 0, own: 0, ownSmall: 0, ownHeld: 0, quietLetGo: 0, quietHeld: 0, mostBound: 0 }
 
 function fakeBackendSocket () {
-  return {
+  const socket = {
     paused: false,
     bound: READ.buffer(), // what Node binds at connect
     [SESSION]: null,
+    _handle: { useUserBuffer (buffer) { socket.bound = buffer } }, // bound outside a read
     isPaused () { return this.paused },
     pause () { this.paused = true },
     resume () { this.paused = false },
@@ -74,9 +81,22 @@ function fakeBackendSocket () {
       READ.callback.call(this, n, this.bound)
       if (own) seen.own++
       else seen.shared++
+      if (own && n < 16 * 1024) seen.ownSmall++
       if (own && this[SESSION].client.stalled) seen.ownHeld++
       this.bound = READ.buffer()
     }
+  }
+  return socket
+}
+
+// Sweeps until one finds the session quiet (the first after a byte counts it idle).
+function quietSweeps (s) {
+  const own = s.upstream.bound !== SHARED
+  s.onIdleSweep(Infinity)
+  s.onIdleSweep(Infinity)
+  if (own && s.upstream.bound === SHARED) {
+    seen.quietLetGo++
+    if (s.client.writableLength > 0) seen.quietHeld++
   }
 }
 
@@ -89,7 +109,7 @@ function pipingSession () {
     piping: true,
     answered: true,
     idleTicks: 0,
-    upstreamReads: new OwnBuffer()
+    upstreamReads: new BackendReads()
   })
   session.client.session = session
   session.upstream[SESSION] = session
@@ -104,7 +124,9 @@ for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     for (let step = 0; step < 20000; step++) {
       const s = sessions[Math.floor(rand() * sessions.length)]
       const roll = rand()
-      if (roll < 0.1) {
+      if (roll < 0.003) {
+        quietSweeps(s)
+      } else if (roll < 0.1) {
         s.client.stalled = true
       } else if (roll < 0.25) {
         if (s.client.writableLength > 0 || s.client.stalled) s.client.drain()
@@ -122,9 +144,79 @@ for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
   })
 }
 
+// The rule step by step (buffers compared by identity: a 64 KiB diff says nothing).
+t.test('a backend keeps its own buffer across a small read nothing holds, not one a write holds', async t => {
+  const s = pipingSession()
+  const socket = s.upstream
+  socket.read(64 * 1024, 1) // into the shared buffer: the socket takes one of its own
+  const own = socket.bound
+  t.not(own, SHARED, 'a bulk read: a buffer of its own next')
+  socket.read(100, 2)
+  t.equal(socket.bound, own, 'a small read the client took at once: read into it again')
+  socket.read(64 * 1024, 3)
+  t.equal(socket.bound, own, 'and the next answer\'s first, bulk, read lands in it, not copied')
+  s.client.stalled = true
+  socket.read(100, 4)
+  t.equal(socket.bound, SHARED, 'a small read a stalled client holds: back to the shared buffer')
+  socket.read(64 * 1024, 5)
+  t.ok(socket.bound !== SHARED && socket.bound !== own, 'the next bulk read: another buffer, not the held one')
+  s.client.drain()
+  t.equal(s.client.corrupted, 0, 'what the client held was not written over')
+  s.upstreamReads.letGo(false)
+})
+
+t.test('a quiet connection reads into the shared buffer again, once', async t => {
+  const s = pipingSession()
+  const socket = s.upstream
+  socket.read(64 * 1024, 1)
+  socket.read(100, 2)
+  const own = socket.bound
+  t.not(own, SHARED, 'kept across the answer\'s last, small, read')
+  s.onIdleSweep(Infinity)
+  t.equal(socket.bound, own, 'one sweep since the last byte: kept')
+  s.onIdleSweep(Infinity)
+  t.equal(socket.bound, SHARED, 'a sweep that finds it quiet: the shared buffer is bound again')
+  t.equal(s.upstreamReads.own, null, 'and it holds none of its own')
+  socket.read(64 * 1024, 3)
+  t.not(socket.bound, SHARED, 'bulk again: a buffer of its own')
+  socket.read(100, 4)
+  t.equal(socket.bound, SHARED, 'after a quiet let-go, let go at a small read as other readers do')
+  socket.read(64 * 1024, 5)
+  socket.read(64 * 1024, 6)
+  const last = socket.bound
+  s.onIdleSweep(Infinity)
+  s.onIdleSweep(Infinity)
+  t.equal(socket.bound, last, 'no second rebind on that connection (a listener on its handle each)')
+  s.upstreamReads.letGo(false)
+})
+
+t.test('a quiet connection whose client still holds its last read: that buffer goes to no other socket', async t => {
+  const s = pipingSession()
+  s.upstream.read(64 * 1024, 1)
+  s.client.stalled = true
+  s.upstream.read(64 * 1024, 2) // held; the write is past the high-water mark: paused
+  const held = s.upstream.bound
+  t.ok(held !== SHARED && s.upstream.paused, 'a bulk read a stalled client holds, the socket paused, keeps its buffer')
+  s.onIdleSweep(Infinity)
+  s.onIdleSweep(Infinity)
+  t.equal(s.upstream.bound, SHARED, 'quiet: back to the shared buffer')
+  const others = Array.from({ length: 4 }, pipingSession)
+  for (const other of others) {
+    other.upstream.read(64 * 1024, 3)
+    t.not(other.upstream.bound, held, 'a bulk socket taking a buffer does not get the held one')
+    other.upstream.read(64 * 1024, 4)
+  }
+  s.client.drain()
+  t.equal(s.client.corrupted, 0, 'what the client held was not written over')
+  for (const x of [s, ...others]) x.upstreamReads.letGo(false)
+})
+
 t.test('the runs above took every path', async t => {
   t.ok(seen.shared > 1000, `reads into the shared buffer: ${seen.shared}`)
   t.ok(seen.own > 1000, `reads into a socket's own buffer: ${seen.own}`)
+  t.ok(seen.ownSmall > 1000, `small reads into a socket's own buffer: ${seen.ownSmall}`)
   t.ok(seen.ownHeld > 100, `own-buffer reads written to a stalled client: ${seen.ownHeld}`)
+  t.ok(seen.quietLetGo > 50, `sockets a quiet sweep put back on the shared buffer: ${seen.quietLetGo}`)
+  t.ok(seen.quietHeld > 5, `of those, with their last read still held by a stalled client: ${seen.quietHeld}`)
   t.equal(seen.mostBound, OWN_MAX, `at most ${OWN_MAX} sockets read into buffers of their own at once, and that many did`)
 })

@@ -8,6 +8,7 @@ const crypto = require('crypto')
 const {
   tcpBackend, greetThenEcho, deadPort, blackhole, exchange, openGreeted, spawnLila, statusJson, settled, within
 } = require('./fixtures/helpers')
+const { blockFor } = require('./fixtures/bodies')
 
 // These tests are about moving bytes: no health probes (they would count as backend
 // connections). test/health.test.js covers the checks.
@@ -205,6 +206,70 @@ t.test('80 downloads at once, half read slowly, and small exchanges meanwhile: e
   ]))
   t.equal(results.slice(0, 80).filter(ok => ok).length, 80, 'every download intact')
   t.equal(results.slice(80).filter(ok => ok).length, 100, 'every exchange intact')
+})
+
+t.test('kept-open connections, 1 MiB answers back to back, slow readers, quiet gaps: every byte intact', async t => {
+  // A backend socket keeps its own read buffer across an answer's small last read, and
+  // is put back on the shared one once its connection goes quiet (tcp-reads.js): answers
+  // that follow each other, clients that stall holding what was written to them, and
+  // gaps of more than two sweeps (--idle-timeout 2s: one every 250 ms) must not mix up
+  // a byte. Each answer is 1 MiB and a few bytes of its own pattern.
+  const SIZE = 1024 * 1024 + 37
+  const answerTo = name => {
+    const block = blockFor(name)
+    const out = Buffer.allocUnsafe(SIZE)
+    for (let i = 0; i < SIZE; i += block.length) block.copy(out, i)
+    return out
+  }
+  const digest = data => crypto.createHash('sha256').update(data).digest('hex')
+  const backend = await tcpBackend(t, 'answers', socket => {
+    let pending = ''
+    socket.on('data', chunk => {
+      pending += chunk.toString('latin1')
+      for (let newline = pending.indexOf('\n'); newline !== -1; newline = pending.indexOf('\n')) {
+        socket.write(answerTo(pending.slice(0, newline)))
+        pending = pending.slice(newline + 1)
+      }
+    })
+    socket.on('end', () => socket.end())
+  })
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--idle-timeout', '2s'])
+  // One connection asking for six answers, three at a time; before the second three, a
+  // gap of `gapMs`. A slow one stalls for 20 ms after every 8 chunks, so that lila's
+  // writes wait holding what they were given. Each answer intact, in order.
+  const client = (id, { slow, gapMs }) => new Promise((resolve, reject) => {
+    const socket = net.connect(lila.port, '127.0.0.1')
+    const results = []
+    let chunks = []
+    let got = 0
+    let since = 0
+    const ask = first => socket.write([first, first + 1, first + 2].map(n => `${id}-${n}\n`).join(''))
+    socket.on('error', reject)
+    socket.on('data', chunk => {
+      chunks.push(chunk)
+      got += chunk.length
+      if (slow && ++since === 8) {
+        since = 0
+        socket.pause()
+        setTimeout(() => socket.resume(), 20)
+      }
+      while (got >= SIZE) {
+        const all = Buffer.concat(chunks)
+        const n = results.length + 1
+        results.push(digest(all.subarray(0, SIZE)) === digest(answerTo(`${id}-${n}`)))
+        chunks = [all.subarray(SIZE)]
+        got -= SIZE
+        if (n === 3) setTimeout(ask, gapMs, 4)
+        if (n === 6) socket.end(() => resolve(results))
+      }
+    })
+    ask(1)
+  })
+  const results = await within(60000, 'the answers', Promise.all(Array.from({ length: 12 }, (_, i) =>
+    client(i, { slow: i % 3 === 1, gapMs: i % 2 === 0 ? 600 : 0 }))))
+  const answers = results.flat()
+  t.equal(answers.length, 72, 'every answer came')
+  t.equal(answers.filter(ok => ok).length, 72, 'every answer intact')
 })
 
 t.test('an error on one side ends the other', async t => {

@@ -13,8 +13,10 @@
 // own (`takeOwn`), handed on without a copy. It is read into again (`readAgain`) only
 // once no write holds what it read; else the socket lets it go with the write that
 // holds it (`letGo`) and takes another, or goes back to the shared one, as does a
-// socket whose reads turn small. At most OWN_MAX buffers are bound to sockets at a
-// time, for all sockets together (4 MiB); past that, bulk is copied too. Each reader
+// socket whose reads turn small (not a pooled connection between answers, nor a tcp
+// backend until its connection goes quiet: `keep`, tcp-reads.js). At most OWN_MAX
+// buffers are bound to sockets at a time, for all sockets together (4 MiB); past that,
+// bulk is copied too. Each reader
 // holds an OwnBuffer, which makes that choice after every read; the reader says only
 // whether what it read is free.
 //
@@ -91,15 +93,35 @@ function fieldsOfOnread () {
 // as readsInto(callback) says. False where it cannot (TLS, another Node).
 function readFromNowInto (socket, callback) {
   const fields = fieldsOfOnread()
-  const handle = socket._handle
-  if (fields === null || socket.encrypted || !handle || typeof handle.useUserBuffer !== 'function') return false
-  const [kBuffer, kBufferGen, kBufferCb] = fields
-  const first = nextBuffer()
+  if (fields === null || !canBind(socket)) return false
+  const [, kBufferGen, kBufferCb] = fields
   socket[kBufferGen] = nextBuffer
   socket[kBufferCb] = callback
-  socket[kBuffer] = first
-  handle.useUserBuffer(first)
+  bind(socket, nextBuffer())
   return true
+}
+
+// From the next read on, `socket` (reading through readsInto or readFromNowInto, no read
+// being handled) reads into the shared buffer, not the one it was to read into: for a
+// socket that went quiet holding its own. Outside a read, Node takes a buffer only
+// through useUserBuffer, which adds a listener of about 48 bytes to the socket's handle
+// until it closes: a reader does this a bounded number of times. False where it cannot.
+function readIntoShared (socket) {
+  if (fieldsOfOnread() === null || !canBind(socket)) return false
+  bind(socket, SHARED)
+  return true
+}
+
+function canBind (socket) {
+  const handle = socket._handle
+  return !socket.encrypted && !!handle && typeof handle.useUserBuffer === 'function'
+}
+
+// The socket's next read goes into `buffer`: where Node's read takes it (its handle),
+// and what it hands the callback with it (kBuffer).
+function bind (socket, buffer) {
+  socket[fieldsOfOnread()[0]] = buffer
+  socket._handle.useUserBuffer(buffer)
 }
 
 // What a reading socket holds (a tcp session's backend, a pooled connection, a client
@@ -133,4 +155,4 @@ class OwnBuffer {
   }
 }
 
-module.exports = { readsInto, readFromNowInto, copied, OwnBuffer, SHARED, BULK, OWN_MAX }
+module.exports = { readsInto, readFromNowInto, readIntoShared, copied, OwnBuffer, SHARED, BULK, OWN_MAX }

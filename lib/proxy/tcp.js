@@ -7,7 +7,8 @@ const { dial, resetOrDestroy, backendReason, connectTimedOut } = require('../ups
 const { formatProxyHeader } = require('../wire/proxy-protocol')
 const { Attempt } = require('../upstream/attempt')
 const { handlers, addListeners } = require('./socket-events')
-const { readsInto, copied, OwnBuffer, SHARED, BULK } = require('./read-buffers')
+const { readsInto, copied, SHARED, BULK } = require('./read-buffers')
+const { BackendReads } = require('./tcp-reads')
 const { TcpReplay } = require('./tcp-replay')
 
 const SESSION = Symbol('lila.tcpSession') // the TcpSession a client or backend socket serves
@@ -40,11 +41,11 @@ const BACKEND_TLS = handlers({
 })
 
 // Plain backend sockets read into read-buffers.js's buffers: each read handed straight
-// to the session. A bulk socket's own buffer (the session's OwnBuffer) is read into
-// again once its bytes are out: the write to the client completed at once; or it waits,
-// the socket is paused for back-pressure (a bulk read is above the writable high-water
-// mark), and the client drains before the socket resumes. A write that waits without
-// that pause keeps it.
+// to the session. A socket's own buffer (the session's BackendReads, tcp-reads.js) is
+// read into again once its bytes are out: the write to the client completed at once; or
+// it waits, the socket is paused for back-pressure (a bulk read is above the writable
+// high-water mark), and the client drains before the socket resumes. A write that waits
+// without that pause keeps it.
 const READ = readsInto(function (nread, buffer) { this[SESSION].fromUpstreamRead(this, nread, buffer) })
 
 // L4 balancing, one client connection and its (current) backend connection: pick a
@@ -80,7 +81,7 @@ class TcpSession {
     // The client is read while connecting, so that it leaving is noticed at once; what
     // it sends waits in `replay` until a backend is connected (tcp-replay.js).
     this.replay = new TcpReplay()
-    this.upstreamReads = new OwnBuffer() // the backend socket's buffer while bulk (READ)
+    this.upstreamReads = new BackendReads() // the backend socket's own buffer (READ)
     client[SESSION] = this
     addListeners(client, CLIENT)
     // The client's address is asked of the kernel when something needs it (ip-hash,
@@ -114,7 +115,7 @@ class TcpSession {
   }
 
   // `nread` bytes from a plain backend socket, in the shared buffer or in its own (see
-  // READ): passed on, then the buffer it reads into next chosen (read-buffers.js).
+  // READ): passed on, then the buffer it reads into next chosen (tcp-reads.js).
   fromUpstreamRead (socket, nread, buffer) {
     if (socket !== this.upstream) return
     if (buffer === SHARED) {
@@ -125,7 +126,7 @@ class TcpSession {
     // Free: written at once, or a bulk read that paused the socket, read into only
     // after the client drained.
     const free = this.client.writableLength === 0 || (nread >= BULK && socket.isPaused())
-    this.upstreamReads.next(nread, buffer, free)
+    this.upstreamReads.after(nread, buffer, free)
   }
 
   // A FIN from the client: passed on once a backend is connected (half-close).
@@ -149,10 +150,12 @@ class TcpSession {
   }
 
   // The listener's sweep: no byte either way for --idle-timeout closes a connection
-  // that is piping; a connect that lasts --connect-timeout fails (a sweep rather than
+  // that is piping, and for a sweep lets its backend's own read buffer go (memory per
+  // idle connection); a connect that lasts --connect-timeout fails (a sweep rather than
   // a timer per connection: see sweep.js).
   onIdleSweep (idleLimit) {
     if (this.piping) {
+      if (this.idleTicks > 0) this.upstreamReads.quiet(this.upstream, this.client.writableLength === 0)
       if (++this.idleTicks >= idleLimit) this.destroy()
     } else if (this.upstream !== null) {
       const { listener } = this
