@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "c247ab0be310b8c2cfbad5186496ae8de99eb82652629985ef1d4d31ae071d2b"
+  sha256 "ee4bf23d521b5e7ea7c4e5fe7568eaa0073b2d114679d3381454bdb15044dff9"
   license "MIT"
 
   depends_on "node"
