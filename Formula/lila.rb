@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "ee4bf23d521b5e7ea7c4e5fe7568eaa0073b2d114679d3381454bdb15044dff9"
+  sha256 "f13155a4fd1c6787428ae3625cdbe094d815375a043221be2ba515a54c6ace7c"
   license "MIT"
 
   depends_on "node"

@@ -16,9 +16,8 @@
 // socket whose reads turn small (not a pooled connection between answers, nor a tcp
 // backend until its connection goes quiet: `keep`, tcp-reads.js). At most OWN_MAX
 // buffers are bound to sockets at a time, for all sockets together (4 MiB); past that,
-// bulk is copied too. Each reader
-// holds an OwnBuffer, which makes that choice after every read; the reader says only
-// whether what it read is free.
+// bulk is copied too. Each reader holds an OwnBuffer, which makes that choice after
+// every read; the reader says only whether what it read is free.
 //
 // Node calls the socket's `buffer()` right after its `callback()`: the socket that just
 // read takes what its callback chose (`next`), every other socket the shared buffer. A
