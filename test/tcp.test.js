@@ -212,8 +212,10 @@ t.test('kept-open connections, 1 MiB answers back to back, slow readers, quiet g
   // A backend socket keeps its own read buffer across an answer's small last read, and
   // is put back on the shared one once its connection goes quiet (tcp-reads.js): answers
   // that follow each other, clients that stall holding what was written to them, and
-  // gaps of more than two sweeps (--idle-timeout 2s: one every 250 ms) must not mix up
-  // a byte. Each answer is 1 MiB and a few bytes of its own pattern.
+  // gaps of more than two sweeps must not mix up a byte. Each answer is 1 MiB and a few
+  // bytes of its own pattern. Sweeps come every 250 ms by --connect-timeout 2s (an
+  // eighth of it), not by a short --idle-timeout: that closed a connection whose client
+  // process a busy machine had not run for 2 s, and the client waited for answers.
   const SIZE = 1024 * 1024 + 37
   const answerTo = name => {
     const block = blockFor(name)
@@ -233,7 +235,7 @@ t.test('kept-open connections, 1 MiB answers back to back, slow readers, quiet g
     })
     socket.on('end', () => socket.end())
   })
-  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--idle-timeout', '2s'])
+  const lila = await spawnLila(t, ['rr', backend.address, ...base, '--connect-timeout', '2s'])
   // One connection asking for six answers, three at a time; before the second three, a
   // gap of `gapMs`. A slow one stalls for 20 ms after every 8 chunks, so that lila's
   // writes wait holding what they were given. Each answer intact, in order.
@@ -245,6 +247,7 @@ t.test('kept-open connections, 1 MiB answers back to back, slow readers, quiet g
     let since = 0
     const ask = first => socket.write([first, first + 1, first + 2].map(n => `${id}-${n}\n`).join(''))
     socket.on('error', reject)
+    socket.on('close', () => reject(new Error(`client ${id}: closed after ${results.length} answers and ${got} bytes`)))
     socket.on('data', chunk => {
       chunks.push(chunk)
       got += chunk.length
