@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a3edc823cb17817cf8534116ff9025543d2a3731fc49c2126f10fde47491b9f9"
+  sha256 "5965348cb7fc084e19d9582493c11d3cfc2a54d770375fb618b96134932c784d"
   license "MIT"
 
   depends_on "node"
