@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "5965348cb7fc084e19d9582493c11d3cfc2a54d770375fb618b96134932c784d"
+  sha256 "a16f0dfc0d114f6f3910f37a9fb38424a61087e74f056c0c5e1d1c5ba7a7662d"
   license "MIT"
 
   depends_on "node"
