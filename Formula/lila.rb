@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "a16f0dfc0d114f6f3910f37a9fb38424a61087e74f056c0c5e1d1c5ba7a7662d"
+  sha256 "65920f407c001b53ef61a0dc252d38daf3c2232129f166457c611769b85903f9"
   license "MIT"
 
   depends_on "node"

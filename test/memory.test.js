@@ -74,3 +74,9 @@ t.test('h2: a stream waiting on an HTTP/1.1 backend keeps no timer on the backen
   t.equal(conn.socket.listenerCount('timeout'), 0, 'nor listens for one')
   t.equal(conn.socket.listenerCount('data'), 0, 'a plain socket reads into lila\'s buffers: no \'data\' listener')
 })
+
+t.test('h2: a waiting exchange reads its pool\'s body limit there, keeps no boxed copy', async t => {
+  const x = await waitingStream(t, ['--max-body-size', '1k'])
+  t.notOk(Object.hasOwn(x, 'maxBody'), 'no field of its own')
+  t.equal(x.maxBody, 1024, 'the pool\'s')
+})
