@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "65920f407c001b53ef61a0dc252d38daf3c2232129f166457c611769b85903f9"
+  sha256 "cb9becbdb3fcf3fe9b0b66f122d46d477267636d190f1be1ebe460ac70ac0297"
   license "MIT"
 
   depends_on "node"
