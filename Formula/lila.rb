@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "cb9becbdb3fcf3fe9b0b66f122d46d477267636d190f1be1ebe460ac70ac0297"
+  sha256 "2857da1addcf5c315274323e6664132278ee6afbe70826dc04495c3978fa14fc"
   license "MIT"
 
   depends_on "node"
