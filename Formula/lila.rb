@@ -7,7 +7,7 @@ class Lila < Formula
   desc "Load balancer you start in one line: one Node.js file, zero dependencies"
   homepage "https://github.com/lila-lb/lila"
   url "https://registry.npmjs.org/lila-lb/-/lila-lb-0.1.0.tgz"
-  sha256 "f13155a4fd1c6787428ae3625cdbe094d815375a043221be2ba515a54c6ace7c"
+  sha256 "2857da1addcf5c315274323e6664132278ee6afbe70826dc04495c3978fa14fc"
   license "MIT"
 
   depends_on "node"

@@ -509,3 +509,21 @@ t.test('an HPACK bomb: a header list past the limit is answered 431, never built
   t.same(h.events(), ['stream 5 es'], 'the connection goes on')
   t.equal(h.r.heads[1].fields.length, 0)
 })
+
+t.test('an idle connection lets its output buffer go at a sweep, and takes a new one to write', async t => {
+  const h = openServer()
+  h.feed(F.headers(1, GET))
+  const s = h.r.streams[0]
+  h.conn.sweep() // the SETTINGS ack was written since the start: kept
+  t.ok(h.conn.output.buf.length > 0, 'a buffer after writing')
+  h.conn.sweep() // nothing written since
+  t.equal(h.conn.output.buf.length, 0, 'no buffer once a sweep found nothing written')
+  h.conn.headers(s, [':status', '200'], true)
+  t.same(h.out().map(f => f.list), [[':status', '200']], 'the next frame goes out whole')
+  t.ok(h.conn.output.buf.length > 0, 'in a new buffer')
+  h.feed(F.headers(3, GET))
+  h.conn.headers(h.r.streams[1], [':status', '204'], false)
+  h.conn.sweep() // written since the last sweep, and waiting: kept
+  t.ok(h.conn.output.buf.length > 0, 'a buffer with frames waiting is kept')
+  t.same(h.out().map(f => f.list), [[':status', '204']])
+})

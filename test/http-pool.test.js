@@ -179,3 +179,20 @@ t.test('a connect the kernel finished while the loop was busy past --connect-tim
   t.ok(conn.ready, 'connected')
   t.notOk(timedOut, 'not called timed out')
 })
+
+t.test('a connection not ready within the connect timeout is timed out, and its timer goes with it', async t => {
+  // A TLS connection to a backend that never answers the handshake is never ready.
+  const backend = await tcpBackend(t, 'silent', socket => socket.resume())
+  const pool = new Pool({ host: '127.0.0.1', port: backend.port }, { connectTimeout: 50, tls: { rejectUnauthorized: false } })
+  t.teardown(() => {
+    pool.close()
+    for (const socket of backend.sockets) socket.destroy()
+  })
+  const exchange = standIn()
+  const timedOut = new Promise(resolve => { exchange.onUpstreamTimeout = resolve })
+  const conn = pool.acquire(exchange)
+  t.not(conn.connectTimer, null, 'a timer while connecting')
+  t.equal(await within(5000, 'the connect timeout', timedOut), conn)
+  t.notOk(conn.ready, 'never ready')
+  t.equal(conn.connectTimer, null, 'the timer is gone once it fired')
+})

@@ -29,11 +29,15 @@ function idleFromHint (hintMs) {
 }
 
 // Socket handlers shared by every backend connection (`this` is the socket): events go
-// to the owning exchange, or, while idle in the pool, end the connection (a byte or a
-// timeout while idle means it is no longer fit for reuse).
+// to the owning exchange, or, while idle in the pool, end the connection (a byte while
+// idle means it is no longer fit for reuse). A plain socket reads through READ, so only
+// a TLS one listens to 'data'; and none to 'timeout': the connect timeout is a timer of
+// the connection's own (connectTimer), gone once connected, where a socket's setTimeout
+// keeps its Timeout for the socket's life (about 150 bytes a connection, each one a
+// waiting HTTP/2 stream holds: bench/README.md).
 function connConnect () {
-  this.setTimeout(0) // the connect timeout is over; the listener's sweep takes it from here
   const c = this[CONNECTION]
+  c.stopConnectTimer()
   c.ready = true
   if (c.owner !== null) c.owner.onUpstreamConnect(c)
 }
@@ -42,17 +46,15 @@ function connData (chunk) {
   if (c.owner !== null) c.owner.onUpstreamData(c, chunk)
   else c.destroy()
 }
+function connTimedOut (c) {
+  c.connectTimer = null
+  if (c.owner === null) return c.destroy()
+  connectTimedOut(() => !c.ready && !c.closed && c.owner !== null, () => c.owner.onUpstreamTimeout(c))
+}
 const CONN = handlers({
-  data: connData, // TLS sockets, which cannot read into lila's buffers (READ)
   drain () {
     const c = this[CONNECTION]
     if (c.owner !== null) c.owner.onUpstreamDrain(c)
-  },
-  timeout () {
-    const c = this[CONNECTION]
-    if (c.owner === null) return c.destroy()
-    if (c.ready) return c.owner.onUpstreamTimeout(c)
-    connectTimedOut(() => !c.ready && !c.closed && c.owner !== null, () => c.owner.onUpstreamTimeout(c))
   },
   error (err) {
     const c = this[CONNECTION]
@@ -65,11 +67,13 @@ const CONN = handlers({
   close () {
     const c = this[CONNECTION]
     c.closed = true
+    c.stopConnectTimer()
     c.reads.letGo(false) // a write to the client may still hold it
     c.pool.removed(c)
     if (c.owner !== null) c.owner.onUpstreamClose(c)
   }
 })
+const TLS_CONN = handlers({ data: connData }) // TLS sockets, which cannot read into lila's buffers (READ)
 
 // Plain backend sockets read into read-buffers.js's buffers, each read handed to the
 // owner at once, as bytes no later read writes over (as with 'data'). A bulk socket's
@@ -111,9 +115,21 @@ class UpstreamConnection {
     this.reads = new OwnBuffer() // its socket's own read buffer, while it moves bulk (READ)
     this.freedRead = false // its owner let it go (release) holding none of its last read
     this.head = null // the form its response heads are parsed into (readHead)
+    this.connectTimer = null // until connected: --connect-timeout (connTimedOut)
     socket[CONNECTION] = this
     socket.on(readyEvent(socket), connConnect)
     addListeners(socket, CONN)
+    if (socket.encrypted) addListeners(socket, TLS_CONN)
+  }
+
+  startConnectTimer (ms) {
+    this.connectTimer = setTimeout(connTimedOut, ms, this).unref()
+  }
+
+  stopConnectTimer () {
+    if (this.connectTimer === null) return
+    clearTimeout(this.connectTimer)
+    this.connectTimer = null
   }
 
   // Hand the connection to an exchange; it drives the socket until release.
@@ -192,7 +208,7 @@ class Pool {
     this.connects++
     const socket = dial(this.backend, this.tls, { onread: READ })
     const conn = new UpstreamConnection(this, socket)
-    socket.setTimeout(this.connectTimeout) // until connected (see connConnect)
+    conn.startConnectTimer(this.connectTimeout)
     conn.attach(exchange)
     return conn
   }

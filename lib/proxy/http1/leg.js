@@ -29,6 +29,11 @@ const FIELDS = new Fields()
 // Keep-Alive hint, and whether it can serve another request (`reusable`). A 101 turns
 // the connection into a Tunnel.
 class Http1Leg {
+  // The fields #begin sets, declared so that V8 keeps them in the object (exchange.js).
+  backend; fresh; pool; conn; dialing; abandoned; silentTicks; sentAt; chunkedOut
+  partial; res; reader; left; untilClose; decode; sendDecoded; gotBytes; reusable
+  tunnel
+
   constructor (exchange, backend, fresh) {
     this.x = exchange
     this.#begin(backend, fresh)

@@ -15,7 +15,6 @@ class Tunnel {
 
   // The 101 went to the client: what it sent after its request head goes on.
   open () {
-    this.conn.socket.setTimeout(0)
     const early = this.session.takeBuffered()
     if (early !== null) this.toBackend(early)
   }

@@ -146,8 +146,12 @@ class Connection {
     this.finish(CLOSED, reason)
   }
 
-  // Decay the flood counters: the owner calls it now and then (a listener's sweep).
-  sweep () { this.flood.sweep() }
+  // Decay the flood counters, and let an idle output buffer go: the owner calls it now
+  // and then (a listener's sweep).
+  sweep () {
+    this.flood.sweep()
+    this.output.sweep()
+  }
 
   // A connection error: GOAWAY with its code, then every stream ends.
   fail (code, reason) {

@@ -16,6 +16,8 @@ const CHUNK = 16 * 1024
 // DATA payloads up to this many bytes are copied into the buffer; longer ones are
 // referenced (a copy then costs more than a chunk of its own in a write).
 const COPY_LIMIT = 1024
+// An idle connection's buffer: none (sweep).
+const NONE = Buffer.alloc(0)
 
 class Output {
   constructor () {
@@ -24,6 +26,20 @@ class Output {
     this.pos = 0
     this.chunks = null // what comes before buf[start, pos): earlier pieces, payloads
     this.length = 0 // bytes waiting, all pieces together
+    this.swept = 0 // pos at the last sweep
+  }
+
+  // Now and then (the connection's sweep): a buffer written nothing since the last
+  // sweep, with nothing waiting, is let go; the next frame takes a new one. An idle
+  // connection (a client between requests, or whose streams wait on their backends)
+  // then holds no CHUNK, and a busy one never reallocates for it.
+  sweep () {
+    if (this.pos === this.swept && this.length === 0) {
+      this.buf = NONE
+      this.start = 0
+      this.pos = 0
+    }
+    this.swept = this.pos
   }
 
   // Room for n contiguous bytes at this.pos.
